@@ -1,0 +1,175 @@
+//! The page cache: how much of a file is resident (`mincore`), evicting it (`fdatasync` +
+//! `posix_fadvise(DONTNEED)`, and as root `drop_caches`), loading it, and `/proc/meminfo`.
+//! Root-only steps are detected; without root they are skipped with the reason.
+
+pub mod meminfo;
+
+use crate::engine::pread_full;
+use crate::error::{Error, Result, describe_io};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::path::Path;
+
+/// Set `IOLAB_NO_ROOT=1` to make iolab behave as if it were not root (to test that path).
+pub const NO_ROOT_ENV: &str = "IOLAB_NO_ROOT";
+
+/// Whether root-only steps may be used.
+pub fn have_root() -> bool {
+    crate::sys::is_root() && std::env::var_os(NO_ROOT_ENV).is_none_or(|v| v.is_empty() || v == "0")
+}
+
+/// Resident pages of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Residency {
+    pub resident_pages: u64,
+    pub total_pages: u64,
+    pub page_size: u64,
+}
+
+impl Residency {
+    pub fn fraction(&self) -> f64 {
+        if self.total_pages == 0 {
+            1.0
+        } else {
+            self.resident_pages as f64 / self.total_pages as f64
+        }
+    }
+
+    pub fn percent(&self) -> f64 {
+        100.0 * self.fraction()
+    }
+}
+
+/// Residency of the first `len` bytes of an open file.
+pub fn residency_of(file: &File, len: u64, path: &Path) -> Result<Residency> {
+    let (resident_pages, total_pages) = crate::sys::map::residency(file, len)
+        .map_err(|e| Error::failed("cannot check residency", describe_io(&e)).at(path))?;
+    Ok(Residency {
+        resident_pages,
+        total_pages,
+        page_size: crate::sys::page_size() as u64,
+    })
+}
+
+/// Residency of a whole file by path.
+pub fn residency(path: &Path) -> Result<Residency> {
+    let src = crate::engine::open_source(path)?;
+    residency_of(&src.file, src.size, path)
+}
+
+/// What an eviction did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvictReport {
+    pub dropped_all: bool,
+    /// Why `drop_caches` was not used when it was asked for.
+    pub drop_all_skipped: Option<String>,
+}
+
+/// Evicts a file: `fdatasync` (dirty pages cannot be dropped), then `POSIX_FADV_DONTNEED`;
+/// with `drop_all`, and only as root, also `sync` and `echo 3 > /proc/sys/vm/drop_caches`.
+pub fn evict(file: &File, path: &Path, drop_all: bool) -> Result<EvictReport> {
+    // A read-only descriptor may refuse fdatasync on some filesystems; eviction still proceeds.
+    let _ = file.sync_data();
+    crate::sys::fadvise(file, libc::POSIX_FADV_DONTNEED)
+        .map_err(|e| Error::failed("cannot evict", describe_io(&e)).at(path))?;
+    let mut report = EvictReport { dropped_all: false, drop_all_skipped: None };
+    if drop_all {
+        match drop_all_caches() {
+            Ok(()) => report.dropped_all = true,
+            Err(why) => report.drop_all_skipped = Some(why),
+        }
+    }
+    Ok(report)
+}
+
+/// `sync; echo 3 > /proc/sys/vm/drop_caches`; the reason it could not, otherwise.
+pub fn drop_all_caches() -> Result<(), String> {
+    if !have_root() {
+        return Err("needs root: dropping all caches writes /proc/sys/vm/drop_caches; evicted this file only (fadvise)".into());
+    }
+    crate::sys::sync_all_filesystems();
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .map_err(|e| format!("cannot write /proc/sys/vm/drop_caches: {}", describe_io(&e)))
+}
+
+/// Loads a file into the page cache by reading it through once (WILLNEED first, so readahead
+/// is generous).
+pub fn load(file: &File, len: u64, path: &Path) -> Result<()> {
+    let _ = crate::sys::fadvise(file, libc::POSIX_FADV_WILLNEED);
+    let mut buf = crate::sys::buf::AlignedBuf::new(1 << 20);
+    let mut off = 0u64;
+    while off < len {
+        let n = pread_full(file, buf.as_mut_slice(), off).map_err(|e| Error::io("cannot load", path, &e))?;
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// How the cache should be before a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    Warm,
+    Cold,
+    Asis,
+}
+
+impl CacheMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Warm => "warm",
+            CacheMode::Cold => "cold",
+            CacheMode::Asis => "asis",
+        }
+    }
+}
+
+/// Resident fraction at or below which a file counts as cold, and at or above which warm.
+pub const COLD_MAX: f64 = 0.02;
+pub const WARM_MIN: f64 = 0.99;
+
+/// The cache state a run started from, as verified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheState {
+    pub asked: CacheMode,
+    pub residency: Residency,
+    /// The verified state matches what was asked (always true for `asis`).
+    pub verified: bool,
+    pub dropped_all: bool,
+    pub note: Option<String>,
+}
+
+/// Puts a file into the asked state and verifies it with `mincore` (untimed preparation).
+pub fn prepare(file: &File, len: u64, path: &Path, mode: CacheMode, drop_all: bool) -> Result<CacheState> {
+    let mut note = None;
+    let mut dropped_all = false;
+    match mode {
+        CacheMode::Warm => load(file, len, path)?,
+        CacheMode::Cold => {
+            let r = evict(file, path, drop_all)?;
+            dropped_all = r.dropped_all;
+            note = r.drop_all_skipped;
+        }
+        CacheMode::Asis => {}
+    }
+    let residency = residency_of(file, len, path)?;
+    let f = residency.fraction();
+    let verified = match mode {
+        CacheMode::Warm => f >= WARM_MIN,
+        CacheMode::Cold => f <= COLD_MAX,
+        CacheMode::Asis => true,
+    };
+    if !verified {
+        note = Some(match mode {
+            CacheMode::Cold => format!(
+                "not cold: {:.1}% still resident after eviction (the filesystem may ignore fadvise, e.g. tmpfs, or pages are mapped)",
+                residency.percent()
+            ),
+            _ => format!("not warm: only {:.1}% resident after loading (memory pressure?)", residency.percent()),
+        });
+    }
+    Ok(CacheState { asked: mode, residency, verified, dropped_all, note })
+}

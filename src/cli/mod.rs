@@ -1,0 +1,343 @@
+//! The command line: clap definitions and the mapping from arguments to library configs.
+//! Nothing here prints; `main.rs` dispatches and prints.
+
+pub mod parse;
+
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::engine::write::{SyncMode, WriteMethod};
+use crate::experiments::cache_cmd::CacheAction;
+use crate::experiments::classic::{Op, RunConfig};
+use crate::experiments::fast::FastConfig;
+use crate::experiments::read::ReadConfig;
+use crate::experiments::write::WriteConfig;
+use crate::report::Format;
+use crate::workload::Pattern;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const ABOUT: &str = "Measure, explain and exploit the ways Linux moves file data: read/pread, mmap \
+with madvise, O_DIRECT and io_uring, with repeats, statistics and a verified page cache.";
+
+#[derive(Debug, Parser)]
+#[command(name = "iolab", version, about = ABOUT, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The classic program: read or write BLOCK_COUNT blocks of BLOCK_SIZE, print time, rate, XOR.
+    #[command(after_help = "Examples:\n  iolab run big.bin -r 4K 262144\n  iolab run out.bin -w 1M 1024 --sync end\n  iolab run big.bin -r 1M 2048 --method mmap --cache cold")]
+    Run(RunArgs),
+    /// Read a file with one method, repeated, with statistics and kernel counters.
+    #[command(after_help = "Examples:\n  iolab read big.bin --method mmap --cache warm --repeat 5\n  iolab read big.bin --method pread --bs 4K --pattern random --size 256M\n  iolab read big.bin --method uring-direct --depth 32 --cache cold --format json")]
+    Read(ReadArgs),
+    /// Write a file with one method and sync mode, repeated, then read it back to verify.
+    #[command(after_help = "Examples:\n  iolab write out.bin --size 1G --bs 1M --method write --sync end\n  iolab write out.bin --size 256M --method mmap --sync each --force")]
+    Write(WriteArgs),
+    /// Read the whole file as fast as this machine allows and print its XOR.
+    #[command(after_help = "Examples:\n  iolab fast big.bin\n  iolab fast big.bin --method mmap --threads 2\n\nThe XOR goes to stdout; the chosen method, cache state, time and MiB/s to stderr.")]
+    Fast(FastArgs),
+    /// Page-cache residency of files (like vmtouch), evict them, or load them.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+    Csv,
+    Markdown,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Text => Format::Text,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// How blocks are visited and spread over threads.
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// seq or random (a seeded permutation: every block once)
+    #[arg(long, default_value = "seq", value_parser = parse::pattern)]
+    pub pattern: Pattern,
+    /// Seed of the random order and the written data
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Threads, each with its own contiguous part of the file
+    #[arg(long, default_value = "1", value_parser = parse::threads)]
+    pub threads: usize,
+    /// io_uring requests in flight per thread
+    #[arg(long, default_value = "32", value_parser = parse::depth)]
+    pub depth: u32,
+}
+
+/// Page-cache state before each run.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// warm (load and verify), cold (evict and verify), asis
+    #[arg(long, value_parser = parse::cache_mode)]
+    pub cache: Option<CacheMode>,
+    /// With --cache cold, as root: also sync and drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("op").required(true).args(["read", "write"])))]
+pub struct RunArgs {
+    pub file: PathBuf,
+    /// Read the file
+    #[arg(short = 'r')]
+    pub read: bool,
+    /// Write the file (needs --force if it exists)
+    #[arg(short = 'w')]
+    pub write: bool,
+    /// Block size: 4096, 4K, 1MiB, 4KB (1000-based)...
+    #[arg(value_parser = parse::size, allow_hyphen_values = true)]
+    pub block_size: u64,
+    /// Number of blocks
+    #[arg(value_parser = parse::count, allow_hyphen_values = true)]
+    pub block_count: u64,
+    /// Read method (default read) or write method (default write)
+    #[arg(long)]
+    pub method: Option<String>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    /// Durability of writes: none, end, each, dsync, osync
+    #[arg(long, default_value = "none", value_parser = parse::sync_mode)]
+    pub sync: SyncMode,
+    /// Overwrite an existing file with -w
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    pub file: PathBuf,
+    /// read, pread, mmap, mmap-seq, mmap-random, mmap-willneed, mmap-populate, mmap-huge, direct, uring, uring-direct
+    #[arg(long, default_value = "read", value_parser = parse::read_method)]
+    pub method: ReadMethod,
+    /// Block size
+    #[arg(long, default_value = "1M", value_parser = parse::size)]
+    pub bs: u64,
+    /// Blocks to read (default: the whole file)
+    #[arg(long, value_parser = parse::count, conflicts_with = "size")]
+    pub count: Option<u64>,
+    /// Bytes to read from the start (default: the whole file)
+    #[arg(long, value_parser = parse::size)]
+    pub size: Option<u64>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    /// Counted runs
+    #[arg(long, default_value = "5", value_parser = parse::positive)]
+    pub repeat: usize,
+    /// Uncounted runs first
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    pub file: PathBuf,
+    /// write, pwrite, mmap, direct
+    #[arg(long, default_value = "write", value_parser = parse::write_method)]
+    pub method: WriteMethod,
+    /// Block size
+    #[arg(long, default_value = "1M", value_parser = parse::size)]
+    pub bs: u64,
+    /// Blocks to write
+    #[arg(long, value_parser = parse::count, conflicts_with = "size", required_unless_present = "size")]
+    pub count: Option<u64>,
+    /// Bytes to write
+    #[arg(long, value_parser = parse::size)]
+    pub size: Option<u64>,
+    /// Durability: none, end, each, dsync, osync
+    #[arg(long, default_value = "none", value_parser = parse::sync_mode)]
+    pub sync: SyncMode,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Overwrite an existing file
+    #[arg(long)]
+    pub force: bool,
+    /// Counted runs
+    #[arg(long, default_value = "3", value_parser = parse::positive)]
+    pub repeat: usize,
+    /// Uncounted runs first
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct FastArgs {
+    pub file: PathBuf,
+    /// Force a method instead of auto
+    #[arg(long, value_parser = parse::read_method)]
+    pub method: Option<ReadMethod>,
+    /// Force a thread count
+    #[arg(long, value_parser = parse::threads)]
+    pub threads: Option<usize>,
+    /// Force a block size
+    #[arg(long, value_parser = parse::size)]
+    pub bs: Option<u64>,
+    /// Force an io_uring depth
+    #[arg(long, value_parser = parse::depth)]
+    pub depth: Option<u32>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Resident pages per file, and the page-cache size
+    Status(CacheFiles),
+    /// Evict files from the page cache (fdatasync + fadvise DONTNEED)
+    Evict(CacheFiles),
+    /// Load files into the page cache
+    Load(CacheFiles),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheFiles {
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// With evict, as root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl CacheCommand {
+    pub fn parts(&self) -> (CacheAction, &CacheFiles) {
+        match self {
+            CacheCommand::Status(f) => (CacheAction::Status, f),
+            CacheCommand::Evict(f) => (CacheAction::Evict, f),
+            CacheCommand::Load(f) => (CacheAction::Load, f),
+        }
+    }
+}
+
+impl RunArgs {
+    pub fn config(&self) -> Result<RunConfig, String> {
+        let op = if self.read { Op::Read } else { Op::Write };
+        let (mut read_method, mut write_method) = (ReadMethod::Read, WriteMethod::Write);
+        if let Some(m) = &self.method {
+            match op {
+                Op::Read => read_method = parse::read_method(m)?,
+                Op::Write => write_method = parse::write_method(m)?,
+            }
+        }
+        Ok(RunConfig {
+            path: self.file.clone(),
+            op,
+            bs: self.block_size,
+            count: self.block_count,
+            read_method,
+            write_method,
+            pattern: self.workload.pattern,
+            seed: self.workload.seed,
+            threads: self.workload.threads,
+            depth: self.workload.depth,
+            cache: self.cache.cache.unwrap_or(CacheMode::Asis),
+            drop_all: self.cache.drop_all,
+            sync: self.sync,
+            force: self.force,
+        })
+    }
+}
+
+impl ReadArgs {
+    pub fn config(&self) -> Result<ReadConfig, String> {
+        let len = match (self.count, self.size) {
+            (Some(c), _) => Some(
+                self.bs
+                    .checked_mul(c)
+                    .ok_or_else(|| format!("--bs {} x --count {c} does not fit in 64 bits", self.bs))?,
+            ),
+            (None, s) => s,
+        };
+        Ok(ReadConfig {
+            path: self.file.clone(),
+            method: self.method,
+            bs: self.bs,
+            len,
+            pattern: self.workload.pattern,
+            seed: self.workload.seed,
+            threads: self.workload.threads,
+            depth: self.workload.depth,
+            cache: self.cache.cache.unwrap_or(CacheMode::Warm),
+            drop_all: self.cache.drop_all,
+            repeat: self.repeat,
+            warmup: self.warmup,
+        })
+    }
+}
+
+impl WriteArgs {
+    pub fn config(&self) -> Result<WriteConfig, String> {
+        let len = match (self.count, self.size) {
+            (Some(c), _) => self
+                .bs
+                .checked_mul(c)
+                .ok_or_else(|| format!("--bs {} x --count {c} does not fit in 64 bits", self.bs))?,
+            (None, Some(s)) => s,
+            (None, None) => return Err("give --size or --count".into()),
+        };
+        Ok(WriteConfig {
+            path: self.file.clone(),
+            method: self.method,
+            bs: self.bs,
+            len,
+            pattern: self.workload.pattern,
+            seed: self.workload.seed,
+            threads: self.workload.threads,
+            sync: self.sync,
+            force: self.force,
+            repeat: self.repeat,
+            warmup: self.warmup,
+        })
+    }
+}
+
+impl FastArgs {
+    pub fn config(&self) -> FastConfig {
+        FastConfig {
+            path: self.file.clone(),
+            method: self.method,
+            threads: self.threads,
+            bs: self.bs,
+            depth: self.depth,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

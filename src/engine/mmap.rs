@@ -1,0 +1,106 @@
+//! The mmap family: map the file and XOR the bytes in place (no copy), with one `madvise` hint
+//! (`mmap` uses none, i.e. MADV_NORMAL), or MAP_POPULATE. A file truncated while mapped becomes an
+//! error through the SIGBUS guard.
+
+use super::{Moved, ReadEngine, ReadMethod, Source, Worker, EngineOptions};
+use crate::error::{Error, Result, describe_io};
+use crate::sys::map::{MapOptions, Mapping};
+use crate::workload::{Part, Workload};
+use crate::xor::xor_at;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub struct Mmap {
+    method: ReadMethod,
+    advice: Option<libc::c_int>,
+    populate: bool,
+}
+
+impl Mmap {
+    pub fn for_method(method: ReadMethod) -> Mmap {
+        let (advice, populate) = match method {
+            ReadMethod::MmapSeq => (Some(libc::MADV_SEQUENTIAL), false),
+            ReadMethod::MmapRandom => (Some(libc::MADV_RANDOM), false),
+            ReadMethod::MmapWillneed => (Some(libc::MADV_WILLNEED), false),
+            ReadMethod::MmapHuge => (Some(libc::MADV_HUGEPAGE), false),
+            ReadMethod::MmapPopulate => (None, true),
+            _ => (None, false),
+        };
+        Mmap { method, advice, populate }
+    }
+}
+
+struct MmapWorker {
+    map: Arc<Mapping>,
+    path: PathBuf,
+}
+
+impl ReadEngine for Mmap {
+    fn prepare(&self, src: &Source, w: &Workload, _: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
+        let map = Mapping::new(
+            &src.file,
+            w.len as usize,
+            MapOptions { writable: false, populate: self.populate },
+        )
+        .map_err(|e| {
+            Error::failed("cannot map", describe_io(&e))
+                .at(&src.path)
+                .hint("use --method read for files that cannot be mapped")
+        })?;
+        if let Some(advice) = self.advice {
+            map.advise(advice).map_err(|e| {
+                Error::unsupported(
+                    format!("method {} unsupported", self.method.name()),
+                    format!("the kernel refused the madvise hint: {}", describe_io(&e)),
+                )
+                .at(&src.path)
+            })?;
+        }
+        let map = Arc::new(map);
+        Ok((0..w.threads)
+            .map(|_| Box::new(MmapWorker { map: map.clone(), path: src.path.clone() }) as Box<dyn Worker>)
+            .collect())
+    }
+}
+
+impl Worker for MmapWorker {
+    fn run(&mut self, part: &Part) -> Result<Moved> {
+        let bytes = self.map.as_slice();
+        let mut moved = Moved::default();
+        for block in part.iter() {
+            let s = &bytes[block.offset as usize..(block.offset + block.len) as usize];
+            moved.xor ^= xor_at(block.offset, s);
+            moved.bytes += block.len;
+            moved.ops += 1;
+        }
+        if self.map.sigbus_hits() > 0 {
+            return Err(Error::failed(
+                "read failed",
+                "the file was truncated while mapped (SIGBUS caught; bytes past its new end were not read)",
+            )
+            .at(&self.path));
+        }
+        Ok(moved)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{open_source, prepare, EngineOptions};
+    use crate::workload::Pattern;
+    use std::io::Write;
+
+    #[test]
+    fn truncation_while_mapped_is_an_error_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::File::create(&path).unwrap().write_all(&vec![7u8; 1 << 20]).unwrap();
+        let src = open_source(&path).unwrap();
+        let w = Workload { bs: 4096, len: src.size, pattern: Pattern::Seq, seed: 0, threads: 1 };
+        let prepared = prepare(ReadMethod::Mmap, &src, &w, &EngineOptions::default()).unwrap();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(4096).unwrap();
+        let err = prepared.run().unwrap_err();
+        assert!(err.to_string().contains("truncated while mapped"), "{err}");
+    }
+}

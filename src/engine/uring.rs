@@ -1,0 +1,175 @@
+//! `uring` and `uring-direct`: io_uring reads with up to `--depth` requests in flight per thread,
+//! each into its own page-aligned buffer; completions are XORed as they arrive (XOR does not care
+//! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment.
+
+use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
+use super::{Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full, shrank, EngineOptions, MAX_IO};
+use crate::error::{Error, Result, describe_io};
+use crate::sys::buf::AlignedBuf;
+use crate::workload::{Block, Part, Workload};
+use crate::xor::xor_at;
+use io_uring::{IoUring, opcode, types};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub struct Uring {
+    pub direct: bool,
+}
+
+/// Creates a ring, turning the kernel's refusal into "unsupported" with the reason.
+pub fn new_ring(depth: u32, method: &str) -> Result<IoUring> {
+    IoUring::new(depth.max(1)).map_err(|e| {
+        let why = match e.raw_os_error() {
+            Some(libc::ENOSYS) => "this kernel has no io_uring".to_string(),
+            Some(libc::EPERM) => {
+                "io_uring is disabled here (kernel.io_uring_disabled or a seccomp policy)".to_string()
+            }
+            Some(libc::ENOMEM) => "no memory for the ring (RLIMIT_MEMLOCK too low?)".to_string(),
+            _ => format!("io_uring_setup failed: {}", describe_io(&e)),
+        };
+        Error::unsupported(format!("method {method} unsupported"), why)
+    })
+}
+
+struct UringWorker {
+    ring: IoUring,
+    file: Arc<File>,
+    bufs: Vec<AlignedBuf>,
+    direct: bool,
+    path: PathBuf,
+}
+
+impl ReadEngine for Uring {
+    fn prepare(&self, src: &Source, w: &Workload, opts: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
+        let name = if self.direct { "uring-direct" } else { "uring" };
+        let file = Arc::new(if self.direct {
+            open_direct(src, name)?
+        } else {
+            src.file.try_clone().map_err(|e| Error::io("cannot open", &src.path, &e))?
+        });
+        let depth = opts.depth.clamp(1, 4096);
+        let len = if self.direct { direct_buffer_len(w) } else { buffer_len(w) };
+        (0..w.threads)
+            .map(|_| {
+                let ring = new_ring(depth, name).map_err(|e| e.at(&src.path))?;
+                Ok(Box::new(UringWorker {
+                    ring,
+                    file: file.clone(),
+                    bufs: (0..depth).map(|_| AlignedBuf::new(len)).collect(),
+                    direct: self.direct,
+                    path: src.path.clone(),
+                }) as Box<dyn Worker>)
+            })
+            .collect()
+    }
+}
+
+impl UringWorker {
+    /// The bytes to read for a piece: the piece itself, or its aligned cover for O_DIRECT.
+    fn io_range(&self, piece: Block) -> (u64, u64) {
+        if self.direct { aligned_cover(piece) } else { (piece.offset, piece.len) }
+    }
+
+    /// XORs a completed read of `n` bytes into slot `slot` holding `piece`.
+    fn complete(&mut self, slot: usize, piece: Block, n: usize) -> Result<u32> {
+        let (start, _) = self.io_range(piece);
+        let skip = (piece.offset - start) as usize;
+        let want = skip + piece.len as usize;
+        if n >= want {
+            let b = &self.bufs[slot].as_slice()[skip..want];
+            return Ok(xor_at(piece.offset, b));
+        }
+        if self.direct {
+            // A short O_DIRECT read: finish synchronously through the same aligned path.
+            return xor_direct_piece(&self.file, &mut self.bufs[slot], piece, &self.path);
+        }
+        let buf = &mut self.bufs[slot].as_mut_slice()[..want];
+        let rest = pread_full(&self.file, &mut buf[n..], start + n as u64)
+            .map_err(|e| Error::io("read failed", &self.path, &e))?;
+        if n + rest < want {
+            return Err(shrank(&self.path, start + (n + rest) as u64));
+        }
+        Ok(xor_at(piece.offset, &buf[skip..want]))
+    }
+}
+
+impl Worker for UringWorker {
+    fn run(&mut self, part: &Part) -> Result<Moved> {
+        let mut moved = Moved::default();
+        let mut todo = part.iter().flat_map(|b| pieces(b, MAX_IO));
+        let mut in_flight: Vec<Option<Block>> = vec![None; self.bufs.len()];
+        let mut free: Vec<usize> = (0..self.bufs.len()).rev().collect();
+        let fd = types::Fd(self.file.as_raw_fd());
+        let mut busy = 0usize;
+        // On failure stop queueing but keep reaping: the kernel may still write into buffers
+        // that are in flight, so none may be freed before its completion arrives.
+        let mut failure: Option<Error> = None;
+        loop {
+            while failure.is_none() {
+                let Some(&slot) = free.last() else { break };
+                let Some(piece) = todo.next() else { break };
+                free.pop();
+                let (start, len) = self.io_range(piece);
+                let entry = opcode::Read::new(fd, self.bufs[slot].as_mut_ptr(), len as u32)
+                    .offset(start)
+                    .build()
+                    .user_data(slot as u64);
+                in_flight[slot] = Some(piece);
+                // SAFETY: the buffer of `slot` stays alive and untouched until its completion
+                // is reaped below (the slot is not reused before then, and run() does not return
+                // while any is in flight), and `fd` outlives the ring's use of it. The queue has
+                // room: no more than depth entries are ever outstanding.
+                let pushed = unsafe { self.ring.submission().push(&entry) };
+                if pushed.is_err() {
+                    in_flight[slot] = None;
+                    free.push(slot);
+                    failure = Some(Error::failed("read failed", "io_uring submission queue full").at(&self.path));
+                    break;
+                }
+                busy += 1;
+            }
+            if busy == 0 {
+                break;
+            }
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                // Without a working ring nothing more completes; waiting would hang.
+                return Err(Error::io("io_uring submit failed", &self.path, &e));
+            }
+            let done: Vec<(usize, i32)> = self
+                .ring
+                .completion()
+                .map(|c| (c.user_data() as usize, c.result()))
+                .collect();
+            for (slot, res) in done {
+                busy -= 1;
+                free.push(slot);
+                let Some(piece) = in_flight[slot].take() else { continue };
+                if failure.is_some() {
+                    continue;
+                }
+                if res < 0 {
+                    let e = std::io::Error::from_raw_os_error(-res);
+                    failure = Some(Error::io("read failed", &self.path, &e));
+                    continue;
+                }
+                match self.complete(slot, piece, res as usize) {
+                    Ok(x) => {
+                        moved.xor ^= x;
+                        moved.bytes += piece.len;
+                        moved.ops += 1;
+                    }
+                    Err(e) => failure = Some(e),
+                }
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(moved),
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `iolab cache status|evict|load FILE...`: residency per file, like vmtouch, and the page-cache
+//! size from /proc/meminfo.
+
+use crate::cache::meminfo::{self, PageCache};
+use crate::cache::{self, Residency};
+use crate::engine;
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheAction {
+    Status,
+    Evict,
+    Load,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileResidency {
+    pub path: PathBuf,
+    pub size: u64,
+    pub residency: Residency,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheReport {
+    pub action: CacheAction,
+    pub files: Vec<FileResidency>,
+    pub page_cache: PageCache,
+    pub notes: Vec<String>,
+}
+
+/// Applies `action` to every file, then reports residency. Stops at the first failing file.
+pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Result<CacheReport> {
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    for path in paths {
+        let src = engine::open_source(path)?;
+        match action {
+            CacheAction::Status => {}
+            CacheAction::Load => cache::load(&src.file, src.size, path)?,
+            CacheAction::Evict => {
+                let r = cache::evict(&src.file, path, false)?;
+                let _ = r;
+            }
+        }
+        files.push(status(path, &src)?);
+    }
+    if action == CacheAction::Evict && drop_all {
+        match cache::drop_all_caches() {
+            Ok(()) => notes.push("dropped all clean caches (drop_caches)".into()),
+            Err(why) => notes.push(why),
+        }
+        files = paths
+            .iter()
+            .map(|p| engine::open_source(p).and_then(|s| status(p, &s)))
+            .collect::<Result<_>>()?;
+    }
+    if action == CacheAction::Evict {
+        for f in &files {
+            if f.residency.fraction() > cache::COLD_MAX && f.residency.total_pages > 0 {
+                notes.push(format!(
+                    "{}: still {:.1}% resident (the filesystem may ignore fadvise, e.g. tmpfs, or another process maps it)",
+                    f.path.display(),
+                    f.residency.percent()
+                ));
+            }
+        }
+    }
+    Ok(CacheReport { action, files, page_cache: meminfo::read(), notes })
+}
+
+fn status(path: &Path, src: &engine::Source) -> Result<FileResidency> {
+    Ok(FileResidency {
+        path: path.to_path_buf(),
+        size: src.size,
+        residency: cache::residency_of(&src.file, src.size, path)?,
+    })
+}

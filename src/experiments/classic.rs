@@ -1,0 +1,145 @@
+//! `iolab run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`: the classic course program. One run, timed from
+//! open to close as the original was; the cache is put in the asked state before the clock starts.
+
+use crate::cache::{self, CacheMode, CacheState};
+use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod};
+use crate::error::{Error, Result};
+use crate::measure::{Counters, measure};
+use crate::workload::{Pattern, Workload};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub path: PathBuf,
+    pub op: Op,
+    pub bs: u64,
+    pub count: u64,
+    pub read_method: ReadMethod,
+    pub write_method: WriteMethod,
+    pub pattern: Pattern,
+    pub seed: u64,
+    pub threads: usize,
+    pub depth: u32,
+    pub cache: CacheMode,
+    pub drop_all: bool,
+    pub sync: SyncMode,
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassicResult {
+    pub op: Op,
+    pub method: String,
+    /// Blocks moved (the last may be partial).
+    pub blocks: u64,
+    pub bytes: u64,
+    /// `bs * count`, what was asked.
+    pub asked_bytes: u64,
+    pub xor: u32,
+    pub counters: Counters,
+    pub cache: Option<CacheState>,
+    pub notes: Vec<String>,
+}
+
+impl ClassicResult {
+    pub fn seconds(&self) -> f64 {
+        self.counters.wall.as_secs_f64()
+    }
+}
+
+/// `bs * count`, refusing zero and overflow.
+pub fn asked_bytes(bs: u64, count: u64) -> Result<u64> {
+    if bs == 0 {
+        return Err(Error::usage("invalid block size", "it must be at least 1 byte"));
+    }
+    if count == 0 {
+        return Err(Error::usage("invalid block count", "it must be at least 1"));
+    }
+    bs.checked_mul(count).ok_or_else(|| {
+        Error::usage(
+            "invalid block count",
+            format!("{bs} x {count} bytes does not fit in 64 bits"),
+        )
+    })
+}
+
+pub fn run_classic(cfg: &RunConfig) -> Result<ClassicResult> {
+    if cfg.threads == 0 {
+        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+    }
+    let asked = asked_bytes(cfg.bs, cfg.count)?;
+    match cfg.op {
+        Op::Read => classic_read(cfg, asked),
+        Op::Write => classic_write(cfg, asked),
+    }
+}
+
+fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
+    let (size, state) = {
+        let src = engine::open_source(&cfg.path)?;
+        let len = asked.min(src.size);
+        let state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
+        (src.size, state)
+    };
+    let len = asked.min(size);
+    let mut notes = Vec::new();
+    if len < asked {
+        notes.push(format!(
+            "the file is shorter than asked: read it to its end, {len} of {asked} bytes"
+        ));
+    }
+    if let Some(n) = &state.note {
+        notes.push(n.clone());
+    }
+    let w = Workload { bs: cfg.bs, len, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let opts = EngineOptions { depth: cfg.depth };
+    let (moved, counters) = measure(|| -> Result<Moved> {
+        let src = engine::open_source(&cfg.path)?;
+        engine::read_all(cfg.read_method, &src, &w, &opts)
+    });
+    let moved = moved?;
+    Ok(ClassicResult {
+        op: Op::Read,
+        method: cfg.read_method.name().into(),
+        blocks: w.blocks(),
+        bytes: moved.bytes,
+        asked_bytes: asked,
+        xor: moved.xor,
+        counters,
+        cache: Some(state),
+        notes,
+    })
+}
+
+fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
+    let w = Workload { bs: cfg.bs, len: asked, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let (moved, counters) = measure(|| -> Result<Moved> {
+        let target = open_target(&cfg.path, cfg.force)?;
+        let out = prepare_write(cfg.write_method, &target, &w, cfg.sync).and_then(|p| p.run());
+        if out.is_err() {
+            target.discard();
+        }
+        out
+    });
+    let moved = moved?;
+    Ok(ClassicResult {
+        op: Op::Write,
+        method: format!("{} (sync {})", cfg.write_method.name(), cfg.sync.name()),
+        blocks: w.blocks(),
+        bytes: moved.bytes,
+        asked_bytes: asked,
+        xor: moved.xor,
+        counters,
+        cache: None,
+        notes: Vec::new(),
+    })
+}

@@ -1,0 +1,157 @@
+//! `iolab fast FILE`: the whole file's XOR as fast as this machine allows. The method is chosen
+//! (`auto`) from the file's residency, its size and the cores; the rule and the measurements
+//! behind it are in docs/methodology.md. Timed from open to close, choice included.
+
+use crate::cache;
+use crate::engine::{self, EngineOptions, ReadMethod};
+use crate::error::{Error, Result};
+use crate::measure::{Counters, measure};
+use crate::workload::{Pattern, Workload};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FastConfig {
+    pub path: PathBuf,
+    /// Forced method; `None` is auto.
+    pub method: Option<ReadMethod>,
+    pub threads: Option<usize>,
+    pub bs: Option<u64>,
+    pub depth: Option<u32>,
+}
+
+/// What auto chose and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    pub method: ReadMethod,
+    pub threads: usize,
+    pub bs: u64,
+    pub depth: u32,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FastResult {
+    pub choice: Choice,
+    /// Resident fraction of the file when it was opened.
+    pub resident: f64,
+    pub bytes: u64,
+    pub xor: u32,
+    pub counters: Counters,
+}
+
+/// Files below this are read with one pread: mapping or threads cost more than they save.
+pub const SMALL: u64 = 1 << 20;
+/// Each extra thread needs at least this much of the file to pay for itself.
+pub const PER_THREAD: u64 = 32 << 20;
+/// Resident fraction from which the file counts as warm.
+pub const WARM: f64 = 0.9;
+
+/// The auto rule (see docs/methodology.md).
+pub fn choose(size: u64, resident: f64, cores: usize, direct_ok: bool) -> Choice {
+    let threads_for = |size: u64| (size / PER_THREAD).clamp(1, cores.max(1) as u64) as usize;
+    if size < SMALL {
+        return Choice {
+            method: ReadMethod::Pread,
+            threads: 1,
+            bs: SMALL,
+            depth: 1,
+            reason: format!("small file (< {}): one pread", crate::size::format_size(SMALL)),
+        };
+    }
+    if resident >= WARM {
+        let threads = threads_for(size);
+        return Choice {
+            method: ReadMethod::Mmap,
+            threads,
+            bs: 4 << 20,
+            depth: 1,
+            reason: format!(
+                "{:.0}% resident: XOR the cached pages in place through a mapping, {threads} thread(s)",
+                resident * 100.0
+            ),
+        };
+    }
+    if direct_ok {
+        return Choice {
+            method: ReadMethod::UringDirect,
+            threads: 1,
+            bs: 1 << 20,
+            depth: 8,
+            reason: format!(
+                "{:.0}% resident: stream from the device with O_DIRECT io_uring, 8 x 1 MiB in flight",
+                resident * 100.0
+            ),
+        };
+    }
+    let threads = threads_for(size);
+    Choice {
+        method: ReadMethod::Pread,
+        threads,
+        bs: 1 << 20,
+        depth: 1,
+        reason: format!(
+            "{:.0}% resident and O_DIRECT unavailable: buffered pread, {threads} thread(s)",
+            resident * 100.0
+        ),
+    }
+}
+
+pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
+    if cfg.threads == Some(0) {
+        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+    }
+    if cfg.bs == Some(0) {
+        return Err(Error::usage("invalid block size", "it must be at least 1 byte"));
+    }
+    let (out, counters) = measure(|| -> Result<(Choice, f64, engine::Moved)> {
+        let src = engine::open_source(&cfg.path)?;
+        let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
+        let direct_ok = crate::sys::fs_magic(&src.file).map(|m| m != TMPFS_MAGIC).unwrap_or(true);
+        let mut choice = choose(src.size, resident, crate::sys::cpus(), direct_ok);
+        if let Some(m) = cfg.method {
+            choice.method = m;
+            choice.reason = "method forced with --method".into();
+        }
+        if let Some(t) = cfg.threads {
+            choice.threads = t;
+        }
+        if let Some(b) = cfg.bs {
+            choice.bs = b;
+        }
+        if let Some(d) = cfg.depth {
+            choice.depth = d;
+        }
+        let w = Workload { bs: choice.bs, len: src.size, pattern: Pattern::Seq, seed: 0, threads: choice.threads };
+        let opts = EngineOptions { depth: choice.depth };
+        let moved = match engine::read_all(choice.method, &src, &w, &opts) {
+            Err(e) if e.kind == crate::error::ErrorKind::Unsupported && cfg.method.is_none() => {
+                // Auto never fails for lack of a method: fall back to buffered pread.
+                choice.reason = format!("{} ({}); fell back to pread", choice.reason, e.cause);
+                choice.method = ReadMethod::Pread;
+                engine::read_all(choice.method, &src, &w, &opts)?
+            }
+            r => r?,
+        };
+        Ok((choice, resident, moved))
+    });
+    let (choice, resident, moved) = out?;
+    Ok(FastResult { choice, resident, bytes: moved.bytes, xor: moved.xor, counters })
+}
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_picks_by_size_residency_and_cores() {
+        assert_eq!(choose(100, 0.0, 2, true).method, ReadMethod::Pread);
+        let warm = choose(2 << 30, 1.0, 2, true);
+        assert_eq!((warm.method, warm.threads), (ReadMethod::Mmap, 2));
+        assert_eq!(choose(40 << 20, 1.0, 8, true).threads, 1);
+        assert_eq!(choose(2 << 30, 0.1, 2, true).method, ReadMethod::UringDirect);
+        assert_eq!(choose(2 << 30, 0.1, 2, false).method, ReadMethod::Pread);
+    }
+}

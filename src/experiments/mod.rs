@@ -1,0 +1,19 @@
+//! The named experiments. Each composes the core (workload, engine, cache, measure) into a typed,
+//! serializable result and never prints: progress goes to an [`Observer`].
+
+pub mod cache_cmd;
+pub mod classic;
+pub mod fast;
+pub mod host;
+pub mod read;
+pub mod write;
+
+/// Receives progress from long experiments; the CLI turns it into a progress line on stderr.
+pub trait Observer {
+    /// Step `done` of `total` of `what` has finished.
+    fn progress(&self, _what: &str, _done: usize, _total: usize) {}
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+impl Observer for Silent {}

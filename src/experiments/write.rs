@@ -1,0 +1,152 @@
+//! `iolab write`: one write method and sync mode, with warm-up runs and repeats; each run starts
+//! from an empty file, and the result is read back and checked against the XOR written.
+
+use super::Observer;
+use super::host::{Host, host_facts};
+use super::read::RunRecord;
+use crate::cache::{CacheMode, CacheState, Residency};
+use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
+use crate::engine::{self, EngineOptions, ReadMethod};
+use crate::error::{Error, Result};
+use crate::measure::measure;
+use crate::measure::stats::{Summary, summarize};
+use crate::workload::{Pattern, Workload};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteConfig {
+    pub path: PathBuf,
+    pub method: WriteMethod,
+    pub bs: u64,
+    pub len: u64,
+    pub pattern: Pattern,
+    pub seed: u64,
+    pub threads: usize,
+    pub sync: SyncMode,
+    pub force: bool,
+    pub repeat: usize,
+    pub warmup: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteResult {
+    pub host: Host,
+    pub config: WriteConfig,
+    pub bytes: u64,
+    pub xor: u32,
+    /// The file read back after the last run had the XOR that was written.
+    pub verified: bool,
+    pub runs: Vec<RunRecord>,
+    pub rate: Summary,
+    pub seconds: Summary,
+    pub warnings: Vec<String>,
+}
+
+/// Checks a write request: block size, size, threads.
+pub fn check_write(cfg: &WriteConfig) -> Result<()> {
+    if cfg.bs == 0 {
+        return Err(Error::usage("invalid block size", "it must be at least 1 byte").hint("e.g. --bs 1M"));
+    }
+    if cfg.len == 0 {
+        return Err(Error::usage("invalid size", "it must be at least 1 byte").hint("e.g. --size 256M"));
+    }
+    if cfg.threads == 0 {
+        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+    }
+    if cfg.repeat == 0 {
+        return Err(Error::usage("invalid repeat count", "--repeat must be at least 1"));
+    }
+    Ok(())
+}
+
+pub fn run_write(cfg: &WriteConfig, command_line: &str, obs: &dyn Observer) -> Result<WriteResult> {
+    check_write(cfg)?;
+    let target = open_target(&cfg.path, cfg.force)?;
+    let out = write_runs(cfg, &target, command_line, obs);
+    if out.is_err() {
+        target.discard();
+    }
+    out
+}
+
+fn write_runs(
+    cfg: &WriteConfig,
+    target: &engine::write::WriteTarget,
+    command_line: &str,
+    obs: &dyn Observer,
+) -> Result<WriteResult> {
+    if let Ok(free) = crate::sys::fs_free_bytes(&target.file)
+        && cfg.len > free + target.file.metadata().map(|m| m.len()).unwrap_or(0)
+    {
+        return Err(Error::failed(
+            "write failed",
+            format!("{} bytes asked but only {free} bytes free", cfg.len),
+        )
+        .at(&cfg.path)
+        .hint("free some space or write a smaller --size"));
+    }
+    let w = Workload { bs: cfg.bs, len: cfg.len, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let total = cfg.warmup + cfg.repeat;
+    let mut runs = Vec::with_capacity(total);
+    for i in 0..total {
+        let prepared = prepare_write(cfg.method, target, &w, cfg.sync)?;
+        let (moved, counters) = measure(|| prepared.run());
+        let moved = moved?;
+        let cache = CacheState {
+            asked: CacheMode::Asis,
+            residency: Residency { resident_pages: 0, total_pages: 0, page_size: crate::sys::page_size() as u64 },
+            verified: true,
+            dropped_all: false,
+            note: None,
+        };
+        runs.push(RunRecord { warmup: i < cfg.warmup, counters, moved, cache });
+        obs.progress("write", i + 1, total);
+    }
+    let xor = runs[0].moved.xor;
+    // Read back what the last run left (outside any timing) and compare.
+    let src = engine::open_source(&cfg.path)?;
+    let back = engine::read_all(
+        ReadMethod::Pread,
+        &src,
+        &Workload { bs: 1 << 20, len: src.size, pattern: Pattern::Seq, seed: 0, threads: 1 },
+        &EngineOptions::default(),
+    )?;
+    if src.size != cfg.len || back.xor != xor {
+        return Err(Error::failed(
+            "verify failed",
+            format!(
+                "read back {} bytes with XOR {}, wrote {} bytes with XOR {}",
+                src.size,
+                crate::xor::format_xor(back.xor),
+                cfg.len,
+                crate::xor::format_xor(xor)
+            ),
+        )
+        .at(&cfg.path));
+    }
+    let counted: Vec<&RunRecord> = runs.iter().filter(|r| !r.warmup).collect();
+    let rate = summarize(&counted.iter().map(|r| r.mib_per_s()).collect::<Vec<_>>());
+    let seconds = summarize(&counted.iter().map(|r| r.counters.wall.as_secs_f64()).collect::<Vec<_>>());
+    let mut warnings = Vec::new();
+    if cfg.sync == SyncMode::None {
+        warnings.push("--sync none: times include only copying into the page cache, not reaching the device".into());
+    }
+    if !rate.outliers.is_empty() {
+        warnings.push(format!(
+            "{} outlier run(s) by median absolute deviation: try more --warmup or --repeat",
+            rate.outliers.len()
+        ));
+    }
+    Ok(WriteResult {
+        host: host_facts(Some(&cfg.path), command_line),
+        config: cfg.clone(),
+        bytes: cfg.len,
+        xor,
+        verified: true,
+        runs,
+        rate,
+        seconds,
+        warnings,
+    })
+}

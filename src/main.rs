@@ -1,0 +1,109 @@
+//! The iolab binary: parse, dispatch, print, exit code. Results go to stdout, talk to stderr.
+
+use clap::Parser;
+use clap::error::ErrorKind as ClapKind;
+use iolab::cli::{Cli, Command};
+use iolab::experiments::{Observer, cache_cmd, classic, fast, read, write};
+use iolab::report::{self, Format};
+use iolab::{Error, xor};
+use std::io::{IsTerminal, Write};
+
+/// Progress on stderr, only when a person is watching.
+struct Progress {
+    tty: bool,
+}
+
+impl Observer for Progress {
+    fn progress(&self, what: &str, done: usize, total: usize) {
+        if self.tty {
+            eprint!("\r{what}: run {done} of {total}{}", if done == total { "\r\x1b[K" } else { "" });
+        }
+    }
+}
+
+fn command_line() -> String {
+    std::env::args()
+        .map(|a| if a.contains(' ') || a.is_empty() { format!("'{a}'") } else { a })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn out(text: &str) {
+    // A closed stdout (e.g. `| head`) is not an error worth a message.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn warn_all(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("iolab: warning: {w}");
+    }
+}
+
+fn usage(msg: String) -> Error {
+    Error::usage("usage", msg)
+}
+
+fn dispatch(cli: Cli) -> Result<(), Error> {
+    let progress = Progress { tty: std::io::stderr().is_terminal() };
+    match cli.command {
+        Command::Run(a) => {
+            let cfg = a.config().map_err(usage)?;
+            let r = classic::run_classic(&cfg)?;
+            warn_all(&r.notes);
+            match Format::from(a.format) {
+                Format::Json => out(&report::json(&r)),
+                _ => out(&report::classic::run_lines(&r)),
+            }
+        }
+        Command::Read(a) => {
+            let cfg = a.config().map_err(usage)?;
+            let r = read::run_read(&cfg, &command_line(), &progress)?;
+            warn_all(&r.warnings);
+            out(&report::runs::read_report(&r, a.format.into()));
+        }
+        Command::Write(a) => {
+            let cfg = a.config().map_err(usage)?;
+            let r = write::run_write(&cfg, &command_line(), &progress)?;
+            warn_all(&r.warnings);
+            out(&report::runs::write_report(&r, a.format.into()));
+        }
+        Command::Fast(a) => {
+            let r = fast::run_fast(&a.config())?;
+            eprintln!("{}", report::classic::fast_talk(&r));
+            match Format::from(a.format) {
+                Format::Json => out(&report::json(&r)),
+                _ => out(&format!("Xor value is {}\n", xor::format_xor(r.xor))),
+            }
+        }
+        Command::Cache(c) => {
+            let (action, files) = c.parts();
+            let r = cache_cmd::run_cache(action, &files.files, files.drop_all)?;
+            warn_all(&r.notes);
+            out(&report::classic::cache_report(&r, files.format.into()));
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            ClapKind::DisplayHelp | ClapKind::DisplayVersion => {
+                let _ = e.print();
+                std::process::exit(0);
+            }
+            _ => {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or("invalid arguments");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                eprintln!("iolab: usage: {first} (see 'iolab --help')");
+                std::process::exit(2);
+            }
+        },
+    };
+    if let Err(e) = dispatch(cli) {
+        eprintln!("iolab: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

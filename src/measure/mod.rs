@@ -1,0 +1,98 @@
+//! Measuring one run: wall time on a monotonic clock around the work only, and the kernel's
+//! counters beside it (CPU time, faults, context switches, bytes read from the device).
+
+pub mod stats;
+
+use crate::sys::{Usage, rusage_self};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// Counters read before and after a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Snapshot {
+    usage: Usage,
+    device_read: Option<u64>,
+}
+
+impl Snapshot {
+    pub fn now() -> Snapshot {
+        Snapshot {
+            usage: rusage_self(),
+            device_read: proc_self_read_bytes(),
+        }
+    }
+}
+
+/// What one run cost, in raw units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub wall: Duration,
+    pub user: Duration,
+    pub sys: Duration,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub context_switches: u64,
+    /// Bytes this process caused to be read from the device (`/proc/self/io` read_bytes);
+    /// absent where the kernel has no task I/O accounting.
+    pub device_read_bytes: Option<u64>,
+}
+
+/// Runs `work`, timing only it.
+pub fn measure<T>(work: impl FnOnce() -> T) -> (T, Counters) {
+    let before = Snapshot::now();
+    let start = Instant::now();
+    let out = work();
+    let wall = start.elapsed();
+    let after = Snapshot::now();
+    (out, diff(&before, &after, wall))
+}
+
+/// The counters between two snapshots.
+pub fn diff(before: &Snapshot, after: &Snapshot, wall: Duration) -> Counters {
+    let (b, a) = (before.usage, after.usage);
+    Counters {
+        wall,
+        user: Duration::from_micros(a.user_us.saturating_sub(b.user_us)),
+        sys: Duration::from_micros(a.sys_us.saturating_sub(b.sys_us)),
+        minor_faults: a.minflt.saturating_sub(b.minflt),
+        major_faults: a.majflt.saturating_sub(b.majflt),
+        context_switches: a.ctxsw.saturating_sub(b.ctxsw),
+        device_read_bytes: match (before.device_read, after.device_read) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x)),
+            _ => None,
+        },
+    }
+}
+
+/// `read_bytes` of `/proc/self/io`.
+pub fn proc_self_read_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    parse_io_field(&text, "read_bytes")
+}
+
+fn parse_io_field(text: &str, field: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_io() {
+        let sample = "rchar: 10\nwchar: 2\nsyscr: 1\nsyscw: 1\nread_bytes: 8192\nwrite_bytes: 0\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_io_field(sample, "read_bytes"), Some(8192));
+        assert_eq!(parse_io_field(sample, "rchar"), Some(10));
+        assert_eq!(parse_io_field(sample, "nope"), None);
+    }
+
+    #[test]
+    fn measures_cpu_time_of_busy_work() {
+        let (x, c) = measure(|| (0..20_000_000u64).fold(0u64, |a, b| a ^ b.wrapping_mul(31)));
+        assert!(x > 0);
+        assert!(c.wall > Duration::ZERO);
+        assert!(c.user + c.sys <= c.wall + Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,88 @@
+//! Turning results into bytes: text tables, the classic programs' lines, JSON, CSV and Markdown.
+//! Every function here is pure (`result -> String`); printing is the binary's job.
+
+pub mod classic;
+pub mod runs;
+
+use serde::Serialize;
+
+/// Output formats of `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Csv,
+    Markdown,
+}
+
+/// Pretty JSON with a trailing newline.
+pub fn json<T: Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// Right-aligned fixed-width table from rows of cells (first row is the header).
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i == 0 {
+                    format!("{cell:<w$}", w = widths[i])
+                } else {
+                    format!("{cell:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A Markdown table from rows of cells (first row is the header).
+pub fn markdown_table(rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+        if i == 0 {
+            out.push_str(&format!("|{}\n", row.iter().map(|_| "---|").collect::<String>()));
+        }
+    }
+    out
+}
+
+/// A CSV line, quoting cells that need it.
+pub fn csv_line(cells: &[String]) -> String {
+    let quoted: Vec<String> = cells
+        .iter()
+        .map(|c| {
+            if c.contains([',', '"', '\n']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c.clone()
+            }
+        })
+        .collect();
+    format!("{}\n", quoted.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_escape() {
+        let rows = vec![vec!["a".to_string(), "bb".into()], vec!["ccc".into(), "d".into()]];
+        assert_eq!(table(&rows), "a    bb\nccc   d\n");
+        assert_eq!(markdown_table(&rows), "| a | bb |\n|---|---|\n| ccc | d |\n");
+        assert_eq!(csv_line(&["x,y".into(), "q\"".into()]), "\"x,y\",\"q\"\"\"\n");
+    }
+}

@@ -1,0 +1,186 @@
+//! Reports of measured runs (`iolab read`, `iolab write`): one row per run, then the summary.
+
+use super::{Format, csv_line, json, markdown_table, table};
+use crate::experiments::read::{ReadResult, RunRecord};
+use crate::experiments::write::WriteResult;
+use crate::measure::stats::Summary;
+use crate::size::format_size;
+use crate::xor::format_xor;
+
+/// The common view of a set of measured runs.
+struct RunSet<'a> {
+    headline: String,
+    config: Vec<(&'static str, String)>,
+    runs: &'a [RunRecord],
+    rate: &'a Summary,
+    seconds: &'a Summary,
+    xor: u32,
+    with_cache: bool,
+}
+
+pub fn read_report(r: &ReadResult, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let c = &r.config;
+    let fs = match (&r.host.filesystem, &r.host.device) {
+        (Some(f), Some(d)) => format!(", {f} on {d}"),
+        _ => String::new(),
+    };
+    let set = RunSet {
+        headline: format!("read {} ({}{fs}), {} of it", c.path.display(), format_size(r.file_size), format_size(r.bytes)),
+        config: vec![
+            ("method", c.method.name().into()),
+            ("bs", format_size(c.bs)),
+            ("pattern", c.pattern.name().into()),
+            ("threads", c.threads.to_string()),
+            ("depth", c.depth.to_string()),
+            ("cache", c.cache.name().into()),
+        ],
+        runs: &r.runs,
+        rate: &r.rate,
+        seconds: &r.seconds,
+        xor: r.xor,
+        with_cache: true,
+    };
+    render(&set, format)
+}
+
+pub fn write_report(r: &WriteResult, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let c = &r.config;
+    let set = RunSet {
+        headline: format!(
+            "write {} ({}), read back and verified: {}",
+            c.path.display(),
+            format_size(r.bytes),
+            if r.verified { "yes" } else { "no" }
+        ),
+        config: vec![
+            ("method", c.method.name().into()),
+            ("bs", format_size(c.bs)),
+            ("pattern", c.pattern.name().into()),
+            ("threads", c.threads.to_string()),
+            ("sync", c.sync.name().into()),
+        ],
+        runs: &r.runs,
+        rate: &r.rate,
+        seconds: &r.seconds,
+        xor: r.xor,
+        with_cache: false,
+    };
+    render(&set, format)
+}
+
+fn render(set: &RunSet, format: Format) -> String {
+    match format {
+        Format::Csv => csv(set),
+        Format::Markdown => markdown(set),
+        _ => text(set),
+    }
+}
+
+fn run_label(i: usize, runs: &[RunRecord]) -> String {
+    let warmups = runs.iter().filter(|r| r.warmup).count();
+    if runs[i].warmup { format!("w{}", i + 1) } else { (i + 1 - warmups).to_string() }
+}
+
+fn rows(set: &RunSet) -> Vec<Vec<String>> {
+    let mut header: Vec<String> = ["run", "time s", "MiB/s", "user s", "sys s", "minflt", "majflt", "ctxsw", "ops", "dev read"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if set.with_cache {
+        header.push("resident".into());
+        header.push("cache ok".into());
+    }
+    let mut out = vec![header];
+    for (i, r) in set.runs.iter().enumerate() {
+        let c = &r.counters;
+        let mut row = vec![
+            run_label(i, set.runs),
+            format!("{:.4}", c.wall.as_secs_f64()),
+            format!("{:.1}", r.mib_per_s()),
+            format!("{:.3}", c.user.as_secs_f64()),
+            format!("{:.3}", c.sys.as_secs_f64()),
+            c.minor_faults.to_string(),
+            c.major_faults.to_string(),
+            c.context_switches.to_string(),
+            r.moved.ops.to_string(),
+            c.device_read_bytes.map(format_size).unwrap_or_else(|| "n/a".into()),
+        ];
+        if set.with_cache {
+            row.push(format!("{:.1}%", r.cache.residency.percent()));
+            row.push(if r.cache.verified { "yes".into() } else { "NO".into() });
+        }
+        out.push(row);
+    }
+    out
+}
+
+fn summary_line(set: &RunSet) -> String {
+    let (r, s) = (set.rate, set.seconds);
+    format!(
+        "median {:.1} MiB/s (min {:.1}, max {:.1}, mean {:.1}, stddev {:.1}) over {} runs; time median {:.4} s",
+        r.median, r.min, r.max, r.mean, r.stddev, r.n, s.median
+    )
+}
+
+fn config_line(set: &RunSet) -> String {
+    set.config.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+}
+
+fn text(set: &RunSet) -> String {
+    let mut out = format!("{}\n{}\n\n", set.headline, config_line(set));
+    out.push_str(&table(&rows(set)));
+    out.push('\n');
+    out.push_str(&summary_line(set));
+    out.push('\n');
+    out.push_str(&format!("Xor value is {}\n", format_xor(set.xor)));
+    out
+}
+
+fn markdown(set: &RunSet) -> String {
+    let mut out = format!("**{}**\n\n{}\n\n", set.headline, config_line(set));
+    out.push_str(&markdown_table(&rows(set)));
+    out.push_str(&format!("\n{}\n\nXOR `{}`\n", summary_line(set), format_xor(set.xor)));
+    out
+}
+
+fn csv(set: &RunSet) -> String {
+    let mut header: Vec<String> = set.config.iter().map(|(k, _)| k.to_string()).collect();
+    header.extend(
+        [
+            "run", "warmup", "wall_s", "mib_s", "bytes", "xor", "user_s", "sys_s", "minor_faults", "major_faults",
+            "context_switches", "ops", "device_read_bytes", "resident_pct", "cache_verified",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut out = csv_line(&header);
+    for (i, r) in set.runs.iter().enumerate() {
+        let c = &r.counters;
+        let mut row: Vec<String> = set.config.iter().map(|(_, v)| v.clone()).collect();
+        row.extend([
+            run_label(i, set.runs),
+            r.warmup.to_string(),
+            format!("{:.6}", c.wall.as_secs_f64()),
+            format!("{:.3}", r.mib_per_s()),
+            r.moved.bytes.to_string(),
+            format_xor(r.moved.xor),
+            format!("{:.6}", c.user.as_secs_f64()),
+            format!("{:.6}", c.sys.as_secs_f64()),
+            c.minor_faults.to_string(),
+            c.major_faults.to_string(),
+            c.context_switches.to_string(),
+            r.moved.ops.to_string(),
+            c.device_read_bytes.map(|b| b.to_string()).unwrap_or_default(),
+            if set.with_cache { format!("{:.2}", r.cache.residency.percent()) } else { String::new() },
+            r.cache.verified.to_string(),
+        ]);
+        out.push_str(&csv_line(&row));
+    }
+    out
+}

@@ -1,0 +1,127 @@
+//! Thin wrappers over the system calls the rest of iolab needs. All of iolab's `unsafe` lives in
+//! this folder (and one CPU-feature dispatch in `xor.rs`), each block with its `// SAFETY:` line.
+
+pub mod buf;
+pub mod map;
+pub mod sigbus;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// `posix_fadvise` on the whole file.
+pub fn fadvise(file: &File, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain system call on a valid open descriptor; no memory is passed.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// `posix_fallocate`: reserve blocks so later writes through a mapping cannot hit ENOSPC.
+pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: plain system call on a valid open descriptor; no memory is passed.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Effective user id is 0.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The filesystem magic number of the file's filesystem (`fstatfs`).
+pub fn fs_magic(file: &File) -> io::Result<i64> {
+    // SAFETY: statfs is plain data; zeroed is a valid value for it.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is valid and `st` is a valid, writable statfs.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    if rc == 0 {
+        Ok(st.f_type as i64)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Free bytes on the file's filesystem for an unprivileged user (`fstatvfs`).
+pub fn fs_free_bytes(file: &File) -> io::Result<u64> {
+    // SAFETY: statvfs is plain data; zeroed is a valid value for it.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is valid and `st` is a valid, writable statvfs.
+    let rc = unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) };
+    if rc == 0 {
+        Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Resource usage of the whole process (all threads).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub ctxsw: u64,
+}
+
+pub fn rusage_self() -> Usage {
+    // SAFETY: rusage is plain data; zeroed is a valid value for it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid, writable rusage cannot fail.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Usage {
+        user_us: us(ru.ru_utime),
+        sys_us: us(ru.ru_stime),
+        minflt: ru.ru_minflt as u64,
+        majflt: ru.ru_majflt as u64,
+        ctxsw: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+    }
+}
+
+/// Number of online CPUs.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Page size of the machine.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory arguments.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as usize } else { 4096 }
+}
+
+/// `uname`: kernel release and machine.
+pub fn kernel_release() -> String {
+    // SAFETY: utsname is plain data; zeroed is a valid value for it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine))
+}
+
+/// `sync(2)`: flush every filesystem.
+pub fn sync_all_filesystems() {
+    // SAFETY: sync has no arguments and cannot fail.
+    unsafe { libc::sync() };
+}

@@ -1,0 +1,144 @@
+//! The XOR of a file (DESIGN §2): its bytes as consecutive little-endian `u32` words from offset 0,
+//! XORed together, a final partial word zero-padded.
+//!
+//! A byte at file offset `o` lands in byte lane `o % 4` of the result, so the XOR of any piece of
+//! the file can be computed on its own and placed with a rotation ([`xor_at`]). Pieces then combine
+//! with plain `^` in any order, which is what lets every engine, block size and thread count agree.
+
+/// XOR of `buf` as if it started at a file offset that is a multiple of 4.
+pub fn xor_bytes(buf: &[u8]) -> u32 {
+    let wide = xor_u64(buf);
+    (wide as u32) ^ ((wide >> 32) as u32)
+}
+
+/// XOR of `buf` placed at file offset `offset`.
+#[inline]
+pub fn xor_at(offset: u64, buf: &[u8]) -> u32 {
+    xor_bytes(buf).rotate_left(8 * (offset % 4) as u32)
+}
+
+/// The plain, obviously correct definition: used by tests as the independent reference.
+pub fn xor_reference(buf: &[u8]) -> u32 {
+    let mut x = 0u32;
+    for (i, b) in buf.iter().enumerate() {
+        x ^= (*b as u32) << (8 * (i % 4));
+    }
+    x
+}
+
+/// Formats as DESIGN §2 fixes: 8 lowercase hex digits.
+pub fn format_xor(x: u32) -> String {
+    format!("{x:08x}")
+}
+
+/// XOR of `buf` as 64-bit little-endian words (tail zero-padded); folding it gives the u32 XOR
+/// because a u64 word is two consecutive u32 words.
+fn xor_u64(buf: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked at run time just above.
+            return unsafe { xor_u64_avx512(buf) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked at run time just above.
+            return unsafe { xor_u64_avx2(buf) };
+        }
+    }
+    xor_u64_body(buf)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn xor_u64_avx512(buf: &[u8]) -> u64 {
+    xor_u64_body(buf)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn xor_u64_avx2(buf: &[u8]) -> u64 {
+    xor_u64_body(buf)
+}
+
+/// Portable body; with 32 independent accumulators the compiler turns the loop into wide vector
+/// XORs for whichever target feature the caller enables.
+#[inline(always)]
+fn xor_u64_body(buf: &[u8]) -> u64 {
+    const LANES: usize = 32;
+    let mut acc = [0u64; LANES];
+    let mut chunks = buf.chunks_exact(LANES * 8);
+    for chunk in &mut chunks {
+        for (i, a) in acc.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&chunk[i * 8..i * 8 + 8]);
+            *a ^= u64::from_le_bytes(w);
+        }
+    }
+    let mut x = acc.iter().fold(0u64, |a, b| a ^ b);
+    let mut words = chunks.remainder().chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        x ^= u64::from_le_bytes(w);
+    }
+    let tail = words.remainder();
+    let mut w = [0u8; 8];
+    w[..tail.len()].copy_from_slice(tail);
+    x ^ u64::from_le_bytes(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(n: usize) -> Vec<u8> {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_reference_for_every_length() {
+        let data = bytes(2000);
+        for n in 0..data.len() {
+            assert_eq!(xor_bytes(&data[..n]), xor_reference(&data[..n]), "len {n}");
+        }
+    }
+
+    #[test]
+    fn known_values() {
+        assert_eq!(xor_bytes(&[]), 0);
+        assert_eq!(xor_bytes(&[1]), 0x0000_0001);
+        assert_eq!(xor_bytes(&[1, 2, 3, 4]), 0x0403_0201);
+        assert_eq!(xor_bytes(&[1, 2, 3, 4, 5]), 0x0403_0204);
+        assert_eq!(format_xor(0xab), "000000ab");
+    }
+
+    #[test]
+    fn pieces_at_any_offset_combine_to_the_whole() {
+        let data = bytes(10_000);
+        let whole = xor_reference(&data);
+        for piece in [1usize, 2, 3, 4, 5, 7, 64, 255, 256, 257, 4095, 4097] {
+            let combined = data
+                .chunks(piece)
+                .enumerate()
+                .fold(0u32, |x, (i, c)| x ^ xor_at((i * piece) as u64, c));
+            assert_eq!(combined, whole, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn unaligned_slices_agree() {
+        let data = bytes(5000);
+        for start in 0..9 {
+            let s = &data[start..];
+            assert_eq!(xor_bytes(s), xor_reference(s));
+        }
+    }
+}
