@@ -51,20 +51,49 @@ fn xor_u64(buf: &[u8]) -> u64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn xor_u64_avx512(buf: &[u8]) -> u64 {
-    xor_u64_body(buf)
+    use std::arch::x86_64::*;
+    let mut acc = [_mm512_setzero_si512(); 4];
+    let mut chunks = buf.chunks_exact(256);
+    for c in &mut chunks {
+        let p = c.as_ptr();
+        for (i, a) in acc.iter_mut().enumerate() {
+            // SAFETY: p + 64*i .. +64 lies inside the 256-byte chunk; loadu needs no alignment.
+            let v = unsafe { _mm512_loadu_si512(p.add(64 * i).cast()) };
+            *a = _mm512_xor_si512(*a, v);
+        }
+    }
+    let v = _mm512_xor_si512(_mm512_xor_si512(acc[0], acc[1]), _mm512_xor_si512(acc[2], acc[3]));
+    let mut lanes = [0u64; 8];
+    // SAFETY: lanes is 64 writable bytes; storeu needs no alignment.
+    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), v) };
+    lanes.iter().fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn xor_u64_avx2(buf: &[u8]) -> u64 {
-    xor_u64_body(buf)
+    use std::arch::x86_64::*;
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut chunks = buf.chunks_exact(128);
+    for c in &mut chunks {
+        let p = c.as_ptr();
+        for (i, a) in acc.iter_mut().enumerate() {
+            // SAFETY: p + 32*i .. +32 lies inside the 128-byte chunk; loadu needs no alignment.
+            let v = unsafe { _mm256_loadu_si256(p.add(32 * i).cast()) };
+            *a = _mm256_xor_si256(*a, v);
+        }
+    }
+    let v = _mm256_xor_si256(_mm256_xor_si256(acc[0], acc[1]), _mm256_xor_si256(acc[2], acc[3]));
+    let mut lanes = [0u64; 4];
+    // SAFETY: lanes is 32 writable bytes; storeu needs no alignment.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
+    lanes.iter().fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
 }
 
-/// Portable body; with 32 independent accumulators the compiler turns the loop into wide vector
-/// XORs for whichever target feature the caller enables.
+/// Portable body (and the tail of the vector paths): 8 independent 64-bit accumulators.
 #[inline(always)]
 fn xor_u64_body(buf: &[u8]) -> u64 {
-    const LANES: usize = 32;
+    const LANES: usize = 8;
     let mut acc = [0u64; LANES];
     let mut chunks = buf.chunks_exact(LANES * 8);
     for chunk in &mut chunks {

@@ -40,8 +40,18 @@ impl Residency {
     }
 }
 
-/// Residency of the first `len` bytes of an open file.
+/// Residency of the first `len` bytes of an open file, by `cachestat(2)` where the kernel has it
+/// (it counts cached folios and is many times faster than `mincore` on large files), else `mincore`.
 pub fn residency_of(file: &File, len: u64, path: &Path) -> Result<Residency> {
+    let page = crate::sys::page_size() as u64;
+    if let Some((cached, _dirty)) = crate::sys::map::cachestat(file, 0, len) {
+        return Ok(Residency { resident_pages: cached, total_pages: len.div_ceil(page), page_size: page });
+    }
+    residency_by_mincore(file, len, path)
+}
+
+/// Residency by `mincore` alone.
+pub fn residency_by_mincore(file: &File, len: u64, path: &Path) -> Result<Residency> {
     let (resident_pages, total_pages) = crate::sys::map::residency(file, len)
         .map_err(|e| Error::failed("cannot check residency", describe_io(&e)).at(path))?;
     Ok(Residency {

@@ -57,10 +57,10 @@ pub(crate) fn direct_buffer_len(w: &Workload) -> usize {
 }
 
 /// Reads `piece` through an O_DIRECT descriptor and returns its XOR.
-pub(crate) fn xor_direct_piece(file: &File, buf: &mut AlignedBuf, piece: Block, path: &Path) -> Result<u32> {
+pub(crate) fn xor_direct_piece(file: &File, buf: &mut [u8], piece: Block, path: &Path) -> Result<u32> {
     let (start, len) = aligned_cover(piece);
     let want = (piece.offset - start + piece.len) as usize;
-    let dst = &mut buf.as_mut_slice()[..len as usize];
+    let dst = &mut buf[..len as usize];
     let mut done = 0usize;
     // O_DIRECT reads are whole aligned units; a short read is the end of the file.
     while done < want {
@@ -107,7 +107,7 @@ impl Worker for DirectWorker {
         let mut moved = Moved::default();
         for block in part.iter() {
             for piece in pieces(block, MAX_IO) {
-                moved.xor ^= xor_direct_piece(&self.file, &mut self.buf, piece, &self.path)?;
+                moved.xor ^= xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
                 moved.bytes += piece.len;
                 moved.ops += 1;
             }

@@ -8,7 +8,7 @@ use crate::sys::map::{MapOptions, Mapping};
 use crate::workload::{Part, Workload};
 use crate::xor::xor_at;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub struct Mmap {
     method: ReadMethod,
@@ -30,42 +30,70 @@ impl Mmap {
     }
 }
 
-struct MmapWorker {
-    map: Arc<Mapping>,
+/// The mapping, made once for all workers. MAP_POPULATE faults the whole file in at mmap time,
+/// which is the method's cost: for `mmap-populate` the first worker makes it inside the timed run
+/// (the others wait for it); every other variant maps during preparation.
+struct LazyMap {
+    file: std::fs::File,
+    len: usize,
+    opts: MapOptions,
+    advice: Option<libc::c_int>,
+    method: ReadMethod,
     path: PathBuf,
+    map: OnceLock<Result<Mapping>>,
+}
+
+impl LazyMap {
+    fn get(&self) -> Result<&Mapping> {
+        self.map
+            .get_or_init(|| {
+                let map = Mapping::new(&self.file, self.len, self.opts).map_err(|e| {
+                    Error::failed("cannot map", describe_io(&e))
+                        .at(&self.path)
+                        .hint("use --method read for files that cannot be mapped")
+                })?;
+                if let Some(advice) = self.advice {
+                    map.advise(advice).map_err(|e| {
+                        Error::unsupported(
+                            format!("method {} unsupported", self.method.name()),
+                            format!("the kernel refused the madvise hint: {}", describe_io(&e)),
+                        )
+                        .at(&self.path)
+                    })?;
+                }
+                Ok(map)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+struct MmapWorker {
+    map: Arc<LazyMap>,
 }
 
 impl ReadEngine for Mmap {
     fn prepare(&self, src: &Source, w: &Workload, _: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
-        let map = Mapping::new(
-            &src.file,
-            w.len as usize,
-            MapOptions { writable: false, populate: self.populate },
-        )
-        .map_err(|e| {
-            Error::failed("cannot map", describe_io(&e))
-                .at(&src.path)
-                .hint("use --method read for files that cannot be mapped")
-        })?;
-        if let Some(advice) = self.advice {
-            map.advise(advice).map_err(|e| {
-                Error::unsupported(
-                    format!("method {} unsupported", self.method.name()),
-                    format!("the kernel refused the madvise hint: {}", describe_io(&e)),
-                )
-                .at(&src.path)
-            })?;
+        let lazy = Arc::new(LazyMap {
+            file: src.file.try_clone().map_err(|e| Error::io("cannot open", &src.path, &e))?,
+            len: w.len as usize,
+            opts: MapOptions { writable: false, populate: self.populate },
+            advice: self.advice,
+            method: self.method,
+            path: src.path.clone(),
+            map: OnceLock::new(),
+        });
+        if !self.populate {
+            lazy.get()?;
         }
-        let map = Arc::new(map);
-        Ok((0..w.threads)
-            .map(|_| Box::new(MmapWorker { map: map.clone(), path: src.path.clone() }) as Box<dyn Worker>)
-            .collect())
+        Ok((0..w.threads).map(|_| Box::new(MmapWorker { map: lazy.clone() }) as Box<dyn Worker>).collect())
     }
 }
 
 impl Worker for MmapWorker {
     fn run(&mut self, part: &Part) -> Result<Moved> {
-        let bytes = self.map.as_slice();
+        let map = self.map.get()?;
+        let bytes = map.as_slice();
         let mut moved = Moved::default();
         for block in part.iter() {
             let s = &bytes[block.offset as usize..(block.offset + block.len) as usize];
@@ -73,12 +101,12 @@ impl Worker for MmapWorker {
             moved.bytes += block.len;
             moved.ops += 1;
         }
-        if self.map.sigbus_hits() > 0 {
+        if map.sigbus_hits() > 0 {
             return Err(Error::failed(
                 "read failed",
                 "the file was truncated while mapped (SIGBUS caught; bytes past its new end were not read)",
             )
-            .at(&self.path));
+            .at(&self.map.path));
         }
         Ok(moved)
     }

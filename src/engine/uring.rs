@@ -36,7 +36,10 @@ pub fn new_ring(depth: u32, method: &str) -> Result<IoUring> {
 struct UringWorker {
     ring: IoUring,
     file: Arc<File>,
-    bufs: Vec<AlignedBuf>,
+    /// One region for all slots (so it sits on huge pages), `slot_len` bytes each.
+    bufs: AlignedBuf,
+    slot_len: usize,
+    depth: usize,
     direct: bool,
     path: PathBuf,
 }
@@ -57,7 +60,9 @@ impl ReadEngine for Uring {
                 Ok(Box::new(UringWorker {
                     ring,
                     file: file.clone(),
-                    bufs: (0..depth).map(|_| AlignedBuf::new(len)).collect(),
+                    bufs: AlignedBuf::new(len * depth as usize),
+                    slot_len: len,
+                    depth: depth as usize,
                     direct: self.direct,
                     path: src.path.clone(),
                 }) as Box<dyn Worker>)
@@ -66,7 +71,19 @@ impl ReadEngine for Uring {
     }
 }
 
+fn slot_of(bufs: &mut AlignedBuf, slot_len: usize, i: usize) -> &mut [u8] {
+    &mut bufs.as_mut_slice()[i * slot_len..(i + 1) * slot_len]
+}
+
 impl UringWorker {
+    fn slot(&self, i: usize) -> &[u8] {
+        &self.bufs.as_slice()[i * self.slot_len..(i + 1) * self.slot_len]
+    }
+
+    fn slot_mut(&mut self, i: usize) -> &mut [u8] {
+        slot_of(&mut self.bufs, self.slot_len, i)
+    }
+
     /// The bytes to read for a piece: the piece itself, or its aligned cover for O_DIRECT.
     fn io_range(&self, piece: Block) -> (u64, u64) {
         if self.direct { aligned_cover(piece) } else { (piece.offset, piece.len) }
@@ -78,14 +95,15 @@ impl UringWorker {
         let skip = (piece.offset - start) as usize;
         let want = skip + piece.len as usize;
         if n >= want {
-            let b = &self.bufs[slot].as_slice()[skip..want];
+            let b = &self.slot(slot)[skip..want];
             return Ok(xor_at(piece.offset, b));
         }
         if self.direct {
             // A short O_DIRECT read: finish synchronously through the same aligned path.
-            return xor_direct_piece(&self.file, &mut self.bufs[slot], piece, &self.path);
+            let buf = slot_of(&mut self.bufs, self.slot_len, slot);
+            return xor_direct_piece(&self.file, buf, piece, &self.path);
         }
-        let buf = &mut self.bufs[slot].as_mut_slice()[..want];
+        let buf = &mut slot_of(&mut self.bufs, self.slot_len, slot)[..want];
         let rest = pread_full(&self.file, &mut buf[n..], start + n as u64)
             .map_err(|e| Error::io("read failed", &self.path, &e))?;
         if n + rest < want {
@@ -99,8 +117,8 @@ impl Worker for UringWorker {
     fn run(&mut self, part: &Part) -> Result<Moved> {
         let mut moved = Moved::default();
         let mut todo = part.iter().flat_map(|b| pieces(b, MAX_IO));
-        let mut in_flight: Vec<Option<Block>> = vec![None; self.bufs.len()];
-        let mut free: Vec<usize> = (0..self.bufs.len()).rev().collect();
+        let mut in_flight: Vec<Option<Block>> = vec![None; self.depth];
+        let mut free: Vec<usize> = (0..self.depth).rev().collect();
         let fd = types::Fd(self.file.as_raw_fd());
         let mut busy = 0usize;
         // On failure stop queueing but keep reaping: the kernel may still write into buffers
@@ -112,7 +130,8 @@ impl Worker for UringWorker {
                 let Some(piece) = todo.next() else { break };
                 free.pop();
                 let (start, len) = self.io_range(piece);
-                let entry = opcode::Read::new(fd, self.bufs[slot].as_mut_ptr(), len as u32)
+                let ptr = self.slot_mut(slot).as_mut_ptr();
+                let entry = opcode::Read::new(fd, ptr, len as u32)
                     .offset(start)
                     .build()
                     .user_data(slot as u64);

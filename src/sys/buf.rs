@@ -5,6 +5,8 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 const HUGE: usize = 2 << 20;
+/// From this size a buffer is rounded up to whole huge pages.
+const HUGE_FROM: usize = 256 << 10;
 
 /// A zeroed, aligned, pre-touched heap buffer.
 pub struct AlignedBuf {
@@ -19,11 +21,11 @@ unsafe impl Send for AlignedBuf {}
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
-    /// A buffer of `len` bytes (at least 1), 4 KiB aligned, or 2 MiB aligned and backed by huge
-    /// pages where it is at least 2 MiB.
+    /// A buffer of `len` bytes (at least 1), 4 KiB aligned, or from 256 KiB on 2 MiB aligned and
+    /// backed by transparent huge pages.
     pub fn new(len: usize) -> Self {
         let len = len.max(1);
-        let align = if len >= HUGE { HUGE } else { 4096 };
+        let align = if len >= HUGE_FROM { HUGE } else { 4096 };
         let cap = len.div_ceil(align) * align;
         let layout = Layout::from_size_align(cap, align).expect("valid buffer layout");
         // SAFETY: layout has non-zero size.

@@ -182,3 +182,30 @@ impl Mapping {
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) };
     }
 }
+
+/// Page-cache counts of a file range from `cachestat(2)` (Linux 6.5+): `(cached, dirty)` pages,
+/// or `None` where the kernel lacks it.
+pub fn cachestat(file: &File, offset: u64, len: u64) -> Option<(u64, u64)> {
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        cache: u64,
+        dirty: u64,
+        writeback: u64,
+        evicted: u64,
+        recently_evicted: u64,
+    }
+    const SYS_CACHESTAT: libc::c_long = 451;
+    let range = Range { off: offset, len };
+    let mut st = Stat::default();
+    // SAFETY: cachestat reads `range` and writes `st`, both valid for the call; flags must be 0.
+    let rc = unsafe {
+        libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range as *const Range, &mut st as *mut Stat, 0u32)
+    };
+    (rc == 0).then_some((st.cache, st.dirty))
+}
