@@ -16,14 +16,23 @@ struct Progress {
 impl Observer for Progress {
     fn progress(&self, what: &str, done: usize, total: usize) {
         if self.tty {
-            eprint!("\r{what}: run {done} of {total}{}", if done == total { "\r\x1b[K" } else { "" });
+            eprint!(
+                "\r{what}: run {done} of {total}{}",
+                if done == total { "\r\x1b[K" } else { "" }
+            );
         }
     }
 }
 
 fn command_line() -> String {
     std::env::args()
-        .map(|a| if a.contains(' ') || a.is_empty() { format!("'{a}'") } else { a })
+        .map(|a| {
+            if a.contains(' ') || a.is_empty() {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -44,7 +53,9 @@ fn usage(msg: String) -> Error {
 }
 
 fn dispatch(cli: Cli) -> Result<(), Error> {
-    let progress = Progress { tty: std::io::stderr().is_terminal() };
+    let progress = Progress {
+        tty: std::io::stderr().is_terminal(),
+    };
     match cli.command {
         Command::Run(a) => {
             let cfg = a.config().map_err(usage)?;

@@ -7,7 +7,12 @@ const EXPECTED: &str = "expected a whole number with an optional suffix K, M, G,
 
 /// Parses a size in bytes. Errors name the bad text and the expected form.
 pub fn parse_size(text: &str) -> Result<u64> {
-    let bad = |why: &str| Error::usage(format!("invalid size '{text}'"), format!("{why}; {EXPECTED}"));
+    let bad = |why: &str| {
+        Error::usage(
+            format!("invalid size '{text}'"),
+            format!("{why}; {EXPECTED}"),
+        )
+    };
     let t = text.trim();
     if t.is_empty() {
         return Err(bad("empty"));
@@ -42,7 +47,13 @@ fn suffix_multiplier(suffix: &str) -> Option<u64> {
         None => (upper.clone(), 1024),
     };
     let power = match prefix.as_str() {
-        "" => return if upper.is_empty() || upper == "B" { Some(1) } else { None },
+        "" => {
+            return if upper.is_empty() || upper == "B" {
+                Some(1)
+            } else {
+                None
+            };
+        }
         "K" => 1,
         "M" => 2,
         "G" => 3,
@@ -102,7 +113,16 @@ mod tests {
 
     #[test]
     fn rejects_bad_text_naming_it() {
-        for bad in ["", "-1", "4Q", "K", "1.5G", "16E", "99999999999999999999", "4 KQ"] {
+        for bad in [
+            "",
+            "-1",
+            "4Q",
+            "K",
+            "1.5G",
+            "16E",
+            "99999999999999999999",
+            "4 KQ",
+        ] {
             let e = parse_size(bad).unwrap_err();
             assert!(e.to_string().contains(&format!("'{bad}'")), "{e}");
             assert!(e.to_string().contains("e.g. 4096"), "{e}");

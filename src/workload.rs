@@ -190,14 +190,23 @@ mod tests {
     use std::collections::HashSet;
 
     fn all_blocks(w: &Workload) -> Vec<Block> {
-        w.parts().iter().flat_map(|p| p.iter().collect::<Vec<_>>()).collect()
+        w.parts()
+            .iter()
+            .flat_map(|p| p.iter().collect::<Vec<_>>())
+            .collect()
     }
 
     #[test]
     fn random_visits_every_block_once_and_is_reproducible() {
         for n in [0u64, 1, 2, 3, 5, 17, 1000, 4097] {
             for threads in [1, 2, 3] {
-                let w = Workload { bs: 10, len: n * 10 - n.min(3), pattern: Pattern::Random, seed: 7, threads };
+                let w = Workload {
+                    bs: 10,
+                    len: n * 10 - n.min(3),
+                    pattern: Pattern::Random,
+                    seed: 7,
+                    threads,
+                };
                 let blocks = all_blocks(&w);
                 let offsets: HashSet<u64> = blocks.iter().map(|b| b.offset).collect();
                 assert_eq!(offsets.len() as u64, w.blocks(), "n={n} t={threads}");
@@ -209,16 +218,31 @@ mod tests {
 
     #[test]
     fn random_differs_from_sequential_and_by_seed() {
-        let w = Workload { bs: 1, len: 1000, pattern: Pattern::Random, seed: 1, threads: 1 };
+        let w = Workload {
+            bs: 1,
+            len: 1000,
+            pattern: Pattern::Random,
+            seed: 1,
+            threads: 1,
+        };
         let a: Vec<u64> = all_blocks(&w).iter().map(|b| b.offset).collect();
         assert_ne!(a, (0..1000).collect::<Vec<_>>());
-        let b: Vec<u64> = all_blocks(&Workload { seed: 2, ..w }).iter().map(|b| b.offset).collect();
+        let b: Vec<u64> = all_blocks(&Workload { seed: 2, ..w })
+            .iter()
+            .map(|b| b.offset)
+            .collect();
         assert_ne!(a, b);
     }
 
     #[test]
     fn parts_are_contiguous_and_cover_the_range() {
-        let w = Workload { bs: 4096, len: 10 * 4096 + 3, pattern: Pattern::Seq, seed: 0, threads: 4 };
+        let w = Workload {
+            bs: 4096,
+            len: 10 * 4096 + 3,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 4,
+        };
         let parts = w.parts();
         let mut at = 0;
         for p in &parts {
@@ -233,7 +257,13 @@ mod tests {
 
     #[test]
     fn more_threads_than_blocks_leaves_empty_parts() {
-        let w = Workload { bs: 4096, len: 5, pattern: Pattern::Seq, seed: 0, threads: 4 };
+        let w = Workload {
+            bs: 4096,
+            len: 5,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 4,
+        };
         assert_eq!(all_blocks(&w), vec![Block { offset: 0, len: 5 }]);
     }
 }

@@ -62,11 +62,16 @@ fn xor_u64_avx512(buf: &[u8]) -> u64 {
             *a = _mm512_xor_si512(*a, v);
         }
     }
-    let v = _mm512_xor_si512(_mm512_xor_si512(acc[0], acc[1]), _mm512_xor_si512(acc[2], acc[3]));
+    let v = _mm512_xor_si512(
+        _mm512_xor_si512(acc[0], acc[1]),
+        _mm512_xor_si512(acc[2], acc[3]),
+    );
     let mut lanes = [0u64; 8];
     // SAFETY: lanes is 64 writable bytes; storeu needs no alignment.
     unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), v) };
-    lanes.iter().fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
+    lanes
+        .iter()
+        .fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -83,11 +88,16 @@ fn xor_u64_avx2(buf: &[u8]) -> u64 {
             *a = _mm256_xor_si256(*a, v);
         }
     }
-    let v = _mm256_xor_si256(_mm256_xor_si256(acc[0], acc[1]), _mm256_xor_si256(acc[2], acc[3]));
+    let v = _mm256_xor_si256(
+        _mm256_xor_si256(acc[0], acc[1]),
+        _mm256_xor_si256(acc[2], acc[3]),
+    );
     let mut lanes = [0u64; 4];
     // SAFETY: lanes is 32 writable bytes; storeu needs no alignment.
     unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
-    lanes.iter().fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
+    lanes
+        .iter()
+        .fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
 }
 
 /// Portable body (and the tail of the vector paths): 8 independent 64-bit accumulators.

@@ -19,8 +19,14 @@ pub struct PageCache {
 pub fn parse(text: &str) -> PageCache {
     let mut p = PageCache::default();
     for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else { continue };
-        let kb: u64 = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let kb: u64 = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let v = kb * 1024;
         match key {
             "MemTotal" => p.mem_total = v,
@@ -39,7 +45,9 @@ pub fn parse(text: &str) -> PageCache {
 
 /// Reads `/proc/meminfo`; zeros where it cannot be read.
 pub fn read() -> PageCache {
-    std::fs::read_to_string("/proc/meminfo").map(|t| parse(&t)).unwrap_or_default()
+    std::fs::read_to_string("/proc/meminfo")
+        .map(|t| parse(&t))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -45,7 +45,11 @@ impl Residency {
 pub fn residency_of(file: &File, len: u64, path: &Path) -> Result<Residency> {
     let page = crate::sys::page_size() as u64;
     if let Some((cached, _dirty)) = crate::sys::map::cachestat(file, 0, len) {
-        return Ok(Residency { resident_pages: cached, total_pages: len.div_ceil(page), page_size: page });
+        return Ok(Residency {
+            resident_pages: cached,
+            total_pages: len.div_ceil(page),
+            page_size: page,
+        });
     }
     residency_by_mincore(file, len, path)
 }
@@ -82,7 +86,10 @@ pub fn evict(file: &File, path: &Path, drop_all: bool) -> Result<EvictReport> {
     let _ = file.sync_data();
     crate::sys::fadvise(file, libc::POSIX_FADV_DONTNEED)
         .map_err(|e| Error::failed("cannot evict", describe_io(&e)).at(path))?;
-    let mut report = EvictReport { dropped_all: false, drop_all_skipped: None };
+    let mut report = EvictReport {
+        dropped_all: false,
+        drop_all_skipped: None,
+    };
     if drop_all {
         match drop_all_caches() {
             Ok(()) => report.dropped_all = true,
@@ -109,7 +116,8 @@ pub fn load(file: &File, len: u64, path: &Path) -> Result<()> {
     let mut buf = crate::sys::buf::AlignedBuf::new(1 << 20);
     let mut off = 0u64;
     while off < len {
-        let n = pread_full(file, buf.as_mut_slice(), off).map_err(|e| Error::io("cannot load", path, &e))?;
+        let n = pread_full(file, buf.as_mut_slice(), off)
+            .map_err(|e| Error::io("cannot load", path, &e))?;
         if n == 0 {
             break;
         }
@@ -153,7 +161,13 @@ pub struct CacheState {
 }
 
 /// Puts a file into the asked state and verifies it with `mincore` (untimed preparation).
-pub fn prepare(file: &File, len: u64, path: &Path, mode: CacheMode, drop_all: bool) -> Result<CacheState> {
+pub fn prepare(
+    file: &File,
+    len: u64,
+    path: &Path,
+    mode: CacheMode,
+    drop_all: bool,
+) -> Result<CacheState> {
     let mut note = None;
     let mut dropped_all = false;
     match mode {
@@ -178,8 +192,17 @@ pub fn prepare(file: &File, len: u64, path: &Path, mode: CacheMode, drop_all: bo
                 "not cold: {:.1}% still resident after eviction (the filesystem may ignore fadvise, e.g. tmpfs, or pages are mapped)",
                 residency.percent()
             ),
-            _ => format!("not warm: only {:.1}% resident after loading (memory pressure?)", residency.percent()),
+            _ => format!(
+                "not warm: only {:.1}% resident after loading (memory pressure?)",
+                residency.percent()
+            ),
         });
     }
-    Ok(CacheState { asked: mode, residency, verified, dropped_all, note })
+    Ok(CacheState {
+        asked: mode,
+        residency,
+        verified,
+        dropped_all,
+        note,
+    })
 }

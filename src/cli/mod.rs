@@ -29,16 +29,24 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The classic program: read or write BLOCK_COUNT blocks of BLOCK_SIZE, print time, rate, XOR.
-    #[command(after_help = "Examples:\n  iolab run big.bin -r 4K 262144\n  iolab run out.bin -w 1M 1024 --sync end\n  iolab run big.bin -r 1M 2048 --method mmap --cache cold")]
+    #[command(
+        after_help = "Examples:\n  iolab run big.bin -r 4K 262144\n  iolab run out.bin -w 1M 1024 --sync end\n  iolab run big.bin -r 1M 2048 --method mmap --cache cold"
+    )]
     Run(RunArgs),
     /// Read a file with one method, repeated, with statistics and kernel counters.
-    #[command(after_help = "Examples:\n  iolab read big.bin --method mmap --cache warm --repeat 5\n  iolab read big.bin --method pread --bs 4K --pattern random --size 256M\n  iolab read big.bin --method uring-direct --depth 32 --cache cold --format json")]
+    #[command(
+        after_help = "Examples:\n  iolab read big.bin --method mmap --cache warm --repeat 5\n  iolab read big.bin --method pread --bs 4K --pattern random --size 256M\n  iolab read big.bin --method uring-direct --depth 32 --cache cold --format json"
+    )]
     Read(ReadArgs),
     /// Write a file with one method and sync mode, repeated, then read it back to verify.
-    #[command(after_help = "Examples:\n  iolab write out.bin --size 1G --bs 1M --method write --sync end\n  iolab write out.bin --size 256M --method mmap --sync each --force")]
+    #[command(
+        after_help = "Examples:\n  iolab write out.bin --size 1G --bs 1M --method write --sync end\n  iolab write out.bin --size 256M --method mmap --sync each --force"
+    )]
     Write(WriteArgs),
     /// Read the whole file as fast as this machine allows and print its XOR.
-    #[command(after_help = "Examples:\n  iolab fast big.bin\n  iolab fast big.bin --method mmap --threads 2\n\nThe XOR goes to stdout; the chosen method, cache state, time and MiB/s to stderr.")]
+    #[command(
+        after_help = "Examples:\n  iolab fast big.bin\n  iolab fast big.bin --method mmap --threads 2\n\nThe XOR goes to stdout; the chosen method, cache state, time and MiB/s to stderr."
+    )]
     Fast(FastArgs),
     /// Page-cache residency of files (like vmtouch), evict them, or load them.
     #[command(subcommand)]
@@ -269,11 +277,9 @@ impl RunArgs {
 impl ReadArgs {
     pub fn config(&self) -> Result<ReadConfig, String> {
         let len = match (self.count, self.size) {
-            (Some(c), _) => Some(
-                self.bs
-                    .checked_mul(c)
-                    .ok_or_else(|| format!("--bs {} x --count {c} does not fit in 64 bits", self.bs))?,
-            ),
+            (Some(c), _) => Some(self.bs.checked_mul(c).ok_or_else(|| {
+                format!("--bs {} x --count {c} does not fit in 64 bits", self.bs)
+            })?),
             (None, s) => s,
         };
         Ok(ReadConfig {

@@ -20,15 +20,30 @@ fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> String {
 }
 
 pub fn read_method(text: &str) -> Result<ReadMethod, String> {
-    ReadMethod::parse(text).ok_or_else(|| format!("unknown read method; expected one of: {}", names(&ReadMethod::ALL, ReadMethod::name)))
+    ReadMethod::parse(text).ok_or_else(|| {
+        format!(
+            "unknown read method; expected one of: {}",
+            names(&ReadMethod::ALL, ReadMethod::name)
+        )
+    })
 }
 
 pub fn write_method(text: &str) -> Result<WriteMethod, String> {
-    WriteMethod::parse(text).ok_or_else(|| format!("unknown write method; expected one of: {}", names(&WriteMethod::ALL, WriteMethod::name)))
+    WriteMethod::parse(text).ok_or_else(|| {
+        format!(
+            "unknown write method; expected one of: {}",
+            names(&WriteMethod::ALL, WriteMethod::name)
+        )
+    })
 }
 
 pub fn sync_mode(text: &str) -> Result<SyncMode, String> {
-    SyncMode::parse(text).ok_or_else(|| format!("unknown sync mode; expected one of: {}", names(&SyncMode::ALL, SyncMode::name)))
+    SyncMode::parse(text).ok_or_else(|| {
+        format!(
+            "unknown sync mode; expected one of: {}",
+            names(&SyncMode::ALL, SyncMode::name)
+        )
+    })
 }
 
 pub fn cache_mode(text: &str) -> Result<CacheMode, String> {

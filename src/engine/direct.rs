@@ -2,7 +2,7 @@
 //! lengths are widened to the 4 KiB alignment O_DIRECT needs and only the asked bytes are XORed,
 //! so any block size and an unaligned file tail work.
 
-use super::{Moved, ReadEngine, Source, Worker, pieces, EngineOptions, DIRECT_ALIGN, MAX_IO};
+use super::{DIRECT_ALIGN, EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, pieces};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Block, Part, Workload};
@@ -52,12 +52,17 @@ pub(crate) fn aligned_cover(b: Block) -> (u64, u64) {
 
 /// Buffer size that holds the aligned cover of any piece of a workload's blocks.
 pub(crate) fn direct_buffer_len(w: &Workload) -> usize {
-    let piece = w.bs.min(MAX_IO).max(1);
+    let piece = w.bs.clamp(1, MAX_IO);
     (piece.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN + DIRECT_ALIGN) as usize
 }
 
 /// Reads `piece` through an O_DIRECT descriptor and returns its XOR.
-pub(crate) fn xor_direct_piece(file: &File, buf: &mut [u8], piece: Block, path: &Path) -> Result<u32> {
+pub(crate) fn xor_direct_piece(
+    file: &File,
+    buf: &mut [u8],
+    piece: Block,
+    path: &Path,
+) -> Result<u32> {
     let (start, len) = aligned_cover(piece);
     let want = (piece.offset - start + piece.len) as usize;
     let dst = &mut buf[..len as usize];
@@ -70,7 +75,7 @@ pub(crate) fn xor_direct_piece(file: &File, buf: &mut [u8], piece: Block, path: 
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(Error::io("read failed", path, &e)),
         }
-        if done % DIRECT_ALIGN as usize != 0 {
+        if !done.is_multiple_of(DIRECT_ALIGN as usize) {
             break;
         }
     }
@@ -88,7 +93,12 @@ struct DirectWorker {
 }
 
 impl ReadEngine for Direct {
-    fn prepare(&self, src: &Source, w: &Workload, _: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        _: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>> {
         let file = Arc::new(open_direct(src, "direct")?);
         Ok((0..w.threads)
             .map(|_| {
@@ -107,7 +117,8 @@ impl Worker for DirectWorker {
         let mut moved = Moved::default();
         for block in part.iter() {
             for piece in pieces(block, MAX_IO) {
-                moved.xor ^= xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
+                moved.xor ^=
+                    xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
                 moved.bytes += piece.len;
                 moved.ops += 1;
             }

@@ -2,7 +2,7 @@
 //! (`mmap` uses none, i.e. MADV_NORMAL), or MAP_POPULATE. A file truncated while mapped becomes an
 //! error through the SIGBUS guard.
 
-use super::{Moved, ReadEngine, ReadMethod, Source, Worker, EngineOptions};
+use super::{EngineOptions, Moved, ReadEngine, ReadMethod, Source, Worker};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::{MapOptions, Mapping};
 use crate::workload::{Part, Workload};
@@ -26,7 +26,11 @@ impl Mmap {
             ReadMethod::MmapPopulate => (None, true),
             _ => (None, false),
         };
-        Mmap { method, advice, populate }
+        Mmap {
+            method,
+            advice,
+            populate,
+        }
     }
 }
 
@@ -73,11 +77,22 @@ struct MmapWorker {
 }
 
 impl ReadEngine for Mmap {
-    fn prepare(&self, src: &Source, w: &Workload, _: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        _: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>> {
         let lazy = Arc::new(LazyMap {
-            file: src.file.try_clone().map_err(|e| Error::io("cannot open", &src.path, &e))?,
+            file: src
+                .file
+                .try_clone()
+                .map_err(|e| Error::io("cannot open", &src.path, &e))?,
             len: w.len as usize,
-            opts: MapOptions { writable: false, populate: self.populate },
+            opts: MapOptions {
+                writable: false,
+                populate: self.populate,
+            },
             advice: self.advice,
             method: self.method,
             path: src.path.clone(),
@@ -86,7 +101,9 @@ impl ReadEngine for Mmap {
         if !self.populate {
             lazy.get()?;
         }
-        Ok((0..w.threads).map(|_| Box::new(MmapWorker { map: lazy.clone() }) as Box<dyn Worker>).collect())
+        Ok((0..w.threads)
+            .map(|_| Box::new(MmapWorker { map: lazy.clone() }) as Box<dyn Worker>)
+            .collect())
     }
 }
 
@@ -115,7 +132,7 @@ impl Worker for MmapWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{open_source, prepare, EngineOptions};
+    use crate::engine::{EngineOptions, open_source, prepare};
     use crate::workload::Pattern;
     use std::io::Write;
 
@@ -123,11 +140,25 @@ mod tests {
     fn truncation_while_mapped_is_an_error_not_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        std::fs::File::create(&path).unwrap().write_all(&vec![7u8; 1 << 20]).unwrap();
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&vec![7u8; 1 << 20])
+            .unwrap();
         let src = open_source(&path).unwrap();
-        let w = Workload { bs: 4096, len: src.size, pattern: Pattern::Seq, seed: 0, threads: 1 };
+        let w = Workload {
+            bs: 4096,
+            len: src.size,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 1,
+        };
         let prepared = prepare(ReadMethod::Mmap, &src, &w, &EngineOptions::default()).unwrap();
-        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(4096).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
         let err = prepared.run().unwrap_err();
         assert!(err.to_string().contains("truncated while mapped"), "{err}");
     }

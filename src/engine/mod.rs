@@ -192,8 +192,12 @@ pub trait Worker: Send {
 /// A read method.
 pub trait ReadEngine {
     /// Checks support and sets up one worker per part (untimed).
-    fn prepare(&self, src: &Source, w: &Workload, opts: &EngineOptions)
-    -> Result<Vec<Box<dyn Worker>>>;
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        opts: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>>;
 }
 
 fn engine(method: ReadMethod) -> Box<dyn ReadEngine> {
@@ -227,7 +231,11 @@ pub fn prepare(
         )
         .at(&src.path));
     }
-    let parts: Vec<Part> = w.parts().into_iter().filter(|p| p.block_count() > 0).collect();
+    let parts: Vec<Part> = w
+        .parts()
+        .into_iter()
+        .filter(|p| p.block_count() > 0)
+        .collect();
     if parts.is_empty() {
         return Ok(Prepared {
             workers: Vec::new(),
@@ -273,7 +281,12 @@ impl Prepared {
 }
 
 /// Prepares and runs in one go.
-pub fn read_all(method: ReadMethod, src: &Source, w: &Workload, opts: &EngineOptions) -> Result<Moved> {
+pub fn read_all(
+    method: ReadMethod,
+    src: &Source,
+    w: &Workload,
+    opts: &EngineOptions,
+) -> Result<Moved> {
     prepare(method, src, w, opts)?.run()
 }
 

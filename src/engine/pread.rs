@@ -1,6 +1,9 @@
 //! `pread`: pread(2) at each block's offset into a page-aligned buffer; no seeks needed.
 
-use super::{Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full, shrank, EngineOptions, MAX_IO};
+use super::{
+    EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full,
+    shrank,
+};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Part, Workload};
@@ -18,8 +21,17 @@ struct PreadWorker {
 }
 
 impl ReadEngine for Pread {
-    fn prepare(&self, src: &Source, w: &Workload, _: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
-        let file = Arc::new(src.file.try_clone().map_err(|e| Error::io("cannot open", &src.path, &e))?);
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        _: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>> {
+        let file = Arc::new(
+            src.file
+                .try_clone()
+                .map_err(|e| Error::io("cannot open", &src.path, &e))?,
+        );
         Ok((0..w.threads)
             .map(|_| {
                 Box::new(PreadWorker {

@@ -1,6 +1,6 @@
 //! `read`: read(2) into a page-aligned buffer; `lseek` before each block when the order is random.
 
-use super::{Moved, ReadEngine, Source, Worker, buffer_len, pieces, shrank, EngineOptions, MAX_IO};
+use super::{EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pieces, shrank};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Part, Workload};
@@ -18,11 +18,17 @@ struct ReadWorker {
 }
 
 impl ReadEngine for ReadSyscall {
-    fn prepare(&self, src: &Source, w: &Workload, _: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        _: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>> {
         (0..w.threads)
             .map(|_| {
                 // Each thread its own descriptor: read(2) advances a file position.
-                let file = File::open(&src.path).map_err(|e| Error::io("cannot open", &src.path, &e))?;
+                let file =
+                    File::open(&src.path).map_err(|e| Error::io("cannot open", &src.path, &e))?;
                 Ok(Box::new(ReadWorker {
                     file,
                     buf: AlignedBuf::new(buffer_len(w)),

@@ -3,7 +3,10 @@
 //! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment.
 
 use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
-use super::{Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full, shrank, EngineOptions, MAX_IO};
+use super::{
+    EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full,
+    shrank,
+};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Block, Part, Workload};
@@ -24,7 +27,8 @@ pub fn new_ring(depth: u32, method: &str) -> Result<IoUring> {
         let why = match e.raw_os_error() {
             Some(libc::ENOSYS) => "this kernel has no io_uring".to_string(),
             Some(libc::EPERM) => {
-                "io_uring is disabled here (kernel.io_uring_disabled or a seccomp policy)".to_string()
+                "io_uring is disabled here (kernel.io_uring_disabled or a seccomp policy)"
+                    .to_string()
             }
             Some(libc::ENOMEM) => "no memory for the ring (RLIMIT_MEMLOCK too low?)".to_string(),
             _ => format!("io_uring_setup failed: {}", describe_io(&e)),
@@ -45,15 +49,26 @@ struct UringWorker {
 }
 
 impl ReadEngine for Uring {
-    fn prepare(&self, src: &Source, w: &Workload, opts: &EngineOptions) -> Result<Vec<Box<dyn Worker>>> {
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        opts: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>> {
         let name = if self.direct { "uring-direct" } else { "uring" };
         let file = Arc::new(if self.direct {
             open_direct(src, name)?
         } else {
-            src.file.try_clone().map_err(|e| Error::io("cannot open", &src.path, &e))?
+            src.file
+                .try_clone()
+                .map_err(|e| Error::io("cannot open", &src.path, &e))?
         });
         let depth = opts.depth.clamp(1, 4096);
-        let len = if self.direct { direct_buffer_len(w) } else { buffer_len(w) };
+        let len = if self.direct {
+            direct_buffer_len(w)
+        } else {
+            buffer_len(w)
+        };
         (0..w.threads)
             .map(|_| {
                 let ring = new_ring(depth, name).map_err(|e| e.at(&src.path))?;
@@ -86,7 +101,11 @@ impl UringWorker {
 
     /// The bytes to read for a piece: the piece itself, or its aligned cover for O_DIRECT.
     fn io_range(&self, piece: Block) -> (u64, u64) {
-        if self.direct { aligned_cover(piece) } else { (piece.offset, piece.len) }
+        if self.direct {
+            aligned_cover(piece)
+        } else {
+            (piece.offset, piece.len)
+        }
     }
 
     /// XORs a completed read of `n` bytes into slot `slot` holding `piece`.
@@ -144,7 +163,10 @@ impl Worker for UringWorker {
                 if pushed.is_err() {
                     in_flight[slot] = None;
                     free.push(slot);
-                    failure = Some(Error::failed("read failed", "io_uring submission queue full").at(&self.path));
+                    failure = Some(
+                        Error::failed("read failed", "io_uring submission queue full")
+                            .at(&self.path),
+                    );
                     break;
                 }
                 busy += 1;
@@ -167,7 +189,9 @@ impl Worker for UringWorker {
             for (slot, res) in done {
                 busy -= 1;
                 free.push(slot);
-                let Some(piece) = in_flight[slot].take() else { continue };
+                let Some(piece) = in_flight[slot].take() else {
+                    continue;
+                };
                 if failure.is_some() {
                     continue;
                 }

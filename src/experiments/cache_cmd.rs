@@ -68,7 +68,12 @@ pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Resu
             }
         }
     }
-    Ok(CacheReport { action, files, page_cache: meminfo::read(), notes })
+    Ok(CacheReport {
+        action,
+        files,
+        page_cache: meminfo::read(),
+        notes,
+    })
 }
 
 fn status(path: &Path, src: &engine::Source) -> Result<FileResidency> {

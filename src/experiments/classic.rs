@@ -59,7 +59,10 @@ impl ClassicResult {
 /// `bs * count`, refusing zero and overflow.
 pub fn asked_bytes(bs: u64, count: u64) -> Result<u64> {
     if bs == 0 {
-        return Err(Error::usage("invalid block size", "it must be at least 1 byte"));
+        return Err(Error::usage(
+            "invalid block size",
+            "it must be at least 1 byte",
+        ));
     }
     if count == 0 {
         return Err(Error::usage("invalid block count", "it must be at least 1"));
@@ -74,7 +77,10 @@ pub fn asked_bytes(bs: u64, count: u64) -> Result<u64> {
 
 pub fn run_classic(cfg: &RunConfig) -> Result<ClassicResult> {
     if cfg.threads == 0 {
-        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+        return Err(Error::usage(
+            "invalid thread count",
+            "--threads must be at least 1",
+        ));
     }
     let asked = asked_bytes(cfg.bs, cfg.count)?;
     match cfg.op {
@@ -100,7 +106,13 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     if let Some(n) = &state.note {
         notes.push(n.clone());
     }
-    let w = Workload { bs: cfg.bs, len, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let w = Workload {
+        bs: cfg.bs,
+        len,
+        pattern: cfg.pattern,
+        seed: cfg.seed,
+        threads: cfg.threads,
+    };
     let opts = EngineOptions { depth: cfg.depth };
     let (moved, counters) = measure(|| -> Result<Moved> {
         let src = engine::open_source(&cfg.path)?;
@@ -121,7 +133,13 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
 }
 
 fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
-    let w = Workload { bs: cfg.bs, len: asked, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let w = Workload {
+        bs: cfg.bs,
+        len: asked,
+        pattern: cfg.pattern,
+        seed: cfg.seed,
+        threads: cfg.threads,
+    };
     let (moved, counters) = measure(|| -> Result<Moved> {
         let target = open_target(&cfg.path, cfg.force)?;
         let out = prepare_write(cfg.write_method, &target, &w, cfg.sync).and_then(|p| p.run());

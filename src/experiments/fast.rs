@@ -56,7 +56,10 @@ pub fn choose(size: u64, resident: f64, cores: usize, direct_ok: bool) -> Choice
             threads: 1,
             bs: SMALL,
             depth: 1,
-            reason: format!("small file (< {}): one pread", crate::size::format_size(SMALL)),
+            reason: format!(
+                "small file (< {}): one pread",
+                crate::size::format_size(SMALL)
+            ),
         };
     }
     if resident >= WARM {
@@ -99,15 +102,23 @@ pub fn choose(size: u64, resident: f64, cores: usize, direct_ok: bool) -> Choice
 
 pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     if cfg.threads == Some(0) {
-        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+        return Err(Error::usage(
+            "invalid thread count",
+            "--threads must be at least 1",
+        ));
     }
     if cfg.bs == Some(0) {
-        return Err(Error::usage("invalid block size", "it must be at least 1 byte"));
+        return Err(Error::usage(
+            "invalid block size",
+            "it must be at least 1 byte",
+        ));
     }
     let (out, counters) = measure(|| -> Result<(Choice, f64, engine::Moved)> {
         let src = engine::open_source(&cfg.path)?;
         let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
-        let direct_ok = crate::sys::fs_magic(&src.file).map(|m| m != TMPFS_MAGIC).unwrap_or(true);
+        let direct_ok = crate::sys::fs_magic(&src.file)
+            .map(|m| m != TMPFS_MAGIC)
+            .unwrap_or(true);
         let mut choice = choose(src.size, resident, crate::sys::cpus(), direct_ok);
         if let Some(m) = cfg.method {
             choice.method = m;
@@ -122,8 +133,16 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         if let Some(d) = cfg.depth {
             choice.depth = d;
         }
-        let w = Workload { bs: choice.bs, len: src.size, pattern: Pattern::Seq, seed: 0, threads: choice.threads };
-        let opts = EngineOptions { depth: choice.depth };
+        let w = Workload {
+            bs: choice.bs,
+            len: src.size,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: choice.threads,
+        };
+        let opts = EngineOptions {
+            depth: choice.depth,
+        };
         let moved = match engine::read_all(choice.method, &src, &w, &opts) {
             Err(e) if e.kind == crate::error::ErrorKind::Unsupported && cfg.method.is_none() => {
                 // Auto never fails for lack of a method: fall back to buffered pread.
@@ -136,7 +155,13 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         Ok((choice, resident, moved))
     });
     let (choice, resident, moved) = out?;
-    Ok(FastResult { choice, resident, bytes: moved.bytes, xor: moved.xor, counters })
+    Ok(FastResult {
+        choice,
+        resident,
+        bytes: moved.bytes,
+        xor: moved.xor,
+        counters,
+    })
 }
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -151,7 +176,10 @@ mod tests {
         let warm = choose(2 << 30, 1.0, 2, true);
         assert_eq!((warm.method, warm.threads), (ReadMethod::Mmap, 2));
         assert_eq!(choose(40 << 20, 1.0, 8, true).threads, 1);
-        assert_eq!(choose(2 << 30, 0.1, 2, true).method, ReadMethod::UringDirect);
+        assert_eq!(
+            choose(2 << 30, 0.1, 2, true).method,
+            ReadMethod::UringDirect
+        );
         assert_eq!(choose(2 << 30, 0.1, 2, false).method, ReadMethod::Pread);
     }
 }

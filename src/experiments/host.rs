@@ -21,12 +21,15 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()))
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|(_, v)| v.trim().to_string())
+            })
         })
         .unwrap_or_else(|| "unknown".into());
     let (filesystem, device) = path
-        .and_then(|p| mount_of(p))
+        .and_then(mount_of)
         .map(|(fs, dev)| (Some(fs), Some(dev)))
         .unwrap_or((None, None));
     Host {
@@ -44,7 +47,13 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
 /// `(fstype, source)` of the mount holding `path`.
 fn mount_of(path: &Path) -> Option<(String, String)> {
     let abs = std::fs::canonicalize(path)
-        .or_else(|_| std::fs::canonicalize(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))))
+        .or_else(|_| {
+            std::fs::canonicalize(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            )
+        })
         .ok()?;
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     mount_for(&text, &abs.to_string_lossy())
@@ -55,8 +64,12 @@ pub fn mount_for(mountinfo: &str, abs: &str) -> Option<(String, String)> {
     let mut best: Option<(usize, String, String)> = None;
     for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else { continue };
-        let (Some(mp), Some(fstype), Some(source)) = (fields.get(4), fields.get(dash + 1), fields.get(dash + 2)) else {
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(mp), Some(fstype), Some(source)) =
+            (fields.get(4), fields.get(dash + 1), fields.get(dash + 2))
+        else {
             continue;
         };
         let inside = *mp == "/" || abs == *mp || abs.starts_with(&format!("{mp}/"));
@@ -76,9 +89,18 @@ mod tests {
         let mi = "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n\
                   30 22 0:26 / /tmp rw - tmpfs tmpfs rw\n\
                   31 22 0:27 / /tmpx rw - xfs /dev/vdb rw\n";
-        assert_eq!(mount_for(mi, "/tmp/a/b"), Some(("tmpfs".into(), "tmpfs".into())));
-        assert_eq!(mount_for(mi, "/tmpfile"), Some(("ext4".into(), "/dev/vda".into())));
-        assert_eq!(mount_for(mi, "/tmpx"), Some(("xfs".into(), "/dev/vdb".into())));
+        assert_eq!(
+            mount_for(mi, "/tmp/a/b"),
+            Some(("tmpfs".into(), "tmpfs".into()))
+        );
+        assert_eq!(
+            mount_for(mi, "/tmpfile"),
+            Some(("ext4".into(), "/dev/vda".into()))
+        );
+        assert_eq!(
+            mount_for(mi, "/tmpx"),
+            Some(("xfs".into(), "/dev/vdb".into()))
+        );
     }
 
     #[test]

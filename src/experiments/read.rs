@@ -64,7 +64,9 @@ pub struct ReadResult {
 /// Checks the shape of a read request against the file: the bytes to read and any warnings.
 pub fn resolve_len(bs: u64, len: Option<u64>, size: u64) -> Result<(u64, Vec<String>)> {
     if bs == 0 {
-        return Err(Error::usage("invalid block size", "it must be at least 1 byte").hint("e.g. --bs 4K"));
+        return Err(
+            Error::usage("invalid block size", "it must be at least 1 byte").hint("e.g. --bs 4K"),
+        );
     }
     let mut warnings = Vec::new();
     let len = match len {
@@ -86,14 +88,26 @@ pub fn resolve_len(bs: u64, len: Option<u64>, size: u64) -> Result<(u64, Vec<Str
 
 pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Result<ReadResult> {
     if cfg.threads == 0 {
-        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+        return Err(Error::usage(
+            "invalid thread count",
+            "--threads must be at least 1",
+        ));
     }
     if cfg.repeat == 0 {
-        return Err(Error::usage("invalid repeat count", "--repeat must be at least 1"));
+        return Err(Error::usage(
+            "invalid repeat count",
+            "--repeat must be at least 1",
+        ));
     }
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
-    let w = Workload { bs: cfg.bs, len, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let w = Workload {
+        bs: cfg.bs,
+        len,
+        pattern: cfg.pattern,
+        seed: cfg.seed,
+        threads: cfg.threads,
+    };
     let opts = EngineOptions { depth: cfg.depth };
     let total = cfg.warmup + cfg.repeat;
     let mut runs = Vec::with_capacity(total);
@@ -103,7 +117,12 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         let prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
         let (moved, counters) = measure(|| prepared.run());
         let moved = moved?;
-        runs.push(RunRecord { warmup: i < cfg.warmup, counters, moved, cache: state });
+        runs.push(RunRecord {
+            warmup: i < cfg.warmup,
+            counters,
+            moved,
+            cache: state,
+        });
         obs.progress("read", i + 1, total);
     }
     let xor = runs[0].moved.xor;
@@ -121,13 +140,25 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
     let counted: Vec<&RunRecord> = runs.iter().filter(|r| !r.warmup).collect();
     let unverified = counted.iter().filter(|r| !r.cache.verified).count();
     if unverified > 0 {
-        let note = counted.iter().find_map(|r| r.cache.note.clone()).unwrap_or_default();
-        warnings.push(format!("{unverified} of {} runs did not start {}: {note}", counted.len(), cfg.cache.name()));
+        let note = counted
+            .iter()
+            .find_map(|r| r.cache.note.clone())
+            .unwrap_or_default();
+        warnings.push(format!(
+            "{unverified} of {} runs did not start {}: {note}",
+            counted.len(),
+            cfg.cache.name()
+        ));
     } else if let Some(note) = counted.iter().find_map(|r| r.cache.note.clone()) {
         warnings.push(note);
     }
     let rate = summarize(&counted.iter().map(|r| r.mib_per_s()).collect::<Vec<_>>());
-    let seconds = summarize(&counted.iter().map(|r| r.counters.wall.as_secs_f64()).collect::<Vec<_>>());
+    let seconds = summarize(
+        &counted
+            .iter()
+            .map(|r| r.counters.wall.as_secs_f64())
+            .collect::<Vec<_>>(),
+    );
     if !rate.outliers.is_empty() {
         warnings.push(format!(
             "{} outlier run(s) by median absolute deviation: the machine may be busy; try more --warmup or --repeat",

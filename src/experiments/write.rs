@@ -46,16 +46,26 @@ pub struct WriteResult {
 /// Checks a write request: block size, size, threads.
 pub fn check_write(cfg: &WriteConfig) -> Result<()> {
     if cfg.bs == 0 {
-        return Err(Error::usage("invalid block size", "it must be at least 1 byte").hint("e.g. --bs 1M"));
+        return Err(
+            Error::usage("invalid block size", "it must be at least 1 byte").hint("e.g. --bs 1M"),
+        );
     }
     if cfg.len == 0 {
-        return Err(Error::usage("invalid size", "it must be at least 1 byte").hint("e.g. --size 256M"));
+        return Err(
+            Error::usage("invalid size", "it must be at least 1 byte").hint("e.g. --size 256M")
+        );
     }
     if cfg.threads == 0 {
-        return Err(Error::usage("invalid thread count", "--threads must be at least 1"));
+        return Err(Error::usage(
+            "invalid thread count",
+            "--threads must be at least 1",
+        ));
     }
     if cfg.repeat == 0 {
-        return Err(Error::usage("invalid repeat count", "--repeat must be at least 1"));
+        return Err(Error::usage(
+            "invalid repeat count",
+            "--repeat must be at least 1",
+        ));
     }
     Ok(())
 }
@@ -81,12 +91,21 @@ fn write_runs(
     {
         return Err(Error::failed(
             "write failed",
-            format!("{} bytes asked but only {free} bytes free", cfg.len),
+            format!(
+                "No space left on device: {} bytes asked, {free} bytes free",
+                cfg.len
+            ),
         )
         .at(&cfg.path)
         .hint("free some space or write a smaller --size"));
     }
-    let w = Workload { bs: cfg.bs, len: cfg.len, pattern: cfg.pattern, seed: cfg.seed, threads: cfg.threads };
+    let w = Workload {
+        bs: cfg.bs,
+        len: cfg.len,
+        pattern: cfg.pattern,
+        seed: cfg.seed,
+        threads: cfg.threads,
+    };
     let total = cfg.warmup + cfg.repeat;
     let mut runs = Vec::with_capacity(total);
     for i in 0..total {
@@ -95,12 +114,21 @@ fn write_runs(
         let moved = moved?;
         let cache = CacheState {
             asked: CacheMode::Asis,
-            residency: Residency { resident_pages: 0, total_pages: 0, page_size: crate::sys::page_size() as u64 },
+            residency: Residency {
+                resident_pages: 0,
+                total_pages: 0,
+                page_size: crate::sys::page_size() as u64,
+            },
             verified: true,
             dropped_all: false,
             note: None,
         };
-        runs.push(RunRecord { warmup: i < cfg.warmup, counters, moved, cache });
+        runs.push(RunRecord {
+            warmup: i < cfg.warmup,
+            counters,
+            moved,
+            cache,
+        });
         obs.progress("write", i + 1, total);
     }
     let xor = runs[0].moved.xor;
@@ -109,7 +137,13 @@ fn write_runs(
     let back = engine::read_all(
         ReadMethod::Pread,
         &src,
-        &Workload { bs: 1 << 20, len: src.size, pattern: Pattern::Seq, seed: 0, threads: 1 },
+        &Workload {
+            bs: 1 << 20,
+            len: src.size,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 1,
+        },
         &EngineOptions::default(),
     )?;
     if src.size != cfg.len || back.xor != xor {
@@ -127,10 +161,18 @@ fn write_runs(
     }
     let counted: Vec<&RunRecord> = runs.iter().filter(|r| !r.warmup).collect();
     let rate = summarize(&counted.iter().map(|r| r.mib_per_s()).collect::<Vec<_>>());
-    let seconds = summarize(&counted.iter().map(|r| r.counters.wall.as_secs_f64()).collect::<Vec<_>>());
+    let seconds = summarize(
+        &counted
+            .iter()
+            .map(|r| r.counters.wall.as_secs_f64())
+            .collect::<Vec<_>>(),
+    );
     let mut warnings = Vec::new();
     if cfg.sync == SyncMode::None {
-        warnings.push("--sync none: times include only copying into the page cache, not reaching the device".into());
+        warnings.push(
+            "--sync none: times include only copying into the page cache, not reaching the device"
+                .into(),
+        );
     }
     if !rate.outliers.is_empty() {
         warnings.push(format!(

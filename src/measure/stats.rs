@@ -20,7 +20,11 @@ fn median_of(sorted: &[f64]) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
 }
 
 /// Summarises samples (any unit). Empty input gives zeros.
@@ -29,7 +33,11 @@ pub fn summarize(samples: &[f64]) -> Summary {
     let mut sorted = samples.to_vec();
     sorted.sort_by(|a, b| a.total_cmp(b));
     let median = median_of(&sorted);
-    let mean = if n == 0 { 0.0 } else { samples.iter().sum::<f64>() / n as f64 };
+    let mean = if n == 0 {
+        0.0
+    } else {
+        samples.iter().sum::<f64>() / n as f64
+    };
     let var = if n < 2 {
         0.0
     } else {

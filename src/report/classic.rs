@@ -48,7 +48,12 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
     if format == Format::Json {
         return json(r);
     }
-    let mut rows = vec![vec!["file".to_string(), "size".into(), "resident pages".into(), "resident".into()]];
+    let mut rows = vec![vec![
+        "file".to_string(),
+        "size".into(),
+        "resident pages".into(),
+        "resident".into(),
+    ]];
     for f in &r.files {
         rows.push(vec![
             f.path.display().to_string(),
@@ -71,7 +76,16 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
     );
     match format {
         Format::Csv => {
-            let mut out = super::csv_line(&["file", "size", "resident_pages", "total_pages", "resident_pct"].map(String::from));
+            let mut out = super::csv_line(
+                &[
+                    "file",
+                    "size",
+                    "resident_pages",
+                    "total_pages",
+                    "resident_pct",
+                ]
+                .map(String::from),
+            );
             for f in &r.files {
                 out.push_str(&super::csv_line(&[
                     f.path.display().to_string(),

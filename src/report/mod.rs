@@ -17,7 +17,8 @@ pub enum Format {
 
 /// Pretty JSON with a trailing newline.
 pub fn json<T: Serialize>(value: &T) -> String {
-    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    let mut s =
+        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     s.push('\n');
     s
 }
@@ -26,7 +27,13 @@ pub fn json<T: Serialize>(value: &T) -> String {
 pub fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for row in rows {
@@ -53,7 +60,10 @@ pub fn markdown_table(rows: &[Vec<String>]) -> String {
     for (i, row) in rows.iter().enumerate() {
         out.push_str(&format!("| {} |\n", row.join(" | ")));
         if i == 0 {
-            out.push_str(&format!("|{}\n", row.iter().map(|_| "---|").collect::<String>()));
+            out.push_str(&format!(
+                "|{}\n",
+                row.iter().map(|_| "---|").collect::<String>()
+            ));
         }
     }
     out
@@ -80,9 +90,18 @@ mod tests {
 
     #[test]
     fn tables_align_and_escape() {
-        let rows = vec![vec!["a".to_string(), "bb".into()], vec!["ccc".into(), "d".into()]];
+        let rows = vec![
+            vec!["a".to_string(), "bb".into()],
+            vec!["ccc".into(), "d".into()],
+        ];
         assert_eq!(table(&rows), "a    bb\nccc   d\n");
-        assert_eq!(markdown_table(&rows), "| a | bb |\n|---|---|\n| ccc | d |\n");
-        assert_eq!(csv_line(&["x,y".into(), "q\"".into()]), "\"x,y\",\"q\"\"\"\n");
+        assert_eq!(
+            markdown_table(&rows),
+            "| a | bb |\n|---|---|\n| ccc | d |\n"
+        );
+        assert_eq!(
+            csv_line(&["x,y".into(), "q\"".into()]),
+            "\"x,y\",\"q\"\"\"\n"
+        );
     }
 }

@@ -28,7 +28,12 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
         _ => String::new(),
     };
     let set = RunSet {
-        headline: format!("read {} ({}{fs}), {} of it", c.path.display(), format_size(r.file_size), format_size(r.bytes)),
+        headline: format!(
+            "read {} ({}{fs}), {} of it",
+            c.path.display(),
+            format_size(r.file_size),
+            format_size(r.bytes)
+        ),
         config: vec![
             ("method", c.method.name().into()),
             ("bs", format_size(c.bs)),
@@ -84,14 +89,20 @@ fn render(set: &RunSet, format: Format) -> String {
 
 fn run_label(i: usize, runs: &[RunRecord]) -> String {
     let warmups = runs.iter().filter(|r| r.warmup).count();
-    if runs[i].warmup { format!("w{}", i + 1) } else { (i + 1 - warmups).to_string() }
+    if runs[i].warmup {
+        format!("w{}", i + 1)
+    } else {
+        (i + 1 - warmups).to_string()
+    }
 }
 
 fn rows(set: &RunSet) -> Vec<Vec<String>> {
-    let mut header: Vec<String> = ["run", "time s", "MiB/s", "user s", "sys s", "minflt", "majflt", "ctxsw", "ops", "dev read"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut header: Vec<String> = [
+        "run", "time s", "MiB/s", "user s", "sys s", "minflt", "majflt", "ctxsw", "ops", "dev read",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     if set.with_cache {
         header.push("resident".into());
         header.push("cache ok".into());
@@ -109,11 +120,17 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
             c.major_faults.to_string(),
             c.context_switches.to_string(),
             r.moved.ops.to_string(),
-            c.device_read_bytes.map(format_size).unwrap_or_else(|| "n/a".into()),
+            c.device_read_bytes
+                .map(format_size)
+                .unwrap_or_else(|| "n/a".into()),
         ];
         if set.with_cache {
             row.push(format!("{:.1}%", r.cache.residency.percent()));
-            row.push(if r.cache.verified { "yes".into() } else { "NO".into() });
+            row.push(if r.cache.verified {
+                "yes".into()
+            } else {
+                "NO".into()
+            });
         }
         out.push(row);
     }
@@ -129,7 +146,11 @@ fn summary_line(set: &RunSet) -> String {
 }
 
 fn config_line(set: &RunSet) -> String {
-    set.config.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    set.config
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn text(set: &RunSet) -> String {
@@ -145,7 +166,11 @@ fn text(set: &RunSet) -> String {
 fn markdown(set: &RunSet) -> String {
     let mut out = format!("**{}**\n\n{}\n\n", set.headline, config_line(set));
     out.push_str(&markdown_table(&rows(set)));
-    out.push_str(&format!("\n{}\n\nXOR `{}`\n", summary_line(set), format_xor(set.xor)));
+    out.push_str(&format!(
+        "\n{}\n\nXOR `{}`\n",
+        summary_line(set),
+        format_xor(set.xor)
+    ));
     out
 }
 
@@ -153,8 +178,21 @@ fn csv(set: &RunSet) -> String {
     let mut header: Vec<String> = set.config.iter().map(|(k, _)| k.to_string()).collect();
     header.extend(
         [
-            "run", "warmup", "wall_s", "mib_s", "bytes", "xor", "user_s", "sys_s", "minor_faults", "major_faults",
-            "context_switches", "ops", "device_read_bytes", "resident_pct", "cache_verified",
+            "run",
+            "warmup",
+            "wall_s",
+            "mib_s",
+            "bytes",
+            "xor",
+            "user_s",
+            "sys_s",
+            "minor_faults",
+            "major_faults",
+            "context_switches",
+            "ops",
+            "device_read_bytes",
+            "resident_pct",
+            "cache_verified",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -176,8 +214,14 @@ fn csv(set: &RunSet) -> String {
             c.major_faults.to_string(),
             c.context_switches.to_string(),
             r.moved.ops.to_string(),
-            c.device_read_bytes.map(|b| b.to_string()).unwrap_or_default(),
-            if set.with_cache { format!("{:.2}", r.cache.residency.percent()) } else { String::new() },
+            c.device_read_bytes
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+            if set.with_cache {
+                format!("{:.2}", r.cache.residency.percent())
+            } else {
+                String::new()
+            },
             r.cache.verified.to_string(),
         ]);
         out.push_str(&csv_line(&row));

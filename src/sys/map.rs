@@ -43,16 +43,8 @@ impl Mapping {
         }
         // SAFETY: a fresh mapping chosen by the kernel (addr NULL) of a valid descriptor; the
         // result is checked for MAP_FAILED before use.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                prot,
-                flags,
-                file.as_raw_fd(),
-                0,
-            )
-        };
+        let ptr =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
@@ -176,7 +168,10 @@ impl Mapping {
     /// Copies `data` into the mapping at `offset` (bounds checked). Threads may write disjoint
     /// ranges of one writable mapping at the same time; iolab's workloads never overlap them.
     pub fn write_at(&self, offset: usize, data: &[u8]) {
-        assert!(offset <= self.len && data.len() <= self.len - offset, "write past the mapping");
+        assert!(
+            offset <= self.len && data.len() <= self.len - offset,
+            "write past the mapping"
+        );
         // SAFETY: the range lies inside our live mapping (checked above), which callers map
         // writable; file bytes are plain data, and concurrent callers write disjoint ranges.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) };
@@ -205,7 +200,13 @@ pub fn cachestat(file: &File, offset: u64, len: u64) -> Option<(u64, u64)> {
     let mut st = Stat::default();
     // SAFETY: cachestat reads `range` and writes `st`, both valid for the call; flags must be 0.
     let rc = unsafe {
-        libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range as *const Range, &mut st as *mut Stat, 0u32)
+        libc::syscall(
+            SYS_CACHESTAT,
+            file.as_raw_fd(),
+            &range as *const Range,
+            &mut st as *mut Stat,
+            0u32,
+        )
     };
     (rc == 0).then_some((st.cache, st.dirty))
 }

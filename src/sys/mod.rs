@@ -114,10 +114,19 @@ pub fn kernel_release() -> String {
         return "unknown".into();
     }
     let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
-    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine))
+    format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.machine)
+    )
 }
 
 /// `sync(2)`: flush every filesystem.

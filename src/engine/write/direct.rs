@@ -19,19 +19,30 @@ struct DirectWriter {
     path: PathBuf,
 }
 
-pub(super) fn workers(target: &WriteTarget, w: &Workload, flags: i32, sync_each: bool) -> Result<Vec<Box<dyn Worker>>> {
-    if w.bs % DIRECT_ALIGN != 0 {
+pub(super) fn workers(
+    target: &WriteTarget,
+    w: &Workload,
+    flags: i32,
+    sync_each: bool,
+) -> Result<Vec<Box<dyn Worker>>> {
+    if !w.bs.is_multiple_of(DIRECT_ALIGN) {
         return Err(Error::usage(
             "invalid block size for direct",
-            format!("O_DIRECT writes need a block size that is a multiple of {DIRECT_ALIGN}, not {}", w.bs),
+            format!(
+                "O_DIRECT writes need a block size that is a multiple of {DIRECT_ALIGN}, not {}",
+                w.bs
+            ),
         )
         .hint("use --bs 4K, 1M, ... or another method"));
     }
     let direct = target.reopen(flags | libc::O_DIRECT, false).map_err(|e| {
         if e.cause.contains("Invalid argument") {
-            Error::unsupported("method direct unsupported", "the filesystem refuses O_DIRECT")
-                .at(&target.path)
-                .hint("use a buffered method (write, pwrite, mmap)")
+            Error::unsupported(
+                "method direct unsupported",
+                "the filesystem refuses O_DIRECT",
+            )
+            .at(&target.path)
+            .hint("use a buffered method (write, pwrite, mmap)")
         } else {
             e
         }
@@ -39,7 +50,9 @@ pub(super) fn workers(target: &WriteTarget, w: &Workload, flags: i32, sync_each:
     (0..w.threads)
         .map(|t| {
             Ok(Box::new(DirectWriter {
-                direct: direct.try_clone().map_err(|e| Error::io("cannot open", &target.path, &e))?,
+                direct: direct
+                    .try_clone()
+                    .map_err(|e| Error::io("cannot open", &target.path, &e))?,
                 buffered: target.reopen(flags, false)?,
                 buf: data_buffer(w, t),
                 sync_each,
@@ -55,7 +68,11 @@ impl Worker for DirectWriter {
         for block in part.iter() {
             for piece in pieces(block, MAX_IO) {
                 let data = &self.buf.as_slice()[..piece.len as usize];
-                let file = if piece.len % DIRECT_ALIGN == 0 { &self.direct } else { &self.buffered };
+                let file = if piece.len % DIRECT_ALIGN == 0 {
+                    &self.direct
+                } else {
+                    &self.buffered
+                };
                 let r = file.write_all_at(data, piece.offset);
                 match r {
                     Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
@@ -72,7 +89,9 @@ impl Worker for DirectWriter {
                 moved.ops += 1;
             }
             if self.sync_each {
-                self.direct.sync_data().map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
+                self.direct
+                    .sync_data()
+                    .map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
             }
         }
         Ok(moved)

@@ -13,6 +13,8 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+type Workers = Vec<Box<dyn Worker>>;
+
 struct MmapWriter {
     map: Arc<Mapping>,
     buf: AlignedBuf,
@@ -25,7 +27,7 @@ pub(super) fn workers(
     file: &Arc<File>,
     w: &Workload,
     sync_each: bool,
-) -> Result<(Vec<Box<dyn Worker>>, Arc<Mapping>)> {
+) -> Result<(Workers, Arc<Mapping>)> {
     let path = &target.path;
     file.set_len(w.len).map_err(|e| write_error(path, &e))?;
     match crate::sys::fallocate(file, w.len) {
@@ -35,8 +37,15 @@ pub(super) fn workers(
         Err(e) => return Err(write_error(path, &e)),
     }
     let map = Arc::new(
-        Mapping::new(file, w.len as usize, MapOptions { writable: true, populate: false })
-            .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(path))?,
+        Mapping::new(
+            file,
+            w.len as usize,
+            MapOptions {
+                writable: true,
+                populate: false,
+            },
+        )
+        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(path))?,
     );
     let workers = (0..w.threads)
         .map(|t| {

@@ -133,7 +133,11 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
                 .write(true)
                 .open(path)
                 .map_err(|e| Error::io("cannot open", path, &e))?;
-            Ok(WriteTarget { path: path.to_path_buf(), file, created: false })
+            Ok(WriteTarget {
+                path: path.to_path_buf(),
+                file,
+                created: false,
+            })
         }
         Err(_) => {
             let file = OpenOptions::new()
@@ -142,7 +146,11 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
                 .create_new(true)
                 .open(path)
                 .map_err(|e| Error::io("cannot create", path, &e))?;
-            Ok(WriteTarget { path: path.to_path_buf(), file, created: true })
+            Ok(WriteTarget {
+                path: path.to_path_buf(),
+                file,
+                created: true,
+            })
         }
     }
 }
@@ -193,19 +201,40 @@ pub fn prepare_write(
         .file
         .set_len(0)
         .map_err(|e| Error::io("cannot truncate", path, &e))?;
-    let parts: Vec<Part> = w.parts().into_iter().filter(|p| p.block_count() > 0).collect();
-    let sub = Workload { threads: parts.len(), ..*w };
+    let parts: Vec<Part> = w
+        .parts()
+        .into_iter()
+        .filter(|p| p.block_count() > 0)
+        .collect();
+    let sub = Workload {
+        threads: parts.len(),
+        ..*w
+    };
     let per_block = sync.per_block(method);
     let (workers, finish) = match method {
         WriteMethod::Write | WriteMethod::Pwrite => {
             let f = Arc::new(target.reopen(sync.open_flags(), false)?);
             let workers = syscall::workers(method, target, &f, &sub, sync.open_flags(), per_block)?;
-            (workers, if sync == SyncMode::End { Finish::Fsync(f) } else { Finish::Nothing })
+            (
+                workers,
+                if sync == SyncMode::End {
+                    Finish::Fsync(f)
+                } else {
+                    Finish::Nothing
+                },
+            )
         }
         WriteMethod::Direct => {
             let f = Arc::new(target.reopen(sync.open_flags(), false)?);
             let workers = direct::workers(target, &sub, sync.open_flags(), per_block)?;
-            (workers, if sync == SyncMode::End { Finish::Fsync(f) } else { Finish::Nothing })
+            (
+                workers,
+                if sync == SyncMode::End {
+                    Finish::Fsync(f)
+                } else {
+                    Finish::Nothing
+                },
+            )
         }
         WriteMethod::Mmap => {
             let f = Arc::new(target.reopen(0, true)?);
@@ -213,17 +242,34 @@ pub fn prepare_write(
                 (Vec::new(), Finish::Nothing)
             } else {
                 let (workers, map) = mmap::workers(target, &f, &sub, per_block)?;
-                (workers, if sync == SyncMode::End { Finish::Msync(map, f) } else { Finish::Nothing })
+                (
+                    workers,
+                    if sync == SyncMode::End {
+                        Finish::Msync(map, f)
+                    } else {
+                        Finish::Nothing
+                    },
+                )
             }
         }
     };
-    Ok(PreparedWrite { workers, parts, finish, path: path.clone() })
+    Ok(PreparedWrite {
+        workers,
+        parts,
+        finish,
+        path: path.clone(),
+    })
 }
 
 impl PreparedWrite {
     /// Writes every part (one thread each) and finishes with the sync mode's last step.
     pub fn run(self) -> Result<Moved> {
-        let PreparedWrite { workers, parts, finish, path } = self;
+        let PreparedWrite {
+            workers,
+            parts,
+            finish,
+            path,
+        } = self;
         let mut total = Moved::default();
         let results: Vec<Result<Moved>> = std::thread::scope(|s| {
             let handles: Vec<_> = workers
@@ -233,7 +279,11 @@ impl PreparedWrite {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::failed("write failed", "a worker thread panicked"))))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::failed("write failed", "a worker thread panicked"))
+                    })
+                })
                 .collect()
         });
         for r in results {
@@ -241,10 +291,14 @@ impl PreparedWrite {
         }
         match finish {
             Finish::Nothing => {}
-            Finish::Fsync(f) => f.sync_all().map_err(|e| Error::io("fsync failed", &path, &e))?,
+            Finish::Fsync(f) => f
+                .sync_all()
+                .map_err(|e| Error::io("fsync failed", &path, &e))?,
             Finish::Msync(map, f) => {
-                map.sync(0, map.len()).map_err(|e| Error::io("msync failed", &path, &e))?;
-                f.sync_all().map_err(|e| Error::io("fsync failed", &path, &e))?;
+                map.sync(0, map.len())
+                    .map_err(|e| Error::io("msync failed", &path, &e))?;
+                f.sync_all()
+                    .map_err(|e| Error::io("fsync failed", &path, &e))?;
             }
         }
         Ok(total)
@@ -254,7 +308,10 @@ impl PreparedWrite {
 /// The bytes a writer thread writes: seeded pseudo-random, one block's worth (capped).
 fn data_buffer(w: &Workload, thread: usize) -> crate::sys::buf::AlignedBuf {
     let mut buf = crate::sys::buf::AlignedBuf::new(super::buffer_len(w));
-    crate::workload::fill_random(buf.as_mut_slice(), w.seed ^ 0x5752_4954_45 ^ thread as u64);
+    crate::workload::fill_random(
+        buf.as_mut_slice(),
+        w.seed ^ 0x0057_5249_5445 ^ thread as u64,
+    );
     buf
 }
 

@@ -32,7 +32,11 @@ pub(super) fn workers(
         .map(|t| {
             let positional = method == WriteMethod::Pwrite;
             // write(2) moves a file position, so each thread gets its own descriptor.
-            let file = if positional { shared.clone() } else { Arc::new(target.reopen(flags, false)?) };
+            let file = if positional {
+                shared.clone()
+            } else {
+                Arc::new(target.reopen(flags, false)?)
+            };
             Ok(Box::new(SyscallWriter {
                 positional,
                 file,
@@ -67,7 +71,9 @@ impl Worker for SyscallWriter {
                 moved.ops += 1;
             }
             if self.sync_each {
-                self.file.sync_data().map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
+                self.file
+                    .sync_data()
+                    .map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
             }
             pos = block.offset + block.len;
         }

@@ -1,0 +1,526 @@
+//! The binary end to end: classic outputs, formats, and every bad input giving one line on
+//! stderr, the right exit code, and an untouched file.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{bytes, fs_type, is_root, plain_xor, write_file};
+use predicates::prelude::*;
+use std::path::Path;
+
+fn iolab() -> Command {
+    let mut c = Command::cargo_bin("iolab").unwrap();
+    c.env_remove("IOLAB_NO_ROOT")
+        .timeout(std::time::Duration::from_secs(60));
+    c
+}
+
+/// Runs and checks: exit code, stderr is exactly one `iolab: ` line containing `needle`.
+fn fails_with(args: &[&str], code: i32, needle: &str) {
+    let out = iolab().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    assert!(err.starts_with("iolab: "), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: wanted '{needle}' in {err}");
+}
+
+fn xor_line(x: u32) -> String {
+    format!("Xor value is {x:08x}")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn run_read_prints_the_classic_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(100_003, 1);
+    let f = write_file(dir.path(), "in", &data);
+    for (bs, count) in [("4096", "10"), ("3", "1000"), ("1K", "7")] {
+        let n: usize =
+            bs.replace("1K", "1024").parse::<usize>().unwrap() * count.parse::<usize>().unwrap();
+        iolab()
+            .args(["run", s(&f), "-r", bs, count])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!(
+                "Number of blocks read: {count}"
+            )))
+            .stdout(predicate::str::contains("Size read: "))
+            .stdout(predicate::str::contains("Time taken: "))
+            .stdout(predicate::str::contains("Rate: "))
+            .stdout(predicate::str::contains(xor_line(plain_xor(&data[..n]))));
+    }
+    for method in ["mmap", "pread", "uring", "fcntl"] {
+        iolab()
+            .args([
+                "run",
+                s(&f),
+                "-r",
+                "4K",
+                "5",
+                "--method",
+                method,
+                "--threads",
+                "2",
+            ])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(xor_line(plain_xor(
+                &data[..20480],
+            ))));
+    }
+}
+
+#[test]
+fn run_read_past_the_end_reads_to_the_end_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(5000, 2);
+    let f = write_file(dir.path(), "in", &data);
+    iolab()
+        .args(["run", s(&f), "-r", "1M", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(xor_line(plain_xor(&data))))
+        .stderr(predicate::str::contains("shorter than asked"));
+}
+
+#[test]
+fn run_write_creates_and_never_overwrites_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    iolab()
+        .args(["run", s(&out), "-w", "4K", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Number of blocks written: 3"));
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), 12288);
+    let keep = write_file(dir.path(), "keep", b"precious data");
+    fails_with(&["run", s(&keep), "-w", "4K", "3"], 2, "--force");
+    assert_eq!(std::fs::read(&keep).unwrap(), b"precious data");
+    iolab()
+        .args([
+            "run",
+            s(&keep),
+            "-w",
+            "5",
+            "3",
+            "--force",
+            "--method",
+            "mmap",
+        ])
+        .assert()
+        .success();
+    assert_eq!(std::fs::metadata(&keep).unwrap().len(), 15);
+}
+
+#[test]
+fn read_formats_parse_and_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(300_001, 3);
+    let f = write_file(dir.path(), "in", &data);
+    let out = iolab()
+        .args([
+            "read",
+            s(&f),
+            "--bs",
+            "64K",
+            "--repeat",
+            "2",
+            "--warmup",
+            "1",
+            "--format",
+            "json",
+            "--method",
+            "mmap",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["xor"].as_u64().unwrap() as u32, plain_xor(&data));
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(v["rate"]["n"], 2);
+    assert_eq!(v["config"]["method"], "mmap");
+    assert!(v["host"]["kernel"].as_str().unwrap().starts_with("Linux"));
+    assert!(v["runs"][1]["cache"]["verified"].as_bool().unwrap());
+    let csv = iolab()
+        .args(["read", s(&f), "--repeat", "2", "--format", "csv"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1 + 3);
+    assert!(text.starts_with("method,bs,"));
+    iolab()
+        .args(["read", s(&f), "--repeat", "1", "--format", "markdown"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("|---|"));
+    iolab()
+        .args([
+            "read",
+            s(&f),
+            "--repeat",
+            "1",
+            "--size",
+            "1000",
+            "--pattern",
+            "random",
+            "--bs",
+            "3",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(xor_line(plain_xor(&data[..1000]))));
+}
+
+#[test]
+fn write_command_verifies_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w");
+    let o = iolab()
+        .args([
+            "write",
+            s(&out),
+            "--size",
+            "1M",
+            "--bs",
+            "64K",
+            "--sync",
+            "end",
+            "--format",
+            "json",
+            "--repeat",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verified"], true);
+    let back = std::fs::read(&out).unwrap();
+    assert_eq!(back.len(), 1 << 20);
+    assert_eq!(v["xor"].as_u64().unwrap() as u32, plain_xor(&back));
+    fails_with(
+        &["write", s(&out), "--size", "1M"],
+        2,
+        "refusing to overwrite",
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), back);
+}
+
+#[test]
+fn fast_prints_the_xor_on_stdout_and_talk_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    for size in [0usize, 5, 4097, 3 << 20] {
+        let data = bytes(size, 4);
+        let f = write_file(dir.path(), &format!("in{size}"), &data);
+        iolab()
+            .args(["fast", s(&f)])
+            .assert()
+            .success()
+            .stdout(predicate::eq(format!("{}\n", xor_line(plain_xor(&data)))))
+            .stderr(
+                predicate::str::contains("iolab fast:").and(predicate::str::contains("resident")),
+            );
+    }
+}
+
+#[test]
+fn cache_evict_then_status_shows_it_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "c", &bytes(4 << 20, 5));
+    iolab()
+        .args(["cache", "load", s(&f)])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("100.0%"));
+    if fs_type(dir.path()) == "tmpfs" {
+        eprintln!("skipped: tmpfs ignores fadvise(DONTNEED)");
+        return;
+    }
+    iolab().args(["cache", "evict", s(&f)]).assert().success();
+    let o = iolab()
+        .args(["cache", "status", s(&f), "--format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["files"][0]["residency"];
+    let frac = r["resident_pages"].as_f64().unwrap() / r["total_pages"].as_f64().unwrap();
+    assert!(frac <= 0.05, "still {frac} resident after evict");
+    assert!(v["page_cache"]["cached"].as_u64().unwrap() > 0);
+    iolab()
+        .args(["cache", "status", s(&f)])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("page cache: Cached"));
+}
+
+#[test]
+fn cold_runs_are_verified_and_drop_all_needs_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "c", &bytes(2 << 20, 6));
+    if fs_type(dir.path()) == "tmpfs" {
+        eprintln!("skipped: tmpfs ignores fadvise(DONTNEED)");
+        return;
+    }
+    // Forced "not root": the tool says why it did not drop every cache, and still goes cold.
+    let o = iolab()
+        .env("IOLAB_NO_ROOT", "1")
+        .args([
+            "read",
+            s(&f),
+            "--cache",
+            "cold",
+            "--drop-all",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"][0]["cache"]["dropped_all"], false);
+    assert_eq!(v["runs"][0]["cache"]["verified"], true);
+    if is_root() {
+        let o = iolab()
+            .args([
+                "read",
+                s(&f),
+                "--cache",
+                "cold",
+                "--drop-all",
+                "--repeat",
+                "1",
+                "--warmup",
+                "0",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["runs"][0]["cache"]["dropped_all"], true);
+    } else {
+        eprintln!("root branch skipped: not root");
+    }
+}
+
+#[test]
+fn bad_files_give_one_line_and_the_right_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    fails_with(&["run", s(&missing), "-r", "4K", "1"], 1, "No such file");
+    fails_with(&["fast", s(dir.path())], 2, "is a directory");
+    fails_with(&["read", "/dev/zero"], 2, "character device");
+    fails_with(&["fast", "/proc/self/status"], 2, "/proc or /sys");
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    fails_with(&["run", s(&fifo), "-r", "4K", "1"], 2, "FIFO");
+    fails_with(&["read", s(&fifo), "--method", "mmap"], 2, "FIFO");
+}
+
+#[test]
+fn empty_file_has_xor_zero_and_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "empty", b"");
+    for m in ["read", "mmap", "direct", "uring"] {
+        iolab()
+            .args(["read", s(&f), "--method", m, "--repeat", "1"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Xor value is 00000000"))
+            .stderr(predicate::str::contains("empty"));
+    }
+    iolab()
+        .args(["run", s(&f), "-r", "4K", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Xor value is 00000000"));
+}
+
+#[test]
+fn bad_numbers_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(10_000, 7);
+    let f = write_file(dir.path(), "in", &data);
+    let p = s(&f);
+    fails_with(&["run", p, "-r", "0", "1"], 2, "block size");
+    fails_with(&["run", p, "-r", "-1", "1"], 2, "'-1'");
+    fails_with(&["run", p, "-r", "4Q", "1"], 2, "'4Q'");
+    fails_with(&["run", p, "-r", "4K", "0"], 2, "block count");
+    fails_with(&["run", p, "-r", "4K", "-1"], 2, "'-1'");
+    fails_with(&["run", p, "-r", "1E", "100"], 2, "does not fit");
+    fails_with(
+        &["run", p, "-r", "4K", "99999999999999999999999"],
+        2,
+        "whole number",
+    );
+    fails_with(&["read", p, "--threads", "0"], 2, "at least 1");
+    fails_with(&["read", p, "--size", "0"], 2, "at least 1 byte");
+    fails_with(&["read", p, "--method", "nope"], 2, "expected one of");
+    fails_with(
+        &["read", p, "--bs", "1E", "--count", "100"],
+        2,
+        "does not fit",
+    );
+    fails_with(&["run", p, "-r", "-w", "4K", "1"], 2, "cannot be used with");
+    fails_with(&["frobnicate"], 2, "unrecognized subcommand");
+    // A size beyond the file reads the whole file and says so.
+    iolab()
+        .args(["read", p, "--size", "1E", "--repeat", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(xor_line(plain_xor(&data))))
+        .stderr(predicate::str::contains("shorter than asked"));
+    // A block larger than the file is one short block.
+    iolab()
+        .args(["run", p, "-r", "1G", "1", "--method", "mmap"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(xor_line(plain_xor(&data))));
+    assert_eq!(std::fs::read(&f).unwrap(), data, "input file changed");
+}
+
+#[test]
+fn permission_denied_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "secret", &bytes(100, 8));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if !is_root() {
+        fails_with(&["fast", s(&f)], 1, "Permission denied");
+        return;
+    }
+    // Root reads anything: drop to nobody with setpriv (util-linux) to prove the message.
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["fast", s(&f)])
+        .output();
+    match o {
+        Ok(o) if o.status.code() == Some(1) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("Permission denied"), "{err}");
+            assert_eq!(err.lines().count(), 1);
+        }
+        other => eprintln!("skipped: cannot drop privileges here: {other:?}"),
+    }
+}
+
+#[test]
+fn direct_on_tmpfs_works_or_says_why() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let data = bytes(10_000, 9);
+    let f = write_file(dir.path(), "d", &data);
+    for m in ["direct", "uring-direct"] {
+        let o = iolab()
+            .args(["read", s(&f), "--method", m, "--repeat", "1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        match o.status.code() {
+            Some(0) => {
+                assert!(String::from_utf8_lossy(&o.stdout).contains(&xor_line(plain_xor(&data))))
+            }
+            Some(1) => assert!(
+                err.contains("unsupported") && err.lines().count() == 1,
+                "{err}"
+            ),
+            c => panic!("{m}: exit {c:?}: {err}"),
+        }
+    }
+    // fast never fails for lack of O_DIRECT: it chooses a buffered method there.
+    iolab()
+        .args(["fast", s(&f)])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(xor_line(plain_xor(&data))));
+}
+
+#[test]
+fn disk_full_is_an_error_and_leaves_nothing_behind() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: cannot mount tmpfs here");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| {
+        for m in ["write", "pwrite", "mmap"] {
+            let out = mnt.join(format!("full-{m}"));
+            fails_with(
+                &[
+                    "write",
+                    s(&out),
+                    "--size",
+                    "4M",
+                    "--method",
+                    m,
+                    "--repeat",
+                    "1",
+                ],
+                1,
+                "No space left",
+            );
+            assert!(!out.exists(), "{m}: partial output left behind");
+            // The classic front too, where the free-space check does not run first.
+            fails_with(
+                &["run", s(&out), "-w", "64K", "64", "--method", m],
+                1,
+                "No space left",
+            );
+            assert!(!out.exists(), "{m}: partial output left behind by run -w");
+        }
+    });
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    result.unwrap();
+}
+
+#[test]
+fn help_has_examples_and_version_works() {
+    iolab()
+        .args(["run", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Examples:"));
+    iolab()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("iolab"));
+}
