@@ -36,6 +36,9 @@ pub fn parse_size(text: &str) -> Result<u64> {
 
 fn suffix_multiplier(suffix: &str) -> Option<u64> {
     let upper = suffix.to_ascii_uppercase();
+    if upper.is_empty() || upper == "B" {
+        return Some(1);
+    }
     let s = upper.as_str();
     let s = s.strip_suffix("IB").map(|p| (p, 1024u64)).or_else(|| {
         s.strip_suffix('B')

@@ -325,6 +325,20 @@ pub(crate) fn shrank(path: &Path, offset: u64) -> Error {
     .at(path)
 }
 
+/// A descriptor of its own for a syscall engine, with the access-pattern hint fio also gives by
+/// default: `POSIX_FADV_SEQUENTIAL` (a larger readahead window) or `POSIX_FADV_RANDOM` (none).
+/// Its own descriptor, so the hint never leaks into other methods' runs on the same file.
+pub(crate) fn open_advised(src: &Source, w: &Workload) -> Result<File> {
+    let file = File::open(&src.path).map_err(|e| Error::io("cannot open", &src.path, &e))?;
+    let advice = match w.pattern {
+        crate::workload::Pattern::Seq => libc::POSIX_FADV_SEQUENTIAL,
+        crate::workload::Pattern::Random => libc::POSIX_FADV_RANDOM,
+    };
+    // Advice is a hint: a filesystem that ignores it changes nothing measured.
+    let _ = crate::sys::fadvise(&file, advice);
+    Ok(file)
+}
+
 /// Buffer size for a workload: one block, capped at [`MAX_IO`].
 pub(crate) fn buffer_len(w: &Workload) -> usize {
     w.bs.min(MAX_IO).min(w.len.max(1)) as usize

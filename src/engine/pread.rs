@@ -27,11 +27,7 @@ impl ReadEngine for Pread {
         w: &Workload,
         _: &EngineOptions,
     ) -> Result<Vec<Box<dyn Worker>>> {
-        let file = Arc::new(
-            src.file
-                .try_clone()
-                .map_err(|e| Error::io("cannot open", &src.path, &e))?,
-        );
+        let file = Arc::new(super::open_advised(src, w)?);
         Ok((0..w.threads)
             .map(|_| {
                 Box::new(PreadWorker {

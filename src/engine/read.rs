@@ -27,8 +27,7 @@ impl ReadEngine for ReadSyscall {
         (0..w.threads)
             .map(|_| {
                 // Each thread its own descriptor: read(2) advances a file position.
-                let file =
-                    File::open(&src.path).map_err(|e| Error::io("cannot open", &src.path, &e))?;
+                let file = super::open_advised(src, w)?;
                 Ok(Box::new(ReadWorker {
                     file,
                     buf: AlignedBuf::new(buffer_len(w)),

@@ -48,7 +48,7 @@ pub const PER_THREAD: u64 = 32 << 20;
 pub const WARM: f64 = 0.9;
 
 /// The auto rule (see docs/methodology.md).
-pub fn choose(size: u64, resident: f64, cores: usize, direct_ok: bool) -> Choice {
+pub fn choose(size: u64, resident: f64, cores: usize) -> Choice {
     let threads_for = |size: u64| (size / PER_THREAD).clamp(1, cores.max(1) as u64) as usize;
     if size < SMALL {
         return Choice {
@@ -62,39 +62,15 @@ pub fn choose(size: u64, resident: f64, cores: usize, direct_ok: bool) -> Choice
             ),
         };
     }
-    if resident >= WARM {
-        let threads = threads_for(size);
-        return Choice {
-            method: ReadMethod::Mmap,
-            threads,
-            bs: 4 << 20,
-            depth: 1,
-            reason: format!(
-                "{:.0}% resident: XOR the cached pages in place through a mapping, {threads} thread(s)",
-                resident * 100.0
-            ),
-        };
-    }
-    if direct_ok {
-        return Choice {
-            method: ReadMethod::UringDirect,
-            threads: 1,
-            bs: 1 << 20,
-            depth: 8,
-            reason: format!(
-                "{:.0}% resident: stream from the device with O_DIRECT io_uring, 8 x 1 MiB in flight",
-                resident * 100.0
-            ),
-        };
-    }
     let threads = threads_for(size);
+    let state = if resident >= WARM { "warm" } else { "cold" };
     Choice {
-        method: ReadMethod::Pread,
+        method: ReadMethod::Mmap,
         threads,
-        bs: 1 << 20,
+        bs: 4 << 20,
         depth: 1,
         reason: format!(
-            "{:.0}% resident and O_DIRECT unavailable: buffered pread, {threads} thread(s)",
+            "{state} ({:.0}% resident): mmap, XOR in place, {threads} thread(s) each faulting its own part",
             resident * 100.0
         ),
     }
@@ -116,10 +92,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     let (out, counters) = measure(|| -> Result<(Choice, f64, engine::Moved)> {
         let src = engine::open_source(&cfg.path)?;
         let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
-        let direct_ok = crate::sys::fs_magic(&src.file)
-            .map(|m| m != TMPFS_MAGIC)
-            .unwrap_or(true);
-        let mut choice = choose(src.size, resident, crate::sys::cpus(), direct_ok);
+        let mut choice = choose(src.size, resident, crate::sys::cpus());
         if let Some(m) = cfg.method {
             choice.method = m;
             choice.reason = "method forced with --method".into();
@@ -144,8 +117,8 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
             depth: choice.depth,
         };
         let moved = match engine::read_all(choice.method, &src, &w, &opts) {
-            Err(e) if e.kind == crate::error::ErrorKind::Unsupported && cfg.method.is_none() => {
-                // Auto never fails for lack of a method: fall back to buffered pread.
+            Err(e) if cfg.method.is_none() && e.what == "cannot map" => {
+                // Auto never fails for lack of a mapping: fall back to buffered pread.
                 choice.reason = format!("{} ({}); fell back to pread", choice.reason, e.cause);
                 choice.method = ReadMethod::Pread;
                 engine::read_all(choice.method, &src, &w, &opts)?
@@ -164,22 +137,19 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     })
 }
 
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn rule_picks_by_size_residency_and_cores() {
-        assert_eq!(choose(100, 0.0, 2, true).method, ReadMethod::Pread);
-        let warm = choose(2 << 30, 1.0, 2, true);
+        assert_eq!(choose(100, 0.0, 2).method, ReadMethod::Pread);
+        let warm = choose(2 << 30, 1.0, 2);
         assert_eq!((warm.method, warm.threads), (ReadMethod::Mmap, 2));
-        assert_eq!(choose(40 << 20, 1.0, 8, true).threads, 1);
-        assert_eq!(
-            choose(2 << 30, 0.1, 2, true).method,
-            ReadMethod::UringDirect
-        );
-        assert_eq!(choose(2 << 30, 0.1, 2, false).method, ReadMethod::Pread);
+        assert!(warm.reason.starts_with("warm"));
+        assert_eq!(choose(40 << 20, 1.0, 8).threads, 1);
+        let cold = choose(2 << 30, 0.1, 2);
+        assert_eq!((cold.method, cold.threads), (ReadMethod::Mmap, 2));
+        assert!(cold.reason.starts_with("cold"));
     }
 }
