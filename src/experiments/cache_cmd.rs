@@ -41,8 +41,7 @@ pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Resu
             CacheAction::Status => {}
             CacheAction::Load => cache::load(&src.file, src.size, path)?,
             CacheAction::Evict => {
-                let r = cache::evict(&src.file, path, false)?;
-                let _ = r;
+                cache::evict(&src.file, path, false)?;
             }
         }
         files.push(status(path, &src)?);

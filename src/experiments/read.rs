@@ -35,7 +35,8 @@ pub struct RunRecord {
     pub warmup: bool,
     pub counters: Counters,
     pub moved: Moved,
-    pub cache: CacheState,
+    /// The verified cache state before the run (reads only).
+    pub cache: Option<CacheState>,
 }
 
 impl RunRecord {
@@ -121,7 +122,7 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
             warmup: i < cfg.warmup,
             counters,
             moved,
-            cache: state,
+            cache: Some(state),
         });
         obs.progress("read", i + 1, total);
     }
@@ -138,18 +139,24 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         .at(&src.path));
     }
     let counted: Vec<&RunRecord> = runs.iter().filter(|r| !r.warmup).collect();
-    let unverified = counted.iter().filter(|r| !r.cache.verified).count();
+    let unverified = counted
+        .iter()
+        .filter(|r| r.cache.as_ref().is_some_and(|c| !c.verified))
+        .count();
     if unverified > 0 {
         let note = counted
             .iter()
-            .find_map(|r| r.cache.note.clone())
+            .find_map(|r| r.cache.as_ref().and_then(|c| c.note.clone()))
             .unwrap_or_default();
         warnings.push(format!(
             "{unverified} of {} runs did not start {}: {note}",
             counted.len(),
             cfg.cache.name()
         ));
-    } else if let Some(note) = counted.iter().find_map(|r| r.cache.note.clone()) {
+    } else if let Some(note) = counted
+        .iter()
+        .find_map(|r| r.cache.as_ref().and_then(|c| c.note.clone()))
+    {
         warnings.push(note);
     }
     let rate = summarize(&counted.iter().map(|r| r.mib_per_s()).collect::<Vec<_>>());

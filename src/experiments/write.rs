@@ -4,7 +4,6 @@
 use super::Observer;
 use super::host::{Host, host_facts};
 use super::read::RunRecord;
-use crate::cache::{CacheMode, CacheState, Residency};
 use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, ReadMethod};
 use crate::error::{Error, Result};
@@ -112,22 +111,11 @@ fn write_runs(
         let prepared = prepare_write(cfg.method, target, &w, cfg.sync)?;
         let (moved, counters) = measure(|| prepared.run());
         let moved = moved?;
-        let cache = CacheState {
-            asked: CacheMode::Asis,
-            residency: Residency {
-                resident_pages: 0,
-                total_pages: 0,
-                page_size: crate::sys::page_size() as u64,
-            },
-            verified: true,
-            dropped_all: false,
-            note: None,
-        };
         runs.push(RunRecord {
             warmup: i < cfg.warmup,
             counters,
             moved,
-            cache,
+            cache: None,
         });
         obs.progress("write", i + 1, total);
     }

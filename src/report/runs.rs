@@ -125,8 +125,12 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
                 .unwrap_or_else(|| "n/a".into()),
         ];
         if set.with_cache {
-            row.push(format!("{:.1}%", r.cache.residency.percent()));
-            row.push(if r.cache.verified {
+            let c = r.cache.as_ref();
+            row.push(
+                c.map(|c| format!("{:.1}%", c.residency.percent()))
+                    .unwrap_or_default(),
+            );
+            row.push(if c.is_some_and(|c| c.verified) {
                 "yes".into()
             } else {
                 "NO".into()
@@ -217,12 +221,14 @@ fn csv(set: &RunSet) -> String {
             c.device_read_bytes
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
-            if set.with_cache {
-                format!("{:.2}", r.cache.residency.percent())
-            } else {
-                String::new()
-            },
-            r.cache.verified.to_string(),
+            r.cache
+                .as_ref()
+                .map(|c| format!("{:.2}", c.residency.percent()))
+                .unwrap_or_default(),
+            r.cache
+                .as_ref()
+                .map(|c| c.verified.to_string())
+                .unwrap_or_default(),
         ]);
         out.push_str(&csv_line(&row));
     }
