@@ -114,6 +114,37 @@ fn run_write_creates_and_never_overwrites_without_force() {
         .assert()
         .success();
     assert_eq!(std::fs::metadata(&keep).unwrap().len(), 15);
+    // Only the outputs remain: no temporary files beside them.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["keep", "out"]);
+}
+
+#[test]
+fn a_failed_write_leaves_the_old_file_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = write_file(dir.path(), "keep", b"precious data");
+    // O_DIRECT needs 4 KiB-multiple blocks: this fails after the target is prepared.
+    fails_with(
+        &[
+            "write",
+            s(&keep),
+            "--size",
+            "10K",
+            "--bs",
+            "3K",
+            "--method",
+            "direct",
+            "--force",
+        ],
+        2,
+        "multiple of 4096",
+    );
+    assert_eq!(std::fs::read(&keep).unwrap(), b"precious data");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
 #[test]
@@ -506,6 +537,8 @@ fn disk_full_is_an_error_and_leaves_nothing_behind() {
             );
             assert!(!out.exists(), "{m}: partial output left behind by run -w");
         }
+        let left: Vec<_> = std::fs::read_dir(&mnt).unwrap().collect();
+        assert!(left.is_empty(), "temporary files left behind: {left:?}");
     });
     let _ = std::process::Command::new("umount").arg(&mnt).status();
     result.unwrap();

@@ -134,6 +134,7 @@ fn every_write_engine_writes_what_it_reports() {
                         Err(e) if e.kind == ErrorKind::Unsupported => continue,
                         Err(e) => panic!("{} {}: {e}", method.name(), sync.name()),
                     };
+                    target.commit().unwrap();
                     let back = std::fs::read(&path).unwrap();
                     assert_eq!(back.len() as u64, len, "{} {}", method.name(), sync.name());
                     assert_eq!(

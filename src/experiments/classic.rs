@@ -142,11 +142,9 @@ fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     };
     let (moved, counters) = measure(|| -> Result<Moved> {
         let target = open_target(&cfg.path, cfg.force)?;
-        let out = prepare_write(cfg.write_method, &target, &w, cfg.sync).and_then(|p| p.run());
-        if out.is_err() {
-            target.discard();
-        }
-        out
+        let moved = prepare_write(cfg.write_method, &target, &w, cfg.sync).and_then(|p| p.run())?;
+        target.commit()?;
+        Ok(moved)
     });
     let moved = moved?;
     Ok(ClassicResult {

@@ -72,11 +72,10 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
 pub fn run_write(cfg: &WriteConfig, command_line: &str, obs: &dyn Observer) -> Result<WriteResult> {
     check_write(cfg)?;
     let target = open_target(&cfg.path, cfg.force)?;
-    let out = write_runs(cfg, &target, command_line, obs);
-    if out.is_err() {
-        target.discard();
-    }
-    out
+    // On failure the target is dropped uncommitted, which removes the partial output.
+    let result = write_runs(cfg, &target, command_line, obs)?;
+    target.commit()?;
+    Ok(result)
 }
 
 fn write_runs(
@@ -121,7 +120,7 @@ fn write_runs(
     }
     let xor = runs[0].moved.xor;
     // Read back what the last run left (outside any timing) and compare.
-    let src = engine::open_source(&cfg.path)?;
+    let src = engine::open_source(&target.tmp)?;
     let back = engine::read_all(
         ReadMethod::Pread,
         &src,

@@ -109,58 +109,64 @@ impl SyncMode {
     }
 }
 
-/// A file opened for writing; remembers whether iolab created it, so a failure can remove it.
+/// Where a write goes: a temporary file beside the user's path, renamed over it by
+/// [`WriteTarget::commit`] once complete and verified. Until then the user's file (if any) is
+/// untouched, and a target dropped without a commit removes its temporary file.
 pub struct WriteTarget {
+    /// The user's path; errors name it.
     pub path: PathBuf,
+    /// The temporary file actually written.
+    pub tmp: PathBuf,
     pub file: File,
-    pub created: bool,
+    committed: bool,
 }
 
-/// Opens `path` for writing: creates it, or with `force` reuses an existing regular file.
-/// Without `force` an existing file is refused and left untouched.
+/// Prepares to write `path`: refuses an existing file without `force` (leaving it untouched) and
+/// anything that is not a regular file, then creates a temporary file in the same directory.
 pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => {
-            if !force {
-                return Err(Error::usage("refusing to overwrite", "the file exists")
-                    .at(path)
-                    .hint("add --force to overwrite it"));
-            }
-            let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open", path, &e))?;
-            check_regular(path, &meta)?;
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(path)
-                .map_err(|e| Error::io("cannot open", path, &e))?;
-            Ok(WriteTarget {
-                path: path.to_path_buf(),
-                file,
-                created: false,
-            })
+    if std::fs::symlink_metadata(path).is_ok() {
+        if !force {
+            return Err(Error::usage("refusing to overwrite", "the file exists")
+                .at(path)
+                .hint("add --force to overwrite it"));
         }
-        Err(_) => {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map_err(|e| Error::io("cannot create", path, &e))?;
-            Ok(WriteTarget {
-                path: path.to_path_buf(),
-                file,
-                created: true,
-            })
-        }
+        let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open", path, &e))?;
+        check_regular(path, &meta)?;
+        // Prove we may replace it before any work is done (opening does not truncate).
+        OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("cannot open", path, &e))?;
     }
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(path))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.iolab-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io("cannot create", path, &e))?;
+    Ok(WriteTarget {
+        path: path.to_path_buf(),
+        tmp,
+        file,
+        committed: false,
+    })
 }
 
 impl WriteTarget {
-    /// Removes the file if iolab created it (after a failure).
-    pub fn discard(&self) {
-        if self.created {
-            let _ = std::fs::remove_file(&self.path);
-        }
+    /// Renames the finished file over the user's path.
+    pub fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.path)
+            .map_err(|e| Error::io("cannot rename the finished file", &self.path, &e))?;
+        self.committed = true;
+        Ok(())
     }
 
     fn reopen(&self, extra_flags: i32, read: bool) -> Result<File> {
@@ -168,8 +174,16 @@ impl WriteTarget {
             .read(read)
             .write(true)
             .custom_flags(extra_flags)
-            .open(&self.path)
+            .open(&self.tmp)
             .map_err(|e| Error::io("cannot open", &self.path, &e))
+    }
+}
+
+impl Drop for WriteTarget {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
 }
 
