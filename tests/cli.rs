@@ -537,6 +537,28 @@ fn disk_full_is_an_error_and_leaves_nothing_behind() {
             );
             assert!(!out.exists(), "{m}: partial output left behind by run -w");
         }
+        // Past the up-front space check: the engines themselves meet ENOSPC mid-write.
+        use iolab::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
+        use iolab::workload::{Pattern, Workload};
+        for m in WriteMethod::ALL {
+            let target = open_target(&mnt.join("engine"), false).unwrap();
+            let w = Workload {
+                bs: 64 << 10,
+                len: 4 << 20,
+                pattern: Pattern::Seq,
+                seed: 1,
+                threads: 1,
+            };
+            let err = prepare_write(m, &target, &w, SyncMode::None)
+                .and_then(|p| p.run())
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("No space left")
+                    || err.to_string().contains("unsupported"),
+                "{}: {err}",
+                m.name()
+            );
+        }
         let left: Vec<_> = std::fs::read_dir(&mnt).unwrap().collect();
         assert!(left.is_empty(), "temporary files left behind: {left:?}");
     });

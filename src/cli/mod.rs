@@ -92,7 +92,7 @@ pub struct WorkloadArgs {
 /// Page-cache state before each run.
 #[derive(Debug, Args)]
 pub struct CacheArgs {
-    /// warm (load and verify), cold (evict and verify), asis
+    /// warm (load and verify), cold (evict and verify), asis [default: warm for read, asis for run]
     #[arg(long, value_parser = parse::cache_mode)]
     pub cache: Option<CacheMode>,
     /// With --cache cold, as root: also sync and drop every clean cache (drop_caches)
@@ -103,6 +103,7 @@ pub struct CacheArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("op").required(true).args(["read", "write"])))]
 pub struct RunArgs {
+    /// The file to read, or to write (created; an existing one needs --force)
     pub file: PathBuf,
     /// Read the file
     #[arg(short = 'r')]
@@ -129,12 +130,14 @@ pub struct RunArgs {
     /// Overwrite an existing file with -w
     #[arg(long)]
     pub force: bool,
+    /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
+    /// A regular file to read
     pub file: PathBuf,
     /// read, pread, mmap, mmap-seq, mmap-random, mmap-willneed, mmap-populate, mmap-huge, direct, uring, uring-direct
     #[arg(long, default_value = "read", value_parser = parse::read_method)]
@@ -158,12 +161,14 @@ pub struct ReadArgs {
     /// Uncounted runs first
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
+    /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }
 
 #[derive(Debug, Args)]
 pub struct WriteArgs {
+    /// The file to write (created; an existing one needs --force)
     pub file: PathBuf,
     /// write, pwrite, mmap, direct
     #[arg(long, default_value = "write", value_parser = parse::write_method)]
@@ -191,12 +196,14 @@ pub struct WriteArgs {
     /// Uncounted runs first
     #[arg(long, default_value_t = 0)]
     pub warmup: usize,
+    /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }
 
 #[derive(Debug, Args)]
 pub struct FastArgs {
+    /// A regular file to read whole
     pub file: PathBuf,
     /// Force a method instead of auto
     #[arg(long, value_parser = parse::read_method)]
@@ -210,6 +217,7 @@ pub struct FastArgs {
     /// Force an io_uring depth
     #[arg(long, value_parser = parse::depth)]
     pub depth: Option<u32>,
+    /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }
@@ -226,11 +234,13 @@ pub enum CacheCommand {
 
 #[derive(Debug, Args)]
 pub struct CacheFiles {
+    /// Regular files
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// With evict, as root: also drop every clean cache (drop_caches)
     #[arg(long)]
     pub drop_all: bool,
+    /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }

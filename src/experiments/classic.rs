@@ -142,6 +142,7 @@ fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     };
     let (moved, counters) = measure(|| -> Result<Moved> {
         let target = open_target(&cfg.path, cfg.force)?;
+        target.check_space(asked)?;
         let moved = prepare_write(cfg.write_method, &target, &w, cfg.sync).and_then(|p| p.run())?;
         target.commit()?;
         Ok(moved)

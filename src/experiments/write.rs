@@ -84,19 +84,7 @@ fn write_runs(
     command_line: &str,
     obs: &dyn Observer,
 ) -> Result<WriteResult> {
-    if let Ok(free) = crate::sys::fs_free_bytes(&target.file)
-        && cfg.len > free + target.file.metadata().map(|m| m.len()).unwrap_or(0)
-    {
-        return Err(Error::failed(
-            "write failed",
-            format!(
-                "No space left on device: {} bytes asked, {free} bytes free",
-                cfg.len
-            ),
-        )
-        .at(&cfg.path)
-        .hint("free some space or write a smaller --size"));
-    }
+    target.check_space(cfg.len)?;
     let w = Workload {
         bs: cfg.bs,
         len: cfg.len,

@@ -161,6 +161,19 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
 }
 
 impl WriteTarget {
+    /// Refuses up front a size the filesystem has no room for, rather than failing part way.
+    pub fn check_space(&self, len: u64) -> Result<()> {
+        match crate::sys::fs_free_bytes(&self.file) {
+            Ok(free) if len > free => Err(Error::failed(
+                "write failed",
+                format!("No space left on device: {len} bytes asked, {free} bytes free"),
+            )
+            .at(&self.path)
+            .hint("free some space or write a smaller --size")),
+            _ => Ok(()),
+        }
+    }
+
     /// Renames the finished file over the user's path.
     pub fn commit(mut self) -> Result<()> {
         std::fs::rename(&self.tmp, &self.path)
