@@ -301,12 +301,12 @@ fn cold_runs_are_verified_and_drop_all_needs_root() {
         eprintln!("skipped: tmpfs ignores fadvise(DONTNEED)");
         return;
     }
-    // Forced "not root": the tool says why it did not drop every cache, and still goes cold.
-    let o = iolab()
-        .env("IOLAB_NO_ROOT", "1")
-        .args([
-            "read",
-            s(&f),
+    let cold_read = |not_root: bool| {
+        let mut c = iolab();
+        if not_root {
+            c.env("IOLAB_NO_ROOT", "1");
+        }
+        let args = [
             "--cache",
             "cold",
             "--drop-all",
@@ -316,32 +316,19 @@ fn cold_runs_are_verified_and_drop_all_needs_root() {
             "0",
             "--format",
             "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        ];
+        let o = c.args(["read", s(&f)]).args(args).output().unwrap();
+        assert!(o.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (String::from_utf8_lossy(&o.stderr).into_owned(), v)
+    };
+    // Forced "not root": the tool says why it did not drop every cache, and still goes cold.
+    let (err, v) = cold_read(true);
+    assert!(err.contains("needs root"), "{err}");
     assert_eq!(v["runs"][0]["cache"]["dropped_all"], false);
     assert_eq!(v["runs"][0]["cache"]["verified"], true);
     if is_root() {
-        let o = iolab()
-            .args([
-                "read",
-                s(&f),
-                "--cache",
-                "cold",
-                "--drop-all",
-                "--repeat",
-                "1",
-                "--warmup",
-                "0",
-                "--format",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (_, v) = cold_read(false);
         assert_eq!(v["runs"][0]["cache"]["dropped_all"], true);
     } else {
         eprintln!("root branch skipped: not root");
