@@ -6,6 +6,13 @@ const EXPECTED: &str = "expected a whole number with an optional suffix K, M, G,
 (1024-based, also KiB...) or KB, MB, GB... (1000-based), e.g. 4096, 4K, 1MiB";
 
 /// Parses a size in bytes. Errors name the bad text and the expected form.
+///
+/// ```
+/// use iolab::size::parse_size;
+/// assert_eq!(parse_size("4K").unwrap(), 4096);
+/// assert_eq!(parse_size("4KB").unwrap(), 4000);
+/// assert!(parse_size("4Q").unwrap_err().to_string().contains("'4Q'"));
+/// ```
 pub fn parse_size(text: &str) -> Result<u64> {
     let bad = |why: &str| {
         Error::usage(

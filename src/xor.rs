@@ -12,6 +12,13 @@ pub fn xor_bytes(buf: &[u8]) -> u32 {
 }
 
 /// XOR of `buf` placed at file offset `offset`.
+///
+/// ```
+/// use iolab::xor::{xor_at, xor_bytes};
+/// let data = [1u8, 2, 3, 4, 5, 6, 7];
+/// // Any split, combined with ^, gives the XOR of the whole.
+/// assert_eq!(xor_at(0, &data[..3]) ^ xor_at(3, &data[3..]), xor_bytes(&data));
+/// ```
 #[inline]
 pub fn xor_at(offset: u64, buf: &[u8]) -> u32 {
     xor_bytes(buf).rotate_left(8 * (offset % 4) as u32)
