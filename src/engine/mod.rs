@@ -1,5 +1,5 @@
 //! How bytes move. One file per read method behind [`ReadEngine`]; the write methods live in
-//! [`write`]. Every engine XORs every byte it moves, so its answer can be checked against any other.
+//! [`mod@write`]. Every engine XORs every byte it moves, so its answer can be checked against any other.
 //!
 //! Running a method has two phases: [`prepare`] (open, map, allocate, set up rings: never timed by
 //! the measuring experiments) and [`Prepared::run`] (the work itself, the timed part).
