@@ -87,6 +87,11 @@ impl Part {
         self.count
     }
 
+    /// Keeps only the first `n` blocks of this part's order.
+    pub fn limit(&mut self, n: u64) {
+        self.count = self.count.min(n);
+    }
+
     /// The byte range this part covers: `(start, end)`.
     pub fn span(&self) -> (u64, u64) {
         let start = (self.first * self.bs).min(self.len);

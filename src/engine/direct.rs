@@ -4,6 +4,7 @@
 
 use super::{DIRECT_ALIGN, EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, pieces};
 use crate::error::{Error, Result, describe_io};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Block, Part, Workload};
 use crate::xor::xor_at;
@@ -113,14 +114,19 @@ impl ReadEngine for Direct {
 }
 
 impl Worker for DirectWorker {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         for block in part.iter() {
+            log.begin();
             for piece in pieces(block, MAX_IO) {
                 moved.xor ^=
                     xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
                 moved.bytes += piece.len;
                 moved.ops += 1;
+            }
+            moved.blocks += 1;
+            if !log.end() {
+                break;
             }
         }
         Ok(moved)

@@ -4,6 +4,7 @@
 
 use super::{EngineOptions, Moved, ReadEngine, ReadMethod, Source, Worker};
 use crate::error::{Error, Result, describe_io};
+use crate::measure::latency::OpLog;
 use crate::sys::map::{MapOptions, Mapping};
 use crate::workload::{Part, Workload};
 use crate::xor::xor_at;
@@ -108,15 +109,19 @@ impl ReadEngine for Mmap {
 }
 
 impl Worker for MmapWorker {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let map = self.map.get()?;
         let bytes = map.as_slice();
         let mut moved = Moved::default();
         for block in part.iter() {
+            log.begin();
             let s = &bytes[block.offset as usize..(block.offset + block.len) as usize];
             moved.xor ^= xor_at(block.offset, s);
             moved.bytes += block.len;
-            moved.ops += 1;
+            moved.blocks += 1;
+            if !log.end() {
+                break;
+            }
         }
         if map.sigbus_hits() > 0 {
             return Err(Error::failed(

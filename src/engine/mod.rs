@@ -12,12 +12,14 @@ mod uring;
 pub mod write;
 
 use crate::error::{Error, Result};
+use crate::measure::latency::{Histogram, OpLog};
 use crate::workload::{Block, Part, Workload};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Largest single I/O an engine issues; bigger blocks are moved in pieces of this size.
 pub const MAX_IO: u64 = 64 << 20;
@@ -172,8 +174,10 @@ pub fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
 pub struct Moved {
     pub bytes: u64,
     pub xor: u32,
-    /// I/O operations issued (system calls or ring entries; blocks for mmap).
+    /// I/O requests issued to the kernel: system calls, or io_uring entries (0 for mmap reads).
     pub ops: u64,
+    /// Blocks of the workload completed (a block larger than 64 MiB takes several requests).
+    pub blocks: u64,
 }
 
 impl Moved {
@@ -181,12 +185,15 @@ impl Moved {
         self.bytes += other.bytes;
         self.xor ^= other.xor;
         self.ops += other.ops;
+        self.blocks += other.blocks;
     }
 }
 
 /// One thread's state for reading its part: buffers, descriptors, rings.
 pub trait Worker: Send {
-    fn run(&mut self, part: &Part) -> Result<Moved>;
+    /// Moves the part, calling `log.begin()`/`log.end()` around each operation and stopping
+    /// early when `end()` says the deadline passed.
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved>;
 }
 
 /// A read method.
@@ -250,22 +257,55 @@ pub fn prepare(
     Ok(Prepared { workers, parts })
 }
 
+/// How a run is bounded and observed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunLimits {
+    /// Operations in all (shared out between the parts); `None`: every block.
+    pub max_ops: Option<u64>,
+    /// Stop once this instant has passed.
+    pub deadline: Option<Instant>,
+    /// Record each operation's latency.
+    pub latencies: bool,
+}
+
 impl Prepared {
     /// Does the work: each part on its own thread (the first on the calling thread).
     pub fn run(self) -> Result<Moved> {
-        let Prepared { mut workers, parts } = self;
+        self.run_limited(RunLimits::default()).map(|(m, _)| m)
+    }
+
+    /// Does the work within `limits`, returning the latencies when asked for.
+    pub fn run_limited(self, limits: RunLimits) -> Result<(Moved, Option<Histogram>)> {
+        let Prepared {
+            mut workers,
+            mut parts,
+        } = self;
         let mut total = Moved::default();
         if workers.is_empty() {
-            return Ok(total);
+            return Ok((total, limits.latencies.then(Histogram::default)));
         }
+        if let Some(max) = limits.max_ops {
+            let n = parts.len() as u64;
+            for (i, p) in parts.iter_mut().enumerate() {
+                let i = i as u64;
+                p.limit(max * (i + 1) / n - max * i / n);
+            }
+        }
+        let log = || OpLog::new(limits.latencies, limits.deadline);
         let mut first = workers.remove(0);
-        let results: Vec<Result<Moved>> = std::thread::scope(|s| {
+        let results: Vec<Result<(Moved, OpLog)>> = std::thread::scope(|s| {
             let handles: Vec<_> = workers
                 .into_iter()
                 .zip(parts.iter().skip(1))
-                .map(|(mut wk, part)| s.spawn(move || wk.run(part)))
+                .map(|(mut wk, part)| {
+                    s.spawn(move || {
+                        let mut l = log();
+                        wk.run(part, &mut l).map(|m| (m, l))
+                    })
+                })
                 .collect();
-            let mut out = vec![first.run(&parts[0])];
+            let mut l = log();
+            let mut out = vec![first.run(&parts[0], &mut l).map(|m| (m, l))];
             for h in handles {
                 out.push(h.join().unwrap_or_else(|_| {
                     Err(Error::failed("read failed", "a worker thread panicked"))
@@ -273,10 +313,15 @@ impl Prepared {
             }
             out
         });
+        let mut hist = limits.latencies.then(Histogram::default);
         for r in results {
-            total.add(r?);
+            let (m, l) = r?;
+            total.add(m);
+            if let (Some(h), Some(part)) = (&mut hist, l.into_histogram()) {
+                h.merge(&part);
+            }
         }
-        Ok(total)
+        Ok((total, hist))
     }
 }
 

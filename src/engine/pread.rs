@@ -5,6 +5,7 @@ use super::{
     shrank,
 };
 use crate::error::{Error, Result};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Part, Workload};
 use crate::xor::xor_at;
@@ -41,9 +42,10 @@ impl ReadEngine for Pread {
 }
 
 impl Worker for PreadWorker {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         for block in part.iter() {
+            log.begin();
             for piece in pieces(block, MAX_IO) {
                 let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
                 let n = pread_full(&self.file, buf, piece.offset)
@@ -54,6 +56,10 @@ impl Worker for PreadWorker {
                 moved.ops += 1;
                 moved.xor ^= xor_at(piece.offset, buf);
                 moved.bytes += piece.len;
+            }
+            moved.blocks += 1;
+            if !log.end() {
+                break;
             }
         }
         Ok(moved)

@@ -2,6 +2,7 @@
 
 use super::{EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pieces, shrank};
 use crate::error::{Error, Result};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Part, Workload};
 use crate::xor::xor_at;
@@ -39,10 +40,11 @@ impl ReadEngine for ReadSyscall {
 }
 
 impl Worker for ReadWorker {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         let mut pos = u64::MAX;
         for block in part.iter() {
+            log.begin();
             if block.offset != pos {
                 self.file
                     .seek(SeekFrom::Start(block.offset))
@@ -65,6 +67,10 @@ impl Worker for ReadWorker {
                 moved.bytes += piece.len;
             }
             pos = block.offset + block.len;
+            moved.blocks += 1;
+            if !log.end() {
+                break;
+            }
         }
         Ok(moved)
     }

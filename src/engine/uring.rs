@@ -8,6 +8,7 @@ use super::{
     shrank,
 };
 use crate::error::{Error, Result, describe_io};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Block, Part, Workload};
 use crate::xor::xor_at;
@@ -16,6 +17,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub struct Uring {
     pub direct: bool,
@@ -133,7 +135,7 @@ impl UringWorker {
 }
 
 impl Worker for UringWorker {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         let mut todo = part.iter().flat_map(|b| pieces(b, MAX_IO));
         let mut in_flight: Vec<Option<Block>> = vec![None; self.depth];
@@ -143,8 +145,12 @@ impl Worker for UringWorker {
         // On failure stop queueing but keep reaping: the kernel may still write into buffers
         // that are in flight, so none may be freed before its completion arrives.
         let mut failure: Option<Error> = None;
+        let recording = log.recording();
+        let mut sent_at: Vec<Option<Instant>> = vec![None; self.depth];
+        let mut done: Vec<(usize, i32)> = Vec::with_capacity(self.depth);
+        let mut stopped = false;
         loop {
-            while failure.is_none() {
+            while failure.is_none() && !stopped {
                 let Some(&slot) = free.last() else { break };
                 let Some(piece) = todo.next() else { break };
                 free.pop();
@@ -155,6 +161,9 @@ impl Worker for UringWorker {
                     .build()
                     .user_data(slot as u64);
                 in_flight[slot] = Some(piece);
+                if recording {
+                    sent_at[slot] = Some(Instant::now());
+                }
                 // SAFETY: the buffer of `slot` stays alive and untouched until its completion
                 // is reaped below (the slot is not reused before then, and run() does not return
                 // while any is in flight), and `fd` outlives the ring's use of it. The queue has
@@ -181,12 +190,16 @@ impl Worker for UringWorker {
                 // Without a working ring nothing more completes; waiting would hang.
                 return Err(Error::io("io_uring submit failed", &self.path, &e));
             }
-            let done: Vec<(usize, i32)> = self
-                .ring
-                .completion()
-                .map(|c| (c.user_data() as usize, c.result()))
-                .collect();
-            for (slot, res) in done {
+            done.clear();
+            done.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data() as usize, c.result())),
+            );
+            for &(slot, res) in &done {
+                if let Some(t) = sent_at[slot].take() {
+                    log.record(t.elapsed());
+                }
                 busy -= 1;
                 free.push(slot);
                 let Some(piece) = in_flight[slot].take() else {
@@ -205,10 +218,12 @@ impl Worker for UringWorker {
                         moved.xor ^= x;
                         moved.bytes += piece.len;
                         moved.ops += 1;
+                        moved.blocks += 1;
                     }
                     Err(e) => failure = Some(e),
                 }
             }
+            stopped = log.expired();
         }
         match failure {
             Some(e) => Err(e),

@@ -4,6 +4,7 @@
 use super::{WriteTarget, data_buffer, write_error};
 use crate::engine::{DIRECT_ALIGN, MAX_IO, Moved, Worker, pieces};
 use crate::error::{Error, Result};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Part, Workload};
 use crate::xor::xor_at;
@@ -63,7 +64,7 @@ pub(super) fn workers(
 }
 
 impl Worker for DirectWriter {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, _log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         for block in part.iter() {
             for piece in pieces(block, MAX_IO) {

@@ -5,6 +5,7 @@
 use super::{WriteTarget, data_buffer, write_error};
 use crate::engine::{Moved, Worker};
 use crate::error::{Error, Result, describe_io};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::sys::map::{MapOptions, Mapping};
 use crate::workload::{Part, Workload};
@@ -61,7 +62,7 @@ pub(super) fn workers(
 }
 
 impl Worker for MmapWriter {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, _log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         for block in part.iter() {
             let mut at = block.offset;

@@ -9,6 +9,7 @@ mod syscall;
 
 use super::{Moved, Worker, check_regular};
 use crate::error::{Error, Result, describe_io};
+use crate::measure::latency::OpLog;
 use crate::sys::map::Mapping;
 use crate::workload::{Part, Workload};
 use serde::{Deserialize, Serialize};
@@ -302,7 +303,7 @@ impl PreparedWrite {
             let handles: Vec<_> = workers
                 .into_iter()
                 .zip(parts.iter())
-                .map(|(mut wk, part)| s.spawn(move || wk.run(part)))
+                .map(|(mut wk, part)| s.spawn(move || wk.run(part, &mut OpLog::off())))
                 .collect();
             handles
                 .into_iter()

@@ -3,6 +3,7 @@
 use super::{WriteMethod, WriteTarget, data_buffer, write_error};
 use crate::engine::{MAX_IO, Moved, Worker, pieces};
 use crate::error::{Error, Result};
+use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Part, Workload};
 use crate::xor::xor_at;
@@ -49,7 +50,7 @@ pub(super) fn workers(
 }
 
 impl Worker for SyscallWriter {
-    fn run(&mut self, part: &Part) -> Result<Moved> {
+    fn run(&mut self, part: &Part, _log: &mut OpLog) -> Result<Moved> {
         let mut moved = Moved::default();
         let mut pos = u64::MAX;
         for block in part.iter() {

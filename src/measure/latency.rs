@@ -1,0 +1,260 @@
+//! Per-operation latency: a log-bucket histogram (16 sub-buckets per power of two, so any value is
+//! within 1/16 of its bucket's bounds) and [`OpLog`], which engines call around each operation.
+
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+const SUB_BITS: u32 = 4;
+const SUB: u64 = 1 << SUB_BITS;
+const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB as usize;
+
+/// Latencies in nanoseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; BUCKETS],
+            n: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+        }
+    }
+}
+
+fn index(v: u64) -> usize {
+    if v < SUB {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros();
+    let mantissa = (v >> (e - SUB_BITS)) & (SUB - 1);
+    ((e - SUB_BITS + 1) as u64 * SUB + mantissa) as usize
+}
+
+/// The largest value that falls into bucket `i`.
+fn upper(i: usize) -> u64 {
+    let i = i as u64;
+    if i < SUB {
+        return i;
+    }
+    let e = i / SUB + SUB_BITS as u64 - 1;
+    let mantissa = i % SUB;
+    let low = (1u64 << e) | (mantissa << (e - SUB_BITS as u64));
+    low.saturating_add((1u64 << (e - SUB_BITS as u64)) - 1)
+}
+
+impl Histogram {
+    pub fn record(&mut self, ns: u64) {
+        self.counts[index(ns)] += 1;
+        self.n += 1;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        self.sum += ns as u128;
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The value at quantile `q` (0..=1): the upper bound of the bucket holding it, capped at the
+    /// largest value seen.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return upper(i).min(self.max).max(self.min);
+            }
+        }
+        self.max
+    }
+
+    pub fn summary(&self) -> LatencySummary {
+        LatencySummary {
+            ops: self.n,
+            mean_ns: if self.n == 0 {
+                0
+            } else {
+                (self.sum / self.n as u128) as u64
+            },
+            min_ns: if self.n == 0 { 0 } else { self.min },
+            p50_ns: self.quantile(0.5),
+            p90_ns: self.quantile(0.9),
+            p99_ns: self.quantile(0.99),
+            p999_ns: self.quantile(0.999),
+            max_ns: self.max,
+        }
+    }
+}
+
+/// Percentiles of a histogram, in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub ops: u64,
+    pub mean_ns: u64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+/// What an engine does around each operation: time it into a histogram, and stop at a deadline.
+/// Off (the default), it reads no clock at all.
+#[derive(Debug, Default)]
+pub struct OpLog {
+    hist: Option<Histogram>,
+    deadline: Option<Instant>,
+    started: Option<Instant>,
+}
+
+impl OpLog {
+    pub fn off() -> OpLog {
+        OpLog::default()
+    }
+
+    pub fn new(record: bool, deadline: Option<Instant>) -> OpLog {
+        OpLog {
+            hist: record.then(Histogram::default),
+            deadline,
+            started: None,
+        }
+    }
+
+    fn active(&self) -> bool {
+        self.hist.is_some() || self.deadline.is_some()
+    }
+
+    /// Before an operation.
+    #[inline]
+    pub fn begin(&mut self) {
+        if self.active() {
+            self.started = Some(Instant::now());
+        }
+    }
+
+    /// After an operation: records its latency; false once the deadline has passed.
+    #[inline]
+    pub fn end(&mut self) -> bool {
+        let Some(start) = self.started.take() else {
+            return true;
+        };
+        let now = Instant::now();
+        if let Some(h) = &mut self.hist {
+            h.record(now.duration_since(start).as_nanos() as u64);
+        }
+        self.deadline.is_none_or(|d| now < d)
+    }
+
+    /// Records a latency measured elsewhere (io_uring: submission to completion).
+    pub fn record(&mut self, d: Duration) {
+        if let Some(h) = &mut self.hist {
+            h.record(d.as_nanos() as u64);
+        }
+    }
+
+    /// Whether latencies are wanted (so an engine knows to take timestamps).
+    pub fn recording(&self) -> bool {
+        self.hist.is_some()
+    }
+
+    /// Whether the deadline has passed.
+    pub fn expired(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    pub fn into_histogram(self) -> Option<Histogram> {
+        self.hist
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_tight_and_ordered() {
+        let mut last = 0;
+        for v in (0..100_000u64).chain([u64::MAX / 3, u64::MAX]) {
+            let i = index(v);
+            assert!(i >= last, "index must not decrease");
+            last = i;
+            assert!(upper(i) >= v, "v={v} upper={}", upper(i));
+            assert!(upper(i) - v <= v / 16, "v={v} upper={}", upper(i));
+        }
+    }
+
+    #[test]
+    fn percentiles_of_known_inputs() {
+        let mut h = Histogram::default();
+        for v in 1..=1000u64 {
+            h.record(v);
+        }
+        let s = h.summary();
+        assert_eq!((s.ops, s.min_ns, s.max_ns), (1000, 1, 1000));
+        for (got, want) in [
+            (s.p50_ns, 500.0),
+            (s.p90_ns, 900.0),
+            (s.p99_ns, 990.0),
+            (s.p999_ns, 999.0),
+        ] {
+            assert!(
+                (got as f64 - want).abs() <= want / 16.0 + 1.0,
+                "got {got} want {want}"
+            );
+        }
+        assert_eq!(s.mean_ns, 500);
+        let mut exact = Histogram::default();
+        for v in [3u64, 3, 3, 7, 9] {
+            exact.record(v);
+        }
+        assert_eq!(
+            (
+                exact.quantile(0.5),
+                exact.quantile(0.8),
+                exact.quantile(1.0)
+            ),
+            (3, 7, 9)
+        );
+        let mut merged = Histogram::default();
+        merged.merge(&h);
+        merged.merge(&exact);
+        assert_eq!(merged.count(), 1005);
+        assert_eq!(Histogram::default().summary(), LatencySummary::default());
+    }
+
+    #[test]
+    fn oplog_stops_at_the_deadline() {
+        let mut log = OpLog::new(true, Some(Instant::now()));
+        log.begin();
+        assert!(!log.end());
+        assert_eq!(log.into_histogram().unwrap().count(), 1);
+        let mut off = OpLog::off();
+        off.begin();
+        assert!(off.end());
+        assert!(off.into_histogram().is_none());
+    }
+}
