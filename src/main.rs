@@ -3,7 +3,7 @@
 use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 use iolab::cli::{Cli, Command};
-use iolab::experiments::{Observer, cache_cmd, classic, fast, read, write};
+use iolab::experiments::{Observer, access, cache_cmd, classic, fast, read, write};
 use iolab::report::{self, Format};
 use iolab::{Error, xor};
 use std::io::{IsTerminal, Write};
@@ -85,6 +85,15 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
                 Format::Json => out(&report::json(&r)),
                 _ => out(&format!("Xor value is {}\n", xor::format_xor(r.xor))),
             }
+        }
+        Command::Access(a) => {
+            let cfg = a.config().map_err(usage)?;
+            let r = access::run_access(&cfg, &command_line(), &progress)?;
+            warn_all(&r.warnings);
+            if a.is_classic() && Format::from(a.format) == Format::Text {
+                out(&report::access::classic_lines(&r));
+            }
+            out(&report::access::access_report(&r, a.format.into()));
         }
         Command::Cache(c) => {
             let (action, files) = c.parts();

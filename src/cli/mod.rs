@@ -6,6 +6,7 @@ pub mod parse;
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
+use crate::experiments::access::AccessConfig;
 use crate::experiments::cache_cmd::CacheAction;
 use crate::experiments::classic::{Op, RunConfig};
 use crate::experiments::fast::FastConfig;
@@ -51,6 +52,11 @@ pub enum Command {
     /// Page-cache residency of files (like vmtouch), evict them, or load them.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Sequential vs random block access per method and cache state: KIOPS and latency.
+    #[command(
+        after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
+    )]
+    Access(AccessArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -252,6 +258,112 @@ impl CacheCommand {
             CacheCommand::Evict(f) => (CacheAction::Evict, f),
             CacheCommand::Load(f) => (CacheAction::Load, f),
         }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AccessArgs {
+    /// A regular file to read
+    pub file: PathBuf,
+    /// The classic form: seq|random read|mmap [adv_seq|adv_random] (one run, cache as is)
+    #[arg(value_name = "CLASSIC", num_args = 0..=3)]
+    pub classic: Vec<String>,
+    /// Block size
+    #[arg(long, default_value = "4K", value_parser = parse::size)]
+    pub bs: u64,
+    /// Patterns to measure
+    #[arg(long, value_delimiter = ',', default_value = "seq,random", value_parser = parse::pattern)]
+    pub patterns: Vec<Pattern>,
+    /// Methods to measure
+    #[arg(long, value_delimiter = ',', default_value = "read,pread,mmap,mmap-seq,mmap-random,mmap-willneed,uring", value_parser = parse::read_method)]
+    pub methods: Vec<ReadMethod>,
+    /// Cache states to measure
+    #[arg(long, value_delimiter = ',', default_value = "warm,cold", value_parser = parse::cache_mode)]
+    pub cache: Vec<CacheMode>,
+    /// With cold, as root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+    /// Threads, each with its own part of the file
+    #[arg(long, default_value = "1", value_parser = parse::threads)]
+    pub threads: usize,
+    /// io_uring requests in flight per thread
+    #[arg(long, default_value = "32", value_parser = parse::depth)]
+    pub depth: u32,
+    /// Operations per run (default: every block once)
+    #[arg(long, value_parser = parse::count)]
+    pub ops: Option<u64>,
+    /// Each run stops after this long (cold random reads are slow)
+    #[arg(long, default_value = "10s", value_parser = parse::duration)]
+    pub duration: std::time::Duration,
+    /// Seed of the random order
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Counted runs per cell
+    #[arg(long, default_value = "3", value_parser = parse::positive)]
+    pub repeat: usize,
+    /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Output on stdout: a text table, or data for other tools
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl AccessArgs {
+    /// Whether the classic positional form was used.
+    pub fn is_classic(&self) -> bool {
+        !self.classic.is_empty()
+    }
+
+    pub fn config(&self) -> Result<AccessConfig, String> {
+        let mut cfg = AccessConfig {
+            path: self.file.clone(),
+            bs: self.bs,
+            patterns: self.patterns.clone(),
+            methods: self.methods.clone(),
+            caches: self.cache.clone(),
+            threads: self.threads,
+            depth: self.depth,
+            ops: self.ops,
+            duration: Some(self.duration),
+            repeat: self.repeat,
+            warmup: self.warmup,
+            seed: self.seed,
+            drop_all: self.drop_all,
+        };
+        if self.is_classic() {
+            let words: Vec<&str> = self.classic.iter().map(|s| s.as_str()).collect();
+            let (pattern, method, advice) = match words.as_slice() {
+                [p, m] => (*p, *m, None),
+                [p, m, a] => (*p, *m, Some(*a)),
+                _ => {
+                    return Err(
+                        "the classic form is FILE seq|random read|mmap [adv_seq|adv_random]".into(),
+                    );
+                }
+            };
+            let method = match (method, advice) {
+                ("read", None) => ReadMethod::Read,
+                ("mmap", None) => ReadMethod::Mmap,
+                ("mmap", Some("adv_seq")) => ReadMethod::MmapSeq,
+                ("mmap", Some("adv_random")) => ReadMethod::MmapRandom,
+                ("read", Some(_)) => {
+                    return Err("adv_seq/adv_random are madvise hints: they apply to mmap".into());
+                }
+                (m, a) => {
+                    return Err(format!(
+                        "unknown classic method '{m}'{}: expected read or mmap [adv_seq|adv_random]",
+                        a.map(|a| format!(" {a}")).unwrap_or_default()
+                    ));
+                }
+            };
+            cfg.patterns = vec![parse::pattern(pattern)?];
+            cfg.methods = vec![method];
+            cfg.caches = vec![CacheMode::Asis];
+            cfg.repeat = 1;
+            cfg.warmup = 0;
+        }
+        Ok(cfg)
     }
 }
 

@@ -85,3 +85,67 @@ pub fn depth(text: &str) -> Result<u32, String> {
         _ => Err("expected a queue depth from 1 to 4096".into()),
     }
 }
+
+/// A duration: `5s`, `500ms`, `200us`, `1m`, or plain seconds (`2.5`).
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration '{text}': expected e.g. 5s, 500ms, 200us, 1m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        _ => {
+            return Err(format!(
+                "invalid duration '{text}': unknown unit '{unit}'; expected ns, us, ms, s or m"
+            ));
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("invalid duration '{text}': must be above zero"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// A time window `MIN..MAX`, e.g. `5s..15s`.
+pub fn window(text: &str) -> Result<(std::time::Duration, std::time::Duration), String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("invalid window '{text}': expected MIN..MAX, e.g. 5s..15s"))?;
+    let (lo, hi) = (duration(a)?, duration(b)?);
+    if lo >= hi {
+        return Err(format!("invalid window '{text}': MIN must be below MAX"));
+    }
+    Ok((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_and_windows() {
+        assert_eq!(duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration("1m").unwrap(), Duration::from_secs(60));
+        for bad in ["", "0", "-1s", "5x", "s"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            window("1ms..50ms").unwrap(),
+            (Duration::from_millis(1), Duration::from_millis(50))
+        );
+        assert!(window("5s").is_err());
+        assert!(window("15s..5s").is_err());
+    }
+}

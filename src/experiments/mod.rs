@@ -1,6 +1,7 @@
 //! The named experiments. Each composes the core (workload, engine, cache, measure) into a typed,
 //! serializable result and never prints: progress goes to an [`Observer`].
 
+pub mod access;
 pub mod cache_cmd;
 pub mod classic;
 pub mod fast;

@@ -1,0 +1,282 @@
+//! `iolab access`: sequential vs random block access, per method and cache state, in KIOPS with
+//! latency percentiles, faults per operation and read amplification (device bytes per useful
+//! byte). Cells are interleaved across repeats so drift favours no method.
+
+use super::Observer;
+use super::host::{Host, host_facts};
+use crate::cache::{self, CacheMode, CacheState};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits};
+use crate::error::{Error, Result};
+use crate::measure::latency::{Histogram, LatencySummary};
+use crate::measure::stats::{Summary, summarize};
+use crate::measure::{Counters, measure};
+use crate::workload::{Pattern, Workload};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccessConfig {
+    pub path: PathBuf,
+    pub bs: u64,
+    pub patterns: Vec<Pattern>,
+    pub methods: Vec<ReadMethod>,
+    pub caches: Vec<CacheMode>,
+    pub threads: usize,
+    pub depth: u32,
+    /// Operations per run (all threads together); `None`: every block once.
+    pub ops: Option<u64>,
+    /// Each run stops after this long.
+    pub duration: Option<Duration>,
+    pub repeat: usize,
+    pub warmup: usize,
+    pub seed: u64,
+    pub drop_all: bool,
+}
+
+/// The default methods of `iolab access`.
+pub const DEFAULT_METHODS: [ReadMethod; 7] = [
+    ReadMethod::Read,
+    ReadMethod::Pread,
+    ReadMethod::Mmap,
+    ReadMethod::MmapSeq,
+    ReadMethod::MmapRandom,
+    ReadMethod::MmapWillneed,
+    ReadMethod::Uring,
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccessRun {
+    pub warmup: bool,
+    pub counters: Counters,
+    pub moved: Moved,
+    pub cache: CacheState,
+    pub latency: LatencySummary,
+}
+
+impl AccessRun {
+    pub fn kiops(&self) -> f64 {
+        self.moved.blocks as f64 / self.counters.wall.as_secs_f64().max(1e-12) / 1000.0
+    }
+}
+
+/// One method x pattern x cache cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccessRow {
+    pub method: ReadMethod,
+    pub pattern: Pattern,
+    pub cache: CacheMode,
+    pub runs: Vec<AccessRun>,
+    pub kiops: Summary,
+    pub mib_s: Summary,
+    /// Over every counted operation of every counted run.
+    pub latency: LatencySummary,
+    pub minor_faults_per_op: f64,
+    pub major_faults_per_op: f64,
+    /// Bytes read from the device per byte the workload asked for (readahead waste shows here).
+    pub device_bytes_per_byte: Option<f64>,
+    /// Every counted run started in the asked cache state.
+    pub cache_verified: bool,
+    /// Why the cell could not run (unsupported method), instead of runs.
+    pub unsupported: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccessResult {
+    pub host: Host,
+    pub config: AccessConfig,
+    pub file_size: u64,
+    pub blocks: u64,
+    /// The XOR of the whole file, when some run read every block.
+    pub xor: Option<u32>,
+    pub rows: Vec<AccessRow>,
+    pub warnings: Vec<String>,
+}
+
+struct Cell {
+    method: ReadMethod,
+    pattern: Pattern,
+    cache: CacheMode,
+    runs: Vec<(AccessRun, Histogram)>,
+    unsupported: Option<String>,
+}
+
+pub fn run_access(
+    cfg: &AccessConfig,
+    command_line: &str,
+    obs: &dyn Observer,
+) -> Result<AccessResult> {
+    if cfg.bs == 0 {
+        return Err(Error::usage(
+            "invalid block size",
+            "it must be at least 1 byte",
+        ));
+    }
+    if cfg.threads == 0 || cfg.repeat == 0 {
+        return Err(Error::usage(
+            "invalid count",
+            "--threads and --repeat must be at least 1",
+        ));
+    }
+    if cfg.ops == Some(0) {
+        return Err(Error::usage("invalid --ops", "it must be at least 1"));
+    }
+    if cfg.methods.is_empty() || cfg.patterns.is_empty() || cfg.caches.is_empty() {
+        return Err(Error::usage(
+            "nothing to measure",
+            "give at least one method, pattern and cache state",
+        ));
+    }
+    let src = engine::open_source(&cfg.path)?;
+    let mut warnings = Vec::new();
+    if src.size == 0 {
+        warnings.push("the file is empty: nothing to read".into());
+    }
+    let mut cells: Vec<Cell> = Vec::new();
+    for &cache in &cfg.caches {
+        for &pattern in &cfg.patterns {
+            for &method in &cfg.methods {
+                cells.push(Cell {
+                    method,
+                    pattern,
+                    cache,
+                    runs: Vec::new(),
+                    unsupported: None,
+                });
+            }
+        }
+    }
+    let total = (cfg.warmup + cfg.repeat) * cells.len();
+    let mut done = 0;
+    let opts = EngineOptions { depth: cfg.depth };
+    let mut whole_xor: Option<u32> = None;
+    let blocks = Workload {
+        bs: cfg.bs,
+        len: src.size,
+        pattern: Pattern::Seq,
+        seed: 0,
+        threads: 1,
+    }
+    .blocks();
+    // Interleaved: every cell runs once per round, so slow drift spreads over all of them.
+    for round in 0..cfg.warmup + cfg.repeat {
+        for cell in cells.iter_mut() {
+            done += 1;
+            if cell.unsupported.is_some() {
+                continue;
+            }
+            let w = Workload {
+                bs: cfg.bs,
+                len: src.size,
+                pattern: cell.pattern,
+                seed: cfg.seed,
+                threads: cfg.threads,
+            };
+            let state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
+            let prepared = match engine::prepare(cell.method, &src, &w, &opts) {
+                Ok(p) => p,
+                Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
+                    cell.unsupported = Some(e.cause.clone());
+                    warnings.push(format!("{}: {}", cell.method.name(), e.cause));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let limits = RunLimits {
+                max_ops: cfg.ops,
+                deadline: cfg.duration.map(|d| Instant::now() + d),
+                latencies: true,
+            };
+            let (out, counters) = measure(|| prepared.run_limited(limits));
+            let (moved, hist) = out?;
+            let hist = hist.unwrap_or_default();
+            if moved.blocks == blocks && blocks > 0 {
+                match whole_xor {
+                    None => whole_xor = Some(moved.xor),
+                    Some(x) if x != moved.xor => {
+                        return Err(Error::failed(
+                            "checksum mismatch",
+                            format!(
+                                "{} {} read every block with XOR {:08x}, another run got {x:08x}",
+                                cell.method.name(),
+                                cell.pattern.name(),
+                                moved.xor
+                            ),
+                        )
+                        .at(&src.path));
+                    }
+                    _ => {}
+                }
+            }
+            let run = AccessRun {
+                warmup: round < cfg.warmup,
+                counters,
+                moved,
+                cache: state,
+                latency: hist.summary(),
+            };
+            cell.runs.push((run, hist));
+            obs.progress("access", done, total);
+        }
+    }
+    let rows: Vec<AccessRow> = cells.into_iter().map(row).collect();
+    let unverified = rows
+        .iter()
+        .filter(|r| !r.cache_verified && r.unsupported.is_none())
+        .count();
+    if unverified > 0 {
+        warnings.push(format!(
+            "{unverified} cell(s) had runs that did not start in the asked cache state (marked)"
+        ));
+    }
+    Ok(AccessResult {
+        host: host_facts(Some(&cfg.path), command_line),
+        config: cfg.clone(),
+        file_size: src.size,
+        blocks,
+        xor: whole_xor,
+        rows,
+        warnings,
+    })
+}
+
+fn row(cell: Cell) -> AccessRow {
+    let counted: Vec<&(AccessRun, Histogram)> =
+        cell.runs.iter().filter(|(r, _)| !r.warmup).collect();
+    let mut hist = Histogram::default();
+    for (_, h) in &counted {
+        hist.merge(h);
+    }
+    let ops: u64 = counted.iter().map(|(r, _)| r.moved.blocks).sum();
+    let bytes: u64 = counted.iter().map(|(r, _)| r.moved.bytes).sum();
+    let per_op = |f: fn(&Counters) -> u64| {
+        if ops == 0 {
+            0.0
+        } else {
+            counted.iter().map(|(r, _)| f(&r.counters)).sum::<u64>() as f64 / ops as f64
+        }
+    };
+    let dev: Option<u64> = counted
+        .iter()
+        .map(|(r, _)| r.counters.device_read_bytes)
+        .sum();
+    AccessRow {
+        method: cell.method,
+        pattern: cell.pattern,
+        cache: cell.cache,
+        kiops: summarize(&counted.iter().map(|(r, _)| r.kiops()).collect::<Vec<_>>()),
+        mib_s: summarize(
+            &counted
+                .iter()
+                .map(|(r, _)| crate::size::mib_per_s(r.moved.bytes, r.counters.wall.as_secs_f64()))
+                .collect::<Vec<_>>(),
+        ),
+        latency: hist.summary(),
+        minor_faults_per_op: per_op(|c| c.minor_faults),
+        major_faults_per_op: per_op(|c| c.major_faults),
+        device_bytes_per_byte: dev.filter(|_| bytes > 0).map(|d| d as f64 / bytes as f64),
+        cache_verified: counted.iter().all(|(r, _)| r.cache.verified),
+        unsupported: cell.unsupported,
+        runs: cell.runs.into_iter().map(|(r, _)| r).collect(),
+    }
+}

@@ -1,0 +1,112 @@
+//! `iolab access` reports: one row per method x pattern x cache.
+
+use super::{Format, csv_line, json, markdown_table, table};
+use crate::experiments::access::{AccessResult, AccessRow};
+use crate::size::format_size;
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+fn header() -> Vec<String> {
+    [
+        "method",
+        "pattern",
+        "cache",
+        "KIOPS",
+        "MiB/s",
+        "p50 us",
+        "p90 us",
+        "p99 us",
+        "p99.9 us",
+        "max us",
+        "minflt/op",
+        "majflt/op",
+        "dev B/B",
+        "cache ok",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The cells of one row, for text, Markdown and CSV alike.
+pub fn cells(r: &AccessRow) -> Vec<String> {
+    let mut row = vec![
+        r.method.name().to_string(),
+        r.pattern.name().into(),
+        r.cache.name().into(),
+    ];
+    if let Some(why) = &r.unsupported {
+        row.push(format!("unsupported: {why}"));
+        return row;
+    }
+    let l = &r.latency;
+    row.extend([
+        format!("{:.1}", r.kiops.median),
+        format!("{:.1}", r.mib_s.median),
+        us(l.p50_ns),
+        us(l.p90_ns),
+        us(l.p99_ns),
+        us(l.p999_ns),
+        us(l.max_ns),
+        format!("{:.4}", r.minor_faults_per_op),
+        format!("{:.4}", r.major_faults_per_op),
+        r.device_bytes_per_byte
+            .map(|d| format!("{d:.2}"))
+            .unwrap_or_else(|| "n/a".into()),
+        if r.cache_verified {
+            "yes".into()
+        } else {
+            "NO".into()
+        },
+    ]);
+    row
+}
+
+pub fn access_report(r: &AccessResult, format: Format) -> String {
+    let mut rows = vec![header()];
+    rows.extend(r.rows.iter().map(cells));
+    let c = &r.config;
+    let head = format!(
+        "access {} ({}, {} blocks of {}), threads {}, depth {}, {} counted run(s) per cell{}{}",
+        c.path.display(),
+        format_size(r.file_size),
+        r.blocks,
+        format_size(c.bs),
+        c.threads,
+        c.depth,
+        c.repeat,
+        c.ops
+            .map(|o| format!(", {o} ops per run"))
+            .unwrap_or_default(),
+        c.duration
+            .map(|d| format!(", at most {:.1} s per run", d.as_secs_f64()))
+            .unwrap_or_default(),
+    );
+    let xor = r
+        .xor
+        .map(|x| format!("Xor value is {x:08x}\n"))
+        .unwrap_or_default();
+    match format {
+        Format::Json => json(r),
+        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Markdown => format!("**{head}**\n\n{}\n{xor}", markdown_table(&rows)),
+        Format::Text => format!("{head}\n\n{}\n{xor}", table(&rows)),
+    }
+}
+
+/// The classic benchmark's lines: `took <ms>ms` and `iops : <KIOPS>`.
+pub fn classic_lines(r: &AccessResult) -> String {
+    let Some(row) = r.rows.first() else {
+        return String::new();
+    };
+    let Some(run) = row.runs.iter().rfind(|x| !x.warmup) else {
+        return String::new();
+    };
+    format!(
+        "took {:.0}ms\niops : {:.3}\n",
+        run.counters.wall.as_secs_f64() * 1000.0,
+        run.kiops()
+    )
+}

@@ -1,0 +1,138 @@
+//! The experiments end to end through the binary: access, sweep, run2, syscalls.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{bytes, plain_xor, write_file};
+use predicates::prelude::*;
+
+fn iolab() -> Command {
+    let mut c = Command::cargo_bin("iolab").unwrap();
+    c.env_remove("IOLAB_NO_ROOT")
+        .timeout(std::time::Duration::from_secs(120));
+    c
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = iolab().args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn access_reads_every_block_once_with_the_files_xor() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(300_007, 21);
+    let f = write_file(dir.path(), "a", &data);
+    let p = f.to_str().unwrap();
+    let v = json(&[
+        "access",
+        p,
+        "--cache",
+        "warm",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--threads",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let want = plain_xor(&data) as u64;
+    assert_eq!(v["xor"].as_u64().unwrap(), want);
+    let blocks = v["blocks"].as_u64().unwrap();
+    assert_eq!(blocks, 300_007u64.div_ceil(4096));
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 7 * 2);
+    for r in rows {
+        if !r["unsupported"].is_null() {
+            continue;
+        }
+        let run = &r["runs"][0];
+        assert_eq!(run["moved"]["blocks"].as_u64().unwrap(), blocks, "{r}");
+        assert_eq!(
+            run["moved"]["xor"].as_u64().unwrap(),
+            want,
+            "{}",
+            r["method"]
+        );
+        assert!(r["kiops"]["median"].as_f64().unwrap() > 0.0);
+        let l = &r["latency"];
+        assert_eq!(l["ops"].as_u64().unwrap(), blocks);
+        assert!(l["p50_ns"].as_u64().unwrap() <= l["p99_ns"].as_u64().unwrap());
+        assert!(l["p99_ns"].as_u64().unwrap() <= l["max_ns"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn access_with_an_op_limit_reads_a_prefix_sequentially() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(100_000, 22);
+    let f = write_file(dir.path(), "a", &data);
+    let v = json(&[
+        "access",
+        f.to_str().unwrap(),
+        "--patterns",
+        "seq",
+        "--methods",
+        "pread,mmap",
+        "--cache",
+        "warm",
+        "--ops",
+        "5",
+        "--bs",
+        "1000",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+    ]);
+    for r in v["rows"].as_array().unwrap() {
+        let run = &r["runs"][1];
+        assert_eq!(run["moved"]["blocks"], 5);
+        assert_eq!(
+            run["moved"]["xor"].as_u64().unwrap(),
+            plain_xor(&data[..5000]) as u64
+        );
+    }
+    assert!(v["xor"].is_null(), "no run read every block");
+}
+
+#[test]
+fn access_classic_form_prints_took_and_iops() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(65_536, 23);
+    let f = write_file(dir.path(), "a", &data);
+    let p = f.to_str().unwrap();
+    for words in [
+        ["seq", "read", ""],
+        ["random", "mmap", "adv_random"],
+        ["random", "mmap", "adv_seq"],
+    ] {
+        let args: Vec<&str> = ["access", p]
+            .into_iter()
+            .chain(words.into_iter().filter(|w| !w.is_empty()))
+            .collect();
+        iolab()
+            .args(&args)
+            .assert()
+            .success()
+            .stdout(predicate::str::is_match(r"(?m)^took \d+ms$").unwrap())
+            .stdout(predicate::str::is_match(r"(?m)^iops : [0-9.]+$").unwrap())
+            .stdout(predicate::str::contains(format!(
+                "Xor value is {:08x}",
+                plain_xor(&data)
+            )));
+    }
+    let o = iolab()
+        .args(["access", p, "random", "read", "adv_seq"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("apply to mmap"));
+}
