@@ -9,6 +9,7 @@ pub mod engine;
 pub mod error;
 pub mod experiments;
 pub mod measure;
+pub mod output;
 pub mod report;
 pub mod size;
 pub mod sys;

@@ -3,7 +3,7 @@
 use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 use iolab::cli::{Cli, Command};
-use iolab::experiments::{Observer, access, cache_cmd, classic, fast, read, write};
+use iolab::experiments::{Observer, access, cache_cmd, classic, fast, read, sweep, write};
 use iolab::report::{self, Format};
 use iolab::{Error, xor};
 use std::io::{IsTerminal, Write};
@@ -94,6 +94,21 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
                 out(&report::access::classic_lines(&r));
             }
             out(&report::access::access_report(&r, a.format.into()));
+        }
+        Command::Sweep(a) => {
+            let cfg = a.config().map_err(usage)?;
+            if let Some(plot) = &a.plot
+                && !a.force
+                && plot.exists()
+            {
+                return Err(iolab::output::save(plot, b"", false).unwrap_err());
+            }
+            let r = sweep::run_sweep(&cfg, &command_line(), &progress)?;
+            warn_all(&r.warnings);
+            if let Some(plot) = &a.plot {
+                iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), a.force)?;
+            }
+            out(&report::sweep::sweep_report(&r, a.format.into()));
         }
         Command::Cache(c) => {
             let (action, files) = c.parts();

@@ -136,3 +136,92 @@ fn access_classic_form_prints_took_and_iops() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("apply to mmap"));
 }
+
+#[test]
+fn sweep_has_one_row_per_cell_and_a_valid_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "s", &bytes(1 << 20, 24));
+    let svg = dir.path().join("sweep.svg");
+    let v = json(&[
+        "sweep",
+        f.to_str().unwrap(),
+        "--bs",
+        "4K..64K",
+        "--methods",
+        "read,mmap",
+        "--cache",
+        "warm,cold",
+        "--repeat",
+        "2",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 5 * 2 * 2);
+    for c in cells {
+        assert_eq!(c["runs"].as_array().unwrap().len(), 2);
+        assert!(c["mib_s"]["median"].as_f64().unwrap() > 0.0);
+    }
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        text.matches("<polyline").count(),
+        4,
+        "one line per method x cache"
+    );
+    // Every tag opened is closed: a cheap well-formedness check.
+    assert_eq!(text.matches("<g ").count(), text.matches("</g>").count());
+    // An existing plot is not overwritten without --force, and nothing is measured first.
+    let o = iolab()
+        .args([
+            "sweep",
+            f.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+}
+
+#[test]
+fn write_sweep_covers_sync_modes_and_leaves_no_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&[
+        "sweep",
+        dir.path().to_str().unwrap(),
+        "--op",
+        "write",
+        "--bs",
+        "64K,1M",
+        "--size",
+        "2M",
+        "--sync",
+        "none,end,each",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["cells"].as_array().unwrap().len(), 2 * 2 * 3);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "scratch file left behind"
+    );
+    let o = iolab()
+        .args([
+            "sweep",
+            dir.path().to_str().unwrap(),
+            "--op",
+            "write",
+            "--methods",
+            "nope",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -11,6 +11,7 @@ use crate::experiments::cache_cmd::CacheAction;
 use crate::experiments::classic::{Op, RunConfig};
 use crate::experiments::fast::FastConfig;
 use crate::experiments::read::ReadConfig;
+use crate::experiments::sweep::{SweepConfig, SweepOp, parse_sizes};
 use crate::experiments::write::WriteConfig;
 use crate::report::Format;
 use crate::workload::Pattern;
@@ -57,6 +58,11 @@ pub enum Command {
         after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
     )]
     Access(AccessArgs),
+    /// Throughput against block size per method and cache state (or, with --op write, sync mode).
+    #[command(
+        after_help = "Examples:\n  iolab sweep big.bin --bs 4K..16M --methods read,mmap --cache cold,warm --plot sweep.svg\n  iolab sweep big.bin --bs 4K,64K,1M --size 256M --repeat 5\n  iolab sweep /var/tmp --op write --methods write,mmap --sync none,end,each --size 64M\n\nWith --op write, a scratch file is written next to FILE (or inside it, if a directory) and\nremoved; FILE itself is never written. Per-block sync modes write at most 2048 blocks a run."
+    )]
+    Sweep(SweepArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -307,6 +313,98 @@ pub struct AccessArgs {
     /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The file to read; with --op write, where the scratch file goes
+    pub file: PathBuf,
+    /// read or write
+    #[arg(long, default_value = "read", value_parser = ["read", "write"])]
+    pub op: String,
+    /// Block sizes: a power-of-two range LOW..HIGH, or a list 4K,64K,1M
+    #[arg(long, default_value = "512..16M")]
+    pub bs: String,
+    /// Methods (default read,mmap; for --op write: write,mmap)
+    #[arg(long, value_delimiter = ',')]
+    pub methods: Vec<String>,
+    /// Cache states for reads
+    #[arg(long, value_delimiter = ',', default_value = "cold,warm", value_parser = parse::cache_mode)]
+    pub cache: Vec<CacheMode>,
+    /// Sync modes for writes
+    #[arg(long, value_delimiter = ',', default_value = "none,end,each,dsync", value_parser = parse::sync_mode)]
+    pub sync: Vec<SyncMode>,
+    /// Bytes per run (reads: default the whole file; writes: 64M)
+    #[arg(long, value_parser = parse::size)]
+    pub size: Option<u64>,
+    /// Threads, each with its own part
+    #[arg(long, default_value = "1", value_parser = parse::threads)]
+    pub threads: usize,
+    /// io_uring requests in flight per thread
+    #[arg(long, default_value = "32", value_parser = parse::depth)]
+    pub depth: u32,
+    /// Runs per cell (interleaved)
+    #[arg(long, default_value = "3", value_parser = parse::positive)]
+    pub repeat: usize,
+    /// Seed of the written data
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// With cold, as root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+    /// Also write the plot as SVG here
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Overwrite an existing --plot file
+    #[arg(long)]
+    pub force: bool,
+    /// Output on stdout: a text table, or data for other tools
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl SweepArgs {
+    pub fn config(&self) -> Result<SweepConfig, String> {
+        let op = if self.op == "write" {
+            SweepOp::Write
+        } else {
+            SweepOp::Read
+        };
+        let sizes = parse_sizes(&self.bs).map_err(|e| format!("{}: {}", e.what, e.cause))?;
+        let names: Vec<String> = if self.methods.is_empty() {
+            vec![
+                if op == SweepOp::Read { "read" } else { "write" }.into(),
+                "mmap".into(),
+            ]
+        } else {
+            self.methods.clone()
+        };
+        let (mut read_methods, mut write_methods) = (Vec::new(), Vec::new());
+        for n in &names {
+            match op {
+                SweepOp::Read => read_methods
+                    .push(parse::read_method(n).map_err(|e| format!("invalid method '{n}': {e}"))?),
+                SweepOp::Write => write_methods.push(
+                    parse::write_method(n).map_err(|e| format!("invalid method '{n}': {e}"))?,
+                ),
+            }
+        }
+        Ok(SweepConfig {
+            path: self.file.clone(),
+            op,
+            sizes,
+            read_methods,
+            write_methods,
+            caches: self.cache.clone(),
+            syncs: self.sync.clone(),
+            len: self.size,
+            threads: self.threads,
+            depth: self.depth,
+            repeat: self.repeat,
+            seed: self.seed,
+            drop_all: self.drop_all,
+        })
+    }
 }
 
 impl AccessArgs {

@@ -7,6 +7,9 @@ pub mod classic;
 pub mod fast;
 pub mod host;
 pub mod read;
+pub mod run2;
+pub mod sweep;
+pub mod syscalls;
 pub mod write;
 
 /// Receives progress from long experiments; the CLI turns it into a progress line on stderr.

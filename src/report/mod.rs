@@ -4,6 +4,8 @@
 pub mod access;
 pub mod classic;
 pub mod runs;
+pub mod svg;
+pub mod sweep;
 
 use serde::Serialize;
 

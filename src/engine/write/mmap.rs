@@ -77,9 +77,10 @@ impl Worker for MmapWriter {
                 self.map
                     .sync(block.offset as usize, block.len as usize)
                     .map_err(|e| Error::io("msync failed", &self.path, &e))?;
+                moved.ops += 1;
             }
             moved.bytes += block.len;
-            moved.ops += 1;
+            moved.blocks += 1;
         }
         if self.map.sigbus_hits() > 0 {
             return Err(Error::failed(

@@ -1,0 +1,336 @@
+//! `iolab sweep`: throughput against block size, per method and cache state (reads) or per
+//! method and sync mode (writes). Runs are interleaved: each round visits every cell once.
+
+use super::Observer;
+use super::host::{Host, host_facts};
+use crate::cache::{self, CacheMode};
+use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod};
+use crate::error::{Error, ErrorKind, Result};
+use crate::measure::stats::{Summary, summarize};
+use crate::measure::{Counters, measure};
+use crate::workload::{Pattern, Workload};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepOp {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepConfig {
+    pub path: PathBuf,
+    pub op: SweepOp,
+    pub sizes: Vec<u64>,
+    pub read_methods: Vec<ReadMethod>,
+    pub write_methods: Vec<WriteMethod>,
+    pub caches: Vec<CacheMode>,
+    pub syncs: Vec<SyncMode>,
+    /// Bytes per run: reads default to the whole file, writes to 64 MiB.
+    pub len: Option<u64>,
+    pub threads: usize,
+    pub depth: u32,
+    pub repeat: usize,
+    pub seed: u64,
+    pub drop_all: bool,
+}
+
+/// Per-block sync modes wait for the device at every block; their runs stop after this many.
+pub const SYNCED_BLOCKS: u64 = 2048;
+/// Default bytes per write run.
+pub const WRITE_LEN: u64 = 64 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRun {
+    pub counters: Counters,
+    pub moved: Moved,
+    pub cache_verified: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepCell {
+    pub bs: u64,
+    pub method: String,
+    pub cache: Option<CacheMode>,
+    pub sync: Option<SyncMode>,
+    pub runs: Vec<SweepRun>,
+    pub mib_s: Summary,
+    pub syscalls_per_gib: f64,
+    pub minor_faults_per_gib: f64,
+    pub major_faults_per_gib: f64,
+    pub cache_verified: bool,
+    pub unsupported: Option<String>,
+}
+
+impl SweepCell {
+    /// The series this cell belongs to in a plot: method and cache or sync.
+    pub fn series(&self) -> String {
+        match (self.cache, self.sync) {
+            (Some(c), _) => format!("{} {}", self.method, c.name()),
+            (_, Some(s)) => format!("{} sync={}", self.method, s.name()),
+            _ => self.method.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub host: Host,
+    pub config: SweepConfig,
+    pub file_size: u64,
+    pub cells: Vec<SweepCell>,
+    pub warnings: Vec<String>,
+}
+
+enum What {
+    Read(ReadMethod, CacheMode),
+    Write(WriteMethod, SyncMode),
+}
+
+pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> Result<SweepResult> {
+    if cfg.sizes.is_empty() || cfg.sizes.contains(&0) {
+        return Err(Error::usage(
+            "invalid block sizes",
+            "give at least one, each at least 1 byte",
+        ));
+    }
+    if cfg.threads == 0 || cfg.repeat == 0 {
+        return Err(Error::usage(
+            "invalid count",
+            "--threads and --repeat must be at least 1",
+        ));
+    }
+    let mut whats = Vec::new();
+    match cfg.op {
+        SweepOp::Read => {
+            for &m in &cfg.read_methods {
+                for &c in &cfg.caches {
+                    whats.push(What::Read(m, c));
+                }
+            }
+        }
+        SweepOp::Write => {
+            for &m in &cfg.write_methods {
+                for &s in &cfg.syncs {
+                    whats.push(What::Write(m, s));
+                }
+            }
+        }
+    }
+    if whats.is_empty() {
+        return Err(Error::usage(
+            "nothing to measure",
+            "give at least one method and cache or sync mode",
+        ));
+    }
+    let mut cells: Vec<(SweepCell, &What)> = Vec::new();
+    for &bs in &cfg.sizes {
+        for what in &whats {
+            let (method, cache, sync) = match what {
+                What::Read(m, c) => (m.name().to_string(), Some(*c), None),
+                What::Write(m, s) => (m.name().to_string(), None, Some(*s)),
+            };
+            cells.push((
+                SweepCell {
+                    bs,
+                    method,
+                    cache,
+                    sync,
+                    runs: Vec::new(),
+                    mib_s: summarize(&[]),
+                    syscalls_per_gib: 0.0,
+                    minor_faults_per_gib: 0.0,
+                    major_faults_per_gib: 0.0,
+                    cache_verified: true,
+                    unsupported: None,
+                },
+                what,
+            ));
+        }
+    }
+    let mut warnings = Vec::new();
+    let (file_size, mut runner): (u64, Box<dyn FnMut(&What, u64) -> Result<SweepRun>>) = match cfg
+        .op
+    {
+        SweepOp::Read => {
+            let src = engine::open_source(&cfg.path)?;
+            let len = cfg.len.unwrap_or(src.size).min(src.size);
+            if len == 0 {
+                return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
+            }
+            let size = src.size;
+            let opts = EngineOptions { depth: cfg.depth };
+            let (threads, seed, drop_all) = (cfg.threads, cfg.seed, cfg.drop_all);
+            (
+                size,
+                Box::new(move |what: &What, bs: u64| {
+                    let What::Read(m, c) = what else {
+                        unreachable!("read sweep")
+                    };
+                    let state = cache::prepare(&src.file, len, &src.path, *c, drop_all)?;
+                    let w = Workload {
+                        bs,
+                        len,
+                        pattern: Pattern::Seq,
+                        seed,
+                        threads,
+                    };
+                    let prepared = engine::prepare(*m, &src, &w, &opts)?;
+                    let (moved, counters) = measure(|| prepared.run());
+                    Ok(SweepRun {
+                        counters,
+                        moved: moved?,
+                        cache_verified: state.verified,
+                    })
+                }),
+            )
+        }
+        SweepOp::Write => {
+            let dir = if cfg.path.is_dir() {
+                cfg.path.clone()
+            } else {
+                cfg.path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| ".".into())
+            };
+            let target = open_target(&dir.join("iolab-sweep-scratch"), false)?;
+            let len = cfg.len.unwrap_or(WRITE_LEN);
+            target.check_space(len)?;
+            let (threads, seed) = (cfg.threads, cfg.seed);
+            (
+                0,
+                Box::new(move |what: &What, bs: u64| {
+                    let What::Write(m, s) = what else {
+                        unreachable!("write sweep")
+                    };
+                    let per_block = matches!(s, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync);
+                    let len = if per_block {
+                        len.min(bs.saturating_mul(SYNCED_BLOCKS))
+                    } else {
+                        len
+                    };
+                    let w = Workload {
+                        bs,
+                        len,
+                        pattern: Pattern::Seq,
+                        seed,
+                        threads,
+                    };
+                    let prepared = prepare_write(*m, &target, &w, *s)?;
+                    let (moved, counters) = measure(|| prepared.run());
+                    Ok(SweepRun {
+                        counters,
+                        moved: moved?,
+                        cache_verified: true,
+                    })
+                }),
+            )
+        }
+    };
+    let total = cfg.repeat * cells.len();
+    let mut done = 0;
+    for _ in 0..cfg.repeat {
+        for (cell, what) in cells.iter_mut() {
+            done += 1;
+            if cell.unsupported.is_some() {
+                continue;
+            }
+            match runner(what, cell.bs) {
+                Ok(run) => cell.runs.push(run),
+                Err(e)
+                    if e.kind == ErrorKind::Unsupported
+                        || (e.kind == ErrorKind::Usage && e.what.contains("block size")) =>
+                {
+                    warnings.push(format!("{} bs {}: {}", cell.method, cell.bs, e.cause));
+                    cell.unsupported = Some(e.cause);
+                }
+                Err(e) => return Err(e),
+            }
+            obs.progress("sweep", done, total);
+        }
+    }
+    let cells: Vec<SweepCell> = cells.into_iter().map(|(c, _)| finish(c)).collect();
+    if cfg.op == SweepOp::Write
+        && cfg
+            .syncs
+            .iter()
+            .any(|s| matches!(s, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync))
+    {
+        warnings.push(format!(
+            "per-block sync modes write at most {SYNCED_BLOCKS} blocks per run"
+        ));
+    }
+    if cells.iter().any(|c| !c.cache_verified) {
+        warnings.push("some runs did not start in the asked cache state (marked)".into());
+    }
+    Ok(SweepResult {
+        host: host_facts(Some(&cfg.path), command_line),
+        config: cfg.clone(),
+        file_size,
+        cells,
+        warnings,
+    })
+}
+
+fn finish(mut c: SweepCell) -> SweepCell {
+    let rates: Vec<f64> = c
+        .runs
+        .iter()
+        .map(|r| crate::size::mib_per_s(r.moved.bytes, r.counters.wall.as_secs_f64()))
+        .collect();
+    c.mib_s = summarize(&rates);
+    let gib = c.runs.iter().map(|r| r.moved.bytes).sum::<u64>() as f64 / (1u64 << 30) as f64;
+    if gib > 0.0 {
+        c.syscalls_per_gib = c.runs.iter().map(|r| r.moved.ops).sum::<u64>() as f64 / gib;
+        c.minor_faults_per_gib =
+            c.runs.iter().map(|r| r.counters.minor_faults).sum::<u64>() as f64 / gib;
+        c.major_faults_per_gib =
+            c.runs.iter().map(|r| r.counters.major_faults).sum::<u64>() as f64 / gib;
+    }
+    c.cache_verified = c.runs.iter().all(|r| r.cache_verified);
+    c
+}
+
+/// Block sizes from `512..16M` (powers of two) or a list `4K,64K,1M`.
+pub fn parse_sizes(text: &str) -> Result<Vec<u64>> {
+    if let Some((a, b)) = text.split_once("..") {
+        let (lo, hi) = (crate::size::parse_size(a)?, crate::size::parse_size(b)?);
+        if lo == 0 || lo > hi {
+            return Err(Error::usage(
+                format!("invalid block-size range '{text}'"),
+                "expected LOW..HIGH with 0 < LOW <= HIGH, e.g. 512..16M",
+            ));
+        }
+        let mut v = Vec::new();
+        let mut s = lo;
+        while s <= hi {
+            v.push(s);
+            match s.checked_mul(2) {
+                Some(n) => s = n,
+                None => break,
+            }
+        }
+        return Ok(v);
+    }
+    text.split(',').map(crate::size::parse_size).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_size_ranges_and_lists() {
+        assert_eq!(parse_sizes("512..4K").unwrap(), vec![512, 1024, 2048, 4096]);
+        assert_eq!(parse_sizes("4K,1M").unwrap(), vec![4096, 1 << 20]);
+        assert_eq!(parse_sizes("3..7").unwrap(), vec![3, 6]);
+        assert!(parse_sizes("4K..1K").is_err());
+        assert!(parse_sizes("0..1K").is_err());
+        assert!(parse_sizes("4Q").is_err());
+    }
+}

@@ -1,0 +1,282 @@
+//! Line plots as self-contained SVG: log2 or linear x, error bars, and series told apart by
+//! colour, dash and marker so they survive grey-scale print.
+
+use std::fmt::Write;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    /// Error bar from `lo` to `hi` (equal to `y` for none).
+    pub lo: f64,
+    pub hi: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<Point>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log2_x: bool,
+    pub series: Vec<Series>,
+}
+
+const W: f64 = 860.0;
+const H: f64 = 500.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 230.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 60.0;
+const COLORS: [&str; 8] = [
+    "#1f4e9c", "#c0392b", "#1e8449", "#7d3c98", "#d68910", "#117a65", "#5d6d7e", "#922b21",
+];
+const DASHES: [&str; 4] = ["", "6,4", "2,3", "10,3,2,3"];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Short axis label for a byte count: 512, 4K, 1M.
+fn bytes_label(v: f64) -> String {
+    let v = v.round() as u64;
+    for (unit, s) in [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")] {
+        if v >= unit && v % unit == 0 {
+            return format!("{}{s}", v / unit);
+        }
+    }
+    v.to_string()
+}
+
+fn nice_step(range: f64) -> f64 {
+    let raw = range / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    mag * if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+fn marker(out: &mut String, i: usize, x: f64, y: f64, color: &str) {
+    let _ = match i % 4 {
+        0 => write!(
+            out,
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
+        ),
+        1 => write!(
+            out,
+            r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" fill="{color}"/>"#,
+            x - 3.5,
+            y - 3.5
+        ),
+        2 => write!(
+            out,
+            r#"<path d="M{x:.1},{:.1} l4,7 h-8 z" fill="{color}"/>"#,
+            y - 4.0
+        ),
+        _ => write!(
+            out,
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="white" stroke="{color}" stroke-width="1.5"/>"#
+        ),
+    };
+}
+
+/// Renders the plot. Empty series are skipped; a plot with no points still renders its axes.
+pub fn line_plot(p: &Plot) -> String {
+    let pts = || p.series.iter().flat_map(|s| s.points.iter());
+    let tx = |x: f64| {
+        if p.log2_x {
+            x.max(f64::MIN_POSITIVE).log2()
+        } else {
+            x
+        }
+    };
+    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), q| {
+        (a.min(tx(q.x)), b.max(tx(q.x)))
+    });
+    if x0 > x1 {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x0 == x1 {
+        (x0, x1) = (x0 - 1.0, x1 + 1.0);
+    }
+    let ymax = pts().fold(0.0f64, |m, q| m.max(q.hi).max(q.y));
+    let step = nice_step(if ymax > 0.0 { ymax * 1.05 } else { 1.0 });
+    let y1 = ((ymax * 1.05) / step).ceil().max(1.0) * step;
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let sx = |x: f64| LEFT + (tx(x) - x0) / (x1 - x0) * pw;
+    let sy = |y: f64| TOP + ph - y / y1 * ph;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><rect width="{W}" height="{H}" fill="white"/>"#,
+        t = esc(&p.title)
+    );
+    let _ = write!(
+        o,
+        r#"<text x="{}" y="28" font-size="16" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        esc(&p.title)
+    );
+    // Grid and y ticks.
+    let mut y = 0.0;
+    while y <= y1 + step / 2.0 {
+        let py = sy(y);
+        let _ = write!(
+            o,
+            r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            py + 4.0,
+            if step >= 1.0 {
+                format!("{y:.0}")
+            } else {
+                format!("{y:.2}")
+            }
+        );
+        y += step;
+    }
+    // x ticks: each distinct x of the data.
+    let mut xs: Vec<f64> = pts().map(|q| q.x).collect();
+    xs.sort_by(|a, b| a.total_cmp(b));
+    xs.dedup();
+    for x in xs {
+        let px = sx(x);
+        let label = if p.log2_x {
+            bytes_label(x)
+        } else {
+            format!("{x}")
+        };
+        let _ = write!(
+            o,
+            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#999"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + ph,
+            TOP + ph + 5.0,
+            TOP + ph + 18.0,
+            esc(&label)
+        );
+    }
+    let _ = write!(
+        o,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(20,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        LEFT + pw / 2.0,
+        H - 15.0,
+        esc(&p.x_label),
+        TOP + ph / 2.0,
+        esc(&p.y_label)
+    );
+    for (i, s) in p.series.iter().filter(|s| !s.points.is_empty()).enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let dash = DASHES[(i / COLORS.len() + i) % DASHES.len()];
+        let path: Vec<String> = s
+            .points
+            .iter()
+            .map(|q| format!("{:.1},{:.1}", sx(q.x), sy(q.y)))
+            .collect();
+        let _ = write!(
+            o,
+            r#"<g class="series"><polyline points="{}" fill="none" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
+            path.join(" ")
+        );
+        for q in &s.points {
+            let px = sx(q.x);
+            if q.hi > q.lo {
+                let _ = write!(
+                    o,
+                    r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{color}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
+                    sy(q.lo),
+                    sy(q.hi),
+                    px - 4.0,
+                    sy(q.lo),
+                    px + 4.0,
+                    sy(q.lo),
+                    px - 4.0,
+                    sy(q.hi),
+                    px + 4.0,
+                    sy(q.hi)
+                );
+            }
+            marker(&mut o, i, px, sy(q.y), color);
+        }
+        let ly = TOP + 10.0 + i as f64 * 20.0;
+        let lx = LEFT + pw + 15.0;
+        let _ = write!(
+            o,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
+            lx + 30.0
+        );
+        marker(&mut o, i, lx + 15.0, ly, color);
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{}">{}</text></g>"#,
+            lx + 38.0,
+            ly + 4.0,
+            esc(&s.name)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_series_axes_and_escapes() {
+        let p = Plot {
+            title: "a < b".into(),
+            x_label: "block size".into(),
+            y_label: "MiB/s".into(),
+            log2_x: true,
+            series: vec![
+                Series {
+                    name: "read & warm".into(),
+                    points: vec![
+                        Point {
+                            x: 512.0,
+                            y: 10.0,
+                            lo: 8.0,
+                            hi: 12.0,
+                        },
+                        Point {
+                            x: 4096.0,
+                            y: 40.0,
+                            lo: 40.0,
+                            hi: 40.0,
+                        },
+                    ],
+                },
+                Series {
+                    name: "empty".into(),
+                    points: vec![],
+                },
+            ],
+        };
+        let svg = line_plot(&p);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert!(svg.contains("a &lt; b") && svg.contains("read &amp; warm"));
+        assert!(svg.contains(">4K<") && svg.contains(">512<"));
+        let empty = line_plot(&Plot {
+            series: vec![],
+            ..p
+        });
+        assert!(empty.contains("</svg>"));
+    }
+}

@@ -1,0 +1,118 @@
+//! `iolab sweep` reports: the table and the plot.
+
+use super::svg::{Plot, Point, Series, line_plot};
+use super::{Format, csv_line, json, markdown_table, table};
+use crate::experiments::sweep::{SweepOp, SweepResult};
+use crate::size::format_size;
+
+pub fn sweep_report(r: &SweepResult, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let mode = if r.config.op == SweepOp::Read {
+        "cache"
+    } else {
+        "sync"
+    };
+    let mut rows = vec![
+        [
+            "bs",
+            "method",
+            mode,
+            "MiB/s median",
+            "min",
+            "max",
+            "runs",
+            "syscalls/GiB",
+            "minflt/GiB",
+            "majflt/GiB",
+            "cache ok",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>(),
+    ];
+    for c in &r.cells {
+        let mut row = vec![
+            if format == Format::Csv {
+                c.bs.to_string()
+            } else {
+                format_size(c.bs)
+            },
+            c.method.clone(),
+            c.cache
+                .map(|m| m.name().to_string())
+                .or(c.sync.map(|s| s.name().to_string()))
+                .unwrap_or_default(),
+        ];
+        if let Some(why) = &c.unsupported {
+            row.push(format!("unsupported: {why}"));
+        } else {
+            row.extend([
+                format!("{:.1}", c.mib_s.median),
+                format!("{:.1}", c.mib_s.min),
+                format!("{:.1}", c.mib_s.max),
+                c.mib_s.n.to_string(),
+                format!("{:.0}", c.syscalls_per_gib),
+                format!("{:.0}", c.minor_faults_per_gib),
+                format!("{:.0}", c.major_faults_per_gib),
+                match (c.cache, c.cache_verified) {
+                    (None, _) => "-".into(),
+                    (Some(_), true) => "yes".into(),
+                    (Some(_), false) => "NO".into(),
+                },
+            ]);
+        }
+        rows.push(row);
+    }
+    match format {
+        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Markdown => markdown_table(&rows),
+        _ => format!(
+            "sweep {} of {}\n\n{}",
+            op_name(r),
+            r.config.path.display(),
+            table(&rows)
+        ),
+    }
+}
+
+fn op_name(r: &SweepResult) -> &'static str {
+    match r.config.op {
+        SweepOp::Read => "read",
+        SweepOp::Write => "write",
+    }
+}
+
+/// Throughput against block size: one line per method x cache (or sync), min-max error bars.
+pub fn sweep_plot(r: &SweepResult) -> String {
+    let mut series: Vec<Series> = Vec::new();
+    for c in r
+        .cells
+        .iter()
+        .filter(|c| c.unsupported.is_none() && c.mib_s.n > 0)
+    {
+        let name = c.series();
+        let point = Point {
+            x: c.bs as f64,
+            y: c.mib_s.median,
+            lo: c.mib_s.min,
+            hi: c.mib_s.max,
+        };
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series {
+                name,
+                points: vec![point],
+            }),
+        }
+    }
+    let op = op_name(r);
+    line_plot(&Plot {
+        title: format!("{op} throughput vs block size"),
+        x_label: "block size (bytes, log2 scale)".into(),
+        y_label: "MiB/s (median, bars min-max)".into(),
+        log2_x: true,
+        series,
+    })
+}
