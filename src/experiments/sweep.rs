@@ -85,6 +85,9 @@ pub struct SweepResult {
     pub warnings: Vec<String>,
 }
 
+/// Runs one cell once.
+type Runner<'a> = dyn FnMut(&What, u64) -> Result<SweepRun> + 'a;
+
 enum What {
     Read(ReadMethod, CacheMode),
     Write(WriteMethod, SyncMode),
@@ -152,9 +155,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         }
     }
     let mut warnings = Vec::new();
-    let (file_size, mut runner): (u64, Box<dyn FnMut(&What, u64) -> Result<SweepRun>>) = match cfg
-        .op
-    {
+    let (file_size, mut runner): (u64, Box<Runner>) = match cfg.op {
         SweepOp::Read => {
             let src = engine::open_source(&cfg.path)?;
             let len = cfg.len.unwrap_or(src.size).min(src.size);

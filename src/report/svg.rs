@@ -49,7 +49,7 @@ fn esc(s: &str) -> String {
 fn bytes_label(v: f64) -> String {
     let v = v.round() as u64;
     for (unit, s) in [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")] {
-        if v >= unit && v % unit == 0 {
+        if v >= unit && v.is_multiple_of(unit) {
             return format!("{}{s}", v / unit);
         }
     }
