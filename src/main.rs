@@ -3,7 +3,7 @@
 use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 use iolab::cli::{Cli, Command};
-use iolab::experiments::{Observer, access, cache_cmd, classic, fast, read, sweep, write};
+use iolab::experiments::{Observer, access, cache_cmd, classic, fast, read, run2, sweep, write};
 use iolab::report::{self, Format};
 use iolab::{Error, xor};
 use std::io::{IsTerminal, Write};
@@ -109,6 +109,18 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
                 iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), a.force)?;
             }
             out(&report::sweep::sweep_report(&r, a.format.into()));
+        }
+        Command::Run2(a) => {
+            if a.block_size == 0 {
+                return Err(usage(
+                    "invalid block size: it must be at least 1 byte".into(),
+                ));
+            }
+            let r = run2::run_run2(&a.config(), &progress)?;
+            match Format::from(a.format) {
+                Format::Json => out(&report::json(&r)),
+                _ => out(&report::classic::run2_lines(&r)),
+            }
         }
         Command::Cache(c) => {
             let (action, files) = c.parts();

@@ -11,6 +11,7 @@ use crate::experiments::cache_cmd::CacheAction;
 use crate::experiments::classic::{Op, RunConfig};
 use crate::experiments::fast::FastConfig;
 use crate::experiments::read::ReadConfig;
+use crate::experiments::run2::Run2Config;
 use crate::experiments::sweep::{SweepConfig, SweepOp, parse_sizes};
 use crate::experiments::write::WriteConfig;
 use crate::report::Format;
@@ -63,6 +64,12 @@ pub enum Command {
         after_help = "Examples:\n  iolab sweep big.bin --bs 4K..16M --methods read,mmap --cache cold,warm --plot sweep.svg\n  iolab sweep big.bin --bs 4K,64K,1M --size 256M --repeat 5\n  iolab sweep /var/tmp --op write --methods write,mmap --sync none,end,each --size 64M\n\nWith --op write, a scratch file is written next to FILE (or inside it, if a directory) and\nremoved; FILE itself is never written. Per-block sync modes write at most 2048 blocks a run."
     )]
     Sweep(SweepArgs),
+    /// Find a block count whose read takes 5-15 s (the classic run2), or predict the file size.
+    #[command(
+        visible_alias = "calibrate",
+        after_help = "Examples:\n  iolab run2 big.bin 4096\n  iolab calibrate big.bin 1M --target 1s..3s --cache cold"
+    )]
+    Run2(Run2Args),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -361,6 +368,44 @@ pub struct SweepArgs {
     /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct Run2Args {
+    /// A regular file to read
+    pub file: PathBuf,
+    /// Block size: 4096, 4K, 1MiB...
+    #[arg(value_parser = parse::size, allow_hyphen_values = true)]
+    pub block_size: u64,
+    /// The time window one read should take
+    #[arg(long, default_value = "5s..15s", value_parser = parse::window)]
+    pub target: (std::time::Duration, std::time::Duration),
+    /// Read method
+    #[arg(long, default_value = "read", value_parser = parse::read_method)]
+    pub method: ReadMethod,
+    /// Threads, each with its own part
+    #[arg(long, default_value = "1", value_parser = parse::threads)]
+    pub threads: usize,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    /// Output on stdout: the classic lines (text) or JSON with every step
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl Run2Args {
+    pub fn config(&self) -> Run2Config {
+        Run2Config {
+            path: self.file.clone(),
+            bs: self.block_size,
+            min: self.target.0,
+            max: self.target.1,
+            method: self.method,
+            threads: self.threads,
+            cache: self.cache.cache.unwrap_or(CacheMode::Asis),
+            drop_all: self.cache.drop_all,
+        }
+    }
 }
 
 impl SweepArgs {

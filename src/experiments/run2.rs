@@ -1,1 +1,147 @@
+//! `iolab run2 FILE BLOCK_SIZE` (alias `calibrate`): find a block count whose read takes a time
+//! inside a window (default 5–15 s), doubling the count and bisecting when a step overshoots. If
+//! the file ends first, say so and predict the file size that would reach the window.
 
+use super::Observer;
+use super::classic::{ClassicResult, Op, RunConfig, run_classic};
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::engine::write::{SyncMode, WriteMethod};
+use crate::error::{Error, Result};
+use crate::workload::Pattern;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run2Config {
+    pub path: PathBuf,
+    pub bs: u64,
+    pub min: Duration,
+    pub max: Duration,
+    pub method: ReadMethod,
+    pub threads: usize,
+    pub cache: CacheMode,
+    pub drop_all: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run2Step {
+    pub count: u64,
+    pub run: ClassicResult,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Run2Outcome {
+    /// A count whose read fell inside the window.
+    Found,
+    /// The whole file read faster than the window's low end.
+    FileEnded {
+        /// Bytes that would take the window's low and high end at the measured rate.
+        predicted_min_bytes: u64,
+        predicted_max_bytes: u64,
+    },
+    /// Even one block takes longer than the window.
+    OneBlockTooSlow,
+    /// Neighbouring counts straddle the window (the rate jumps, e.g. where the cache ends).
+    Straddled,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run2Result {
+    pub config: Run2Config,
+    pub file_size: u64,
+    pub outcome: Run2Outcome,
+    /// Every step tried, in order; the last is the answer (or the closest).
+    pub steps: Vec<Run2Step>,
+}
+
+impl Run2Result {
+    pub fn last(&self) -> Option<&Run2Step> {
+        self.steps.last()
+    }
+}
+
+const MAX_STEPS: usize = 80;
+
+pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
+    if cfg.min >= cfg.max {
+        return Err(Error::usage(
+            "invalid window",
+            "its low end must be below its high end",
+        ));
+    }
+    let size = crate::engine::open_source(&cfg.path)?.size;
+    if size == 0 {
+        return Err(Error::usage("nothing to calibrate", "the file is empty").at(&cfg.path));
+    }
+    let blocks_in_file = size.div_ceil(cfg.bs.max(1));
+    let step = |count: u64| {
+        run_classic(&RunConfig {
+            path: cfg.path.clone(),
+            op: Op::Read,
+            bs: cfg.bs,
+            count,
+            read_method: cfg.method,
+            write_method: WriteMethod::Write,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: cfg.threads,
+            depth: 32,
+            cache: cfg.cache,
+            drop_all: cfg.drop_all,
+            sync: SyncMode::None,
+            force: false,
+        })
+    };
+    let mut steps: Vec<Run2Step> = Vec::new();
+    let (mut fast, mut slow): (Option<u64>, Option<u64>) = (None, None);
+    let mut count = 1u64;
+    let outcome = loop {
+        let run = step(count)?;
+        let t = run.counters.wall;
+        let whole = run.bytes >= size;
+        steps.push(Run2Step { count, run });
+        obs.progress("run2", steps.len(), MAX_STEPS);
+        if t >= cfg.min && t <= cfg.max {
+            break Run2Outcome::Found;
+        }
+        if t < cfg.min {
+            if whole {
+                let rate = size as f64 / t.as_secs_f64().max(1e-9);
+                break Run2Outcome::FileEnded {
+                    predicted_min_bytes: (rate * cfg.min.as_secs_f64()) as u64,
+                    predicted_max_bytes: (rate * cfg.max.as_secs_f64()) as u64,
+                };
+            }
+            fast = Some(count);
+        } else {
+            if count == 1 {
+                break Run2Outcome::OneBlockTooSlow;
+            }
+            slow = Some(count);
+        }
+        let next = match (fast, slow) {
+            (Some(f), Some(s)) => {
+                if s - f <= 1 {
+                    break Run2Outcome::Straddled;
+                }
+                // Geometric middle: the time grows with the count.
+                (((f as f64) * (s as f64)).sqrt() as u64).clamp(f + 1, s - 1)
+            }
+            (Some(f), None) => f.saturating_mul(2).min(blocks_in_file),
+            (None, Some(s)) => (s / 2).max(1),
+            (None, None) => unreachable!("one of them was just set"),
+        };
+        if steps.len() >= MAX_STEPS {
+            break Run2Outcome::Straddled;
+        }
+        count = next;
+    };
+    Ok(Run2Result {
+        config: cfg.clone(),
+        file_size: size,
+        outcome,
+        steps,
+    })
+}

@@ -101,3 +101,74 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
         _ => format!("{}{pc}\n", table(&rows)),
     }
 }
+
+/// `iolab run2` output: the classic program's lines for the count found (or the closest), then
+/// what happened, and the prediction when the file was too small.
+pub fn run2_lines(r: &crate::experiments::run2::Run2Result) -> String {
+    use crate::experiments::run2::Run2Outcome;
+    let Some(last) = r.last() else {
+        return String::new();
+    };
+    let run = &last.run;
+    let secs = run.seconds();
+    let mut out = format!(
+        "Block size: {}\nBlock count: {}\nFile size read: {:.2} MiB\nTime taken: {:.6} seconds\nRate: {:.2} MiB/s\nXor value is {}\n",
+        r.config.bs,
+        run.blocks,
+        run.bytes as f64 / 1_048_576.0,
+        secs,
+        mib_per_s(run.bytes, secs),
+        format_xor(run.xor)
+    );
+    let window = format!(
+        "{}-{}",
+        human_duration(r.config.min),
+        human_duration(r.config.max)
+    );
+    out.push_str(&match &r.outcome {
+        Run2Outcome::Found => format!("Found: {} blocks read in {secs:.3} s, inside {window} ({} steps)\n", last.count, r.steps.len()),
+        Run2Outcome::FileEnded { predicted_min_bytes, predicted_max_bytes } => format!(
+            "The file ends before the window: all {} bytes read in {secs:.3} s. At this rate a file of {} to {} ({} to {} bytes) would take {window}\n",
+            r.file_size,
+            format_size(*predicted_min_bytes),
+            format_size(*predicted_max_bytes),
+            predicted_min_bytes,
+            predicted_max_bytes
+        ),
+        Run2Outcome::OneBlockTooSlow => format!("One block already takes {secs:.3} s, above {window}: use a smaller block size\n"),
+        Run2Outcome::Straddled => format!(
+            "No count lands inside {window}: neighbouring counts straddle it (the rate jumps, e.g. where the cached part ends); closest shown\n"
+        ),
+    });
+    out
+}
+
+/// `15 s`, `50 ms`, `200 us`, `2 ns`.
+pub fn human_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    let (v, unit) = if s >= 1.0 {
+        (s, "s")
+    } else if s >= 1e-3 {
+        (s * 1e3, "ms")
+    } else if s >= 1e-6 {
+        (s * 1e6, "us")
+    } else {
+        (s * 1e9, "ns")
+    };
+    let v = format!("{v:.3}");
+    format!("{} {unit}", v.trim_end_matches('0').trim_end_matches('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::from_secs(15)), "15 s");
+        assert_eq!(human_duration(Duration::from_millis(50)), "50 ms");
+        assert_eq!(human_duration(Duration::from_nanos(2)), "2 ns");
+        assert_eq!(human_duration(Duration::from_micros(1500)), "1.5 ms");
+    }
+}
