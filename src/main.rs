@@ -3,7 +3,9 @@
 use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 use iolab::cli::{Cli, Command};
-use iolab::experiments::{Observer, access, cache_cmd, classic, fast, read, run2, sweep, write};
+use iolab::experiments::{
+    Observer, access, cache_cmd, classic, fast, read, run2, sweep, syscalls, write,
+};
 use iolab::report::{self, Format};
 use iolab::{Error, xor};
 use std::io::{IsTerminal, Write};
@@ -121,6 +123,11 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
                 Format::Json => out(&report::json(&r)),
                 _ => out(&report::classic::run2_lines(&r)),
             }
+        }
+        Command::Syscalls(a) => {
+            let r =
+                syscalls::run_syscalls(a.file.as_deref(), a.samples, &command_line(), &progress)?;
+            out(&report::syscalls::syscalls_report(&r, a.format.into()));
         }
         Command::Cache(c) => {
             let (action, files) = c.parts();

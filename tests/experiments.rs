@@ -274,3 +274,51 @@ fn run2_finds_a_count_inside_a_tiny_window() {
         .collect();
     assert_eq!(&counts[..3], &[1, 2, 4], "doubles from one block");
 }
+
+#[test]
+fn syscall_costs_are_positive_and_sanely_ordered() {
+    let v = json(&["syscalls", "--samples", "2", "--format", "json"]);
+    let rows = v["rows"].as_array().unwrap();
+    let ns = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}"))["ns"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    for r in rows {
+        if r["unsupported"].is_null() {
+            assert!(r["ns"]["median"].as_f64().unwrap() > 0.0, "{r}");
+            assert!(r["calls_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    assert!(
+        ns("getppid") < ns("read-1b"),
+        "a null call must cost less than a 1-byte read"
+    );
+    assert!(
+        ns("clock_gettime") < ns("getppid"),
+        "the vDSO clock must not enter the kernel"
+    );
+    assert!(ns("read-1b") < ns("mmap-munmap"));
+    assert!(v["read_1b_bytes_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(rows.len(), 10);
+}
+
+#[test]
+fn syscalls_on_a_given_file_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "s", &bytes(10_000, 27));
+    iolab()
+        .args(["syscalls", f.to_str().unwrap(), "--samples", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1-byte reads move"));
+    let empty = write_file(dir.path(), "e", b"");
+    let o = iolab()
+        .args(["syscalls", empty.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read(&f).unwrap(), bytes(10_000, 27));
+}

@@ -70,6 +70,12 @@ pub enum Command {
         after_help = "Examples:\n  iolab run2 big.bin 4096\n  iolab calibrate big.bin 1M --target 1s..3s --cache cold"
     )]
     Run2(Run2Args),
+    /// What one system call costs here: null call, 1-byte read/pread, lseek, fstat, mmap, a minor
+    /// fault, an io_uring NOP.
+    #[command(
+        after_help = "Examples:\n  iolab syscalls\n  iolab syscalls big.bin --samples 9 --format json\n\nWithout FILE a 1 MiB scratch file is made in the temporary directory and removed."
+    )]
+    Syscalls(SyscallsArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -389,6 +395,18 @@ pub struct Run2Args {
     #[command(flatten)]
     pub cache: CacheArgs,
     /// Output on stdout: the classic lines (text) or JSON with every step
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct SyscallsArgs {
+    /// A file to read 1-byte pieces of (default: a 1 MiB scratch file)
+    pub file: Option<PathBuf>,
+    /// Timed samples per call (each at least 20 ms)
+    #[arg(long, default_value = "5", value_parser = parse::positive)]
+    pub samples: usize,
+    /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }

@@ -9,6 +9,7 @@ mod mmap;
 mod pread;
 mod read;
 mod uring;
+pub use uring::{new_ring, nop_batch};
 pub mod write;
 
 use crate::error::{Error, Result};

@@ -39,6 +39,19 @@ pub fn new_ring(depth: u32, method: &str) -> Result<IoUring> {
     })
 }
 
+/// Submits `k` (at most the ring's size) NOP requests, waits for them, returns how many completed.
+pub fn nop_batch(ring: &mut IoUring, k: usize) -> Result<usize> {
+    for _ in 0..k {
+        let nop = opcode::Nop::new().build();
+        // SAFETY: a NOP references no memory, so nothing must outlive its completion.
+        unsafe { ring.submission().push(&nop) }
+            .map_err(|_| Error::failed("io_uring failed", "submission queue full"))?;
+    }
+    ring.submit_and_wait(k)
+        .map_err(|e| Error::failed("io_uring failed", describe_io(&e)))?;
+    Ok(ring.completion().count())
+}
+
 struct UringWorker {
     ring: IoUring,
     file: Arc<File>,

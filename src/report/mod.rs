@@ -6,6 +6,7 @@ pub mod classic;
 pub mod runs;
 pub mod svg;
 pub mod sweep;
+pub mod syscalls;
 
 use serde::Serialize;
 
@@ -26,16 +27,23 @@ pub fn json<T: Serialize>(value: &T) -> String {
     s
 }
 
-/// Right-aligned fixed-width table from rows of cells (first row is the header).
+fn numeric(cell: &str) -> bool {
+    cell.trim_start_matches('-')
+        .starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Fixed-width table from rows of cells (first row is the header): columns whose cells are
+/// mostly numbers are right-aligned, the others left-aligned.
 pub fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let column = |c: usize| rows.iter().filter_map(move |r| r.get(c));
     let widths: Vec<usize> = (0..cols)
+        .map(|c| column(c).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let right: Vec<bool> = (0..cols)
         .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
+            let body: Vec<&String> = column(c).skip(1).collect();
+            body.iter().filter(|s| numeric(s)).count() * 2 > body.len()
         })
         .collect();
     let mut out = String::new();
@@ -44,10 +52,10 @@ pub fn table(rows: &[Vec<String>]) -> String {
             .iter()
             .enumerate()
             .map(|(i, cell)| {
-                if i == 0 {
-                    format!("{cell:<w$}", w = widths[i])
-                } else {
+                if right[i] {
                     format!("{cell:>w$}", w = widths[i])
+                } else {
+                    format!("{cell:<w$}", w = widths[i])
                 }
             })
             .collect();
@@ -97,7 +105,13 @@ mod tests {
             vec!["a".to_string(), "bb".into()],
             vec!["ccc".into(), "d".into()],
         ];
-        assert_eq!(table(&rows), "a    bb\nccc   d\n");
+        assert_eq!(table(&rows), "a    bb\nccc  d\n");
+        let nums = vec![
+            vec!["x".to_string(), "n".into()],
+            vec!["ab".into(), "10".into()],
+            vec!["c".into(), "7".into()],
+        ];
+        assert_eq!(table(&nums), "x    n\nab  10\nc    7\n");
         assert_eq!(
             markdown_table(&rows),
             "| a | bb |\n|---|---|\n| ccc | d |\n"

@@ -2,6 +2,7 @@
 //! this folder (and one CPU-feature dispatch in `xor.rs`), each block with its `// SAFETY:` line.
 
 pub mod buf;
+pub mod calls;
 pub mod map;
 pub mod sigbus;
 

@@ -1,0 +1,107 @@
+//! Single system calls for `iolab syscalls`, each as thin as it can be.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// getppid(2): the cheapest real system call (no vDSO shortcut).
+pub fn getppid() -> i32 {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// lseek(2) to `offset` from the start.
+pub fn lseek(file: &File, offset: i64) -> io::Result<i64> {
+    // SAFETY: plain system call on a valid descriptor.
+    let r = unsafe { libc::lseek(file.as_raw_fd(), offset, libc::SEEK_SET) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// fstat(2) (std's metadata() uses statx, a different call).
+pub fn fstat(file: &File) -> io::Result<()> {
+    // SAFETY: stat is plain data; zeroed is valid.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor and a writable stat buffer.
+    let r = unsafe { libc::fstat(file.as_raw_fd(), &mut st) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// mmap(2) of one page of `file` followed by munmap(2).
+pub fn map_unmap_page(file: &File) -> io::Result<()> {
+    // SAFETY: a fresh kernel-chosen read-only mapping of a valid descriptor, checked, never
+    // dereferenced, and unmapped right away with its exact length.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        libc::munmap(p, 4096);
+    }
+    Ok(())
+}
+
+/// Anonymous memory on 4 KiB pages (no huge pages), for counting one minor fault per page.
+pub struct FreshPages {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl FreshPages {
+    pub fn new(pages: usize) -> io::Result<FreshPages> {
+        let len = pages.max(1) * 4096;
+        // SAFETY: a fresh private anonymous mapping, checked for MAP_FAILED.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: our own mapping; the advice only keeps the kernel from using huge pages.
+        unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) };
+        Ok(FreshPages {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    /// Writes one byte into every page: one minor fault each, as none is present yet.
+    pub fn touch_all(&mut self) {
+        for off in (0..self.len).step_by(4096) {
+            // SAFETY: off < len, inside our writable mapping.
+            unsafe { self.ptr.add(off).write_volatile(1) };
+        }
+    }
+
+    pub fn pages(&self) -> usize {
+        self.len / 4096
+    }
+}
+
+impl Drop for FreshPages {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly our mapping.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
