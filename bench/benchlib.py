@@ -1,0 +1,86 @@
+"""Shared helpers of the bench/ scripts: build iolab, make a data file, run fio and iolab."""
+import json, os, shutil, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IOLAB = os.path.join(ROOT, "target", "release", "iolab")
+UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def parse_size(text):
+    t = text.upper().rstrip("IB")
+    return int(t[:-1]) * UNITS[t[-1]] if t[-1] in UNITS else int(t)
+
+
+def ensure(packages):
+    """Installs Debian packages whose command is missing (needs root)."""
+    missing = [p for cmd, p in packages if shutil.which(cmd) is None]
+    if missing:
+        if os.geteuid() != 0:
+            sys.exit(f"missing {' '.join(missing)} and installing needs root: apt-get install {' '.join(missing)}")
+        subprocess.run(["apt-get", "update", "-qq"], check=False)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
+    sh(["cargo", "build", "--release", "--locked", "--examples"], cwd=ROOT)
+
+
+def make_file(directory, size):
+    """A random file of `size` bytes in a new temporary directory; returns (dir, path)."""
+    d = tempfile.mkdtemp(dir=directory, prefix="iolab-bench.")
+    path = os.path.join(d, "data.bin")
+    print(f"making {size >> 20} MiB in {path}", file=sys.stderr)
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 64 << 20)
+            f.write(os.urandom(n))
+            left -= n
+    return d, path
+
+
+def evict(path):
+    sh([IOLAB, "cache", "evict", path])
+
+
+def load(path):
+    sh([IOLAB, "cache", "load", path])
+
+
+def fio(path, size, rw, bs, engine, jobs=1, direct=0, depth=1, cold=False, runtime=None):
+    """fio at its best: page-aligned buffers (mem=mmap), no eviction unless cold is meant.
+    Returns (MiB/s, KIOPS)."""
+    per_job = size // jobs
+    cmd = ["fio", "--name=b", f"--filename={path}", f"--rw={rw}", f"--bs={bs}",
+           f"--ioengine={engine}", f"--numjobs={jobs}", f"--direct={direct}", f"--iodepth={depth}",
+           f"--size={per_job}", "--mem=mmap", f"--invalidate={1 if cold else 0}", "--group_reporting",
+           "--output-format=json"]
+    if jobs > 1:
+        cmd.append(f"--offset_increment={per_job}")
+    if runtime:
+        cmd += [f"--runtime={runtime}", "--time_based"]
+    r = json.loads(sh(cmd).stdout)["jobs"][0]["read"]
+    return r["bw_bytes"] / 2**20, r["iops"] / 1000
+
+
+def iolab_json(args):
+    return json.loads(sh([IOLAB, *args, "--format", "json"]).stdout)
+
+
+def pair(rows, label, unit, peer_name, peer, ours, n):
+    """Runs peer and ours n times, interleaved, and records the medians and their ratio."""
+    pv, ov = [], []
+    for _ in range(n):
+        pv.append(peer())
+        ov.append(ours())
+    p, o = statistics.median(pv), statistics.median(ov)
+    ratio = o / p if p else float("nan")
+    rows.append((label, unit, p, o, ratio))
+    print(f"{label:46s} {peer_name} {p:10.1f}  iolab {o:10.1f} {unit:6s} ratio {ratio:5.2f}", file=sys.stderr)
+
+
+def print_rows(title, peer_name, rows):
+    print(f"\n{title}")
+    for label, unit, p, o, ratio in rows:
+        print(f"  {label:46s} {peer_name} {p:10.1f} iolab {o:10.1f} {unit:6s} ratio {ratio:.2f}")
