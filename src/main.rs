@@ -4,7 +4,7 @@ use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 use iolab::cli::{Cli, Command};
 use iolab::experiments::{
-    Observer, access, cache_cmd, classic, fast, read, run2, sweep, syscalls, write,
+    Observer, access, cache_cmd, classic, fast, read, run2, sweep, syscalls, vm, write,
 };
 use iolab::report::{self, Format};
 use iolab::{Error, xor};
@@ -129,12 +129,28 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
                 syscalls::run_syscalls(a.file.as_deref(), a.samples, &command_line(), &progress)?;
             out(&report::syscalls::syscalls_report(&r, a.format.into()));
         }
-        Command::Cache(c) => {
-            let (action, files) = c.parts();
-            let r = cache_cmd::run_cache(action, &files.files, files.drop_all)?;
-            warn_all(&r.notes);
-            out(&report::classic::cache_report(&r, files.format.into()));
+        Command::Vm(a) => {
+            if let Some(size) = a.create {
+                vm::create_file(&a.file, size, a.force)?;
+            }
+            let r = vm::run_vm(&a.config())?;
+            out(&report::vm::vm_report(&r, a.format.into()));
         }
+        Command::Cache(c) => match (c.parts(), &c) {
+            (Some((action, files)), _) => {
+                let width = files.map.then_some(files.width);
+                let r = cache_cmd::run_cache(action, &files.files, files.drop_all, width)?;
+                warn_all(&r.notes);
+                out(&report::classic::cache_report(&r, files.format.into()));
+            }
+            (None, iolab::cli::CacheCommand::Meminfo(m)) => {
+                out(&report::classic::meminfo_report(
+                    &iolab::cache::meminfo::read(),
+                    m.format.into(),
+                ));
+            }
+            (None, _) => unreachable!("only meminfo takes no files"),
+        },
     }
     Ok(())
 }

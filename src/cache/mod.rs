@@ -65,6 +65,55 @@ pub fn residency_by_mincore(file: &File, len: u64, path: &Path) -> Result<Reside
     })
 }
 
+/// Resident fraction of each of `buckets` equal slices of the first `len` bytes: by `cachestat`
+/// per slice where the kernel has it, else one `mincore` walk. Empty for an empty file.
+pub fn residency_map(file: &File, len: u64, buckets: usize, path: &Path) -> Result<Vec<f64>> {
+    let cachestat = crate::sys::map::cachestat(file, 0, 4096).is_some();
+    residency_map_by(file, len, buckets, path, cachestat)
+}
+
+fn residency_map_by(
+    file: &File,
+    len: u64,
+    buckets: usize,
+    path: &Path,
+    cachestat: bool,
+) -> Result<Vec<f64>> {
+    let page = crate::sys::page_size() as u64;
+    let pages = len.div_ceil(page);
+    if pages == 0 || buckets == 0 {
+        return Ok(Vec::new());
+    }
+    let n = (buckets as u64).min(pages);
+    // Slice i holds the pages p with p * n / pages == i.
+    let bounds = |i: u64| ((pages * i).div_ceil(n), (pages * (i + 1)).div_ceil(n));
+    if cachestat {
+        return (0..n)
+            .map(|i| {
+                let (a, b) = bounds(i);
+                let (cached, _) = crate::sys::map::cachestat(file, a * page, (b - a) * page)
+                    .ok_or_else(|| {
+                        Error::failed("cannot check residency", "cachestat failed").at(path)
+                    })?;
+                Ok(cached as f64 / (b - a) as f64)
+            })
+            .collect();
+    }
+    let mut counts = vec![0u64; n as usize];
+    crate::sys::map::mincore_walk(file, len, |p, r| {
+        if r {
+            counts[(p * n / pages) as usize] += 1;
+        }
+    })
+    .map_err(|e| Error::failed("cannot check residency", describe_io(&e)).at(path))?;
+    Ok((0..n)
+        .map(|i| {
+            let (a, b) = bounds(i);
+            counts[i as usize] as f64 / (b - a) as f64
+        })
+        .collect())
+}
+
 /// Residency of a whole file by path.
 pub fn residency(path: &Path) -> Result<Residency> {
     let src = crate::engine::open_source(path)?;
@@ -205,4 +254,37 @@ pub fn prepare(
         dropped_all,
         note,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn residency_map_agrees_between_cachestat_and_mincore() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m");
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&vec![1u8; 1000 * 4096 + 7])
+            .unwrap();
+        let f = File::open(&path).unwrap();
+        let len = f.metadata().unwrap().len();
+        evict(&f, &path, false).unwrap();
+        // Load only the first tenth.
+        let mut buf = vec![0u8; 100 * 4096];
+        crate::engine::pread_full(&f, &mut buf, 0).unwrap();
+        let by_mincore = residency_map_by(&f, len, 7, &path, false).unwrap();
+        assert_eq!(by_mincore.len(), 7);
+        assert!(by_mincore[0] > 0.5, "{by_mincore:?}");
+        if crate::sys::map::cachestat(&f, 0, 4096).is_some() {
+            let by_cachestat = residency_map_by(&f, len, 7, &path, true).unwrap();
+            for (a, b) in by_mincore.iter().zip(&by_cachestat) {
+                assert!((a - b).abs() < 0.05, "{by_mincore:?} vs {by_cachestat:?}");
+            }
+        }
+        assert_eq!(residency_map(&f, 0, 7, &path).unwrap(), Vec::<f64>::new());
+        assert_eq!(residency_map(&f, 4096, 7, &path).unwrap().len(), 1);
+    }
 }

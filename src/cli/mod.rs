@@ -13,6 +13,7 @@ use crate::experiments::fast::FastConfig;
 use crate::experiments::read::ReadConfig;
 use crate::experiments::run2::Run2Config;
 use crate::experiments::sweep::{SweepConfig, SweepOp, parse_sizes};
+use crate::experiments::vm::VmConfig;
 use crate::experiments::write::WriteConfig;
 use crate::report::Format;
 use crate::workload::Pattern;
@@ -76,6 +77,11 @@ pub enum Command {
         after_help = "Examples:\n  iolab syscalls\n  iolab syscalls big.bin --samples 9 --format json\n\nWithout FILE a 1 MiB scratch file is made in the temporary directory and removed."
     )]
     Syscalls(SyscallsArgs),
+    /// The pmap lab: VM size and RSS of a mapped file stage by stage, with page descriptors.
+    #[command(
+        after_help = "Examples:\n  iolab vm data.bin --create 10M\n  iolab vm data.bin --touch 0,10000,4M --write\n  iolab vm data.bin --page-cache --format json\n\nWith --write every touched byte is written back unchanged through a MAP_SHARED mapping:\nthe pages turn dirty, the content stays the same. PFNs and kpageflags need root."
+    )]
+    Vm(VmArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -255,6 +261,15 @@ pub enum CacheCommand {
     Evict(CacheFiles),
     /// Load files into the page cache
     Load(CacheFiles),
+    /// The page-cache figures of /proc/meminfo: Cached, Buffers, Dirty, Writeback, (in)active file
+    Meminfo(MeminfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MeminfoArgs {
+    /// Output on stdout: a text table, or data for other tools
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
 }
 
 #[derive(Debug, Args)]
@@ -265,17 +280,25 @@ pub struct CacheFiles {
     /// With evict, as root: also drop every clean cache (drop_caches)
     #[arg(long)]
     pub drop_all: bool,
+    /// Draw which parts of each file are resident, one bar per file (like vmtouch -v)
+    #[arg(long)]
+    pub map: bool,
+    /// Characters in a --map bar
+    #[arg(long, default_value = "64", value_parser = parse::positive)]
+    pub width: usize,
     /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
 }
 
 impl CacheCommand {
-    pub fn parts(&self) -> (CacheAction, &CacheFiles) {
+    /// The action and its files; `None` for `meminfo`, which takes no files.
+    pub fn parts(&self) -> Option<(CacheAction, &CacheFiles)> {
         match self {
-            CacheCommand::Status(f) => (CacheAction::Status, f),
-            CacheCommand::Evict(f) => (CacheAction::Evict, f),
-            CacheCommand::Load(f) => (CacheAction::Load, f),
+            CacheCommand::Status(f) => Some((CacheAction::Status, f)),
+            CacheCommand::Evict(f) => Some((CacheAction::Evict, f)),
+            CacheCommand::Load(f) => Some((CacheAction::Load, f)),
+            CacheCommand::Meminfo(_) => None,
         }
     }
 }
@@ -409,6 +432,48 @@ pub struct SyscallsArgs {
     /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct VmArgs {
+    /// The file to map
+    pub file: PathBuf,
+    /// First make FILE with this many random bytes (an existing file needs --force)
+    #[arg(long, value_parser = parse::size)]
+    pub create: Option<u64>,
+    /// Overwrite FILE with --create
+    #[arg(long)]
+    pub force: bool,
+    /// Offsets to touch one by one before touching every page
+    #[arg(long, value_delimiter = ',', default_value = "0,10000", value_parser = parse::size)]
+    pub touch: Vec<u64>,
+    /// Touch by reading (the default stages)
+    #[arg(long)]
+    pub read: bool,
+    /// Then repeat the stages writing through a shared writable mapping, and msync
+    #[arg(long)]
+    pub write: bool,
+    /// Keep the file's cached pages instead of evicting them first
+    #[arg(long)]
+    pub no_evict: bool,
+    /// Also show /proc/meminfo before and after reading the whole file
+    #[arg(long)]
+    pub page_cache: bool,
+    /// Output on stdout: text tables, or data for other tools
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl VmArgs {
+    pub fn config(&self) -> VmConfig {
+        VmConfig {
+            path: self.file.clone(),
+            touches: self.touch.clone(),
+            write: self.write,
+            evict: !self.no_evict,
+            page_cache: self.page_cache,
+        }
+    }
 }
 
 impl Run2Args {

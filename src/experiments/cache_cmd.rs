@@ -21,6 +21,9 @@ pub struct FileResidency {
     pub path: PathBuf,
     pub size: u64,
     pub residency: Residency,
+    /// Resident fraction of each slice of the file, with `--map`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub map: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,7 +35,13 @@ pub struct CacheReport {
 }
 
 /// Applies `action` to every file, then reports residency. Stops at the first failing file.
-pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Result<CacheReport> {
+/// With `map_width`, each file also gets a residency map of that many slices.
+pub fn run_cache(
+    action: CacheAction,
+    paths: &[PathBuf],
+    drop_all: bool,
+    map_width: Option<usize>,
+) -> Result<CacheReport> {
     let mut files = Vec::new();
     let mut notes = Vec::new();
     for path in paths {
@@ -44,7 +53,7 @@ pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Resu
                 cache::evict(&src.file, path, false)?;
             }
         }
-        files.push(status(path, &src)?);
+        files.push(status(path, &src, map_width)?);
     }
     if action == CacheAction::Evict && drop_all {
         match cache::drop_all_caches() {
@@ -53,7 +62,7 @@ pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Resu
         }
         files = paths
             .iter()
-            .map(|p| engine::open_source(p).and_then(|s| status(p, &s)))
+            .map(|p| engine::open_source(p).and_then(|s| status(p, &s, map_width)))
             .collect::<Result<_>>()?;
     }
     if action == CacheAction::Evict {
@@ -75,10 +84,13 @@ pub fn run_cache(action: CacheAction, paths: &[PathBuf], drop_all: bool) -> Resu
     })
 }
 
-fn status(path: &Path, src: &engine::Source) -> Result<FileResidency> {
+fn status(path: &Path, src: &engine::Source, map_width: Option<usize>) -> Result<FileResidency> {
     Ok(FileResidency {
         path: path.to_path_buf(),
         size: src.size,
         residency: cache::residency_of(&src.file, src.size, path)?,
+        map: map_width
+            .map(|w| cache::residency_map(&src.file, src.size, w, path))
+            .transpose()?,
     })
 }

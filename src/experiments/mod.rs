@@ -10,6 +10,7 @@ pub mod read;
 pub mod run2;
 pub mod sweep;
 pub mod syscalls;
+pub mod vm;
 pub mod write;
 
 /// Receives progress from long experiments; the CLI turns it into a progress line on stderr.

@@ -74,6 +74,25 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
         format_size(p.mem_total),
         format_size(p.mem_available)
     );
+    let bars: String = r
+        .files
+        .iter()
+        .filter_map(|f| {
+            f.map.as_ref().map(|m| {
+                format!(
+                    "{} [{}] {:.1}%\n",
+                    f.path.display(),
+                    residency_bar(m),
+                    f.residency.percent()
+                )
+            })
+        })
+        .collect();
+    let pc = if bars.is_empty() {
+        pc
+    } else {
+        format!("{bars}{pc}")
+    };
     match format {
         Format::Csv => {
             let mut out = super::csv_line(
@@ -159,10 +178,63 @@ pub fn human_duration(d: std::time::Duration) -> String {
     format!("{} {unit}", v.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// One character per slice: `#` all resident, `o` half or more, `.` some, ` ` none.
+pub fn residency_bar(map: &[f64]) -> String {
+    map.iter()
+        .map(|f| match f {
+            f if *f >= 0.999 => '#',
+            f if *f >= 0.5 => 'o',
+            f if *f > 0.0 => '.',
+            _ => ' ',
+        })
+        .collect()
+}
+
+/// `iolab cache meminfo`.
+pub fn meminfo_report(p: &crate::cache::meminfo::PageCache, format: Format) -> String {
+    let rows: Vec<(&str, u64)> = vec![
+        ("MemTotal", p.mem_total),
+        ("MemAvailable", p.mem_available),
+        ("Cached", p.cached),
+        ("Buffers", p.buffers),
+        ("Dirty", p.dirty),
+        ("Writeback", p.writeback),
+        ("Active(file)", p.active_file),
+        ("Inactive(file)", p.inactive_file),
+    ];
+    match format {
+        Format::Json => json(p),
+        Format::Csv => {
+            let mut out = super::csv_line(&["field".to_string(), "bytes".into()]);
+            for (k, v) in rows {
+                out.push_str(&super::csv_line(&[k.to_string(), v.to_string()]));
+            }
+            out
+        }
+        _ => {
+            let mut t = vec![vec!["field".to_string(), "size".into(), "bytes".into()]];
+            t.extend(
+                rows.iter()
+                    .map(|(k, v)| vec![k.to_string(), format_size(*v), v.to_string()]),
+            );
+            if format == Format::Markdown {
+                markdown_table(&t)
+            } else {
+                table(&t)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn bars_show_slices() {
+        assert_eq!(residency_bar(&[1.0, 0.6, 0.1, 0.0]), "#o. ");
+    }
 
     #[test]
     fn durations_read_naturally() {

@@ -122,14 +122,19 @@ impl Drop for Mapping {
 
 /// Resident pages of the first `len` bytes of `file` and the total number of pages, by `mincore`.
 pub fn residency(file: &File, len: u64) -> io::Result<(u64, u64)> {
+    let mut resident = 0u64;
+    mincore_walk(file, len, |_, r| resident += r as u64)?;
+    Ok((resident, len.div_ceil(super::page_size() as u64)))
+}
+
+/// Calls `each(page_index, resident)` for every page of the first `len` bytes, by `mincore`.
+pub fn mincore_walk(file: &File, len: u64, mut each: impl FnMut(u64, bool)) -> io::Result<()> {
     if len == 0 {
-        return Ok((0, 0));
+        return Ok(());
     }
     let page = super::page_size() as u64;
-    let total = len.div_ceil(page);
     // Walk in windows so a huge file needs neither a huge vector nor a huge mapping.
     const WINDOW: u64 = 1 << 30;
-    let mut resident = 0u64;
     let mut vec = vec![0u8; (WINDOW / page) as usize];
     let mut off = 0u64;
     while off < len {
@@ -158,10 +163,13 @@ pub fn residency(file: &File, len: u64) -> io::Result<(u64, u64)> {
         if rc != 0 {
             return Err(err);
         }
-        resident += vec[..pages].iter().filter(|b| *b & 1 != 0).count() as u64;
+        let first = off / page;
+        for (i, b) in vec[..pages].iter().enumerate() {
+            each(first + i as u64, b & 1 != 0);
+        }
         off += wlen as u64;
     }
-    Ok((resident, total))
+    Ok(())
 }
 
 impl Mapping {

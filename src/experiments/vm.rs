@@ -1,0 +1,422 @@
+//! `iolab vm FILE`: the pmap lab, automated. The process maps a file and walks through stages
+//! (start, after mmap, after touching chosen offsets, after touching every page; with `--write`
+//! the same through a writable shared mapping, then msync), reading its own `/proc/self/smaps`
+//! at each, with the deltas, the faults, an explanation computed from them, and the pagemap /
+//! kpageflags of each touched page.
+
+use crate::cache::meminfo::{self, PageCache};
+use crate::error::{Error, Result, describe_io};
+use crate::sys::map::{MapOptions, Mapping};
+use crate::vm::pagemap::{self, PageEntry};
+use crate::vm::smaps::{self, MapRow};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmConfig {
+    pub path: PathBuf,
+    /// Offsets to touch one at a time before touching every page.
+    pub touches: Vec<u64>,
+    /// Repeat the stages writing through a MAP_SHARED mapping (each byte written back unchanged).
+    pub write: bool,
+    /// Evict the file first, so touches fault from the device.
+    pub evict: bool,
+    /// Also show /proc/meminfo before and after reading the whole file.
+    pub page_cache: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageInfo {
+    pub offset: u64,
+    pub entry: PageEntry,
+    /// kpageflags by name; `None` when they cannot be read (not root).
+    pub flags: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delta {
+    pub vm_size_kb: i64,
+    pub vm_rss_kb: i64,
+    pub map_rss_kb: i64,
+    pub map_dirty_kb: i64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    pub name: String,
+    pub vm_size_kb: u64,
+    pub vm_rss_kb: u64,
+    pub rows: Vec<MapRow>,
+    /// Index in `rows` of the file's mapping, once it exists.
+    pub file_row: Option<usize>,
+    pub delta: Delta,
+    pub explanation: String,
+    pub pages: Vec<PageInfo>,
+}
+
+impl Stage {
+    pub fn map_row(&self) -> Option<&MapRow> {
+        self.file_row.map(|i| &self.rows[i])
+    }
+
+    /// Totals of Kbytes, RSS and Dirty over every row.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        self.rows.iter().fold((0, 0, 0), |(a, b, c), r| {
+            (a + r.size_kb, b + r.rss_kb, c + r.dirty_kb)
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageCacheChange {
+    pub before: PageCache,
+    pub after: PageCache,
+    pub file_size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmResult {
+    pub path: PathBuf,
+    pub file_size: u64,
+    pub map_start: u64,
+    pub stages: Vec<Stage>,
+    /// Why PFNs and flags are missing, when they are.
+    pub page_note: Option<String>,
+    pub page_cache: Option<PageCacheChange>,
+}
+
+struct Snapshot {
+    rows: Vec<MapRow>,
+    vm: (u64, u64),
+    usage: crate::sys::Usage,
+}
+
+fn snapshot() -> Result<Snapshot> {
+    let usage = crate::sys::rusage_self();
+    let rows = smaps::read_self()
+        .map_err(|e| Error::failed("cannot read /proc/self/smaps", describe_io(&e)))?;
+    Ok(Snapshot {
+        rows,
+        vm: smaps::read_status(),
+        usage,
+    })
+}
+
+/// Makes a file of `size` seeded random bytes at `path` (for `--create`).
+pub fn create_file(path: &std::path::Path, size: u64, force: bool) -> Result<()> {
+    if size == 0 {
+        return Err(Error::usage(
+            "invalid size",
+            "--create needs at least 1 byte",
+        ));
+    }
+    if size > 1 << 34 {
+        return Err(Error::usage(
+            "invalid size",
+            "--create makes at most 16 GiB",
+        ));
+    }
+    let mut data = vec![0u8; size as usize];
+    crate::workload::fill_random(&mut data, 0x766d);
+    crate::output::save(path, &data, force)
+}
+
+pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
+    let src = crate::engine::open_source(&cfg.path)?;
+    let size = src.size;
+    if size == 0 {
+        return Err(Error::usage("nothing to map", "the file is empty").at(&cfg.path));
+    }
+    for &t in &cfg.touches {
+        if t >= size {
+            return Err(Error::usage(
+                "touch offset past the end",
+                format!(
+                    "offset {t} is not inside the {size}-byte file (touching it would raise SIGBUS)"
+                ),
+            )
+            .at(&cfg.path));
+        }
+    }
+    let file: File = if cfg.write {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&cfg.path)
+            .map_err(|e| Error::io("cannot open for writing", &cfg.path, &e))?
+    } else {
+        src.file
+    };
+    if cfg.evict {
+        crate::cache::evict(&file, &cfg.path, false)?;
+    }
+    let have_root = crate::cache::have_root();
+    let mut page_note = (!have_root).then(|| {
+        "PFNs and kpageflags need root (CAP_SYS_ADMIN): showing what pagemap gives everyone (present, file-backed, exclusive, soft-dirty)".to_string()
+    });
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut prev = snapshot()?;
+    push(
+        &mut stages,
+        "process start",
+        &prev,
+        &prev,
+        None,
+        Vec::new(),
+        |_, _| "before mapping: the program, its libraries, heap and stack".into(),
+    );
+    let map = Mapping::new(
+        &file,
+        size as usize,
+        MapOptions {
+            writable: cfg.write,
+            populate: false,
+        },
+    )
+    .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&cfg.path))?;
+    let base = map.as_slice().as_ptr() as u64;
+    let now = snapshot()?;
+    push(
+        &mut stages,
+        "after mmap",
+        &prev,
+        &now,
+        Some(base),
+        Vec::new(),
+        |d, row| {
+            format!(
+                "mmap added {} KiB of address space (VM size {:+} KiB) and nothing else: the mapping's RSS is {} KiB until a page is touched",
+                row.map(|r| r.size_kb).unwrap_or(0),
+                d.vm_size_kb,
+                row.map(|r| r.rss_kb).unwrap_or(0)
+            )
+        },
+    );
+    prev = now;
+    let mut modes = vec![false];
+    if cfg.write {
+        modes.push(true);
+    }
+    for write in modes {
+        let verb = if write { "writing" } else { "touching" };
+        for &t in &cfg.touches {
+            touch(&map, t, write);
+            let now = snapshot()?;
+            let pages = page_info(base, &[t], have_root, &mut page_note);
+            push(
+                &mut stages,
+                &format!("after {verb} offset {t}"),
+                &prev,
+                &now,
+                Some(base),
+                pages,
+                |d, _| explain_touch(d, write),
+            );
+            prev = now;
+        }
+        let page = crate::sys::page_size() as u64;
+        for off in (0..size).step_by(page as usize) {
+            touch(&map, off, write);
+        }
+        let now = snapshot()?;
+        let sample: Vec<u64> = (0..size).step_by(page as usize).take(4).collect();
+        let pages = page_info(base, &sample, have_root, &mut page_note);
+        let n = size.div_ceil(page);
+        push(
+            &mut stages,
+            &format!("after {verb} every page"),
+            &prev,
+            &now,
+            Some(base),
+            pages,
+            |d, _| {
+                let faults = d.minor_faults + d.major_faults;
+                let mut s = format!("{verb} all {n} pages took {faults} fault(s)");
+                if faults > 0 {
+                    s.push_str(&format!(
+                        " ({:.1} pages per fault: fault-around and large folios map many at once)",
+                        n as f64 / faults as f64
+                    ));
+                }
+                if write {
+                    s.push_str(&format!("; Dirty {:+} KiB: written pages stay dirty in the page cache until written back", d.map_dirty_kb));
+                }
+                s
+            },
+        );
+        prev = now;
+    }
+    if cfg.write {
+        map.sync(0, map.len())
+            .map_err(|e| Error::io("msync failed", &cfg.path, &e))?;
+        let now = snapshot()?;
+        push(
+            &mut stages,
+            "after msync",
+            &prev,
+            &now,
+            Some(base),
+            Vec::new(),
+            |d, row| {
+                format!(
+                    "msync(MS_SYNC) wrote the dirty pages back: Dirty {:+} KiB, now {} KiB",
+                    d.map_dirty_kb,
+                    row.map(|r| r.dirty_kb).unwrap_or(0)
+                )
+            },
+        );
+    }
+    if map.sigbus_hits() > 0 {
+        return Err(Error::failed(
+            "touch failed",
+            "the file was truncated while mapped (SIGBUS caught)",
+        )
+        .at(&cfg.path));
+    }
+    drop(map);
+    let page_cache = if cfg.page_cache {
+        crate::cache::evict(&file, &cfg.path, false)?;
+        let before = meminfo::read();
+        crate::cache::load(&file, size, &cfg.path)?;
+        let after = meminfo::read();
+        Some(PageCacheChange {
+            before,
+            after,
+            file_size: size,
+        })
+    } else {
+        None
+    };
+    Ok(VmResult {
+        path: cfg.path.clone(),
+        file_size: size,
+        map_start: base,
+        stages,
+        page_note,
+        page_cache,
+    })
+}
+
+/// Reads (or writes back unchanged) one byte of the mapping.
+fn touch(map: &Mapping, offset: u64, write: bool) {
+    let b = std::hint::black_box(map.as_slice()[offset as usize]);
+    if write {
+        map.write_at(offset as usize, &[b]);
+    }
+}
+
+fn explain_touch(d: &Delta, write: bool) -> String {
+    let pages = d.map_rss_kb / 4;
+    let faults = d.minor_faults + d.major_faults;
+    let mut s = match (faults, pages) {
+        (0, _) => "no fault: the page was already mapped by an earlier fault".to_string(),
+        (f, 0) if write => format!(
+            "{f} write fault(s) on a page already mapped read-only: the kernel makes it writable and marks it dirty"
+        ),
+        (f, p) if p > 1 => format!(
+            "{f} fault(s) mapped {p} pages: fault-around and large folios map cached neighbours too"
+        ),
+        (f, p) => format!("{f} fault(s) mapped {p} page(s)"),
+    };
+    if d.major_faults > 0 {
+        s.push_str(&format!(
+            "; {} major: the data came from the device, readahead fetched more",
+            d.major_faults
+        ));
+    }
+    if write && d.map_dirty_kb > 0 {
+        s.push_str(&format!(
+            "; Dirty +{} KiB: a written page of a shared mapping",
+            d.map_dirty_kb
+        ));
+    }
+    s
+}
+
+fn page_info(
+    base: u64,
+    offsets: &[u64],
+    have_root: bool,
+    note: &mut Option<String>,
+) -> Vec<PageInfo> {
+    let addrs: Vec<usize> = offsets.iter().map(|o| (base + o) as usize).collect();
+    let entries = match pagemap::entries(&addrs) {
+        Ok(e) => e,
+        Err(e) => {
+            *note = Some(format!(
+                "cannot read /proc/self/pagemap: {}",
+                describe_io(&e)
+            ));
+            return Vec::new();
+        }
+    };
+    offsets
+        .iter()
+        .zip(entries)
+        .map(|(&offset, mut entry)| {
+            if !have_root {
+                // What an unprivileged reader sees (also under IOLAB_NO_ROOT when root).
+                entry.pfn = 0;
+            }
+            let flags = if have_root && entry.pfn != 0 {
+                match pagemap::flags(entry.pfn) {
+                    Ok(raw) => Some(
+                        pagemap::decode_flags(raw)
+                            .into_iter()
+                            .map(String::from)
+                            .collect(),
+                    ),
+                    Err(e) => {
+                        *note = Some(format!("cannot read /proc/kpageflags: {}", describe_io(&e)));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            PageInfo {
+                offset,
+                entry,
+                flags,
+            }
+        })
+        .collect()
+}
+
+fn push(
+    stages: &mut Vec<Stage>,
+    name: &str,
+    prev: &Snapshot,
+    now: &Snapshot,
+    base: Option<u64>,
+    pages: Vec<PageInfo>,
+    explain: impl FnOnce(&Delta, Option<&MapRow>) -> String,
+) {
+    let find = |rows: &[MapRow]| base.and_then(|b| rows.iter().position(|r| r.start == b));
+    let file_row = find(&now.rows);
+    let before = find(&prev.rows).map(|i| &prev.rows[i]);
+    let after = file_row.map(|i| &now.rows[i]);
+    let kb = |r: Option<&MapRow>, f: fn(&MapRow) -> u64| r.map(f).unwrap_or(0) as i64;
+    let delta = Delta {
+        vm_size_kb: now.vm.0 as i64 - prev.vm.0 as i64,
+        vm_rss_kb: now.vm.1 as i64 - prev.vm.1 as i64,
+        map_rss_kb: kb(after, |r| r.rss_kb) - kb(before, |r| r.rss_kb),
+        map_dirty_kb: kb(after, |r| r.dirty_kb) - kb(before, |r| r.dirty_kb),
+        minor_faults: now.usage.minflt.saturating_sub(prev.usage.minflt),
+        major_faults: now.usage.majflt.saturating_sub(prev.usage.majflt),
+    };
+    let explanation = explain(&delta, after);
+    stages.push(Stage {
+        name: name.into(),
+        vm_size_kb: now.vm.0,
+        vm_rss_kb: now.vm.1,
+        rows: now.rows.clone(),
+        file_row,
+        delta,
+        explanation,
+        pages,
+    });
+}
