@@ -13,6 +13,7 @@ pub mod output;
 pub mod report;
 pub mod size;
 pub mod sys;
+pub mod transfer;
 pub mod vm;
 pub mod workload;
 pub mod xor;

@@ -31,6 +31,18 @@ pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     })
 }
 
+/// A new, empty directory under the system's temporary directory; the caller removes it.
+pub fn temp_dir(prefix: &str) -> Result<std::path::PathBuf> {
+    let base = std::env::temp_dir();
+    for i in 0..1000 {
+        let p = base.join(format!("{prefix}-{}-{i}", std::process::id()));
+        if std::fs::create_dir(&p).is_ok() {
+            return Ok(p);
+        }
+    }
+    Err(Error::failed("cannot create a temporary directory", "1000 names taken").at(&base))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod read;
 pub mod run2;
 pub mod sweep;
 pub mod syscalls;
+pub mod transfer;
 pub mod vm;
 pub mod write;
 

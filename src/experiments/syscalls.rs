@@ -86,7 +86,7 @@ pub fn run_syscalls(
             p.to_path_buf()
         }
         None => {
-            scratch = tempdir()?;
+            scratch = crate::output::temp_dir("iolab-syscalls")?;
             let p = scratch.join("iolab-syscalls.bin");
             let mut data = vec![0u8; 1 << 20];
             crate::workload::fill_random(&mut data, 7);
@@ -111,17 +111,6 @@ pub fn run_syscalls(
         rows,
         read_1b_bytes_per_s: if read_ns > 0.0 { 1e9 / read_ns } else { 0.0 },
     })
-}
-
-fn tempdir() -> Result<PathBuf> {
-    let base = std::env::temp_dir();
-    for i in 0..100 {
-        let p = base.join(format!("iolab-syscalls-{}-{i}", std::process::id()));
-        if std::fs::create_dir(&p).is_ok() {
-            return Ok(p);
-        }
-    }
-    Err(Error::failed("cannot create a temporary directory", "100 names taken").at(&base))
 }
 
 fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<SyscallRow>> {

@@ -4,6 +4,7 @@
 pub mod buf;
 pub mod calls;
 pub mod map;
+pub mod net;
 pub mod sigbus;
 
 use std::fs::File;

@@ -1,0 +1,310 @@
+//! The wire protocol (docs/protocol.md): a hello each way (magic, version, flags, nonce, and with a
+//! token a proof of it), then per file a header (name, size, BLAKE3 of the content) and the
+//! content, then an end marker. All integers little-endian.
+
+use crate::error::{Error, Result};
+use std::io::{self, Read, Write};
+
+pub const MAGIC: [u8; 8] = *b"IOLABXFR";
+pub const VERSION: u16 = 1;
+pub const FLAG_TOKEN: u16 = 1;
+pub const MAX_NAME: usize = 255;
+pub const FRAME_FILE: u8 = 1;
+pub const FRAME_END: u8 = 0;
+
+/// A hello: who speaks which version, whether a token is required, and a fresh nonce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hello {
+    pub version: u16,
+    pub flags: u16,
+    pub nonce: [u8; 16],
+}
+
+pub const HELLO_LEN: usize = 8 + 2 + 2 + 16;
+
+impl Hello {
+    pub fn encode(&self) -> [u8; HELLO_LEN] {
+        let mut b = [0u8; HELLO_LEN];
+        b[..8].copy_from_slice(&MAGIC);
+        b[8..10].copy_from_slice(&self.version.to_le_bytes());
+        b[10..12].copy_from_slice(&self.flags.to_le_bytes());
+        b[12..].copy_from_slice(&self.nonce);
+        b
+    }
+
+    /// Decodes and checks magic and version.
+    pub fn decode(b: &[u8; HELLO_LEN]) -> Result<Hello, String> {
+        if b[..8] != MAGIC {
+            return Err(format!(
+                "wrong magic {:?}: not an iolab transfer peer",
+                String::from_utf8_lossy(&b[..8])
+            ));
+        }
+        let version = u16::from_le_bytes([b[8], b[9]]);
+        if version != VERSION {
+            return Err(format!(
+                "protocol version {version}, this iolab speaks {VERSION}"
+            ));
+        }
+        let mut nonce = [0u8; 16];
+        nonce.copy_from_slice(&b[12..]);
+        Ok(Hello {
+            version,
+            flags: u16::from_le_bytes([b[10], b[11]]),
+            nonce,
+        })
+    }
+}
+
+/// A file header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub name: String,
+    pub size: u64,
+    pub hash: [u8; 32],
+}
+
+impl Header {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(1 + 2 + self.name.len() + 8 + 32);
+        b.push(FRAME_FILE);
+        b.extend_from_slice(&(self.name.len() as u16).to_le_bytes());
+        b.extend_from_slice(self.name.as_bytes());
+        b.extend_from_slice(&self.size.to_le_bytes());
+        b.extend_from_slice(&self.hash);
+        b
+    }
+}
+
+/// Checks a name a peer sent: one plain file name, nothing that could leave the output directory.
+pub fn check_name(name: &[u8]) -> Result<String, String> {
+    if name.is_empty() {
+        return Err("an empty file name".into());
+    }
+    if name.len() > MAX_NAME {
+        return Err(format!(
+            "a file name of {} bytes (at most {MAX_NAME})",
+            name.len()
+        ));
+    }
+    let s = std::str::from_utf8(name).map_err(|_| "a file name that is not UTF-8".to_string())?;
+    if s == "." || s.contains("..") {
+        return Err(format!("the file name {s:?} (\"..\" is refused)"));
+    }
+    if s.contains('/') {
+        return Err(format!("the file name {s:?} (\"/\" is refused)"));
+    }
+    if s.chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "the file name {s:?} (NUL and control characters are refused)"
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// What the reader found instead of the next frame.
+#[derive(Debug)]
+pub enum Frame {
+    File(Header),
+    End,
+}
+
+/// Reads exactly `buf.len()` bytes, or says how many came before the stream ended.
+pub fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Reads the next frame; a name is checked before anything else is read.
+pub fn read_frame(r: &mut impl Read, peer: &str) -> Result<Frame> {
+    let bad = |what: String| Error::failed("bad header", what).on(peer);
+    let io = |e: io::Error| Error::failed("receive failed", timeout_text(&e)).on(peer);
+    let mut kind = [0u8; 1];
+    if read_full(r, &mut kind).map_err(io)? == 0 {
+        return Err(Error::failed(
+            "receive failed",
+            "the sender closed the connection before the end marker",
+        )
+        .on(peer));
+    }
+    match kind[0] {
+        FRAME_END => return Ok(Frame::End),
+        FRAME_FILE => {}
+        k => return Err(bad(format!("unknown frame type {k}"))),
+    }
+    let mut len = [0u8; 2];
+    let got = read_full(r, &mut len).map_err(io)?;
+    if got < 2 {
+        return Err(bad(format!("truncated header: {} of 2 length bytes", got)));
+    }
+    let n = u16::from_le_bytes(len) as usize;
+    if n > MAX_NAME {
+        return Err(bad(format!(
+            "a file name of {n} bytes (at most {MAX_NAME})"
+        )));
+    }
+    let mut name = vec![0u8; n];
+    let got = read_full(r, &mut name).map_err(io)?;
+    if got < n {
+        return Err(bad(format!("truncated header: {got} of {n} name bytes")));
+    }
+    let name = check_name(&name).map_err(|w| Error::failed("refused", w).on(peer))?;
+    let mut rest = [0u8; 40];
+    let got = read_full(r, &mut rest).map_err(io)?;
+    if got < 40 {
+        return Err(bad(format!(
+            "truncated header of {name}: {got} of 40 size and hash bytes"
+        )));
+    }
+    let size = u64::from_le_bytes(rest[..8].try_into().unwrap_or([0; 8]));
+    let mut hash = [0u8; 32];
+    hash.copy_from_slice(&rest[8..]);
+    Ok(Frame::File(Header { name, size, hash }))
+}
+
+/// The proof of a token for a nonce and a role.
+pub fn proof(token: &str, role: &[u8], nonce: &[u8; 16]) -> blake3::Hash {
+    let key = blake3::derive_key("iolab transfer token v1", token.as_bytes());
+    let mut h = blake3::Hasher::new_keyed(&key);
+    h.update(role);
+    h.update(nonce);
+    h.finalize()
+}
+
+/// Sixteen fresh random bytes.
+pub fn nonce() -> [u8; 16] {
+    let mut n = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut n))
+        .is_err()
+    {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut s = t.as_nanos() as u64 ^ (std::process::id() as u64) << 32;
+        n[..8].copy_from_slice(&crate::workload::splitmix64(&mut s).to_le_bytes());
+        n[8..].copy_from_slice(&crate::workload::splitmix64(&mut s).to_le_bytes());
+    }
+    n
+}
+
+/// An I/O error's text, with a timeout named as such.
+pub fn timeout_text(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            "the peer was idle past the timeout".into()
+        }
+        _ => crate::error::describe_io(e),
+    }
+}
+
+/// Writes all of `b`, naming the peer on failure.
+pub fn send_all(w: &mut impl Write, b: &[u8], peer: &str) -> Result<()> {
+    w.write_all(b)
+        .map_err(|e| Error::failed("send failed", timeout_text(&e)).on(peer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_round_trip_and_refusals() {
+        let h = Hello {
+            version: VERSION,
+            flags: FLAG_TOKEN,
+            nonce: [7; 16],
+        };
+        assert_eq!(Hello::decode(&h.encode()).unwrap(), h);
+        let mut bad = h.encode();
+        bad[0] = b'X';
+        assert!(Hello::decode(&bad).unwrap_err().contains("magic"));
+        let old = Hello { version: 0, ..h }.encode();
+        assert!(Hello::decode(&old).unwrap_err().contains("version 0"));
+    }
+
+    #[test]
+    fn names_are_checked() {
+        for ok in ["a.txt", "file 1", ".hidden", "x.y", "ünï"] {
+            assert!(check_name(ok.as_bytes()).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "..hidden",
+            "a/b",
+            "/etc/passwd",
+            "a\0b",
+            "a\nb",
+            "x/..",
+        ] {
+            assert!(check_name(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+        assert!(check_name(&[b'a'; 256]).is_err());
+        assert!(check_name(&[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn header_round_trip_and_truncation() {
+        let h = Header {
+            name: "f".into(),
+            size: 12,
+            hash: [3; 32],
+        };
+        let b = h.encode();
+        match read_frame(&mut &b[..], "p").unwrap() {
+            Frame::File(g) => assert_eq!(g, h),
+            Frame::End => panic!("end"),
+        }
+        for cut in 1..b.len() {
+            let e = read_frame(&mut &b[..cut], "p").unwrap_err();
+            assert!(e.to_string().contains("truncated"), "{cut}: {e}");
+        }
+        assert!(matches!(
+            read_frame(&mut &[FRAME_END][..], "p").unwrap(),
+            Frame::End
+        ));
+        assert!(
+            read_frame(&mut &[9u8][..], "p")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown frame")
+        );
+    }
+
+    #[test]
+    fn decoder_never_panics_on_random_bytes() {
+        let mut s = 1u64;
+        for _ in 0..20_000 {
+            let n = (crate::workload::splitmix64(&mut s) % 80) as usize;
+            let mut b = vec![0u8; n];
+            crate::workload::fill_random(&mut b, s);
+            if n > 0 && s % 2 == 0 {
+                b[0] = FRAME_FILE;
+            }
+            let _ = read_frame(&mut &b[..], "fuzz");
+            if b.len() >= HELLO_LEN {
+                let _ = Hello::decode(b[..HELLO_LEN].try_into().unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn proofs_depend_on_token_role_and_nonce() {
+        let n = [1u8; 16];
+        assert_eq!(proof("s", b"recv", &n), proof("s", b"recv", &n));
+        assert_ne!(proof("s", b"recv", &n), proof("t", b"recv", &n));
+        assert_ne!(proof("s", b"recv", &n), proof("s", b"send", &n));
+        assert_ne!(proof("s", b"recv", &n), proof("s", b"recv", &[2; 16]));
+    }
+}

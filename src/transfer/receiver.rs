@@ -1,0 +1,455 @@
+//! The receiver: connects, proves the token (if any), and stores each file under a temporary
+//! name, renamed only when complete and its BLAKE3 matches the header. Names, sizes and existing
+//! files are checked before a byte is written; a failure removes the partial output.
+
+use super::protocol::{self, FLAG_TOKEN, Frame, HELLO_LEN, Header, Hello};
+use super::{FileRecord, RecvMethod, SideReport, cpu_since};
+use crate::error::{Error, Result, describe_io};
+use crate::sys::map::{MapOptions, Mapping};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct RecvConfig {
+    pub connect: String,
+    pub out_dir: PathBuf,
+    /// Output paths for the files in the order sent (the classic slave names them); the rest
+    /// take the names in their headers, inside `out_dir`.
+    pub names: Vec<PathBuf>,
+    pub method: RecvMethod,
+    pub connections: usize,
+    pub token: Option<String>,
+    pub timeout: Duration,
+    /// Largest file accepted; `None`: the free space of the output filesystem.
+    pub max_size: Option<u64>,
+    pub force: bool,
+    /// fsync each file inside its timed window.
+    pub sync: bool,
+    /// Receive and verify, store nothing.
+    pub discard: bool,
+    /// Keep retrying a refused connection this long (the sender may still be starting).
+    pub retry: Duration,
+}
+
+/// Removes a temporary file unless it was renamed into place.
+struct Partial {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn connect(cfg: &RecvConfig) -> Result<TcpStream> {
+    let addrs: Vec<_> = cfg
+        .connect
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::usage("invalid address", describe_io(&e))
+                .on(&cfg.connect)
+                .hint("expected HOST:PORT")
+        })?
+        .collect();
+    let deadline = Instant::now() + cfg.retry;
+    loop {
+        let mut last = None;
+        for a in &addrs {
+            match TcpStream::connect_timeout(a, cfg.timeout) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.unwrap_or_else(|| std::io::Error::other("no address"));
+        if e.kind() == std::io::ErrorKind::ConnectionRefused && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        return Err(Error::failed("cannot connect", describe_io(&e))
+            .on(&cfg.connect)
+            .hint("is `iolab send` listening there? start it first, or add --retry"));
+    }
+}
+
+/// Connects `cfg.connections` times and receives every file the sender has.
+pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
+    if cfg.connections == 0 {
+        return Err(Error::usage(
+            "invalid --connections",
+            "it must be at least 1",
+        ));
+    }
+    if !cfg.discard && !cfg.out_dir.is_dir() {
+        return Err(Error::usage("invalid output directory", "not a directory").at(&cfg.out_dir));
+    }
+    let started = Instant::now();
+    let socks: Vec<TcpStream> = (0..cfg.connections)
+        .map(|_| connect(cfg))
+        .collect::<Result<_>>()?;
+    let n = socks.len();
+    let results: Vec<Result<(Vec<(usize, FileRecord)>, (Duration, Duration))>> =
+        std::thread::scope(|s| {
+            let hs: Vec<_> = socks
+                .into_iter()
+                .enumerate()
+                .map(|(c, sock)| s.spawn(move || connection(sock, c, n, cfg)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::failed(
+                            "receive failed",
+                            "a receiver thread panicked",
+                        ))
+                    })
+                })
+                .collect()
+        });
+    let mut files = Vec::new();
+    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
+    for r in results {
+        let (recs, (u, s)) = r?;
+        files.extend(recs);
+        user += u;
+        sys += s;
+    }
+    files.sort_by_key(|(i, _)| *i);
+    Ok(SideReport {
+        role: "recv".into(),
+        method: if cfg.discard {
+            "discard".into()
+        } else {
+            cfg.method.name().into()
+        },
+        peer: cfg.connect.clone(),
+        connections: n,
+        files: files.into_iter().map(|(_, f)| f).collect(),
+        wall: started.elapsed(),
+        cpu_user: user,
+        cpu_sys: sys,
+    })
+}
+
+fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
+    let mut b = [0u8; HELLO_LEN];
+    let got = protocol::read_full(sock, &mut b)
+        .map_err(|e| Error::failed("handshake failed", protocol::timeout_text(&e)).on(peer))?;
+    if got < HELLO_LEN {
+        return Err(Error::failed(
+            "handshake failed",
+            format!("the sender sent {got} of {HELLO_LEN} hello bytes"),
+        )
+        .on(peer));
+    }
+    let theirs = Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))?;
+    let mine = Hello {
+        version: protocol::VERSION,
+        flags: if token.is_some() { FLAG_TOKEN } else { 0 },
+        nonce: protocol::nonce(),
+    };
+    protocol::send_all(sock, &mine.encode(), peer)?;
+    if (theirs.flags & FLAG_TOKEN != 0) != token.is_some() {
+        return Err(Error::failed(
+            "handshake failed",
+            "only one side has a token (--token or IOLAB_TOKEN)",
+        )
+        .on(peer));
+    }
+    if let Some(t) = token {
+        protocol::send_all(
+            sock,
+            protocol::proof(t, b"recv", &theirs.nonce).as_bytes(),
+            peer,
+        )?;
+        let mut p = [0u8; 32];
+        if protocol::read_full(sock, &mut p).unwrap_or(0) < 32 {
+            return Err(Error::failed(
+                "handshake failed",
+                "wrong token (the sender closed the connection)",
+            )
+            .on(peer));
+        }
+        // blake3::Hash compares in constant time.
+        if blake3::Hash::from_bytes(p) != protocol::proof(t, b"send", &mine.nonce) {
+            return Err(Error::failed("handshake failed", "wrong token").on(peer));
+        }
+    }
+    Ok(())
+}
+
+type ConnOut = (Vec<(usize, FileRecord)>, (Duration, Duration));
+
+fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Result<ConnOut> {
+    let cpu = crate::sys::net::rusage_thread();
+    let peer = cfg.connect.clone();
+    let _ = sock.set_read_timeout(Some(cfg.timeout));
+    let _ = sock.set_write_timeout(Some(cfg.timeout));
+    handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    let mut records = Vec::new();
+    let mut j = 0usize;
+    let out = loop {
+        let header = match protocol::read_frame(&mut sock, &peer) {
+            Ok(Frame::End) => break Ok(()),
+            Ok(Frame::File(h)) => h,
+            Err(e) => break Err(e),
+        };
+        let index = c + j * n;
+        j += 1;
+        match store(&mut sock, &header, index, cfg, &peer) {
+            Ok(r) => records.push((index, r)),
+            Err(e) => break Err(e),
+        }
+    };
+    // Tell the sender how it went (it may already be gone after a failure).
+    let _ = sock.write_all(&[if out.is_ok() { 0 } else { 1 }]);
+    out?;
+    Ok((records, cpu_since(&cpu)))
+}
+
+fn store(
+    sock: &mut TcpStream,
+    h: &Header,
+    index: usize,
+    cfg: &RecvConfig,
+    peer: &str,
+) -> Result<FileRecord> {
+    let dest = cfg
+        .names
+        .get(index)
+        .cloned()
+        .unwrap_or_else(|| cfg.out_dir.join(&h.name));
+    let max = match cfg.max_size {
+        Some(m) => m,
+        None if cfg.discard => u64::MAX,
+        None => free_space(
+            dest.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+        ),
+    };
+    if h.size > max {
+        return Err(Error::failed(
+            "refused",
+            format!("{} announces {} bytes, more than the {} allowed (--max-size, default the free space)", h.name, h.size, max),
+        )
+        .on(peer));
+    }
+    let t = Instant::now();
+    if cfg.discard {
+        let mut hasher = blake3::Hasher::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut got = 0u64;
+        while got < h.size {
+            let want = (h.size - got).min(buf.len() as u64) as usize;
+            let k = read_some(sock, &mut buf[..want], h, got, peer)?;
+            hasher.update(&buf[..k]);
+            got += k as u64;
+        }
+        let time = t.elapsed();
+        let hash = hasher.finalize();
+        if hash != blake3::Hash::from_bytes(h.hash) {
+            return Err(Error::failed(
+                "checksum mismatch",
+                format!("{}: BLAKE3 differs from the header", h.name),
+            )
+            .on(peer));
+        }
+        return Ok(record(h, "discard", time, Duration::ZERO));
+    }
+    if !cfg.force && std::fs::symlink_metadata(&dest).is_ok() {
+        return Err(Error::usage("refusing to overwrite", "the file exists")
+            .at(&dest)
+            .hint("add --force to replace it"));
+    }
+    let file_name = dest
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| h.name.clone());
+    let tmp = dest.with_file_name(format!(
+        ".{file_name}.iolab-{}-{index}.tmp",
+        std::process::id()
+    ));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io("cannot create", &dest, &e))?;
+    let mut partial = Partial {
+        path: tmp.clone(),
+        keep: false,
+    };
+    match cfg.method {
+        RecvMethod::Write => recv_write(sock, &file, h, peer)?,
+        RecvMethod::Mmap => recv_mmap(sock, &file, h, peer, &dest)?,
+        RecvMethod::Splice => recv_splice(sock, &file, h, peer)?,
+    }
+    if cfg.sync {
+        file.sync_all()
+            .map_err(|e| Error::io("fsync failed", &dest, &e))?;
+    }
+    let time = t.elapsed();
+    let v = Instant::now();
+    let hash = super::sender::hash_file(&file, h.size)
+        .map_err(|e| Error::io("verify failed", &dest, &e))?;
+    let verify = v.elapsed();
+    if blake3::Hash::from_bytes(hash) != blake3::Hash::from_bytes(h.hash) {
+        return Err(Error::failed(
+            "checksum mismatch",
+            format!(
+                "{}: BLAKE3 of the stored bytes differs from the header; not kept",
+                h.name
+            ),
+        )
+        .at(&dest));
+    }
+    std::fs::rename(&tmp, &dest).map_err(|e| Error::io("cannot rename into place", &dest, &e))?;
+    partial.keep = true;
+    Ok(record(h, cfg.method.name(), time, verify))
+}
+
+fn record(h: &Header, method: &str, time: Duration, verify: Duration) -> FileRecord {
+    FileRecord {
+        name: h.name.clone(),
+        bytes: h.size,
+        method: method.into(),
+        time,
+        hash_time: verify,
+        blake3: blake3::Hash::from_bytes(h.hash).to_hex().to_string(),
+    }
+}
+
+fn free_space(dir: &Path) -> u64 {
+    File::open(dir)
+        .ok()
+        .and_then(|f| crate::sys::fs_free_bytes(&f).ok())
+        .unwrap_or(u64::MAX)
+}
+
+fn cut_short(h: &Header, got: u64, peer: &str) -> Error {
+    Error::failed(
+        "receive failed",
+        format!(
+            "the sender closed the connection in {} after {got} of {} bytes",
+            h.name, h.size
+        ),
+    )
+    .on(peer)
+}
+
+/// One read of at most `buf.len()` bytes; end of stream is an error naming the file.
+fn read_some(
+    sock: &mut TcpStream,
+    buf: &mut [u8],
+    h: &Header,
+    got: u64,
+    peer: &str,
+) -> Result<usize> {
+    loop {
+        match sock.read(buf) {
+            Ok(0) => return Err(cut_short(h, got, peer)),
+            Ok(k) => return Ok(k),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::failed(
+                    "receive failed",
+                    format!(
+                        "{} after {got} of {} bytes: {}",
+                        h.name,
+                        h.size,
+                        protocol::timeout_text(&e)
+                    ),
+                )
+                .on(peer));
+            }
+        }
+    }
+}
+
+fn recv_write(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Result<()> {
+    let mut buf = crate::sys::buf::AlignedBuf::new(1 << 20);
+    let mut w = file;
+    let mut got = 0u64;
+    while got < h.size {
+        let want = (h.size - got).min(buf.len() as u64) as usize;
+        let k = read_some(sock, &mut buf.as_mut_slice()[..want], h, got, peer)?;
+        w.write_all(&buf.as_slice()[..k])
+            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&h.name))?;
+        got += k as u64;
+    }
+    Ok(())
+}
+
+fn recv_mmap(sock: &mut TcpStream, file: &File, h: &Header, peer: &str, dest: &Path) -> Result<()> {
+    if h.size == 0 {
+        return Ok(());
+    }
+    file.set_len(h.size)
+        .map_err(|e| Error::io("write failed", dest, &e))?;
+    match crate::sys::fallocate(file, h.size) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+        Err(e) => return Err(Error::io("write failed", dest, &e)),
+    }
+    let mut map = Mapping::new(
+        file,
+        h.size as usize,
+        MapOptions {
+            writable: true,
+            populate: false,
+        },
+    )
+    .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(dest))?;
+    let mut got = 0usize;
+    while (got as u64) < h.size {
+        let end = (got + (1 << 20)).min(h.size as usize);
+        let k = read_some(sock, &mut map.as_mut_slice()[got..end], h, got as u64, peer)?;
+        got += k;
+    }
+    if map.sigbus_hits() > 0 {
+        return Err(
+            Error::failed("write failed", "the mapping lost its backing (no space?)").at(dest),
+        );
+    }
+    Ok(())
+}
+
+fn recv_splice(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Result<()> {
+    let (r, w) =
+        crate::sys::net::pipe().map_err(|e| Error::failed("pipe failed", describe_io(&e)))?;
+    let mut got = 0u64;
+    while got < h.size {
+        let want = (h.size - got).min(1 << 20) as usize;
+        let k = match crate::sys::net::splice(sock, None, &w, None, want) {
+            Ok(0) => return Err(cut_short(h, got, peer)),
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Error::failed(
+                    "receive failed",
+                    format!(
+                        "{} after {got} of {} bytes: {}",
+                        h.name,
+                        h.size,
+                        protocol::timeout_text(&e)
+                    ),
+                )
+                .on(peer));
+            }
+        };
+        let mut left = k;
+        while left > 0 {
+            let m = crate::sys::net::splice(&r, None, file, Some(&mut got), left)
+                .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&h.name))?;
+            left -= m;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,380 @@
+//! The sender: listens, proves the token (if any), and sends its files in order, each through
+//! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
+//! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
+
+use super::protocol::{self, FLAG_TOKEN, HELLO_LEN, Header, Hello};
+use super::{FileRecord, SendMethod, SideReport, cpu_since};
+use crate::error::{Error, Result, describe_io};
+use crate::sys::map::{MapOptions, Mapping};
+use std::fs::File;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct SendConfig {
+    pub files: Vec<PathBuf>,
+    pub method: SendMethod,
+    pub connections: usize,
+    pub token: Option<String>,
+    pub timeout: Duration,
+}
+
+/// A file ready to send: opened, sized, hashed.
+struct Outgoing {
+    path: PathBuf,
+    name: String,
+    file: File,
+    size: u64,
+    hash: [u8; 32],
+    hash_time: Duration,
+}
+
+/// Binds the listening socket (a port of 0 picks a free one).
+pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr).map_err(|e| {
+        Error::failed("cannot listen", describe_io(&e))
+            .on(addr.to_string())
+            .hint("is another iolab send on this port? use --port")
+    })
+}
+
+fn prepare(cfg: &SendConfig) -> Result<Vec<Outgoing>> {
+    cfg.files
+        .iter()
+        .map(|path| {
+            let src = crate::engine::open_source(path)?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .ok_or_else(|| Error::usage("invalid file", "it names no file").at(path))?;
+            protocol::check_name(name.as_bytes())
+                .map_err(|w| Error::usage("cannot send", w).at(path))?;
+            let t = Instant::now();
+            let hash =
+                hash_file(&src.file, src.size).map_err(|e| Error::io("read failed", path, &e))?;
+            Ok(Outgoing {
+                path: path.clone(),
+                name,
+                file: src.file,
+                size: src.size,
+                hash,
+                hash_time: t.elapsed(),
+            })
+        })
+        .collect()
+}
+
+/// BLAKE3 of a file's first `size` bytes.
+pub fn hash_file(file: &File, size: u64) -> std::io::Result<[u8; 32]> {
+    let mut h = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while off < size {
+        let n =
+            crate::engine::pread_full(file, &mut buf[..(size - off).min(1 << 20) as usize], off)?;
+        if n == 0 {
+            return Err(std::io::Error::other("the file shrank while hashing"));
+        }
+        h.update(&buf[..n]);
+        off += n as u64;
+    }
+    Ok(*h.finalize().as_bytes())
+}
+
+/// Accepts `cfg.connections` receivers on `listener` and sends every file, file i over
+/// connection i % N. Waits at most `cfg.timeout` for each connection.
+pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
+    if cfg.connections == 0 {
+        return Err(Error::usage(
+            "invalid --connections",
+            "it must be at least 1",
+        ));
+    }
+    let files = prepare(cfg)?;
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::failed("cannot listen", describe_io(&e)).on(&local))?;
+    let mut streams = Vec::new();
+    let mut started = None;
+    for _ in 0..cfg.connections {
+        let deadline = Instant::now() + cfg.timeout;
+        let stream = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return Err(Error::failed(
+                        "no receiver",
+                        format!("nobody connected within {:.0} s", cfg.timeout.as_secs_f64()),
+                    )
+                    .on(&local)
+                    .hint("start iolab recv --connect this address, or raise --timeout"));
+                }
+                Err(e) => return Err(Error::failed("accept failed", describe_io(&e)).on(&local)),
+            }
+        };
+        started.get_or_insert_with(Instant::now);
+        streams.push(stream);
+    }
+    let started = started.unwrap_or_else(Instant::now);
+    let n = streams.len();
+    let results: Vec<Result<(Vec<(usize, FileRecord)>, (Duration, Duration))>> =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = streams
+                .into_iter()
+                .enumerate()
+                .map(|(c, stream)| {
+                    let mine: Vec<(usize, &Outgoing)> = files
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| i % n == c)
+                        .collect();
+                    s.spawn(move || connection(stream, &mine, cfg))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::failed("send failed", "a sender thread panicked"))
+                    })
+                })
+                .collect()
+        });
+    let mut records = Vec::new();
+    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
+    for r in results {
+        let (recs, (u, s)) = r?;
+        records.extend(recs);
+        user += u;
+        sys += s;
+    }
+    records.sort_by_key(|(i, _)| *i);
+    Ok(SideReport {
+        role: "send".into(),
+        method: cfg.method.name().into(),
+        peer: local,
+        connections: n,
+        files: records.into_iter().map(|(_, r)| r).collect(),
+        wall: started.elapsed(),
+        cpu_user: user,
+        cpu_sys: sys,
+    })
+}
+
+type ConnOut = (Vec<(usize, FileRecord)>, (Duration, Duration));
+
+fn connection(
+    mut sock: TcpStream,
+    files: &[(usize, &Outgoing)],
+    cfg: &SendConfig,
+) -> Result<ConnOut> {
+    let cpu = crate::sys::net::rusage_thread();
+    let peer = sock
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "receiver".into());
+    let _ = sock.set_nonblocking(false);
+    let _ = sock.set_read_timeout(Some(cfg.timeout));
+    let _ = sock.set_write_timeout(Some(cfg.timeout));
+    let _ = sock.set_nodelay(true);
+    handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    let mut records = Vec::new();
+    for (i, f) in files {
+        let t = Instant::now();
+        protocol::send_all(
+            &mut sock,
+            &Header {
+                name: f.name.clone(),
+                size: f.size,
+                hash: f.hash,
+            }
+            .encode(),
+            &peer,
+        )?;
+        send_content(&mut sock, f, cfg.method, &peer)?;
+        records.push((
+            *i,
+            FileRecord {
+                name: f.name.clone(),
+                bytes: f.size,
+                method: cfg.method.name().into(),
+                time: t.elapsed(),
+                hash_time: f.hash_time,
+                blake3: blake3::Hash::from_bytes(f.hash).to_hex().to_string(),
+            },
+        ));
+    }
+    protocol::send_all(&mut sock, &[protocol::FRAME_END], &peer)?;
+    // The receiver verifies and answers one byte: 0 all stored and verified.
+    let mut status = [0u8; 1];
+    match protocol::read_full(&mut sock, &mut status) {
+        Ok(1) if status[0] == 0 => {}
+        Ok(1) => {
+            return Err(Error::failed(
+                "transfer failed",
+                "the receiver reported a failed file (see its message)",
+            )
+            .on(&peer));
+        }
+        Ok(_) => {
+            return Err(Error::failed(
+                "transfer failed",
+                "the receiver closed the connection before confirming",
+            )
+            .on(&peer));
+        }
+        Err(e) => {
+            return Err(Error::failed("transfer failed", protocol::timeout_text(&e)).on(&peer));
+        }
+    }
+    Ok((records, cpu_since(&cpu)))
+}
+
+/// Sender side of the hello exchange: hello out, the receiver's hello (and proof) in, our proof out.
+fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
+    let mine = Hello {
+        version: protocol::VERSION,
+        flags: if token.is_some() { FLAG_TOKEN } else { 0 },
+        nonce: protocol::nonce(),
+    };
+    protocol::send_all(sock, &mine.encode(), peer)?;
+    let mut b = [0u8; HELLO_LEN];
+    let got = protocol::read_full(sock, &mut b)
+        .map_err(|e| Error::failed("handshake failed", protocol::timeout_text(&e)).on(peer))?;
+    if got < HELLO_LEN {
+        return Err(Error::failed(
+            "handshake failed",
+            format!("the receiver sent {got} of {HELLO_LEN} hello bytes"),
+        )
+        .on(peer));
+    }
+    let theirs = Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))?;
+    if (theirs.flags & FLAG_TOKEN != 0) != token.is_some() {
+        return Err(Error::failed(
+            "handshake failed",
+            "only one side has a token (--token or IOLAB_TOKEN)",
+        )
+        .on(peer));
+    }
+    if let Some(t) = token {
+        let mut p = [0u8; 32];
+        if protocol::read_full(sock, &mut p).unwrap_or(0) < 32 {
+            return Err(Error::failed(
+                "handshake failed",
+                "the receiver's token proof was cut short",
+            )
+            .on(peer));
+        }
+        // blake3::Hash compares in constant time.
+        if blake3::Hash::from_bytes(p) != protocol::proof(t, b"recv", &mine.nonce) {
+            return Err(Error::failed("handshake failed", "wrong token").on(peer));
+        }
+        protocol::send_all(
+            sock,
+            protocol::proof(t, b"send", &theirs.nonce).as_bytes(),
+            peer,
+        )?;
+    }
+    Ok(())
+}
+
+const CHUNK: usize = 1 << 20;
+
+fn send_content(sock: &mut TcpStream, f: &Outgoing, method: SendMethod, peer: &str) -> Result<()> {
+    if f.size == 0 {
+        return Ok(());
+    }
+    let fail = |e: std::io::Error| {
+        Error::failed(
+            "send failed",
+            format!("{}: {}", f.name, protocol::timeout_text(&e)),
+        )
+        .on(peer)
+    };
+    match method {
+        SendMethod::Read => {
+            let mut buf = crate::sys::buf::AlignedBuf::new(CHUNK);
+            let mut off = 0u64;
+            while off < f.size {
+                let want = (f.size - off).min(CHUNK as u64) as usize;
+                let n = crate::engine::pread_full(&f.file, &mut buf.as_mut_slice()[..want], off)
+                    .map_err(fail)?;
+                if n < want {
+                    return Err(Error::failed(
+                        "send failed",
+                        format!("{} shrank while sending", f.name),
+                    )
+                    .at(&f.path));
+                }
+                sock.write_all(&buf.as_slice()[..n]).map_err(fail)?;
+                off += n as u64;
+            }
+        }
+        SendMethod::Mmap => {
+            let map = Mapping::new(&f.file, f.size as usize, MapOptions::default())
+                .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
+            for chunk in map.as_slice().chunks(CHUNK) {
+                sock.write_all(chunk).map_err(fail)?;
+            }
+            if map.sigbus_hits() > 0 {
+                return Err(
+                    Error::failed("send failed", "the file was truncated while mapped").at(&f.path),
+                );
+            }
+        }
+        SendMethod::Sendfile => {
+            let mut off = 0u64;
+            while off < f.size {
+                let len = (f.size - off).min(1 << 30) as usize;
+                let n = crate::sys::net::sendfile(sock, &f.file, &mut off, len).map_err(fail)?;
+                if n == 0 {
+                    return Err(Error::failed(
+                        "send failed",
+                        format!("{} shrank while sending", f.name),
+                    )
+                    .at(&f.path));
+                }
+            }
+        }
+        SendMethod::Splice => {
+            let (r, w) = crate::sys::net::pipe().map_err(fail)?;
+            let mut off = 0u64;
+            while off < f.size {
+                let len = (f.size - off).min(CHUNK as u64) as usize;
+                let n = crate::sys::net::splice(&f.file, Some(&mut off), &w, None, len)
+                    .map_err(fail)?;
+                if n == 0 {
+                    return Err(Error::failed(
+                        "send failed",
+                        format!("{} shrank while sending", f.name),
+                    )
+                    .at(&f.path));
+                }
+                let mut left = n;
+                while left > 0 {
+                    let m = crate::sys::net::splice(&r, None, sock, None, left).map_err(fail)?;
+                    if m == 0 {
+                        return Err(Error::failed(
+                            "send failed",
+                            "the receiver closed the connection",
+                        )
+                        .on(peer));
+                    }
+                    left -= m;
+                }
+            }
+        }
+    }
+    Ok(())
+}
