@@ -111,6 +111,47 @@ impl SideReport {
     }
 }
 
+/// What one connection's thread returns: its files with their global index, and its CPU time.
+pub(crate) type ConnOut = (Vec<(usize, FileRecord)>, (Duration, Duration));
+
+/// Runs `work(index, connection)` on a thread per connection; merges the records into file
+/// order and sums the CPU time. The first failure wins.
+pub(crate) fn run_connections<S: Send>(
+    conns: Vec<S>,
+    what: &str,
+    work: impl Fn(usize, S) -> crate::error::Result<ConnOut> + Sync,
+) -> crate::error::Result<(Vec<FileRecord>, Duration, Duration)> {
+    let results: Vec<crate::error::Result<ConnOut>> = std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(c, conn)| s.spawn(move || work(c, conn)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(crate::error::Error::failed(
+                        what.to_string(),
+                        "a connection thread panicked",
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut records = Vec::new();
+    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
+    for r in results {
+        let (recs, (u, s)) = r?;
+        records.extend(recs);
+        user += u;
+        sys += s;
+    }
+    records.sort_by_key(|(i, _)| *i);
+    Ok((records.into_iter().map(|(_, r)| r).collect(), user, sys))
+}
+
 /// CPU used by the calling thread since `start`.
 pub(crate) fn cpu_since(start: &crate::sys::Usage) -> (Duration, Duration) {
     let now = crate::sys::net::rusage_thread();

@@ -289,7 +289,7 @@ mod tests {
             let n = (crate::workload::splitmix64(&mut s) % 80) as usize;
             let mut b = vec![0u8; n];
             crate::workload::fill_random(&mut b, s);
-            if n > 0 && s % 2 == 0 {
+            if n > 0 && s.is_multiple_of(2) {
                 b[0] = FRAME_FILE;
             }
             let _ = read_frame(&mut &b[..], "fuzz");

@@ -3,7 +3,7 @@
 //! files are checked before a byte is written; a failure removes the partial output.
 
 use super::protocol::{self, FLAG_TOKEN, Frame, HELLO_LEN, Header, Hello};
-use super::{FileRecord, RecvMethod, SideReport, cpu_since};
+use super::{ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::{MapOptions, Mapping};
 use std::fs::{File, OpenOptions};
@@ -94,33 +94,9 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
         .map(|_| connect(cfg))
         .collect::<Result<_>>()?;
     let n = socks.len();
-    let results: Vec<Result<(Vec<(usize, FileRecord)>, (Duration, Duration))>> =
-        std::thread::scope(|s| {
-            let hs: Vec<_> = socks
-                .into_iter()
-                .enumerate()
-                .map(|(c, sock)| s.spawn(move || connection(sock, c, n, cfg)))
-                .collect();
-            hs.into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::failed(
-                            "receive failed",
-                            "a receiver thread panicked",
-                        ))
-                    })
-                })
-                .collect()
-        });
-    let mut files = Vec::new();
-    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
-    for r in results {
-        let (recs, (u, s)) = r?;
-        files.extend(recs);
-        user += u;
-        sys += s;
-    }
-    files.sort_by_key(|(i, _)| *i);
+    let (files, user, sys) = run_connections(socks, "receive failed", |c, sock| {
+        connection(sock, c, n, cfg)
+    })?;
     Ok(SideReport {
         role: "recv".into(),
         method: if cfg.discard {
@@ -130,7 +106,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
         },
         peer: cfg.connect.clone(),
         connections: n,
-        files: files.into_iter().map(|(_, f)| f).collect(),
+        files,
         wall: started.elapsed(),
         cpu_user: user,
         cpu_sys: sys,
@@ -183,8 +159,6 @@ fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()
     }
     Ok(())
 }
-
-type ConnOut = (Vec<(usize, FileRecord)>, (Duration, Duration));
 
 fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Result<ConnOut> {
     let cpu = crate::sys::net::rusage_thread();

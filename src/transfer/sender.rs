@@ -3,7 +3,7 @@
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
 use super::protocol::{self, FLAG_TOKEN, HELLO_LEN, Header, Hello};
-use super::{FileRecord, SendMethod, SideReport, cpu_since};
+use super::{ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::{MapOptions, Mapping};
 use std::fs::File;
@@ -128,51 +128,26 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
     }
     let started = started.unwrap_or_else(Instant::now);
     let n = streams.len();
-    let results: Vec<Result<(Vec<(usize, FileRecord)>, (Duration, Duration))>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = streams
-                .into_iter()
-                .enumerate()
-                .map(|(c, stream)| {
-                    let mine: Vec<(usize, &Outgoing)> = files
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| i % n == c)
-                        .collect();
-                    s.spawn(move || connection(stream, &mine, cfg))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::failed("send failed", "a sender thread panicked"))
-                    })
-                })
-                .collect()
-        });
-    let mut records = Vec::new();
-    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
-    for r in results {
-        let (recs, (u, s)) = r?;
-        records.extend(recs);
-        user += u;
-        sys += s;
-    }
-    records.sort_by_key(|(i, _)| *i);
+    let work = |c: usize, stream: TcpStream| {
+        let mine: Vec<(usize, &Outgoing)> = files
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % n == c)
+            .collect();
+        connection(stream, &mine, cfg)
+    };
+    let (records, user, sys) = run_connections(streams, "send failed", work)?;
     Ok(SideReport {
         role: "send".into(),
         method: cfg.method.name().into(),
         peer: local,
         connections: n,
-        files: records.into_iter().map(|(_, r)| r).collect(),
+        files: records,
         wall: started.elapsed(),
         cpu_user: user,
         cpu_sys: sys,
     })
 }
-
-type ConnOut = (Vec<(usize, FileRecord)>, (Duration, Duration));
 
 fn connection(
     mut sock: TcpStream,
