@@ -4,9 +4,10 @@ use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 use iolab::cli::{Cli, Command};
 use iolab::experiments::{
-    Observer, access, cache_cmd, classic, fast, read, run2, sweep, syscalls, vm, write,
+    Observer, access, cache_cmd, classic, fast, read, run2, sweep, syscalls, transfer, vm, write,
 };
 use iolab::report::{self, Format};
+use iolab::transfer::{receiver, sender};
 use iolab::{Error, xor};
 use std::io::{IsTerminal, Write};
 
@@ -136,6 +137,26 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             let r = vm::run_vm(&a.config())?;
             out(&report::vm::vm_report(&r, a.format.into()));
         }
+        Command::Send(a) => {
+            let (addr, cfg) = a.config().map_err(usage)?;
+            serve(addr, &cfg, a.net.format.into())?;
+        }
+        Command::Master(a) => {
+            let (addr, cfg) = a.master().map_err(usage)?;
+            serve(addr, &cfg, a.net.format.into())?;
+        }
+        Command::Recv(a) => {
+            let r = receiver::receive(&a.config())?;
+            out(&report::transfer::side_report(&r, a.net.format.into()));
+        }
+        Command::Slave(a) => {
+            let r = receiver::receive(&a.slave().map_err(usage)?)?;
+            out(&report::transfer::side_report(&r, a.net.format.into()));
+        }
+        Command::Transfer(a) => {
+            let r = transfer::run_transfer(&a.config(), &command_line(), &progress)?;
+            out(&report::transfer::matrix(&r, a.format.into()));
+        }
         Command::Cache(c) => match (c.parts(), &c) {
             (Some((action, files)), _) => {
                 let width = files.map.then_some(files.width);
@@ -152,6 +173,21 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             (None, _) => unreachable!("only meminfo takes no files"),
         },
     }
+    Ok(())
+}
+
+fn serve(
+    addr: std::net::SocketAddr,
+    cfg: &sender::SendConfig,
+    format: Format,
+) -> Result<(), Error> {
+    let listener = sender::bind(addr)?;
+    eprintln!(
+        "iolab: listening on {addr}, {} file(s) to send",
+        cfg.files.len()
+    );
+    let r = sender::serve(listener, cfg)?;
+    out(&report::transfer::side_report(&r, format));
     Ok(())
 }
 

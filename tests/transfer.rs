@@ -252,3 +252,256 @@ fn tokens_must_match_and_refused_connections_are_clear() {
     let e = receive(&recv_cfg(&addr, out.path(), RecvMethod::Write)).unwrap_err();
     assert!(e.to_string().contains("Connection refused"), "{e}");
 }
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn iolab() -> Command {
+    let mut c = Command::cargo_bin("iolab").unwrap();
+    c.env_remove("IOLAB_NO_ROOT")
+        .env_remove("IOLAB_TOKEN")
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn master_and_slave_print_the_classic_lines_on_both_sides() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let a = write_file(src.path(), "a", &bytes(100_000, 40));
+    let b = write_file(src.path(), "b", b"tiny");
+    let port = free_port().to_string();
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let master = std::process::Command::new(&bin)
+        .args([
+            "master",
+            "2",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "mmap",
+            "--port",
+            &port,
+        ])
+        .output_async();
+    let slave = iolab()
+        .current_dir(out.path())
+        .args([
+            "slave",
+            "2",
+            "x1",
+            "x2",
+            "fcntl",
+            "127.0.0.1",
+            "--port",
+            &port,
+        ])
+        .output()
+        .unwrap();
+    let master = master.join().unwrap();
+    for (who, o) in [("slave", &slave), ("master", &master)] {
+        assert!(
+            o.status.success(),
+            "{who}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("Transmission time: "))
+            .collect();
+        assert_eq!(lines.len(), 2, "{who}: {text}");
+        assert!(
+            lines[0].ends_with(", File size: 100000 bytes"),
+            "{who}: {}",
+            lines[0]
+        );
+        assert!(
+            lines[1].ends_with(", File size: 4 bytes"),
+            "{who}: {}",
+            lines[1]
+        );
+        let ms: f64 = lines[0]["Transmission time: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            ms > 0.0 && ms < 10_000.0,
+            "{who}: milliseconds, honestly: {ms}"
+        );
+        assert!(
+            lines[0]
+                .split(" ms")
+                .next()
+                .unwrap()
+                .split('.')
+                .nth(1)
+                .unwrap()
+                .len()
+                == 4,
+            "4 decimals"
+        );
+    }
+    assert_eq!(
+        std::fs::read(out.path().join("x1")).unwrap(),
+        std::fs::read(&a).unwrap()
+    );
+    assert_eq!(std::fs::read(out.path().join("x2")).unwrap(), b"tiny");
+    let o = iolab()
+        .args(["slave", "3", "x", "fcntl", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Runs a command in the background, returning its output when joined.
+trait OutputAsync {
+    fn output_async(&mut self) -> std::thread::JoinHandle<std::process::Output>;
+}
+
+impl OutputAsync for std::process::Command {
+    fn output_async(&mut self) -> std::thread::JoinHandle<std::process::Output> {
+        let child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::spawn(move || child.wait_with_output().unwrap())
+    }
+}
+
+#[test]
+fn send_and_recv_with_a_token_from_the_environment_and_json() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "doc.txt", &bytes(50_000, 41));
+    let port = free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let sender = std::process::Command::new(&bin)
+        .env("IOLAB_TOKEN", "shared")
+        .args([
+            "send",
+            f.to_str().unwrap(),
+            "--method",
+            "sendfile",
+            "--port",
+            &port,
+            "--format",
+            "json",
+        ])
+        .output_async();
+    let o = iolab()
+        .env("IOLAB_TOKEN", "shared")
+        .args([
+            "recv",
+            "--connect",
+            &addr,
+            "--out",
+            out.path().to_str().unwrap(),
+            "--method",
+            "splice",
+            "--retry",
+            "10s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let s = sender.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["files"][0]["name"], "doc.txt");
+    assert_eq!(v["files"][0]["bytes"], 50_000);
+    assert_eq!(v["method"], "splice");
+    let w: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
+    assert_eq!(w["method"], "sendfile");
+    assert_eq!(w["files"][0]["blake3"], v["files"][0]["blake3"]);
+    assert_eq!(
+        std::fs::read(out.path().join("doc.txt")).unwrap(),
+        std::fs::read(&f).unwrap()
+    );
+    // Again into the same directory: the existing file is not replaced without --force.
+    let sender = std::process::Command::new(&bin)
+        .args([
+            "send",
+            f.to_str().unwrap(),
+            "--port",
+            &port,
+            "--timeout",
+            "5s",
+        ])
+        .output_async();
+    let o = iolab()
+        .args([
+            "recv",
+            "--connect",
+            &addr,
+            "--out",
+            out.path().to_str().unwrap(),
+            "--retry",
+            "10s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(
+        sender.join().unwrap().status.code(),
+        Some(1),
+        "the sender hears of the failure"
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+    // Nobody listening: one line, exit 1.
+    iolab()
+        .args(["recv", "--connect", &format!("127.0.0.1:{}", free_port())])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("Connection refused")
+                .and(predicate::str::contains("iolab send")),
+        );
+}
+
+#[test]
+fn transfer_matrix_covers_the_pairs() {
+    let src = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "m", &bytes(1 << 20, 42));
+    let o = iolab()
+        .args([
+            "transfer",
+            f.to_str().unwrap(),
+            "--methods",
+            "read:write,sendfile:splice,mmap:mmap",
+            "--repeat",
+            "2",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pairs = v["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3);
+    for p in pairs {
+        assert_eq!(p["runs"].as_array().unwrap().len(), 2);
+        assert!(p["mib_s"]["median"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(v["bytes"], 1 << 20);
+    let o = iolab()
+        .args(["transfer", f.to_str().unwrap(), "--methods", "read:nope"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

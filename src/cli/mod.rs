@@ -13,9 +13,13 @@ use crate::experiments::fast::FastConfig;
 use crate::experiments::read::ReadConfig;
 use crate::experiments::run2::Run2Config;
 use crate::experiments::sweep::{SweepConfig, SweepOp, parse_sizes};
+use crate::experiments::transfer::{TransferConfig, all_pairs};
 use crate::experiments::vm::VmConfig;
 use crate::experiments::write::WriteConfig;
 use crate::report::Format;
+use crate::transfer::receiver::RecvConfig;
+use crate::transfer::sender::SendConfig;
+use crate::transfer::{RecvMethod, SendMethod};
 use crate::workload::Pattern;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -82,6 +86,25 @@ pub enum Command {
         after_help = "Examples:\n  iolab vm data.bin --create 10M\n  iolab vm data.bin --touch 0,10000,4M --write\n  iolab vm data.bin --page-cache --format json\n\nWith --write every touched byte is written back unchanged through a MAP_SHARED mapping:\nthe pages turn dirty, the content stays the same. PFNs and kpageflags need root."
     )]
     Vm(VmArgs),
+    /// Serve files to a receiver over TCP (listens; default 127.0.0.1:2325).
+    #[command(
+        after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token s3cret --connections 2\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
+    )]
+    Send(SendArgs),
+    /// Receive files from `iolab send` (connects) into a directory, verified by BLAKE3.
+    #[command(
+        after_help = "Examples:\n  iolab recv --connect 127.0.0.1:2325 --out incoming/\n  iolab recv --method splice --sync --retry 10s\n  iolab recv --discard --format json\n\nFiles are written under a temporary name and renamed when complete and verified."
+    )]
+    Recv(RecvArgs),
+    /// The classic sender: master N f1 .. fN fcntl|mmap (port 2325).
+    Master(ClassicArgs),
+    /// The classic receiver: slave N f1 .. fN fcntl|mmap IP (writes f1 .. fN).
+    Slave(ClassicArgs),
+    /// Every sender x receiver method pair over loopback, repeated: the matrix.
+    #[command(
+        after_help = "Examples:\n  iolab transfer big.bin small*.txt\n  iolab transfer big.bin --methods read:write,mmap:mmap,sendfile:splice --repeat 5"
+    )]
+    Transfer(TransferArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -472,6 +495,263 @@ impl VmArgs {
             write: self.write,
             evict: !self.no_evict,
             page_cache: self.page_cache,
+        }
+    }
+}
+
+/// What both transfer sides share.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// Parallel connections (files go round-robin)
+    #[arg(long, default_value = "1", value_parser = parse::positive)]
+    pub connections: usize,
+    /// A shared secret both sides must prove (or IOLAB_TOKEN)
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Give up on a peer idle this long
+    #[arg(long, default_value = "30s", value_parser = parse::duration)]
+    pub timeout: std::time::Duration,
+    /// Output on stdout: the classic lines, or JSON
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl NetArgs {
+    pub fn token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .or_else(|| std::env::var("IOLAB_TOKEN").ok().filter(|t| !t.is_empty()))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Files to send, in order
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// read (also fcntl), mmap, sendfile, splice
+    #[arg(long, default_value = "read", value_parser = parse::send_method)]
+    pub method: SendMethod,
+    /// Address to listen on: HOST or HOST:PORT
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen: String,
+    /// Port, when --listen has none
+    #[arg(long, default_value_t = 2325)]
+    pub port: u16,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RecvArgs {
+    /// Output paths for the files in the order sent (default: the senders' names in --out)
+    pub names: Vec<PathBuf>,
+    /// The sender: HOST:PORT
+    #[arg(long, default_value = "127.0.0.1:2325")]
+    pub connect: String,
+    /// Directory for received files
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// write (also fcntl), mmap, splice
+    #[arg(long, default_value = "write", value_parser = parse::recv_method)]
+    pub method: RecvMethod,
+    /// Refuse files larger than this (default: the free space of the output filesystem)
+    #[arg(long, value_parser = parse::size)]
+    pub max_size: Option<u64>,
+    /// Replace existing files
+    #[arg(long)]
+    pub force: bool,
+    /// fsync each file inside its timed window
+    #[arg(long)]
+    pub sync: bool,
+    /// Receive and verify, store nothing
+    #[arg(long)]
+    pub discard: bool,
+    /// Keep retrying a refused connection this long
+    #[arg(long, default_value = "0s", value_parser = parse::duration_or_zero)]
+    pub retry: std::time::Duration,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// `N f1 .. fN fcntl|mmap [IP]` of the course programs.
+#[derive(Debug, Args)]
+pub struct ClassicArgs {
+    /// N, the N files, the method (fcntl or mmap), and for slave the master's IP
+    #[arg(required = true, num_args = 3..)]
+    pub words: Vec<String>,
+    /// Port on both sides
+    #[arg(long, default_value_t = 2325)]
+    pub port: u16,
+    /// master: the address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen: String,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// `HOST:PORT`, or `HOST` with `port`.
+pub fn listen_addr(listen: &str, port: u16) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = listen.parse() {
+        return Ok(a);
+    }
+    (listen, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            format!("cannot use '{listen}' as an address to listen on: expected HOST or HOST:PORT")
+        })
+}
+
+impl SendArgs {
+    pub fn config(&self) -> Result<(std::net::SocketAddr, SendConfig), String> {
+        Ok((
+            listen_addr(&self.listen, self.port)?,
+            SendConfig {
+                files: self.files.clone(),
+                method: self.method,
+                connections: self.net.connections,
+                token: self.net.token(),
+                timeout: self.net.timeout,
+            },
+        ))
+    }
+}
+
+impl RecvArgs {
+    pub fn config(&self) -> RecvConfig {
+        RecvConfig {
+            connect: self.connect.clone(),
+            out_dir: self.out.clone(),
+            names: self.names.clone(),
+            method: self.method,
+            connections: self.net.connections,
+            token: self.net.token(),
+            timeout: self.net.timeout,
+            max_size: self.max_size,
+            force: self.force,
+            sync: self.sync,
+            discard: self.discard,
+            retry: self.retry,
+        }
+    }
+}
+
+impl ClassicArgs {
+    /// The master's address and sender config.
+    pub fn master(&self) -> Result<(std::net::SocketAddr, SendConfig), String> {
+        let (files, method, _) = self.parse(false)?;
+        Ok((
+            listen_addr(&self.listen, self.port)?,
+            SendConfig {
+                files,
+                method: if method == "mmap" {
+                    SendMethod::Mmap
+                } else {
+                    SendMethod::Read
+                },
+                connections: self.net.connections,
+                token: self.net.token(),
+                timeout: self.net.timeout,
+            },
+        ))
+    }
+
+    /// The slave's receiver config: it writes the files it names, as the course program did.
+    pub fn slave(&self) -> Result<RecvConfig, String> {
+        let (names, method, ip) = self.parse(true)?;
+        let ip = ip.unwrap_or_default();
+        let host = if ip.contains(':') && !ip.starts_with('[') {
+            format!("[{ip}]")
+        } else {
+            ip
+        };
+        Ok(RecvConfig {
+            connect: format!("{host}:{}", self.port),
+            out_dir: ".".into(),
+            names,
+            method: if method == "mmap" {
+                RecvMethod::Mmap
+            } else {
+                RecvMethod::Write
+            },
+            connections: self.net.connections,
+            token: self.net.token(),
+            timeout: self.net.timeout,
+            max_size: None,
+            force: false,
+            sync: false,
+            discard: false,
+            retry: std::time::Duration::from_secs(5),
+        })
+    }
+
+    /// `(files, method word, ip)`: checks N against the files given.
+    pub fn parse(&self, with_ip: bool) -> Result<(Vec<PathBuf>, String, Option<String>), String> {
+        let usage = if with_ip {
+            "slave N f1 .. fN fcntl|mmap IP"
+        } else {
+            "master N f1 .. fN fcntl|mmap"
+        };
+        let n: usize = self.words[0]
+            .parse()
+            .map_err(|_| format!("N must be a number of files: {usage}"))?;
+        let want = 1 + n + 1 + with_ip as usize;
+        if n == 0 || self.words.len() != want {
+            return Err(format!(
+                "expected {usage} ({want} words, got {})",
+                self.words.len()
+            ));
+        }
+        let files = self.words[1..=n].iter().map(PathBuf::from).collect();
+        let method = self.words[n + 1].clone();
+        if method != "fcntl" && method != "mmap" {
+            return Err(format!("the method is fcntl or mmap, not '{method}'"));
+        }
+        Ok((files, method, with_ip.then(|| self.words[n + 2].clone())))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TransferArgs {
+    /// Files to move in every run
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Sender:receiver pairs (default: all 12)
+    #[arg(long, value_delimiter = ',', value_parser = parse::method_pair)]
+    pub methods: Vec<(SendMethod, RecvMethod)>,
+    /// Runs per pair (interleaved)
+    #[arg(long, default_value = "3", value_parser = parse::positive)]
+    pub repeat: usize,
+    /// Parallel connections
+    #[arg(long, default_value = "1", value_parser = parse::positive)]
+    pub connections: usize,
+    /// fsync each received file inside its timed window
+    #[arg(long)]
+    pub sync: bool,
+    /// The receiver verifies but stores nothing
+    #[arg(long)]
+    pub discard: bool,
+    /// Output on stdout: a text table, or data for other tools
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+}
+
+impl TransferArgs {
+    pub fn config(&self) -> TransferConfig {
+        TransferConfig {
+            files: self.files.clone(),
+            pairs: if self.methods.is_empty() {
+                all_pairs()
+            } else {
+                self.methods.clone()
+            },
+            repeat: self.repeat,
+            connections: self.connections,
+            sync: self.sync,
+            discard: self.discard,
         }
     }
 }

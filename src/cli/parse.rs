@@ -86,6 +86,34 @@ pub fn depth(text: &str) -> Result<u32, String> {
     }
 }
 
+pub fn send_method(text: &str) -> Result<crate::transfer::SendMethod, String> {
+    crate::transfer::SendMethod::parse(text)
+        .ok_or_else(|| "expected read (or fcntl), mmap, sendfile or splice".into())
+}
+
+pub fn recv_method(text: &str) -> Result<crate::transfer::RecvMethod, String> {
+    crate::transfer::RecvMethod::parse(text)
+        .ok_or_else(|| "expected write (or fcntl), mmap or splice".into())
+}
+
+/// `SENDER:RECEIVER`, e.g. `sendfile:splice`.
+pub fn method_pair(
+    text: &str,
+) -> Result<(crate::transfer::SendMethod, crate::transfer::RecvMethod), String> {
+    let (s, r) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}': expected SENDER:RECEIVER, e.g. read:write"))?;
+    Ok((send_method(s)?, recv_method(r)?))
+}
+
+/// A duration that may be zero (`0`, `0s`).
+pub fn duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
+    if text.trim().trim_end_matches('s').trim() == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    duration(text)
+}
+
 /// A duration: `5s`, `500ms`, `200us`, `1m`, or plain seconds (`2.5`).
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();

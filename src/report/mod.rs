@@ -7,6 +7,7 @@ pub mod runs;
 pub mod svg;
 pub mod sweep;
 pub mod syscalls;
+pub mod transfer;
 pub mod vm;
 
 use serde::Serialize;

@@ -348,7 +348,8 @@ fn read_some(
 }
 
 fn recv_write(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Result<()> {
-    let mut buf = crate::sys::buf::AlignedBuf::new(1 << 20);
+    // Sized to the file: a small file should not pay for touching a 1 MiB buffer.
+    let mut buf = crate::sys::buf::AlignedBuf::new(h.size.min(1 << 20) as usize);
     let mut w = file;
     let mut got = 0u64;
     while got < h.size {

@@ -1,0 +1,85 @@
+//! Transfer reports: the classic per-file lines of each side, and the method-pair matrix.
+
+use super::{Format, csv_line, json, markdown_table, table};
+use crate::experiments::transfer::TransferResult;
+use crate::size::{format_size, mib_per_s};
+use crate::transfer::SideReport;
+
+/// `Transmission time: <ms> ms, File size: <bytes> bytes` per file, then totals.
+pub fn side_report(r: &SideReport, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let mut out = String::new();
+    for f in &r.files {
+        out.push_str(&format!(
+            "Transmission time: {:.4} ms, File size: {} bytes\n",
+            f.time.as_secs_f64() * 1000.0,
+            f.bytes
+        ));
+    }
+    let secs = r.wall.as_secs_f64();
+    out.push_str(&format!(
+        "Total: {} file(s), {} bytes in {:.4} ms over {} connection(s), {:.2} MiB/s ({} {}); CPU {:.3} s user, {:.3} s system\n",
+        r.files.len(),
+        r.bytes(),
+        secs * 1000.0,
+        r.connections,
+        mib_per_s(r.bytes(), secs),
+        r.role,
+        r.method,
+        r.cpu_user.as_secs_f64(),
+        r.cpu_sys.as_secs_f64()
+    ));
+    out
+}
+
+/// The matrix of method pairs.
+pub fn matrix(r: &TransferResult, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let mut rows = vec![
+        [
+            "sender",
+            "receiver",
+            "time ms",
+            "min",
+            "max",
+            "MiB/s",
+            "sender CPU s",
+            "receiver CPU s",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for p in &r.pairs {
+        rows.push(vec![
+            p.sender.name().into(),
+            p.receiver.name().into(),
+            format!("{:.3}", p.seconds.median * 1000.0),
+            format!("{:.3}", p.seconds.min * 1000.0),
+            format!("{:.3}", p.seconds.max * 1000.0),
+            format!("{:.1}", p.mib_s.median),
+            format!("{:.4}", p.sender_cpu_s.median),
+            format!("{:.4}", p.receiver_cpu_s.median),
+        ]);
+    }
+    let head = format!(
+        "transfer over loopback: {} file(s), {} per run, {} run(s) per pair, {} connection(s){}\n\n",
+        r.config.files.len(),
+        format_size(r.bytes),
+        r.config.repeat,
+        r.config.connections,
+        if r.config.discard {
+            ", receiver discards"
+        } else {
+            ""
+        }
+    );
+    match format {
+        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Markdown => format!("{head}{}", markdown_table(&rows)),
+        _ => format!("{head}{}", table(&rows)),
+    }
+}
