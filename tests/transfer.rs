@@ -505,3 +505,97 @@ fn transfer_matrix_covers_the_pairs() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Two network namespaces joined by a veth pair: the transfer crosses a real network stack.
+#[test]
+fn transfer_between_two_network_namespaces() {
+    if !common::is_root() {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    let id = std::process::id() % 100_000;
+    let (a, b) = (format!("iolabA{id}"), format!("iolabB{id}"));
+    let (va, vb) = (format!("ioA{id}"), format!("ioB{id}"));
+    let net = format!("10.{}.{}", 200 + id % 50, id % 250);
+    let ip = |args: &[&str]| {
+        std::process::Command::new("ip")
+            .args(args)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    if !ip(&["netns", "add", &a]) {
+        eprintln!("skipped: `ip netns add` failed here (no iproute2 or no permission)");
+        return;
+    }
+    let _ = ip(&["netns", "add", &b]);
+    let setup = [
+        vec!["link", "add", &va, "type", "veth", "peer", "name", &vb],
+        vec!["link", "set", &va, "netns", &a],
+        vec!["link", "set", &vb, "netns", &b],
+    ];
+    let addr_a = format!("{net}.1/24");
+    let addr_b = format!("{net}.2/24");
+    let mut ok = setup.iter().all(|args| ip(args));
+    ok &= ip(&["-n", &a, "addr", "add", &addr_a, "dev", &va]);
+    ok &= ip(&["-n", &b, "addr", "add", &addr_b, "dev", &vb]);
+    ok &= ip(&["-n", &a, "link", "set", &va, "up"]);
+    ok &= ip(&["-n", &b, "link", "set", &vb, "up"]);
+    let result = std::panic::catch_unwind(|| {
+        if !ok {
+            eprintln!("skipped: could not set up the veth pair");
+            return;
+        }
+        let src = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let f = write_file(src.path(), "across", &bytes(5 << 20, 43));
+        let bin = assert_cmd::cargo::cargo_bin("iolab");
+        let listen = format!("{net}.1:2325");
+        let sender = std::process::Command::new("ip")
+            .args(["netns", "exec", &a])
+            .arg(&bin)
+            .args([
+                "send",
+                f.to_str().unwrap(),
+                "--listen",
+                &listen,
+                "--method",
+                "sendfile",
+                "--timeout",
+                "20s",
+            ])
+            .output_async();
+        let recv = std::process::Command::new("ip")
+            .args(["netns", "exec", &b])
+            .arg(&bin)
+            .args([
+                "recv",
+                "--connect",
+                &listen,
+                "--out",
+                out.path().to_str().unwrap(),
+                "--retry",
+                "15s",
+            ])
+            .output()
+            .unwrap();
+        let sent = sender.join().unwrap();
+        assert!(
+            recv.status.success(),
+            "recv: {}",
+            String::from_utf8_lossy(&recv.stderr)
+        );
+        assert!(
+            sent.status.success(),
+            "send: {}",
+            String::from_utf8_lossy(&sent.stderr)
+        );
+        assert_eq!(
+            std::fs::read(out.path().join("across")).unwrap(),
+            std::fs::read(&f).unwrap()
+        );
+    });
+    let _ = ip(&["netns", "del", &a]);
+    let _ = ip(&["netns", "del", &b]);
+    result.unwrap();
+}
