@@ -5,20 +5,37 @@ use crate::error::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 
-pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+/// Refuses an existing `path` unless `force`.
+pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
     if !force && std::fs::symlink_metadata(path).is_ok() {
         return Err(Error::usage("refusing to overwrite", "the file exists")
             .at(path)
             .hint("add --force to overwrite it"));
     }
+    Ok(())
+}
+
+/// The hidden temporary name beside `path` that an output is written under:
+/// `.NAME.iolab-PID[-TAG].tmp`.
+pub fn temp_path(path: &Path, tag: &str) -> Result<std::path::PathBuf> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(path))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.iolab-{}.tmp",
+    let tag = if tag.is_empty() {
+        String::new()
+    } else {
+        format!("-{tag}")
+    };
+    Ok(path.with_file_name(format!(
+        ".{}.iolab-{}{tag}.tmp",
         name.to_string_lossy(),
         std::process::id()
-    ));
+    )))
+}
+
+pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    refuse_existing(path, force)?;
+    let tmp = temp_path(path, "")?;
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -206,6 +206,21 @@ pub fn timeout_text(e: &io::Error) -> String {
     }
 }
 
+/// Reads and checks the peer's hello; `who` names the peer in the message ("sender").
+pub fn read_hello(r: &mut impl Read, who: &str, peer: &str) -> Result<Hello> {
+    let mut b = [0u8; HELLO_LEN];
+    let got = read_full(r, &mut b)
+        .map_err(|e| Error::failed("handshake failed", timeout_text(&e)).on(peer))?;
+    if got < HELLO_LEN {
+        return Err(Error::failed(
+            "handshake failed",
+            format!("the {who} sent {got} of {HELLO_LEN} hello bytes"),
+        )
+        .on(peer));
+    }
+    Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))
+}
+
 /// Writes all of `b`, naming the peer on failure.
 pub fn send_all(w: &mut impl Write, b: &[u8], peer: &str) -> Result<()> {
     w.write_all(b)

@@ -2,7 +2,7 @@
 //! name, renamed only when complete and its BLAKE3 matches the header. Names, sizes and existing
 //! files are checked before a byte is written; a failure removes the partial output.
 
-use super::protocol::{self, FLAG_TOKEN, Frame, HELLO_LEN, Header, Hello};
+use super::protocol::{self, FLAG_TOKEN, Frame, Header, Hello};
 use super::{ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::{MapOptions, Mapping};
@@ -114,17 +114,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
 }
 
 fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
-    let mut b = [0u8; HELLO_LEN];
-    let got = protocol::read_full(sock, &mut b)
-        .map_err(|e| Error::failed("handshake failed", protocol::timeout_text(&e)).on(peer))?;
-    if got < HELLO_LEN {
-        return Err(Error::failed(
-            "handshake failed",
-            format!("the sender sent {got} of {HELLO_LEN} hello bytes"),
-        )
-        .on(peer));
-    }
-    let theirs = Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))?;
+    let theirs = protocol::read_hello(sock, "sender", peer)?;
     let mine = Hello {
         version: protocol::VERSION,
         flags: if token.is_some() { FLAG_TOKEN } else { 0 },
@@ -237,19 +227,8 @@ fn store(
         }
         return Ok(record(h, "discard", time, Duration::ZERO));
     }
-    if !cfg.force && std::fs::symlink_metadata(&dest).is_ok() {
-        return Err(Error::usage("refusing to overwrite", "the file exists")
-            .at(&dest)
-            .hint("add --force to replace it"));
-    }
-    let file_name = dest
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| h.name.clone());
-    let tmp = dest.with_file_name(format!(
-        ".{file_name}.iolab-{}-{index}.tmp",
-        std::process::id()
-    ));
+    crate::output::refuse_existing(&dest, cfg.force)?;
+    let tmp = crate::output::temp_path(&dest, &index.to_string())?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -318,6 +297,19 @@ fn cut_short(h: &Header, got: u64, peer: &str) -> Error {
     .on(peer)
 }
 
+fn lost(h: &Header, got: u64, peer: &str, e: &std::io::Error) -> Error {
+    Error::failed(
+        "receive failed",
+        format!(
+            "{} after {got} of {} bytes: {}",
+            h.name,
+            h.size,
+            protocol::timeout_text(e)
+        ),
+    )
+    .on(peer)
+}
+
 /// One read of at most `buf.len()` bytes; end of stream is an error naming the file.
 fn read_some(
     sock: &mut TcpStream,
@@ -332,16 +324,7 @@ fn read_some(
             Ok(k) => return Ok(k),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                return Err(Error::failed(
-                    "receive failed",
-                    format!(
-                        "{} after {got} of {} bytes: {}",
-                        h.name,
-                        h.size,
-                        protocol::timeout_text(&e)
-                    ),
-                )
-                .on(peer));
+                return Err(lost(h, got, peer, &e));
             }
         }
     }
@@ -407,16 +390,7 @@ fn recv_splice(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Res
             Ok(k) => k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                return Err(Error::failed(
-                    "receive failed",
-                    format!(
-                        "{} after {got} of {} bytes: {}",
-                        h.name,
-                        h.size,
-                        protocol::timeout_text(&e)
-                    ),
-                )
-                .on(peer));
+                return Err(lost(h, got, peer, &e));
             }
         };
         let mut left = k;

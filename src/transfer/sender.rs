@@ -2,7 +2,7 @@
 //! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
-use super::protocol::{self, FLAG_TOKEN, HELLO_LEN, Header, Hello};
+use super::protocol::{self, FLAG_TOKEN, Header, Hello};
 use super::{ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::{MapOptions, Mapping};
@@ -224,17 +224,7 @@ fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()
         nonce: protocol::nonce(),
     };
     protocol::send_all(sock, &mine.encode(), peer)?;
-    let mut b = [0u8; HELLO_LEN];
-    let got = protocol::read_full(sock, &mut b)
-        .map_err(|e| Error::failed("handshake failed", protocol::timeout_text(&e)).on(peer))?;
-    if got < HELLO_LEN {
-        return Err(Error::failed(
-            "handshake failed",
-            format!("the receiver sent {got} of {HELLO_LEN} hello bytes"),
-        )
-        .on(peer));
-    }
-    let theirs = Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))?;
+    let theirs = protocol::read_hello(sock, "receiver", peer)?;
     if (theirs.flags & FLAG_TOKEN != 0) != token.is_some() {
         return Err(Error::failed(
             "handshake failed",

@@ -126,11 +126,7 @@ pub struct WriteTarget {
 /// anything that is not a regular file, then creates a temporary file in the same directory.
 pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
     if std::fs::symlink_metadata(path).is_ok() {
-        if !force {
-            return Err(Error::usage("refusing to overwrite", "the file exists")
-                .at(path)
-                .hint("add --force to overwrite it"));
-        }
+        crate::output::refuse_existing(path, force)?;
         let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open", path, &e))?;
         check_regular(path, &meta)?;
         // Prove we may replace it before any work is done (opening does not truncate).
@@ -139,14 +135,7 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
             .open(path)
             .map_err(|e| Error::io("cannot open", path, &e))?;
     }
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(path))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.iolab-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = crate::output::temp_path(path, "")?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
