@@ -423,6 +423,11 @@ fn send_and_recv_with_a_token_from_the_environment_and_json() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["files"][0]["name"], "doc.txt");
     assert_eq!(v["files"][0]["bytes"], 50_000);
+    assert!(v["files"][0]["mib_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["files"][0]["hash_time"].is_object(),
+        "verify time reported"
+    );
     assert_eq!(v["method"], "splice");
     let w: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
     assert_eq!(w["method"], "sendfile");

@@ -82,11 +82,27 @@ pub struct FileRecord {
     /// Hashing: before the timed window on the sender, after it on the receiver.
     pub hash_time: Duration,
     pub blake3: String,
+    /// `bytes` over `time`, for readers of the JSON.
+    pub mib_s: f64,
 }
 
 impl FileRecord {
-    pub fn mib_per_s(&self) -> f64 {
-        crate::size::mib_per_s(self.bytes, self.time.as_secs_f64())
+    /// The record of file `h` moved by `method` in `time`.
+    pub fn new(
+        h: &protocol::Header,
+        method: &str,
+        time: Duration,
+        hash_time: Duration,
+    ) -> FileRecord {
+        FileRecord {
+            name: h.name.clone(),
+            bytes: h.size,
+            method: method.into(),
+            time,
+            hash_time,
+            blake3: blake3::Hash::from_bytes(h.hash).to_hex().to_string(),
+            mib_s: crate::size::mib_per_s(h.size, time.as_secs_f64()),
+        }
     }
 }
 

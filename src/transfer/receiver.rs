@@ -99,10 +99,10 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
     })?;
     Ok(SideReport {
         role: "recv".into(),
-        method: if cfg.discard {
-            "discard".into()
-        } else {
-            cfg.method.name().into()
+        method: match (cfg.discard, cfg.sync) {
+            (true, _) => "discard".into(),
+            (false, true) => format!("{}+fsync", cfg.method.name()),
+            (false, false) => cfg.method.name().into(),
         },
         peer: cfg.connect.clone(),
         connections: n,
@@ -225,7 +225,7 @@ fn store(
             )
             .on(peer));
         }
-        return Ok(record(h, "discard", time, Duration::ZERO));
+        return Ok(FileRecord::new(h, "discard", time, Duration::ZERO));
     }
     crate::output::refuse_existing(&dest, cfg.force)?;
     let tmp = crate::output::temp_path(&dest, &index.to_string())?;
@@ -265,18 +265,7 @@ fn store(
     }
     std::fs::rename(&tmp, &dest).map_err(|e| Error::io("cannot rename into place", &dest, &e))?;
     partial.keep = true;
-    Ok(record(h, cfg.method.name(), time, verify))
-}
-
-fn record(h: &Header, method: &str, time: Duration, verify: Duration) -> FileRecord {
-    FileRecord {
-        name: h.name.clone(),
-        bytes: h.size,
-        method: method.into(),
-        time,
-        hash_time: verify,
-        blake3: blake3::Hash::from_bytes(h.hash).to_hex().to_string(),
-    }
+    Ok(FileRecord::new(h, cfg.method.name(), time, verify))
 }
 
 fn free_space(dir: &Path) -> u64 {

@@ -167,27 +167,16 @@ fn connection(
     let mut records = Vec::new();
     for (i, f) in files {
         let t = Instant::now();
-        protocol::send_all(
-            &mut sock,
-            &Header {
-                name: f.name.clone(),
-                size: f.size,
-                hash: f.hash,
-            }
-            .encode(),
-            &peer,
-        )?;
+        let header = Header {
+            name: f.name.clone(),
+            size: f.size,
+            hash: f.hash,
+        };
+        protocol::send_all(&mut sock, &header.encode(), &peer)?;
         send_content(&mut sock, f, cfg.method, &peer)?;
         records.push((
             *i,
-            FileRecord {
-                name: f.name.clone(),
-                bytes: f.size,
-                method: cfg.method.name().into(),
-                time: t.elapsed(),
-                hash_time: f.hash_time,
-                blake3: blake3::Hash::from_bytes(f.hash).to_hex().to_string(),
-            },
+            FileRecord::new(&header, cfg.method.name(), t.elapsed(), f.hash_time),
         ));
     }
     protocol::send_all(&mut sock, &[protocol::FRAME_END], &peer)?;
