@@ -24,6 +24,8 @@ pub struct Plot {
     pub x_label: String,
     pub y_label: String,
     pub log2_x: bool,
+    /// Log10 y axis (values must be positive).
+    pub log_y: bool,
     pub series: Vec<Series>,
 }
 
@@ -115,12 +117,24 @@ pub fn line_plot(p: &Plot) -> String {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
     let ymax = pts().fold(0.0f64, |m, q| m.max(q.hi).max(q.y));
+    let ymin_pos = pts().map(|q| q.lo.min(q.y)).filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
     let step = nice_step(if ymax > 0.0 { ymax * 1.05 } else { 1.0 });
     let y1 = ((ymax * 1.05) / step).ceil().max(1.0) * step;
+    let (l0, l1) = if ymax > 0.0 && ymin_pos < f64::MAX {
+        (ymin_pos.log10().floor(), ymax.log10().ceil().max(ymin_pos.log10().floor() + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
     let sx = |x: f64| LEFT + (tx(x) - x0) / (x1 - x0) * pw;
-    let sy = |y: f64| TOP + ph - y / y1 * ph;
+    let sy = |y: f64| {
+        if p.log_y {
+            TOP + ph - (y.max(10f64.powf(l0)).log10() - l0) / (l1 - l0) * ph
+        } else {
+            TOP + ph - y / y1 * ph
+        }
+    };
     let mut o = String::new();
     let _ = write!(
         o,
@@ -134,8 +148,12 @@ pub fn line_plot(p: &Plot) -> String {
         esc(&p.title)
     );
     // Grid and y ticks.
-    let mut y = 0.0;
-    while y <= y1 + step / 2.0 {
+    let yticks: Vec<f64> = if p.log_y {
+        (l0 as i32..=l1 as i32).map(|e| 10f64.powi(e)).collect()
+    } else {
+        (0..=((y1 / step).round() as usize)).map(|i| i as f64 * step).collect()
+    };
+    for y in yticks {
         let py = sy(y);
         let _ = write!(
             o,
@@ -143,13 +161,8 @@ pub fn line_plot(p: &Plot) -> String {
             LEFT + pw,
             LEFT - 6.0,
             py + 4.0,
-            if step >= 1.0 {
-                format!("{y:.0}")
-            } else {
-                format!("{y:.2}")
-            }
+            if y >= 1.0 || y == 0.0 { format!("{y:.0}") } else { format!("{y}") }
         );
-        y += step;
     }
     // x ticks: each distinct x of the data.
     let mut xs: Vec<f64> = pts().map(|q| q.x).collect();
@@ -244,6 +257,7 @@ mod tests {
             x_label: "block size".into(),
             y_label: "MiB/s".into(),
             log2_x: true,
+            log_y: false,
             series: vec![
                 Series {
                     name: "read & warm".into(),
@@ -278,5 +292,123 @@ mod tests {
             ..p
         });
         assert!(empty.contains("</svg>"));
+    }
+}
+
+/// A bar chart: groups along x, one bar per series in each group, an optional label on top.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    pub title: String,
+    pub y_label: String,
+    pub groups: Vec<String>,
+    pub series: Vec<String>,
+    /// `values[group][series]`; `None` leaves a gap.
+    pub values: Vec<Vec<Option<f64>>>,
+    /// Text above each bar (e.g. a p99), same shape as `values`.
+    pub notes: Vec<Vec<Option<String>>>,
+    pub log_y: bool,
+}
+
+const HATCH: [&str; 4] = ["", "url(#h1)", "url(#h2)", "url(#h3)"];
+
+/// Renders a grouped bar chart; series differ by colour and by hatching for grey-scale print.
+pub fn bar_chart(b: &Bars) -> String {
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM - 30.0;
+    let vals = || b.values.iter().flatten().flatten().copied();
+    let max = vals().fold(0.0f64, f64::max);
+    let minpos = vals().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
+    let (lo, hi) = if b.log_y && max > 0.0 {
+        (minpos.log10().floor(), max.log10().ceil().max(minpos.log10().floor() + 1.0))
+    } else {
+        (0.0, if max > 0.0 { (max * 1.1 / nice_step(max * 1.1)).ceil() * nice_step(max * 1.1) } else { 1.0 })
+    };
+    let sy = |v: f64| {
+        let t = if b.log_y { (v.max(10f64.powf(lo)).log10() - lo) / (hi - lo) } else { v / hi };
+        TOP + ph - t * ph
+    };
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><defs><pattern id="h1" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,6 l6,-6" stroke="white" stroke-width="1.5"/></pattern><pattern id="h2" width="6" height="6" patternUnits="userSpaceOnUse"><circle cx="3" cy="3" r="1.2" fill="white"/></pattern><pattern id="h3" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,3 h6" stroke="white" stroke-width="1.5"/></pattern></defs><rect width="{W}" height="{H}" fill="white"/><text x="{}" y="28" font-size="16" text-anchor="middle">{t}</text>"##,
+        LEFT + pw / 2.0,
+        t = esc(&b.title)
+    );
+    // y grid
+    let ticks: Vec<f64> = if b.log_y {
+        (lo as i32..=hi as i32).map(|e| 10f64.powi(e)).collect()
+    } else {
+        let step = nice_step(hi);
+        (0..=((hi / step).round() as usize)).map(|i| i as f64 * step).collect()
+    };
+    for y in ticks {
+        let py = sy(y);
+        let label = if y >= 1.0 || y == 0.0 { format!("{y:.0}") } else { format!("{y}") };
+        let _ = write!(o, r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##, LEFT + pw, LEFT - 6.0, py + 4.0);
+    }
+    let ng = b.groups.len().max(1) as f64;
+    let gw = pw / ng;
+    let ns = b.series.len().max(1) as f64;
+    let bw = (gw * 0.8 / ns).min(60.0);
+    for (g, name) in b.groups.iter().enumerate() {
+        let gx = LEFT + g as f64 * gw + (gw - bw * ns) / 2.0;
+        for (s, v) in b.values.get(g).into_iter().flatten().enumerate() {
+            let Some(v) = v else { continue };
+            let x = gx + s as f64 * bw;
+            let y = sy(*v);
+            let color = COLORS[s % COLORS.len()];
+            let _ = write!(o, r#"<g class="bar"><rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#, bw - 2.0, (TOP + ph - y).max(0.0));
+            let hatch = HATCH[s % HATCH.len()];
+            if !hatch.is_empty() {
+                let _ = write!(o, r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{hatch}"/>"#, bw - 2.0, (TOP + ph - y).max(0.0));
+            }
+            if let Some(Some(note)) = b.notes.get(g).and_then(|n| n.get(s)) {
+                let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle">{}</text>"#, x + bw / 2.0 - 1.0, y - 3.0, esc(note));
+            }
+            o.push_str("</g>");
+        }
+        let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="end" transform="rotate(-30 {:.1} {:.1})">{}</text>"#, LEFT + g as f64 * gw + gw / 2.0, TOP + ph + 16.0, LEFT + g as f64 * gw + gw / 2.0, TOP + ph + 16.0, esc(name));
+    }
+    let _ = write!(
+        o,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text transform="translate(20,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        TOP + ph / 2.0,
+        esc(&b.y_label)
+    );
+    for (s, name) in b.series.iter().enumerate() {
+        let ly = TOP + 10.0 + s as f64 * 20.0;
+        let lx = LEFT + pw + 15.0;
+        let color = COLORS[s % COLORS.len()];
+        let hatch = HATCH[s % HATCH.len()];
+        let _ = write!(o, r#"<rect x="{lx}" y="{:.1}" width="14" height="12" fill="{color}"/>"#, ly - 8.0);
+        if !hatch.is_empty() {
+            let _ = write!(o, r#"<rect x="{lx}" y="{:.1}" width="14" height="12" fill="{hatch}"/>"#, ly - 8.0);
+        }
+        let _ = write!(o, r#"<text x="{}" y="{:.1}">{}</text>"#, lx + 20.0, ly + 2.0, esc(name));
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+#[cfg(test)]
+mod bar_tests {
+    use super::*;
+
+    #[test]
+    fn bars_render_every_value_and_skip_gaps() {
+        let b = Bars {
+            title: "t".into(),
+            y_label: "KIOPS".into(),
+            groups: vec!["read".into(), "mmap".into()],
+            series: vec!["seq".into(), "random".into()],
+            values: vec![vec![Some(10.0), Some(2.0)], vec![None, Some(30.0)]],
+            notes: vec![vec![Some("p99 3us".into()), None], vec![None, None]],
+            log_y: false,
+        };
+        let svg = bar_chart(&b);
+        assert_eq!(svg.matches(r#"<g class="bar">"#).count(), 3);
+        assert!(svg.contains("p99 3us"));
+        let log = bar_chart(&Bars { log_y: true, ..b });
+        assert!(log.contains("</svg>"));
     }
 }

@@ -113,6 +113,7 @@ pub fn sweep_plot(r: &SweepResult) -> String {
         x_label: "block size (bytes, log2 scale)".into(),
         y_label: "MiB/s (median, bars min-max)".into(),
         log2_x: true,
+        log_y: false,
         series,
     })
 }

@@ -136,3 +136,24 @@ pub fn sync_all_filesystems() {
     // SAFETY: sync has no arguments and cannot fail.
     unsafe { libc::sync() };
 }
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM only raise a flag ([`interrupted`]) so long work can stop at a
+/// safe point and clean up.
+pub fn catch_interrupts() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_interrupt as *const () as libc::sighandler_t);
+    }
+}
+
+/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
