@@ -137,6 +137,19 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             let r = vm::run_vm(&a.config())?;
             out(&report::vm::vm_report(&r, a.format.into()));
         }
+        Command::Suite(a) => suite_main(&a, &progress)?,
+        Command::Report(a) => {
+            let results = a
+                .results
+                .iter()
+                .map(|p| iolab::report::suite::load(p))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>();
+            let dir = save_report(&a.out, &results, a.force)?;
+            out(&format!("report: {}\n", dir.join("report.html").display()));
+        }
         Command::Send(a) => {
             let (addr, cfg) = a.config().map_err(usage)?;
             serve(addr, &cfg, a.net.format.into())?;
@@ -173,6 +186,105 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             (None, _) => unreachable!("only meminfo takes no files"),
         },
     }
+    Ok(())
+}
+
+fn save_report(
+    out_dir: &std::path::Path,
+    results: &[iolab::experiments::suite::SuiteResult],
+    force: bool,
+) -> Result<std::path::PathBuf, Error> {
+    let r = report::suite::render(results);
+    let mut files = vec![
+        ("results.json".to_string(), r.results_json.into_bytes()),
+        ("report.md".to_string(), r.markdown.into_bytes()),
+        ("report.html".to_string(), r.html.into_bytes()),
+    ];
+    files.extend(
+        r.plots
+            .into_iter()
+            .map(|(n, s)| (format!("plots/{n}"), s.into_bytes())),
+    );
+    iolab::output::save_dir(out_dir, &files, force)
+}
+
+fn suite_main(a: &iolab::cli::SuiteArgs, progress: &dyn Observer) -> Result<(), Error> {
+    use iolab::experiments::suite;
+    let parent = a
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let made_dir = a.dir.is_none();
+    let dir = a
+        .dir
+        .clone()
+        .unwrap_or_else(|| parent.join(format!(".iolab-data-{}", std::process::id())));
+    if made_dir && dir.exists() {
+        return Err(Error::usage("data directory exists", "refusing to reuse it").at(&dir));
+    }
+    iolab::sys::catch_interrupts();
+    let cfg = suite::SuiteConfig {
+        dir: dir.clone(),
+        size: a.size,
+        quick: a.quick,
+        keep_data: a.keep_data,
+    };
+    let result = suite::run_suite(&cfg, &command_line(), progress);
+    let cleanup = || {
+        if !a.keep_data {
+            if made_dir {
+                let _ = std::fs::remove_dir_all(&dir);
+            } else {
+                let _ = std::fs::remove_file(dir.join("random.bin"));
+                let _ = std::fs::remove_dir_all(dir.join("classic"));
+                let _ = std::fs::remove_file(dir.join("run-write.bin"));
+                let _ = std::fs::remove_file(dir.join("vm.bin"));
+            }
+        }
+    };
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => {
+            cleanup();
+            return Err(e);
+        }
+    };
+    if iolab::sys::interrupted() {
+        cleanup();
+        return Err(Error::failed(
+            "interrupted",
+            "stopped by a signal; no report was written",
+        ));
+    }
+    let saved = save_report(&a.out, std::slice::from_ref(&r), a.force);
+    cleanup();
+    let saved = saved?;
+    for o in [
+        &r.run_read.error,
+        &r.run2.error,
+        &r.fast_warm.error,
+        &r.sweep_read.error,
+        &r.sweep_write.error,
+        &r.access.error,
+        &r.syscalls.error,
+        &r.vm.error,
+        &r.transfer.error,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        eprintln!("iolab: warning: an experiment was not measured: {o}");
+    }
+    let mut text = String::from("Findings:\n");
+    for f in &r.findings {
+        text.push_str(&format!("  - {}\n", f.text));
+    }
+    text.push_str(&format!(
+        "Report: {}\n",
+        saved.join("report.html").display()
+    ));
+    out(&text);
     Ok(())
 }
 

@@ -36,6 +36,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The main job: make data, run every experiment, write one report (HTML, Markdown, JSON, SVG).
+    #[command(
+        after_help = "Examples:\n  iolab suite --quick\n  iolab suite --size 4G --out ~/iolab-report\n  iolab suite --quick --size 64M --keep-data --dir /var/tmp/iolab-data\n\nThe report goes to --out (a dated folder beside it if it exists, unless --force)."
+    )]
+    Suite(SuiteArgs),
+    /// Re-render report(s) from results.json files; several give hosts side by side.
+    Report(ReportArgs),
     /// The classic program: read or write BLOCK_COUNT blocks of BLOCK_SIZE, print time, rate, XOR.
     #[command(
         after_help = "Examples:\n  iolab run big.bin -r 4K 262144\n  iolab run out.bin -w 1M 1024 --sync end\n  iolab run big.bin -r 1M 2048 --method mmap --cache cold"
@@ -455,6 +462,41 @@ pub struct SyscallsArgs {
     /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value = "text")]
     pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// Where the report goes
+    #[arg(long, default_value = "iolab-report")]
+    pub out: PathBuf,
+    /// Where the generated data goes (default: a new directory beside --out, removed at the end)
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Size of the random data file (capped to fit the disk and a quarter of RAM)
+    #[arg(long, default_value = "1G", value_parser = parse::size)]
+    pub size: u64,
+    /// Fewer sizes, methods and repeats: about a minute on 2 cores
+    #[arg(long)]
+    pub quick: bool,
+    /// Keep the generated data
+    #[arg(long)]
+    pub keep_data: bool,
+    /// Replace an existing report folder instead of making a dated one
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// results.json files from `iolab suite`
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Where the report goes
+    #[arg(long, default_value = "iolab-report")]
+    pub out: PathBuf,
+    /// Replace an existing report folder instead of making a dated one
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

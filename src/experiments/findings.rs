@@ -34,7 +34,9 @@ fn ratio_text(a_name: &str, a: f64, b_name: &str, b: f64) -> String {
 }
 
 fn access_row(rows: &[AccessRow], m: ReadMethod, p: Pattern, c: CacheMode) -> Option<&AccessRow> {
-    rows.iter().find(|r| r.method == m && r.pattern == p && r.cache == c && r.unsupported.is_none() && r.kiops.n > 0)
+    rows.iter().find(|r| {
+        r.method == m && r.pattern == p && r.cache == c && r.unsupported.is_none() && r.kiops.n > 0
+    })
 }
 
 /// Random 4 KiB, warm: the best mmap variant against pread.
@@ -42,11 +44,25 @@ pub fn random_warm(rows: &[AccessRow]) -> Option<Finding> {
     let pread = access_row(rows, ReadMethod::Pread, Pattern::Random, CacheMode::Warm)?;
     let best = rows
         .iter()
-        .filter(|r| r.method.is_mmap() && r.pattern == Pattern::Random && r.cache == CacheMode::Warm && r.unsupported.is_none() && r.kiops.n > 0)
+        .filter(|r| {
+            r.method.is_mmap()
+                && r.pattern == Pattern::Random
+                && r.cache == CacheMode::Warm
+                && r.unsupported.is_none()
+                && r.kiops.n > 0
+        })
         .max_by(|a, b| a.kiops.median.total_cmp(&b.kiops.median))?;
     Some(Finding {
         key: "random-4k-warm".into(),
-        text: format!("random 4 KiB reads, warm: {} KIOPS", ratio_text(best.method.name(), best.kiops.median, "pread", pread.kiops.median)),
+        text: format!(
+            "random 4 KiB reads, warm: {} KIOPS",
+            ratio_text(
+                best.method.name(),
+                best.kiops.median,
+                "pread",
+                pread.kiops.median
+            )
+        ),
         value: best.kiops.median / pread.kiops.median,
         cites: vec![
             format!("access: {} random warm", best.method.name()),
@@ -55,8 +71,21 @@ pub fn random_warm(rows: &[AccessRow]) -> Option<Finding> {
     })
 }
 
-fn sweep_cell<'a>(cells: &'a [SweepCell], bs: u64, method: &str, cache: Option<CacheMode>, sync: Option<SyncMode>) -> Option<&'a SweepCell> {
-    cells.iter().find(|c| c.bs == bs && c.method == method && c.cache == cache && c.sync == sync && c.unsupported.is_none() && c.mib_s.n > 0)
+fn sweep_cell<'a>(
+    cells: &'a [SweepCell],
+    bs: u64,
+    method: &str,
+    cache: Option<CacheMode>,
+    sync: Option<SyncMode>,
+) -> Option<&'a SweepCell> {
+    cells.iter().find(|c| {
+        c.bs == bs
+            && c.method == method
+            && c.cache == cache
+            && c.sync == sync
+            && c.unsupported.is_none()
+            && c.mib_s.n > 0
+    })
 }
 
 /// Sequential reads, cold and warm, at the largest block size swept: read against mmap.
@@ -73,13 +102,20 @@ pub fn sequential(cells: &[SweepCell], cache: CacheMode) -> Option<Finding> {
             ratio_text("mmap", mmap.mib_s.median, "read", read.mib_s.median)
         ),
         value: mmap.mib_s.median / read.mib_s.median,
-        cites: vec![format!("sweep read: read {} {bs}", cache.name()), format!("sweep read: mmap {} {bs}", cache.name())],
+        cites: vec![
+            format!("sweep read: read {} {bs}", cache.name()),
+            format!("sweep read: mmap {} {bs}", cache.name()),
+        ],
     })
 }
 
 /// The smallest warm block size from which mmap beats read at every larger size.
 pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
-    let mut sizes: Vec<u64> = cells.iter().filter(|c| c.cache == Some(CacheMode::Warm)).map(|c| c.bs).collect();
+    let mut sizes: Vec<u64> = cells
+        .iter()
+        .filter(|c| c.cache == Some(CacheMode::Warm))
+        .map(|c| c.bs)
+        .collect();
     sizes.sort();
     sizes.dedup();
     let wins: Vec<(u64, bool)> = sizes
@@ -90,36 +126,65 @@ pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
             Some((bs, m.mib_s.median > r.mib_s.median))
         })
         .collect();
-    let first = wins.iter().rposition(|(_, w)| !w).map(|i| i + 1).unwrap_or(0);
+    let first = wins
+        .iter()
+        .rposition(|(_, w)| !w)
+        .map(|i| i + 1)
+        .unwrap_or(0);
     let text = match wins.get(first) {
         None if wins.is_empty() => "warm: no block size had both read and mmap".to_string(),
         None => "warm: read still beats mmap at the largest block size swept".to_string(),
-        Some((bs, _)) if first == 0 => format!("warm: mmap beat read at every block size swept (from {})", crate::size::format_size(*bs)),
-        Some((bs, _)) => format!("warm: mmap beats read from {} blocks up", crate::size::format_size(*bs)),
+        Some((bs, _)) if first == 0 => format!(
+            "warm: mmap beat read at every block size swept (from {})",
+            crate::size::format_size(*bs)
+        ),
+        Some((bs, _)) => format!(
+            "warm: mmap beats read from {} blocks up",
+            crate::size::format_size(*bs)
+        ),
     };
     Some(Finding {
         key: "mmap-crossover-warm".into(),
         text,
         value: wins.get(first).map(|(b, _)| *b as f64).unwrap_or(0.0),
-        cites: wins.iter().map(|(b, _)| format!("sweep read: read/mmap warm {b}")).collect(),
+        cites: wins
+            .iter()
+            .map(|(b, _)| format!("sweep read: read/mmap warm {b}"))
+            .collect(),
     })
 }
 
 /// What a system call costs.
 pub fn syscall_costs(s: &SyscallsResult) -> Option<Finding> {
-    let ns = |n: &str| s.rows.iter().find(|r| r.name == n && r.unsupported.is_none()).map(|r| r.ns.median);
+    let ns = |n: &str| {
+        s.rows
+            .iter()
+            .find(|r| r.name == n && r.unsupported.is_none())
+            .map(|r| r.ns.median)
+    };
     let (read, lseek, null) = (ns("read-1b")?, ns("lseek")?, ns("getppid")?);
     Some(Finding {
         key: "syscall-cost".into(),
-        text: format!("1-byte reads cost {read:.0} ns, lseek {lseek:.0} ns, a null system call {null:.0} ns: 1-byte reads move {:.1} MiB/s", 1e9 / read / 1_048_576.0),
+        text: format!(
+            "1-byte reads cost {read:.0} ns, lseek {lseek:.0} ns, a null system call {null:.0} ns: 1-byte reads move {:.1} MiB/s",
+            1e9 / read / 1_048_576.0
+        ),
         value: read,
-        cites: vec!["syscalls: read-1b".into(), "syscalls: lseek".into(), "syscalls: getppid".into()],
+        cites: vec![
+            "syscalls: read-1b".into(),
+            "syscalls: lseek".into(),
+            "syscalls: getppid".into(),
+        ],
     })
 }
 
 /// The price of fsync after every block, at the largest block size swept.
 pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
-    let bs = cells.iter().filter(|c| c.sync == Some(SyncMode::Each)).map(|c| c.bs).max()?;
+    let bs = cells
+        .iter()
+        .filter(|c| c.sync == Some(SyncMode::Each))
+        .map(|c| c.bs)
+        .max()?;
     let none = sweep_cell(cells, bs, "write", None, Some(SyncMode::None))?;
     let each = sweep_cell(cells, bs, "write", None, Some(SyncMode::Each))?;
     let r = none.mib_s.median / each.mib_s.median;
@@ -132,7 +197,10 @@ pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
             each.mib_s.median
         ),
         value: r,
-        cites: vec![format!("sweep write: write none {bs}"), format!("sweep write: write each {bs}")],
+        cites: vec![
+            format!("sweep write: write none {bs}"),
+            format!("sweep write: write each {bs}"),
+        ],
     })
 }
 
@@ -153,7 +221,9 @@ pub fn derive(r: &SuiteResult) -> Vec<Finding> {
         out.extend(fsync_cost(&s.cells));
     }
     if let (Some(w), Some(c)) = (&r.fast_warm.result, &r.fast_cold.result) {
-        let rate = |f: &super::fast::FastResult| crate::size::mib_per_s(f.bytes, f.counters.wall.as_secs_f64());
+        let rate = |f: &super::fast::FastResult| {
+            crate::size::mib_per_s(f.bytes, f.counters.wall.as_secs_f64())
+        };
         out.push(Finding {
             key: "fast-warm-cold".into(),
             text: format!(
@@ -169,8 +239,14 @@ pub fn derive(r: &SuiteResult) -> Vec<Finding> {
         });
     }
     if let Some(t) = &r.transfer.result {
-        let best = t.pairs.iter().max_by(|a, b| a.mib_s.median.total_cmp(&b.mib_s.median));
-        let base = t.pairs.iter().find(|p| p.sender.name() == "read" && p.receiver.name() == "write");
+        let best = t
+            .pairs
+            .iter()
+            .max_by(|a, b| a.mib_s.median.total_cmp(&b.mib_s.median));
+        let base = t
+            .pairs
+            .iter()
+            .find(|p| p.sender.name() == "read" && p.receiver.name() == "write");
         if let (Some(b), Some(base)) = (best, base) {
             out.push(Finding {
                 key: "transfer-best".into(),
@@ -178,10 +254,18 @@ pub fn derive(r: &SuiteResult) -> Vec<Finding> {
                     "moving the classic files over loopback: {}:{} fastest, {}",
                     b.sender.name(),
                     b.receiver.name(),
-                    ratio_text(&format!("{}:{}", b.sender.name(), b.receiver.name()), b.mib_s.median, "read:write", base.mib_s.median)
+                    ratio_text(
+                        &format!("{}:{}", b.sender.name(), b.receiver.name()),
+                        b.mib_s.median,
+                        "read:write",
+                        base.mib_s.median
+                    )
                 ),
                 value: b.mib_s.median / base.mib_s.median,
-                cites: vec![format!("transfer: {}:{}", b.sender.name(), b.receiver.name()), "transfer: read:write".into()],
+                cites: vec![
+                    format!("transfer: {}:{}", b.sender.name(), b.receiver.name()),
+                    "transfer: read:write".into(),
+                ],
             });
         }
     }
@@ -211,7 +295,13 @@ mod tests {
         }
     }
 
-    fn cell(bs: u64, m: &str, cache: Option<CacheMode>, sync: Option<SyncMode>, mib: f64) -> SweepCell {
+    fn cell(
+        bs: u64,
+        m: &str,
+        cache: Option<CacheMode>,
+        sync: Option<SyncMode>,
+        mib: f64,
+    ) -> SweepCell {
         SweepCell {
             bs,
             method: m.into(),
@@ -232,14 +322,22 @@ mod tests {
         let rows = vec![
             arow(ReadMethod::Pread, Pattern::Random, CacheMode::Warm, 1000.0),
             arow(ReadMethod::Mmap, Pattern::Random, CacheMode::Warm, 1900.0),
-            arow(ReadMethod::MmapRandom, Pattern::Random, CacheMode::Warm, 1500.0),
+            arow(
+                ReadMethod::MmapRandom,
+                Pattern::Random,
+                CacheMode::Warm,
+                1500.0,
+            ),
             arow(ReadMethod::Mmap, Pattern::Random, CacheMode::Cold, 9000.0),
         ];
         let f = random_warm(&rows).unwrap();
         assert!((f.value - 1.9).abs() < 1e-9);
         assert!(f.text.contains("mmap 1.90x pread"), "{}", f.text);
         assert_eq!(f.cites[0], "access: mmap random warm");
-        assert!(random_warm(&rows[1..]).is_none(), "no pread row, no finding");
+        assert!(
+            random_warm(&rows[1..]).is_none(),
+            "no pread row, no finding"
+        );
     }
 
     #[test]

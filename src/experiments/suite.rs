@@ -13,8 +13,8 @@ use super::syscalls::{SyscallsResult, run_syscalls};
 use super::transfer::{TransferConfig, TransferResult, run_transfer};
 use super::vm::{VmConfig, VmResult, create_file, run_vm};
 use super::{Observer, Silent};
-use crate::cache::meminfo::{self, PageCache};
 use crate::cache::CacheMode;
+use crate::cache::meminfo::{self, PageCache};
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
@@ -79,26 +79,47 @@ pub const SCHEMA: &str = "iolab-suite/1";
 
 /// Names of the experiments, in the order they run (for progress).
 pub const EXPERIMENTS: [&str; 11] = [
-    "data", "run", "run2", "fast", "sweep read", "sweep write", "access", "syscalls", "vm", "transfer", "findings",
+    "data",
+    "run",
+    "run2",
+    "fast",
+    "sweep read",
+    "sweep write",
+    "access",
+    "syscalls",
+    "vm",
+    "transfer",
+    "findings",
 ];
 
 fn outcome<T>(f: impl FnOnce() -> Result<T>) -> Result<Outcome<T>> {
     if crate::sys::interrupted() {
-        return Err(Error::failed("interrupted", "stopped by a signal; nothing was kept"));
+        return Err(Error::failed(
+            "interrupted",
+            "stopped by a signal; nothing was kept",
+        ));
     }
     let t = Instant::now();
     let r = f();
     let seconds = t.elapsed().as_secs_f64();
     Ok(match r {
-        Ok(v) => Outcome { result: Some(v), error: None, seconds },
-        Err(e) => Outcome { result: None, error: Some(e.to_string()), seconds },
+        Ok(v) => Outcome {
+            result: Some(v),
+            error: None,
+            seconds,
+        },
+        Err(e) => Outcome {
+            result: None,
+            error: Some(e.to_string()),
+            seconds,
+        },
     })
 }
 
 /// Words for the generated text files.
 const WORDS: [&str; 24] = [
-    "page", "cache", "block", "read", "write", "map", "fault", "kernel", "file", "byte", "disk", "copy", "socket", "buffer",
-    "the", "a", "of", "and", "to", "in", "is", "data", "fast", "slow",
+    "page", "cache", "block", "read", "write", "map", "fault", "kernel", "file", "byte", "disk",
+    "copy", "socket", "buffer", "the", "a", "of", "and", "to", "in", "is", "data", "fast", "slow",
 ];
 
 fn text(len: usize, seed: u64) -> Vec<u8> {
@@ -124,7 +145,8 @@ fn write_new(path: &Path, data: &[u8]) -> Result<()> {
 
 /// Makes the data: a random file and the classic transfer inputs.
 pub fn make_data(cfg: &SuiteConfig) -> Result<DataSet> {
-    std::fs::create_dir_all(cfg.dir.join("classic")).map_err(|e| Error::io("cannot create", &cfg.dir, &e))?;
+    std::fs::create_dir_all(cfg.dir.join("classic"))
+        .map_err(|e| Error::io("cannot create", &cfg.dir, &e))?;
     let dirf = std::fs::File::open(&cfg.dir).map_err(|e| Error::io("cannot open", &cfg.dir, &e))?;
     let free = crate::sys::fs_free_bytes(&dirf).unwrap_or(u64::MAX);
     let ram = meminfo::read().mem_total;
@@ -132,17 +154,24 @@ pub fn make_data(cfg: &SuiteConfig) -> Result<DataSet> {
     let mut capped = None;
     if size > free / 2 {
         size = free / 2;
-        capped = Some(format!("capped to half the free disk space ({})", crate::size::format_size(free)));
+        capped = Some(format!(
+            "capped to half the free disk space ({})",
+            crate::size::format_size(free)
+        ));
     }
     if ram > 0 && size > ram / 4 {
         size = ram / 4;
-        capped = Some(format!("capped to a quarter of RAM ({})", crate::size::format_size(ram)));
+        capped = Some(format!(
+            "capped to a quarter of RAM ({})",
+            crate::size::format_size(ram)
+        ));
     }
     size = size / 4096 * 4096;
     let random_file = cfg.dir.join("random.bin");
     {
         use std::io::Write;
-        let mut f = std::fs::File::create(&random_file).map_err(|e| Error::io("cannot create", &random_file, &e))?;
+        let mut f = std::fs::File::create(&random_file)
+            .map_err(|e| Error::io("cannot create", &random_file, &e))?;
         let mut buf = vec![0u8; 8 << 20];
         let mut left = size;
         let mut seed = 1;
@@ -150,7 +179,8 @@ pub fn make_data(cfg: &SuiteConfig) -> Result<DataSet> {
             let n = left.min(buf.len() as u64) as usize;
             fill_random(&mut buf[..n], seed);
             seed += 1;
-            f.write_all(&buf[..n]).map_err(|e| Error::io("cannot write data", &random_file, &e))?;
+            f.write_all(&buf[..n])
+                .map_err(|e| Error::io("cannot write data", &random_file, &e))?;
             left -= n as u64;
         }
     }
@@ -180,8 +210,18 @@ pub fn make_data(cfg: &SuiteConfig) -> Result<DataSet> {
         write_new(&p, &b)?;
         files.push(p);
     }
-    let classic_bytes = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
-    Ok(DataSet { random_file, random_size: size, classic_files: files, classic_bytes, capped })
+    let classic_bytes = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    Ok(DataSet {
+        random_file,
+        random_size: size,
+        classic_files: files,
+        classic_bytes,
+        capped,
+    })
 }
 
 /// Runs everything. Experiments that fail are recorded and the suite goes on; a signal stops it.
@@ -196,13 +236,49 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
     let silent = Silent;
     step(1);
     let mb = 1u64 << 20;
-    let run_read = outcome(|| run_classic(&classic_cfg(&file, Op::Read, mb, data.random_size / mb, false)))?;
-    let wlen = if q { 16 * mb } else { data.random_size.min(256 * mb) };
-    let run_write = outcome(|| run_classic(&classic_cfg(&cfg.dir.join("run-write.bin"), Op::Write, mb, wlen / mb, true)))?;
+    let run_read = outcome(|| {
+        run_classic(&classic_cfg(
+            &file,
+            Op::Read,
+            mb,
+            data.random_size / mb,
+            false,
+        ))
+    })?;
+    let wlen = if q {
+        16 * mb
+    } else {
+        data.random_size.min(256 * mb)
+    };
+    let run_write = outcome(|| {
+        run_classic(&classic_cfg(
+            &cfg.dir.join("run-write.bin"),
+            Op::Write,
+            mb,
+            wlen / mb,
+            true,
+        ))
+    })?;
     step(2);
     let run2 = outcome(|| {
-        let (min, max) = if q { (Duration::from_millis(20), Duration::from_millis(100)) } else { (Duration::from_secs(5), Duration::from_secs(15)) };
-        run_run2(&Run2Config { path: file.clone(), bs: mb, min, max, method: ReadMethod::Read, threads: 1, cache: CacheMode::Asis, drop_all: false }, &silent)
+        let (min, max) = if q {
+            (Duration::from_millis(20), Duration::from_millis(100))
+        } else {
+            (Duration::from_secs(5), Duration::from_secs(15))
+        };
+        run_run2(
+            &Run2Config {
+                path: file.clone(),
+                bs: mb,
+                min,
+                max,
+                method: ReadMethod::Read,
+                threads: 1,
+                cache: CacheMode::Asis,
+                drop_all: false,
+            },
+            &silent,
+        )
     })?;
     step(3);
     let fast = |cache: CacheMode| {
@@ -210,7 +286,13 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
             let src = crate::engine::open_source(&file)?;
             crate::cache::prepare(&src.file, src.size, &file, cache, false)?;
             drop(src);
-            run_fast(&FastConfig { path: file.clone(), method: None, threads: None, bs: None, depth: None })
+            run_fast(&FastConfig {
+                path: file.clone(),
+                method: None,
+                threads: None,
+                bs: None,
+                depth: None,
+            })
         })
     };
     let fast_warm = fast(CacheMode::Warm)?;
@@ -226,7 +308,11 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 write_methods: Vec::new(),
                 caches: vec![CacheMode::Cold, CacheMode::Warm],
                 syncs: Vec::new(),
-                len: Some(if q { data.random_size.min(64 * mb) } else { data.random_size }),
+                len: Some(if q {
+                    data.random_size.min(64 * mb)
+                } else {
+                    data.random_size
+                }),
                 threads: 1,
                 depth: 32,
                 repeat: if q { 1 } else { 3 },
@@ -267,7 +353,12 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 bs: 4096,
                 patterns: vec![Pattern::Seq, Pattern::Random],
                 methods: if q {
-                    vec![ReadMethod::Pread, ReadMethod::Mmap, ReadMethod::MmapRandom, ReadMethod::Uring]
+                    vec![
+                        ReadMethod::Pread,
+                        ReadMethod::Mmap,
+                        ReadMethod::MmapRandom,
+                        ReadMethod::Uring,
+                    ]
                 } else {
                     super::access::DEFAULT_METHODS.to_vec()
                 },
@@ -275,7 +366,11 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 threads: 1,
                 depth: 32,
                 ops: None,
-                duration: Some(if q { Duration::from_millis(300) } else { Duration::from_secs(3) }),
+                duration: Some(if q {
+                    Duration::from_millis(300)
+                } else {
+                    Duration::from_secs(3)
+                }),
                 repeat: if q { 1 } else { 3 },
                 warmup: if q { 0 } else { 1 },
                 seed: 1,
@@ -286,12 +381,19 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
         )
     })?;
     step(7);
-    let syscalls = outcome(|| run_syscalls(Some(&file), if q { 1 } else { 5 }, command_line, &silent))?;
+    let syscalls =
+        outcome(|| run_syscalls(Some(&file), if q { 1 } else { 5 }, command_line, &silent))?;
     step(8);
     let vm = outcome(|| {
         let p = cfg.dir.join("vm.bin");
         create_file(&p, 10 * mb, true)?;
-        run_vm(&VmConfig { path: p, touches: vec![0, 10000], write: true, evict: true, page_cache: true })
+        run_vm(&VmConfig {
+            path: p,
+            touches: vec![0, 10000],
+            write: true,
+            evict: true,
+            page_cache: true,
+        })
     })?;
     step(9);
     let transfer = outcome(|| {
@@ -306,7 +408,14 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
             super::transfer::all_pairs()
         };
         run_transfer(
-            &TransferConfig { files: data.classic_files.clone(), pairs, repeat: if q { 1 } else { 3 }, connections: 1, sync: false, discard: false },
+            &TransferConfig {
+                files: data.classic_files.clone(),
+                pairs,
+                repeat: if q { 1 } else { 3 },
+                connections: 1,
+                sync: false,
+                discard: false,
+            },
             command_line,
             &silent,
         )

@@ -117,11 +117,17 @@ pub fn line_plot(p: &Plot) -> String {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
     let ymax = pts().fold(0.0f64, |m, q| m.max(q.hi).max(q.y));
-    let ymin_pos = pts().map(|q| q.lo.min(q.y)).filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
+    let ymin_pos = pts()
+        .map(|q| q.lo.min(q.y))
+        .filter(|v| *v > 0.0)
+        .fold(f64::MAX, f64::min);
     let step = nice_step(if ymax > 0.0 { ymax * 1.05 } else { 1.0 });
     let y1 = ((ymax * 1.05) / step).ceil().max(1.0) * step;
     let (l0, l1) = if ymax > 0.0 && ymin_pos < f64::MAX {
-        (ymin_pos.log10().floor(), ymax.log10().ceil().max(ymin_pos.log10().floor() + 1.0))
+        (
+            ymin_pos.log10().floor(),
+            ymax.log10().ceil().max(ymin_pos.log10().floor() + 1.0),
+        )
     } else {
         (0.0, 1.0)
     };
@@ -151,7 +157,9 @@ pub fn line_plot(p: &Plot) -> String {
     let yticks: Vec<f64> = if p.log_y {
         (l0 as i32..=l1 as i32).map(|e| 10f64.powi(e)).collect()
     } else {
-        (0..=((y1 / step).round() as usize)).map(|i| i as f64 * step).collect()
+        (0..=((y1 / step).round() as usize))
+            .map(|i| i as f64 * step)
+            .collect()
     };
     for y in yticks {
         let py = sy(y);
@@ -161,7 +169,11 @@ pub fn line_plot(p: &Plot) -> String {
             LEFT + pw,
             LEFT - 6.0,
             py + 4.0,
-            if y >= 1.0 || y == 0.0 { format!("{y:.0}") } else { format!("{y}") }
+            if y >= 1.0 || y == 0.0 {
+                format!("{y:.0}")
+            } else {
+                format!("{y}")
+            }
         );
     }
     // x ticks: each distinct x of the data.
@@ -319,12 +331,26 @@ pub fn bar_chart(b: &Bars) -> String {
     let max = vals().fold(0.0f64, f64::max);
     let minpos = vals().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
     let (lo, hi) = if b.log_y && max > 0.0 {
-        (minpos.log10().floor(), max.log10().ceil().max(minpos.log10().floor() + 1.0))
+        (
+            minpos.log10().floor(),
+            max.log10().ceil().max(minpos.log10().floor() + 1.0),
+        )
     } else {
-        (0.0, if max > 0.0 { (max * 1.1 / nice_step(max * 1.1)).ceil() * nice_step(max * 1.1) } else { 1.0 })
+        (
+            0.0,
+            if max > 0.0 {
+                (max * 1.1 / nice_step(max * 1.1)).ceil() * nice_step(max * 1.1)
+            } else {
+                1.0
+            },
+        )
     };
     let sy = |v: f64| {
-        let t = if b.log_y { (v.max(10f64.powf(lo)).log10() - lo) / (hi - lo) } else { v / hi };
+        let t = if b.log_y {
+            (v.max(10f64.powf(lo)).log10() - lo) / (hi - lo)
+        } else {
+            v / hi
+        };
         TOP + ph - t * ph
     };
     let mut o = String::new();
@@ -339,12 +365,24 @@ pub fn bar_chart(b: &Bars) -> String {
         (lo as i32..=hi as i32).map(|e| 10f64.powi(e)).collect()
     } else {
         let step = nice_step(hi);
-        (0..=((hi / step).round() as usize)).map(|i| i as f64 * step).collect()
+        (0..=((hi / step).round() as usize))
+            .map(|i| i as f64 * step)
+            .collect()
     };
     for y in ticks {
         let py = sy(y);
-        let label = if y >= 1.0 || y == 0.0 { format!("{y:.0}") } else { format!("{y}") };
-        let _ = write!(o, r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##, LEFT + pw, LEFT - 6.0, py + 4.0);
+        let label = if y >= 1.0 || y == 0.0 {
+            format!("{y:.0}")
+        } else {
+            format!("{y}")
+        };
+        let _ = write!(
+            o,
+            r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            py + 4.0
+        );
     }
     let ng = b.groups.len().max(1) as f64;
     let gw = pw / ng;
@@ -357,17 +395,41 @@ pub fn bar_chart(b: &Bars) -> String {
             let x = gx + s as f64 * bw;
             let y = sy(*v);
             let color = COLORS[s % COLORS.len()];
-            let _ = write!(o, r#"<g class="bar"><rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#, bw - 2.0, (TOP + ph - y).max(0.0));
+            let _ = write!(
+                o,
+                r#"<g class="bar"><rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+                bw - 2.0,
+                (TOP + ph - y).max(0.0)
+            );
             let hatch = HATCH[s % HATCH.len()];
             if !hatch.is_empty() {
-                let _ = write!(o, r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{hatch}"/>"#, bw - 2.0, (TOP + ph - y).max(0.0));
+                let _ = write!(
+                    o,
+                    r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{hatch}"/>"#,
+                    bw - 2.0,
+                    (TOP + ph - y).max(0.0)
+                );
             }
             if let Some(Some(note)) = b.notes.get(g).and_then(|n| n.get(s)) {
-                let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle">{}</text>"#, x + bw / 2.0 - 1.0, y - 3.0, esc(note));
+                let _ = write!(
+                    o,
+                    r#"<text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle">{}</text>"#,
+                    x + bw / 2.0 - 1.0,
+                    y - 3.0,
+                    esc(note)
+                );
             }
             o.push_str("</g>");
         }
-        let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="end" transform="rotate(-30 {:.1} {:.1})">{}</text>"#, LEFT + g as f64 * gw + gw / 2.0, TOP + ph + 16.0, LEFT + g as f64 * gw + gw / 2.0, TOP + ph + 16.0, esc(name));
+        let _ = write!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" transform="rotate(-30 {:.1} {:.1})">{}</text>"#,
+            LEFT + g as f64 * gw + gw / 2.0,
+            TOP + ph + 16.0,
+            LEFT + g as f64 * gw + gw / 2.0,
+            TOP + ph + 16.0,
+            esc(name)
+        );
     }
     let _ = write!(
         o,
@@ -380,11 +442,25 @@ pub fn bar_chart(b: &Bars) -> String {
         let lx = LEFT + pw + 15.0;
         let color = COLORS[s % COLORS.len()];
         let hatch = HATCH[s % HATCH.len()];
-        let _ = write!(o, r#"<rect x="{lx}" y="{:.1}" width="14" height="12" fill="{color}"/>"#, ly - 8.0);
+        let _ = write!(
+            o,
+            r#"<rect x="{lx}" y="{:.1}" width="14" height="12" fill="{color}"/>"#,
+            ly - 8.0
+        );
         if !hatch.is_empty() {
-            let _ = write!(o, r#"<rect x="{lx}" y="{:.1}" width="14" height="12" fill="{hatch}"/>"#, ly - 8.0);
+            let _ = write!(
+                o,
+                r#"<rect x="{lx}" y="{:.1}" width="14" height="12" fill="{hatch}"/>"#,
+                ly - 8.0
+            );
         }
-        let _ = write!(o, r#"<text x="{}" y="{:.1}">{}</text>"#, lx + 20.0, ly + 2.0, esc(name));
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{:.1}">{}</text>"#,
+            lx + 20.0,
+            ly + 2.0,
+            esc(name)
+        );
     }
     o.push_str("</svg>\n");
     o
