@@ -138,6 +138,18 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             out(&report::vm::vm_report(&r, a.format.into()));
         }
         Command::Suite(a) => suite_main(&a, &progress)?,
+        Command::Advise(a) => {
+            let r = iolab::experiments::advise::run_advise(
+                &a.file,
+                a.pattern,
+                a.bs,
+                a.threads,
+                &command_line(),
+                &progress,
+            )?;
+            warn_all(&r.measured.warnings);
+            out(&report::access::advise_report(&r, a.format.into()));
+        }
         Command::Report(a) => {
             let results = a
                 .results

@@ -43,6 +43,11 @@ pub enum Command {
     Suite(SuiteArgs),
     /// Re-render report(s) from results.json files; several give hosts side by side.
     Report(ReportArgs),
+    /// Which method for this file and access pattern, here: measured, warm and cold.
+    #[command(
+        after_help = "Examples:\n  iolab advise big.bin --pattern random --bs 4K\n  iolab advise big.bin --pattern seq --bs 1M --threads 2"
+    )]
+    Advise(AdviseArgs),
     /// The classic program: read or write BLOCK_COUNT blocks of BLOCK_SIZE, print time, rate, XOR.
     #[command(
         after_help = "Examples:\n  iolab run big.bin -r 4K 262144\n  iolab run out.bin -w 1M 1024 --sync end\n  iolab run big.bin -r 1M 2048 --method mmap --cache cold"
@@ -484,6 +489,24 @@ pub struct SuiteArgs {
     /// Replace an existing report folder instead of making a dated one
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// A regular file
+    pub file: PathBuf,
+    /// seq or random
+    #[arg(long, default_value = "random", value_parser = parse::pattern)]
+    pub pattern: Pattern,
+    /// Block size
+    #[arg(long, default_value = "4K", value_parser = parse::size)]
+    pub bs: u64,
+    /// Threads
+    #[arg(long, default_value = "1", value_parser = parse::threads)]
+    pub threads: usize,
+    /// Output on stdout: a text table, or data for other tools
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! serializable result and never prints: progress goes to an [`Observer`].
 
 pub mod access;
+pub mod advise;
 pub mod cache_cmd;
 pub mod classic;
 pub mod fast;

@@ -110,3 +110,36 @@ pub fn classic_lines(r: &AccessResult) -> String {
         run.kiops()
     )
 }
+
+/// `iolab advise` output: the measured table, then the answer per cache state.
+pub fn advise_report(r: &crate::experiments::advise::AdviseResult, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let mut out = access_report(&r.measured, format);
+    out.push('\n');
+    for a in &r.advice {
+        out.push_str(&format!(
+            "Advice, {} cache: {} ({:.1} KIOPS, {:.2}x {}) for {} {} blocks\n",
+            a.cache.name(),
+            a.best.name(),
+            a.kiops,
+            a.ratio,
+            a.versus.name(),
+            r.pattern.name(),
+            format_size(r.bs)
+        ));
+    }
+    let now = if r.resident_now >= 0.9 {
+        "warm"
+    } else if r.resident_now <= 0.1 {
+        "cold"
+    } else {
+        "partly cached: between the two"
+    };
+    out.push_str(&format!(
+        "Right now the file is {:.0}% resident: the {now} answer applies.\n",
+        r.resident_now * 100.0
+    ));
+    out
+}

@@ -1,0 +1,107 @@
+//! `iolab advise FILE`: which method for this file and access pattern, here — answered by a
+//! short measurement of the candidates, warm and cold, not by a rule of thumb.
+
+use super::Observer;
+use super::access::{AccessConfig, AccessResult, AccessRow, run_access};
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::error::Result;
+use crate::workload::Pattern;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Advice {
+    pub cache: CacheMode,
+    pub best: ReadMethod,
+    pub kiops: f64,
+    /// The best method against the plain system call of the pattern (read or pread).
+    pub versus: ReadMethod,
+    pub ratio: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdviseResult {
+    pub path: PathBuf,
+    pub pattern: Pattern,
+    pub bs: u64,
+    /// Resident fraction when asked: which of the two answers applies now.
+    pub resident_now: f64,
+    pub advice: Vec<Advice>,
+    pub measured: AccessResult,
+}
+
+pub fn run_advise(
+    path: &std::path::Path,
+    pattern: Pattern,
+    bs: u64,
+    threads: usize,
+    command_line: &str,
+    obs: &dyn Observer,
+) -> Result<AdviseResult> {
+    let resident_now = crate::cache::residency(path)?.fraction();
+    let hint = if pattern == Pattern::Seq {
+        ReadMethod::MmapSeq
+    } else {
+        ReadMethod::MmapRandom
+    };
+    let cfg = AccessConfig {
+        path: path.to_path_buf(),
+        bs,
+        patterns: vec![pattern],
+        methods: vec![
+            ReadMethod::Read,
+            ReadMethod::Pread,
+            ReadMethod::Mmap,
+            hint,
+            ReadMethod::Uring,
+        ],
+        caches: vec![CacheMode::Warm, CacheMode::Cold],
+        threads,
+        depth: 32,
+        ops: None,
+        duration: Some(Duration::from_millis(500)),
+        repeat: 3,
+        warmup: 1,
+        seed: 1,
+        drop_all: false,
+    };
+    let measured = run_access(&cfg, command_line, obs)?;
+    let baseline = if pattern == Pattern::Seq {
+        ReadMethod::Read
+    } else {
+        ReadMethod::Pread
+    };
+    let usable = |r: &&AccessRow| r.unsupported.is_none() && r.kiops.n > 0;
+    let advice = [CacheMode::Warm, CacheMode::Cold]
+        .into_iter()
+        .filter_map(|c| {
+            let rows: Vec<&AccessRow> = measured
+                .rows
+                .iter()
+                .filter(|r| r.cache == c)
+                .filter(usable)
+                .collect();
+            let best = rows
+                .iter()
+                .max_by(|a, b| a.kiops.median.total_cmp(&b.kiops.median))?;
+            let base = rows.iter().find(|r| r.method == baseline)?;
+            Some(Advice {
+                cache: c,
+                best: best.method,
+                kiops: best.kiops.median,
+                versus: baseline,
+                ratio: best.kiops.median / base.kiops.median,
+            })
+        })
+        .collect();
+    Ok(AdviseResult {
+        path: path.to_path_buf(),
+        pattern,
+        bs,
+        resident_now,
+        advice,
+        measured,
+    })
+}

@@ -1,0 +1,274 @@
+//! The main job end to end: `iolab suite --quick`, its files, its schema, a browser rendering it,
+//! re-rendering with `iolab report`, and an interrupted run leaving nothing behind.
+
+mod common;
+
+use assert_cmd::Command;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn iolab() -> Command {
+    let mut c = Command::cargo_bin("iolab").unwrap();
+    c.env_remove("IOLAB_NO_ROOT")
+        .timeout(Duration::from_secs(300));
+    c
+}
+
+/// A small well-formedness check: every tag closed in order, one root.
+fn well_formed(xml: &str) -> Result<usize, String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut elements = 0;
+    let mut rest = xml;
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i + 1..];
+        let end = rest.find('>').ok_or("unclosed <")?;
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack.pop().ok_or(format!("stray </{name}>"))?;
+            if open != name.trim() {
+                return Err(format!("<{open}> closed by </{name}>"));
+            }
+        } else if !tag.starts_with('?') && !tag.starts_with('!') {
+            elements += 1;
+            if !tag.ends_with('/') {
+                stack.push(tag.split_whitespace().next().unwrap_or("").to_string());
+            }
+        }
+    }
+    if stack.is_empty() {
+        Ok(elements)
+    } else {
+        Err(format!("unclosed {stack:?}"))
+    }
+}
+
+fn check_report(dir: &Path) -> serde_json::Value {
+    for f in ["results.json", "report.md", "report.html"] {
+        assert!(dir.join(f).is_file(), "missing {f}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    // The documented schema's required keys and outcome shapes.
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/results.schema.json")).unwrap();
+    for key in schema["required"].as_array().unwrap() {
+        let key = key.as_str().unwrap();
+        assert!(v.get(key).is_some(), "results.json lacks {key}");
+        if schema["properties"][key]["$ref"].is_string() {
+            let o = &v[key];
+            assert!(
+                o["seconds"].is_number() && (o["result"].is_object() || o["error"].is_string()),
+                "{key}: {o}"
+            );
+        }
+    }
+    assert_eq!(v["schema"], "iolab-suite/1");
+    assert!(
+        v["findings"].as_array().unwrap().len() >= 5,
+        "{}",
+        v["findings"]
+    );
+    for f in v["findings"].as_array().unwrap() {
+        assert!(
+            !f["cites"].as_array().unwrap().is_empty(),
+            "a finding without its rows: {f}"
+        );
+    }
+    let mut plots = 0;
+    for e in std::fs::read_dir(dir.join("plots")).unwrap() {
+        let p = e.unwrap().path();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        well_formed(&svg).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        plots += 1;
+    }
+    assert!(plots >= 6, "{plots} plots");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), plots, "every plot inline");
+    for bad in [
+        "src=\"http",
+        "href=\"http",
+        "<link",
+        "<script",
+        "url(http",
+        "@import",
+    ] {
+        assert!(!html.contains(bad), "external reference: {bad}");
+    }
+    v
+}
+
+#[test]
+fn quick_suite_writes_a_whole_report_and_removes_its_data() {
+    let parent = tempfile::tempdir().unwrap();
+    let out = parent.path().join("rep");
+    let t = Instant::now();
+    let o = iolab()
+        .args([
+            "suite",
+            "--quick",
+            "--size",
+            "64M",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eprintln!("suite --quick --size 64M took {secs:.1} s");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Findings:") && text.contains("report.html"),
+        "{text}"
+    );
+    let v = check_report(&out);
+    let names: Vec<_> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["rep"], "the generated data is removed");
+    assert_eq!(
+        v["data"]["classic_files"].as_array().unwrap().len(),
+        10 + 1 + 4 + 4 + 3
+    );
+
+    // Re-render, alone and with two hosts side by side; a second render gets a dated folder.
+    let r1 = out.join("results.json");
+    iolab()
+        .args([
+            "report",
+            r1.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let dated: Vec<_> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p != &out)
+        .collect();
+    assert_eq!(dated.len(), 1, "a dated folder beside the old report");
+    check_report(&dated[0]);
+    let both = parent.path().join("both");
+    iolab()
+        .args([
+            "report",
+            r1.to_str().unwrap(),
+            r1.to_str().unwrap(),
+            "--out",
+            both.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(both.join("report.html")).unwrap();
+    assert!(html.contains("Hosts side by side") && html.contains("host 2"));
+    let o = iolab()
+        .args(["report", both.join("report.md").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "not a results file");
+
+    browser_renders(
+        &out.join("report.html"),
+        v["findings"].as_array().unwrap().len(),
+    );
+}
+
+/// Headless Chromium loads the page from disk: a non-blank screenshot, every plot in the DOM,
+/// no console errors.
+fn browser_renders(html: &Path, _findings: usize) {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find(|c| which(c))
+    else {
+        eprintln!("skipped browser check: no chromium here (.ci/run installs Debian's chromium)");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let shot = profile.path().join("shot.png");
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--window-size=1200,3000",
+    ];
+    let url = format!("file://{}", html.display());
+    let run = |extra: &[String]| {
+        std::process::Command::new(chromium)
+            .args(flags)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[format!("--screenshot={}", shot.display())]);
+    assert!(
+        shot.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "blank-looking screenshot ({} bytes)",
+        png.len()
+    );
+    let o = run(&[
+        "--dump-dom".to_string(),
+        "--enable-logging=stderr".to_string(),
+        "--v=0".to_string(),
+    ]);
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        dom.matches("class=\"plot\"").count(),
+        6,
+        "every plot element present"
+    );
+    assert!(dom.contains("Findings"));
+    assert!(
+        !stderr.contains("CONSOLE") && !stderr.contains("Uncaught"),
+        "console errors: {stderr}"
+    );
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+#[test]
+fn an_interrupted_suite_leaves_nothing() {
+    let parent = tempfile::tempdir().unwrap();
+    let out = parent.path().join("rep");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(["suite", "--size", "256M", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    // kill(1) sends SIGINT, as Ctrl-C would.
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
