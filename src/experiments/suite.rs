@@ -2,6 +2,7 @@
 //! facts, every experiment's outcome (or why it failed or was unsupported) and the findings
 //! derived from them. Rendering and writing the report is the report module's and the CLI's.
 
+use super::Observer;
 use super::access::{AccessConfig, AccessResult, run_access};
 use super::classic::{ClassicResult, Op, RunConfig, run_classic};
 use super::fast::{FastConfig, FastResult, run_fast};
@@ -12,7 +13,6 @@ use super::sweep::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
 use super::syscalls::{SyscallsResult, run_syscalls};
 use super::transfer::{TransferConfig, TransferResult, run_transfer};
 use super::vm::{VmConfig, VmResult, create_file, run_vm};
-use super::{Observer, Silent};
 use crate::cache::CacheMode;
 use crate::cache::meminfo::{self, PageCache};
 use crate::engine::ReadMethod;
@@ -225,15 +225,44 @@ pub fn make_data(cfg: &SuiteConfig) -> Result<DataSet> {
 }
 
 /// Runs everything. Experiments that fail are recorded and the suite goes on; a signal stops it.
+/// Progress of the experiment under way, prefixed with the suite's overall step.
+struct Stepped<'a> {
+    obs: &'a dyn Observer,
+    step: std::cell::Cell<usize>,
+}
+
+impl Observer for Stepped<'_> {
+    fn progress(&self, what: &str, done: usize, total: usize) {
+        let i = self.step.get();
+        self.obs.progress(
+            &format!(
+                "suite [{}/{}] {}: {what}",
+                i + 1,
+                EXPERIMENTS.len(),
+                EXPERIMENTS[i]
+            ),
+            done,
+            total,
+        );
+    }
+}
+
 pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> Result<SuiteResult> {
     let started = Instant::now();
-    let step = |i: usize| obs.progress(EXPERIMENTS[i], i, EXPERIMENTS.len());
+    let inner = Stepped {
+        obs,
+        step: std::cell::Cell::new(0),
+    };
+    let step = |i: usize| {
+        inner.step.set(i);
+        inner.progress("starting", 0, 1);
+    };
     step(0);
     let before = meminfo::read();
     let data = make_data(cfg)?;
     let file = data.random_file.clone();
     let q = cfg.quick;
-    let silent = Silent;
+    let progress = &inner;
     step(1);
     let mb = 1u64 << 20;
     let run_read = outcome(|| {
@@ -277,7 +306,7 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 cache: CacheMode::Asis,
                 drop_all: false,
             },
-            &silent,
+            progress,
         )
     })?;
     step(3);
@@ -320,7 +349,7 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 drop_all: false,
             },
             command_line,
-            &silent,
+            progress,
         )
     })?;
     step(5);
@@ -342,7 +371,7 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 drop_all: false,
             },
             command_line,
-            &silent,
+            progress,
         )
     })?;
     step(6);
@@ -377,12 +406,12 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 drop_all: false,
             },
             command_line,
-            &silent,
+            progress,
         )
     })?;
     step(7);
     let syscalls =
-        outcome(|| run_syscalls(Some(&file), if q { 1 } else { 5 }, command_line, &silent))?;
+        outcome(|| run_syscalls(Some(&file), if q { 1 } else { 5 }, command_line, progress))?;
     step(8);
     let vm = outcome(|| {
         let p = cfg.dir.join("vm.bin");
@@ -417,7 +446,7 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
                 discard: false,
             },
             command_line,
-            &silent,
+            progress,
         )
     })?;
     step(10);
