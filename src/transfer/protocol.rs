@@ -221,6 +221,29 @@ pub fn read_hello(r: &mut impl Read, who: &str, peer: &str) -> Result<Hello> {
     Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))
 }
 
+/// Reads the peer's proof of `token` for `role` over our nonce, and checks it in constant time
+/// (`blake3::Hash` equality).
+pub fn expect_proof(
+    r: &mut impl Read,
+    token: &str,
+    role: &[u8],
+    our_nonce: &[u8; 16],
+    peer: &str,
+) -> Result<()> {
+    let mut p = [0u8; 32];
+    if read_full(r, &mut p).unwrap_or(0) < 32 {
+        return Err(Error::failed(
+            "handshake failed",
+            "wrong token (the peer closed the connection)",
+        )
+        .on(peer));
+    }
+    if blake3::Hash::from_bytes(p) != proof(token, role, our_nonce) {
+        return Err(Error::failed("handshake failed", "wrong token").on(peer));
+    }
+    Ok(())
+}
+
 /// Writes all of `b`, naming the peer on failure.
 pub fn send_all(w: &mut impl Write, b: &[u8], peer: &str) -> Result<()> {
     w.write_all(b)

@@ -134,18 +134,7 @@ fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()
             protocol::proof(t, b"recv", &theirs.nonce).as_bytes(),
             peer,
         )?;
-        let mut p = [0u8; 32];
-        if protocol::read_full(sock, &mut p).unwrap_or(0) < 32 {
-            return Err(Error::failed(
-                "handshake failed",
-                "wrong token (the sender closed the connection)",
-            )
-            .on(peer));
-        }
-        // blake3::Hash compares in constant time.
-        if blake3::Hash::from_bytes(p) != protocol::proof(t, b"send", &mine.nonce) {
-            return Err(Error::failed("handshake failed", "wrong token").on(peer));
-        }
+        protocol::expect_proof(sock, t, b"send", &mine.nonce, peer)?;
     }
     Ok(())
 }

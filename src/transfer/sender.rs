@@ -222,18 +222,7 @@ fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()
         .on(peer));
     }
     if let Some(t) = token {
-        let mut p = [0u8; 32];
-        if protocol::read_full(sock, &mut p).unwrap_or(0) < 32 {
-            return Err(Error::failed(
-                "handshake failed",
-                "the receiver's token proof was cut short",
-            )
-            .on(peer));
-        }
-        // blake3::Hash compares in constant time.
-        if blake3::Hash::from_bytes(p) != protocol::proof(t, b"recv", &mine.nonce) {
-            return Err(Error::failed("handshake failed", "wrong token").on(peer));
-        }
+        protocol::expect_proof(sock, t, b"recv", &mine.nonce, peer)?;
         protocol::send_all(
             sock,
             protocol::proof(t, b"send", &theirs.nonce).as_bytes(),
