@@ -3,17 +3,11 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::iolab;
+
 use common::{bytes, fs_type, is_root, plain_xor, write_file};
 use predicates::prelude::*;
 use std::path::Path;
-
-fn iolab() -> Command {
-    let mut c = Command::cargo_bin("iolab").unwrap();
-    c.env_remove("IOLAB_NO_ROOT")
-        .timeout(std::time::Duration::from_secs(60));
-    c
-}
 
 /// Runs and checks: exit code, stderr is exactly one `iolab: ` line containing `needle`.
 fn fails_with(args: &[&str], code: i32, needle: &str) {

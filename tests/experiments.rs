@@ -2,16 +2,10 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::iolab;
+
 use common::{bytes, plain_xor, write_file};
 use predicates::prelude::*;
-
-fn iolab() -> Command {
-    let mut c = Command::cargo_bin("iolab").unwrap();
-    c.env_remove("IOLAB_NO_ROOT")
-        .timeout(std::time::Duration::from_secs(120));
-    c
-}
 
 fn json(args: &[&str]) -> serde_json::Value {
     let o = iolab().args(args).output().unwrap();

@@ -3,16 +3,10 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::iolab;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn iolab() -> Command {
-    let mut c = Command::cargo_bin("iolab").unwrap();
-    c.env_remove("IOLAB_NO_ROOT")
-        .timeout(Duration::from_secs(300));
-    c
-}
 
 /// A small well-formedness check: every tag closed in order, one root.
 fn well_formed(xml: &str) -> Result<usize, String> {

@@ -2,6 +2,8 @@
 
 mod common;
 
+use common::iolab;
+
 use common::{bytes, write_file};
 use iolab::transfer::receiver::{RecvConfig, receive};
 use iolab::transfer::sender::{SendConfig, bind, serve};
@@ -253,16 +255,7 @@ fn tokens_must_match_and_refused_connections_are_clear() {
     assert!(e.to_string().contains("Connection refused"), "{e}");
 }
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn iolab() -> Command {
-    let mut c = Command::cargo_bin("iolab").unwrap();
-    c.env_remove("IOLAB_NO_ROOT")
-        .env_remove("IOLAB_TOKEN")
-        .timeout(Duration::from_secs(60));
-    c
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

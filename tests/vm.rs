@@ -2,16 +2,10 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::iolab;
+
 use common::{bytes, is_root, write_file};
 use predicates::prelude::*;
-
-fn iolab() -> Command {
-    let mut c = Command::cargo_bin("iolab").unwrap();
-    c.env_remove("IOLAB_NO_ROOT")
-        .timeout(std::time::Duration::from_secs(60));
-    c
-}
 
 fn stage<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     v["stages"]

@@ -3,6 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
+/// The binary, with none of iolab's environment switches set and a generous timeout.
+pub fn iolab() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("iolab").unwrap();
+    c.env_remove("IOLAB_NO_ROOT")
+        .env_remove("IOLAB_TOKEN")
+        .timeout(std::time::Duration::from_secs(300));
+    c
+}
+
 /// Deterministic bytes, generated independently of iolab's own generator.
 pub fn bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed | 1;
