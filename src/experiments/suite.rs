@@ -327,51 +327,55 @@ pub fn run_suite(cfg: &SuiteConfig, command_line: &str, obs: &dyn Observer) -> R
     let fast_warm = fast(CacheMode::Warm)?;
     let fast_cold = fast(CacheMode::Cold)?;
     step(4);
-    let sweep_read = outcome(|| {
-        run_sweep(
-            &SweepConfig {
-                path: file.clone(),
-                op: SweepOp::Read,
-                sizes: parse_sizes(if q { "4K,64K,1M" } else { "4K..16M" })?,
-                read_methods: vec![ReadMethod::Read, ReadMethod::Mmap],
-                write_methods: Vec::new(),
-                caches: vec![CacheMode::Cold, CacheMode::Warm],
-                syncs: Vec::new(),
-                len: Some(if q {
-                    data.random_size.min(64 * mb)
-                } else {
-                    data.random_size
-                }),
-                threads: 1,
-                depth: 32,
-                repeat: if q { 1 } else { 3 },
-                seed: 1,
-                drop_all: false,
+    let sweep = |op, sizes: &str, len| -> Result<SweepResult> {
+        let read = op == SweepOp::Read;
+        let cfg = SweepConfig {
+            path: if read { file.clone() } else { cfg.dir.clone() },
+            op,
+            sizes: parse_sizes(sizes)?,
+            read_methods: if read {
+                vec![ReadMethod::Read, ReadMethod::Mmap]
+            } else {
+                Vec::new()
             },
-            command_line,
-            progress,
-        )
+            write_methods: if read {
+                Vec::new()
+            } else {
+                vec![WriteMethod::Write, WriteMethod::Mmap]
+            },
+            caches: if read {
+                vec![CacheMode::Cold, CacheMode::Warm]
+            } else {
+                Vec::new()
+            },
+            syncs: if read {
+                Vec::new()
+            } else {
+                vec![SyncMode::None, SyncMode::End, SyncMode::Each]
+            },
+            len: Some(len),
+            threads: 1,
+            depth: 32,
+            repeat: if q { 1 } else { 3 },
+            seed: 1,
+            drop_all: false,
+        };
+        run_sweep(&cfg, command_line, progress)
+    };
+    let sweep_read = outcome(|| {
+        let len = if q {
+            data.random_size.min(64 * mb)
+        } else {
+            data.random_size
+        };
+        sweep(SweepOp::Read, if q { "4K,64K,1M" } else { "4K..16M" }, len)
     })?;
     step(5);
     let sweep_write = outcome(|| {
-        run_sweep(
-            &SweepConfig {
-                path: cfg.dir.clone(),
-                op: SweepOp::Write,
-                sizes: parse_sizes(if q { "64K,1M" } else { "4K,64K,1M,16M" })?,
-                read_methods: Vec::new(),
-                write_methods: vec![WriteMethod::Write, WriteMethod::Mmap],
-                caches: Vec::new(),
-                syncs: vec![SyncMode::None, SyncMode::End, SyncMode::Each],
-                len: Some(if q { 8 * mb } else { 64 * mb }),
-                threads: 1,
-                depth: 32,
-                repeat: if q { 1 } else { 3 },
-                seed: 1,
-                drop_all: false,
-            },
-            command_line,
-            progress,
+        sweep(
+            SweepOp::Write,
+            if q { "64K,1M" } else { "4K,64K,1M,16M" },
+            if q { 8 * mb } else { 64 * mb },
         )
     })?;
     step(6);

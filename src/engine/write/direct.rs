@@ -93,7 +93,9 @@ impl Worker for DirectWriter {
                 self.direct
                     .sync_data()
                     .map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
+                moved.ops += 1;
             }
+            moved.blocks += 1;
         }
         Ok(moved)
     }

@@ -75,7 +75,9 @@ impl Worker for SyscallWriter {
                 self.file
                     .sync_data()
                     .map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
+                moved.ops += 1;
             }
+            moved.blocks += 1;
             pos = block.offset + block.len;
         }
         Ok(moved)
