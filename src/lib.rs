@@ -1,17 +1,19 @@
 //! iolab: measure, explain and exploit the ways a Linux program moves file data.
 //!
-//! A library that never prints, and a thin binary. Data flows one way: `cli` → `experiments` →
-//! (`workload`, `engine`, `cache`, `measure`) → result structs → `report`.
+//! A library that never prints, and a thin binary whose `cli` module turns arguments into the
+//! configs here. Data flows one way: configs → `experiments` → (`workload`, `engine`, `cache`,
+//! `measure`) → result structs → `report`; `suite` composes experiments and report sections.
 
 pub mod cache;
-pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod experiments;
 pub mod measure;
+pub mod names;
 pub mod output;
 pub mod report;
 pub mod size;
+pub mod suite;
 pub mod sys;
 pub mod transfer;
 pub mod vm;

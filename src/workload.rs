@@ -2,22 +2,13 @@
 //! a seeded random order. The random order is a keyed permutation (a Feistel network with cycle
 //! walking), so it visits every block exactly once, needs no memory and is the same for a seed.
 
-use serde::{Deserialize, Serialize};
-
-/// Order in which blocks are visited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pattern {
-    Seq,
-    Random,
-}
-
-impl Pattern {
-    pub fn name(self) -> &'static str {
-        match self {
-            Pattern::Seq => "seq",
-            Pattern::Random => "random",
-        }
+crate::named_enum! {
+    /// Order in which blocks are visited.
+    pub enum Pattern {
+        /// In file order.
+        Seq = "seq" | "sequential",
+        /// A seeded permutation: every block once, in an order that defeats readahead.
+        Random = "random" | "rand",
     }
 }
 

@@ -175,22 +175,15 @@ pub fn load(file: &File, len: u64, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// How the cache should be before a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheMode {
-    Warm,
-    Cold,
-    Asis,
-}
-
-impl CacheMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            CacheMode::Warm => "warm",
-            CacheMode::Cold => "cold",
-            CacheMode::Asis => "asis",
-        }
+crate::named_enum! {
+    /// How the cache should be before a run.
+    pub enum CacheMode {
+        /// Loaded and verified resident.
+        Warm = "warm",
+        /// Evicted and verified not resident.
+        Cold = "cold",
+        /// As it is: nothing done, the residency recorded.
+        Asis = "asis" | "as-is",
     }
 }
 

@@ -2,17 +2,20 @@
 //! lengths are widened to the 4 KiB alignment O_DIRECT needs and only the asked bytes are XORed,
 //! so any block size and an unaligned file tail work.
 
-use super::{DIRECT_ALIGN, EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, pieces};
+use super::{
+    DIRECT_ALIGN, EngineInfo, EngineOptions, MAX_IO, PieceDone, ReadEngine, Source, SyncWorker,
+    Worker, sync_workers,
+};
 use crate::error::{Error, Result, describe_io};
-use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Part, Workload};
+use crate::workload::{Block, Workload};
 use crate::xor::xor_at;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The `direct` engine.
 pub struct Direct;
 
 /// Opens `path` with O_DIRECT and proves an aligned read works; a filesystem that refuses is
@@ -34,10 +37,8 @@ pub(crate) fn open_direct(src: &Source, method: &str) -> Result<File> {
     if src.size > 0 {
         let mut probe = AlignedBuf::new(DIRECT_ALIGN as usize);
         if let Err(e) = file.read_at(probe.as_mut_slice(), 0) {
-            return Err(unsupported(format!(
-                "an aligned O_DIRECT read failed: {}",
-                describe_io(&e)
-            )));
+            let why = format!("an aligned O_DIRECT read failed: {}", describe_io(&e));
+            return Err(unsupported(why).with_source(e));
         }
     }
     Ok(file)
@@ -94,6 +95,13 @@ struct DirectWorker {
 }
 
 impl ReadEngine for Direct {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            direct: true,
+            ..EngineInfo::default()
+        }
+    }
+
     fn prepare(
         &self,
         src: &Source,
@@ -101,34 +109,19 @@ impl ReadEngine for Direct {
         _: &EngineOptions,
     ) -> Result<Vec<Box<dyn Worker>>> {
         let file = Arc::new(open_direct(src, "direct")?);
-        Ok((0..w.threads)
-            .map(|_| {
-                Box::new(DirectWorker {
-                    file: file.clone(),
-                    buf: AlignedBuf::new(direct_buffer_len(w)),
-                    path: src.path.clone(),
-                }) as Box<dyn Worker>
+        sync_workers((0..w.threads).map(|_| {
+            Ok(DirectWorker {
+                file: file.clone(),
+                buf: AlignedBuf::new(direct_buffer_len(w)),
+                path: src.path.clone(),
             })
-            .collect())
+        }))
     }
 }
 
-impl Worker for DirectWorker {
-    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
-        let mut moved = Moved::default();
-        for block in part.iter() {
-            log.begin();
-            for piece in pieces(block, MAX_IO) {
-                moved.xor ^=
-                    xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
-                moved.bytes += piece.len;
-                moved.ops += 1;
-            }
-            moved.blocks += 1;
-            if !log.end() {
-                break;
-            }
-        }
-        Ok(moved)
+impl SyncWorker for DirectWorker {
+    fn piece(&mut self, piece: Block) -> Result<PieceDone> {
+        let xor = xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
+        Ok(PieceDone { xor, ops: 1 })
     }
 }

@@ -2,35 +2,43 @@
 //! (`mmap` uses none, i.e. MADV_NORMAL), or MAP_POPULATE. A file truncated while mapped becomes an
 //! error through the SIGBUS guard.
 
-use super::{EngineOptions, Moved, ReadEngine, ReadMethod, Source, Worker};
+use super::{
+    EngineInfo, EngineOptions, PieceDone, ReadEngine, Source, SyncWorker, Worker, sync_workers,
+};
 use crate::error::{Error, Result, describe_io};
-use crate::measure::latency::OpLog;
-use crate::sys::map::{MapOptions, Mapping};
-use crate::workload::{Part, Workload};
+use crate::sys::map::Mapping;
+use crate::workload::{Block, Workload};
 use crate::xor::xor_at;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+/// The mmap family: one `madvise` hint (or none), or MAP_POPULATE.
 pub struct Mmap {
-    method: ReadMethod,
-    advice: Option<libc::c_int>,
+    advice: Option<(libc::c_int, &'static str)>,
     populate: bool,
 }
 
 impl Mmap {
-    pub fn for_method(method: ReadMethod) -> Mmap {
-        let (advice, populate) = match method {
-            ReadMethod::MmapSeq => (Some(libc::MADV_SEQUENTIAL), false),
-            ReadMethod::MmapRandom => (Some(libc::MADV_RANDOM), false),
-            ReadMethod::MmapWillneed => (Some(libc::MADV_WILLNEED), false),
-            ReadMethod::MmapHuge => (Some(libc::MADV_HUGEPAGE), false),
-            ReadMethod::MmapPopulate => (None, true),
-            _ => (None, false),
-        };
+    /// `mmap`: no hint (MADV_NORMAL).
+    pub const NORMAL: Mmap = Mmap::hint(None);
+    /// `mmap-seq`: MADV_SEQUENTIAL.
+    pub const SEQUENTIAL: Mmap = Mmap::hint(Some((libc::MADV_SEQUENTIAL, "MADV_SEQUENTIAL")));
+    /// `mmap-random`: MADV_RANDOM.
+    pub const RANDOM: Mmap = Mmap::hint(Some((libc::MADV_RANDOM, "MADV_RANDOM")));
+    /// `mmap-willneed`: MADV_WILLNEED.
+    pub const WILLNEED: Mmap = Mmap::hint(Some((libc::MADV_WILLNEED, "MADV_WILLNEED")));
+    /// `mmap-huge`: MADV_HUGEPAGE.
+    pub const HUGE: Mmap = Mmap::hint(Some((libc::MADV_HUGEPAGE, "MADV_HUGEPAGE")));
+    /// `mmap-populate`: MAP_POPULATE, no hint.
+    pub const POPULATE: Mmap = Mmap {
+        advice: None,
+        populate: true,
+    };
+
+    const fn hint(advice: Option<(libc::c_int, &'static str)>) -> Mmap {
         Mmap {
-            method,
             advice,
-            populate,
+            populate: false,
         }
     }
 }
@@ -41,9 +49,8 @@ impl Mmap {
 struct LazyMap {
     file: std::fs::File,
     len: usize,
-    opts: MapOptions,
-    advice: Option<libc::c_int>,
-    method: ReadMethod,
+    populate: bool,
+    advice: Option<(libc::c_int, &'static str)>,
     path: PathBuf,
     map: OnceLock<Result<Mapping>>,
 }
@@ -52,18 +59,20 @@ impl LazyMap {
     fn get(&self) -> Result<&Mapping> {
         self.map
             .get_or_init(|| {
-                let map = Mapping::new(&self.file, self.len, self.opts).map_err(|e| {
+                let map = Mapping::new(&self.file, self.len, self.populate).map_err(|e| {
                     Error::failed("cannot map", describe_io(&e))
                         .at(&self.path)
                         .hint("use --method read for files that cannot be mapped")
+                        .with_source(e)
                 })?;
-                if let Some(advice) = self.advice {
+                if let Some((advice, name)) = self.advice {
                     map.advise(advice).map_err(|e| {
                         Error::unsupported(
-                            format!("method {} unsupported", self.method.name()),
-                            format!("the kernel refused the madvise hint: {}", describe_io(&e)),
+                            format!("madvise({name}) unsupported"),
+                            format!("the kernel refused the hint: {}", describe_io(&e)),
                         )
                         .at(&self.path)
+                        .with_source(e)
                     })?;
                 }
                 Ok(map)
@@ -78,6 +87,13 @@ struct MmapWorker {
 }
 
 impl ReadEngine for Mmap {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            mapped: true,
+            ..EngineInfo::default()
+        }
+    }
+
     fn prepare(
         &self,
         src: &Source,
@@ -90,39 +106,37 @@ impl ReadEngine for Mmap {
                 .try_clone()
                 .map_err(|e| Error::io("cannot open", &src.path, &e))?,
             len: w.len as usize,
-            opts: MapOptions {
-                writable: false,
-                populate: self.populate,
-            },
+            populate: self.populate,
             advice: self.advice,
-            method: self.method,
             path: src.path.clone(),
             map: OnceLock::new(),
         });
         if !self.populate {
             lazy.get()?;
         }
-        Ok((0..w.threads)
-            .map(|_| Box::new(MmapWorker { map: lazy.clone() }) as Box<dyn Worker>)
-            .collect())
+        sync_workers((0..w.threads).map(|_| Ok(MmapWorker { map: lazy.clone() })))
     }
 }
 
-impl Worker for MmapWorker {
-    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
-        let map = self.map.get()?;
-        let bytes = map.as_slice();
-        let mut moved = Moved::default();
-        for block in part.iter() {
-            log.begin();
-            let s = &bytes[block.offset as usize..(block.offset + block.len) as usize];
-            moved.xor ^= xor_at(block.offset, s);
-            moved.bytes += block.len;
-            moved.blocks += 1;
-            if !log.end() {
-                break;
-            }
-        }
+impl SyncWorker for MmapWorker {
+    /// A mapped block is XORed in place whole: no piece size to respect.
+    fn max_piece(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn piece(&mut self, piece: Block) -> Result<PieceDone> {
+        let bytes = self.map.get()?.as_slice();
+        let s = &bytes[piece.offset as usize..(piece.offset + piece.len) as usize];
+        Ok(PieceDone {
+            xor: xor_at(piece.offset, s),
+            ops: 0,
+        })
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let Some(Ok(map)) = self.map.map.get() else {
+            return Ok(());
+        };
         if map.sigbus_hits() > 0 {
             return Err(Error::failed(
                 "read failed",
@@ -130,14 +144,14 @@ impl Worker for MmapWorker {
             )
             .at(&self.map.path));
         }
-        Ok(moved)
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineOptions, open_source, prepare};
+    use crate::engine::{EngineOptions, ReadMethod, open_source, prepare};
     use crate::workload::Pattern;
     use std::io::Write;
 

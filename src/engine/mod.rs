@@ -2,101 +2,125 @@
 //! [`mod@write`]. Every engine XORs every byte it moves, so its answer can be checked against any other.
 //!
 //! Running a method has two phases: [`prepare`] (open, map, allocate, set up rings: never timed by
-//! the measuring experiments) and [`Prepared::run`] (the work itself, the timed part).
+//! the measuring experiments) and [`Prepared::run`] (the work itself, the timed part). The loop
+//! over blocks lives in [`mod@driver`]: a synchronous engine supplies only "move this piece"
+//! ([`SyncWorker`]); io_uring, which keeps many requests in flight, runs its own loop ([`Worker`]).
+//!
+//! Adding a read method is one new file with its engine and one line in the list below.
 
 mod direct;
+pub mod driver;
 mod mmap;
 mod pread;
 mod read;
 mod uring;
-pub use uring::{new_ring, nop_batch};
 pub mod write;
 
+pub use driver::{
+    PieceDone, Prepared, RunLimits, SyncWorker, Worker, prepare, read_all, run_parts, sync_workers,
+};
+pub use uring::{new_ring, nop_batch};
+
 use crate::error::{Error, Result};
-use crate::measure::latency::{Histogram, OpLog};
-use crate::workload::{Block, Part, Workload};
+use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 /// Largest single I/O an engine issues; bigger blocks are moved in pieces of this size.
 pub const MAX_IO: u64 = 64 << 20;
 /// Alignment used for O_DIRECT offsets, lengths and buffers.
 pub const DIRECT_ALIGN: u64 = 4096;
 
-/// The read methods of DESIGN §3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReadMethod {
-    Read,
-    Pread,
-    Mmap,
-    MmapSeq,
-    MmapRandom,
-    MmapWillneed,
-    MmapPopulate,
-    MmapHuge,
-    Direct,
-    Uring,
-    UringDirect,
+/// Declares the read methods: each line is a name (with aliases) and the engine behind it.
+macro_rules! read_methods {
+    ($( $(#[$m:meta])* $variant:ident = $name:literal $(| $alias:literal)* => $engine:expr ),+ $(,)?) => {
+        crate::named_enum! {
+            /// The read methods of DESIGN §3.
+            pub enum ReadMethod {
+                $( $(#[$m])* $variant = $name $(| $alias)* ),+
+            }
+        }
+
+        impl ReadMethod {
+            /// The engine that implements this method.
+            pub fn engine(self) -> &'static dyn ReadEngine {
+                match self {
+                    $( ReadMethod::$variant => &$engine ),+
+                }
+            }
+        }
+    };
+}
+
+read_methods! {
+    /// read(2) at the file position; lseek for random order.
+    Read = "read" | "fcntl" => read::ReadSyscall,
+    /// pread(2) at each block's offset.
+    Pread = "pread" => pread::Pread,
+    /// A mapping with no hint (MADV_NORMAL); the bytes are XORed in place.
+    Mmap = "mmap" => mmap::Mmap::NORMAL,
+    /// A mapping with MADV_SEQUENTIAL.
+    MmapSeq = "mmap-seq" => mmap::Mmap::SEQUENTIAL,
+    /// A mapping with MADV_RANDOM.
+    MmapRandom = "mmap-random" => mmap::Mmap::RANDOM,
+    /// A mapping with MADV_WILLNEED.
+    MmapWillneed = "mmap-willneed" => mmap::Mmap::WILLNEED,
+    /// A mapping made with MAP_POPULATE (the populating is inside the timed run).
+    MmapPopulate = "mmap-populate" => mmap::Mmap::POPULATE,
+    /// A mapping with MADV_HUGEPAGE.
+    MmapHuge = "mmap-huge" => mmap::Mmap::HUGE,
+    /// O_DIRECT + pread into aligned buffers.
+    Direct = "direct" => direct::Direct,
+    /// io_uring reads, `--depth` in flight per thread.
+    Uring = "uring" => uring::Uring::BUFFERED,
+    /// io_uring reads with O_DIRECT.
+    UringDirect = "uring-direct" => uring::Uring::DIRECT,
 }
 
 impl ReadMethod {
-    pub const ALL: [ReadMethod; 11] = [
-        ReadMethod::Read,
-        ReadMethod::Pread,
-        ReadMethod::Mmap,
-        ReadMethod::MmapSeq,
-        ReadMethod::MmapRandom,
-        ReadMethod::MmapWillneed,
-        ReadMethod::MmapPopulate,
-        ReadMethod::MmapHuge,
-        ReadMethod::Direct,
-        ReadMethod::Uring,
-        ReadMethod::UringDirect,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ReadMethod::Read => "read",
-            ReadMethod::Pread => "pread",
-            ReadMethod::Mmap => "mmap",
-            ReadMethod::MmapSeq => "mmap-seq",
-            ReadMethod::MmapRandom => "mmap-random",
-            ReadMethod::MmapWillneed => "mmap-willneed",
-            ReadMethod::MmapPopulate => "mmap-populate",
-            ReadMethod::MmapHuge => "mmap-huge",
-            ReadMethod::Direct => "direct",
-            ReadMethod::Uring => "uring",
-            ReadMethod::UringDirect => "uring-direct",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<ReadMethod> {
-        let t = text.trim().to_ascii_lowercase();
-        let t = if t == "fcntl" { "read".to_string() } else { t };
-        Self::ALL.into_iter().find(|m| m.name() == t)
-    }
-
+    /// Reads through a memory mapping.
     pub fn is_mmap(self) -> bool {
-        matches!(
-            self,
-            ReadMethod::Mmap
-                | ReadMethod::MmapSeq
-                | ReadMethod::MmapRandom
-                | ReadMethod::MmapWillneed
-                | ReadMethod::MmapPopulate
-                | ReadMethod::MmapHuge
-        )
+        self.engine().info().mapped
     }
 
     /// Bypasses the page cache.
     pub fn is_direct(self) -> bool {
-        matches!(self, ReadMethod::Direct | ReadMethod::UringDirect)
+        self.engine().info().direct
     }
+
+    /// Takes `--depth` (requests in flight).
+    pub fn uses_depth(self) -> bool {
+        self.engine().info().uses_depth
+    }
+}
+
+/// What a read engine says about itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineInfo {
+    /// It reads through a memory mapping (no system call per block).
+    pub mapped: bool,
+    /// It bypasses the page cache (O_DIRECT).
+    pub direct: bool,
+    /// It keeps up to `--depth` requests in flight.
+    pub uses_depth: bool,
+}
+
+/// A read method: checks support and sets up one worker per part (untimed).
+pub trait ReadEngine: Sync {
+    /// What kind of engine this is.
+    fn info(&self) -> EngineInfo;
+
+    /// Sets up one worker per thread of `w` (untimed); a method the kernel or filesystem lacks
+    /// is an [`crate::ErrorKind::Unsupported`] error with the reason.
+    fn prepare(
+        &self,
+        src: &Source,
+        w: &Workload,
+        opts: &EngineOptions,
+    ) -> Result<Vec<Box<dyn Worker>>>;
 }
 
 /// Engine settings beyond the workload.
@@ -188,164 +212,6 @@ impl Moved {
         self.ops += other.ops;
         self.blocks += other.blocks;
     }
-}
-
-/// One thread's state for reading its part: buffers, descriptors, rings.
-pub trait Worker: Send {
-    /// Moves the part, calling `log.begin()`/`log.end()` around each operation and stopping
-    /// early when `end()` says the deadline passed.
-    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved>;
-}
-
-/// A read method.
-pub trait ReadEngine {
-    /// Checks support and sets up one worker per part (untimed).
-    fn prepare(
-        &self,
-        src: &Source,
-        w: &Workload,
-        opts: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>>;
-}
-
-fn engine(method: ReadMethod) -> Box<dyn ReadEngine> {
-    match method {
-        ReadMethod::Read => Box::new(read::ReadSyscall),
-        ReadMethod::Pread => Box::new(pread::Pread),
-        ReadMethod::Direct => Box::new(direct::Direct),
-        ReadMethod::Uring => Box::new(uring::Uring { direct: false }),
-        ReadMethod::UringDirect => Box::new(uring::Uring { direct: true }),
-        m => Box::new(mmap::Mmap::for_method(m)),
-    }
-}
-
-/// Workers and their parts, ready to run.
-pub struct Prepared {
-    workers: Vec<Box<dyn Worker>>,
-    parts: Vec<Part>,
-}
-
-/// Sets `method` up for workload `w` on `src` (untimed).
-pub fn prepare(
-    method: ReadMethod,
-    src: &Source,
-    w: &Workload,
-    opts: &EngineOptions,
-) -> Result<Prepared> {
-    if w.len > src.size {
-        return Err(Error::usage(
-            "read past the end",
-            format!("asked for {} bytes of a {}-byte file", w.len, src.size),
-        )
-        .at(&src.path));
-    }
-    let parts: Vec<Part> = w
-        .parts()
-        .into_iter()
-        .filter(|p| p.block_count() > 0)
-        .collect();
-    if parts.is_empty() {
-        return Ok(Prepared {
-            workers: Vec::new(),
-            parts,
-        });
-    }
-    let sub = Workload {
-        threads: parts.len(),
-        ..*w
-    };
-    let workers = engine(method).prepare(src, &sub, opts)?;
-    Ok(Prepared { workers, parts })
-}
-
-/// How a run is bounded and observed.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RunLimits {
-    /// Operations in all (shared out between the parts); `None`: every block.
-    pub max_ops: Option<u64>,
-    /// Stop once this instant has passed.
-    pub deadline: Option<Instant>,
-    /// Record each operation's latency.
-    pub latencies: bool,
-}
-
-impl Prepared {
-    /// Does the work: each part on its own thread (the first on the calling thread).
-    pub fn run(self) -> Result<Moved> {
-        self.run_limited(RunLimits::default()).map(|(m, _)| m)
-    }
-
-    /// Does the work within `limits`, returning the latencies when asked for.
-    pub fn run_limited(self, limits: RunLimits) -> Result<(Moved, Option<Histogram>)> {
-        let Prepared {
-            mut workers,
-            mut parts,
-        } = self;
-        let mut total = Moved::default();
-        if workers.is_empty() {
-            return Ok((total, limits.latencies.then(Histogram::default)));
-        }
-        if let Some(max) = limits.max_ops {
-            let n = parts.len() as u64;
-            for (i, p) in parts.iter_mut().enumerate() {
-                let i = i as u64;
-                p.limit(max * (i + 1) / n - max * i / n);
-            }
-        }
-        let log = || OpLog::new(limits.latencies, limits.deadline);
-        let mut first = workers.remove(0);
-        let results: Vec<Result<(Moved, OpLog)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = workers
-                .into_iter()
-                .zip(parts.iter().skip(1))
-                .map(|(mut wk, part)| {
-                    s.spawn(move || {
-                        let mut l = log();
-                        wk.run(part, &mut l).map(|m| (m, l))
-                    })
-                })
-                .collect();
-            let mut l = log();
-            let mut out = vec![first.run(&parts[0], &mut l).map(|m| (m, l))];
-            for h in handles {
-                out.push(h.join().unwrap_or_else(|_| {
-                    Err(Error::failed("read failed", "a worker thread panicked"))
-                }));
-            }
-            out
-        });
-        let mut hist = limits.latencies.then(Histogram::default);
-        for r in results {
-            let (m, l) = r?;
-            total.add(m);
-            if let (Some(h), Some(part)) = (&mut hist, l.into_histogram()) {
-                h.merge(&part);
-            }
-        }
-        Ok((total, hist))
-    }
-}
-
-/// Prepares and runs in one go.
-pub fn read_all(
-    method: ReadMethod,
-    src: &Source,
-    w: &Workload,
-    opts: &EngineOptions,
-) -> Result<Moved> {
-    prepare(method, src, w, opts)?.run()
-}
-
-/// Splits a block into pieces of at most `max` bytes.
-pub(crate) fn pieces(block: Block, max: u64) -> impl Iterator<Item = Block> {
-    let n = block.len.div_ceil(max).max(1);
-    (0..n).map(move |i| {
-        let offset = block.offset + i * max;
-        Block {
-            offset,
-            len: max.min(block.offset + block.len - offset),
-        }
-    })
 }
 
 /// `pread` until `buf` is full or end of file; returns bytes read.

@@ -1,18 +1,18 @@
-//! `pread`: pread(2) at each block's offset into a page-aligned buffer; no seeks needed.
+//! `pread`: pread(2) at each piece's offset into a page-aligned buffer; no seeks needed.
 
 use super::{
-    EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full,
-    shrank,
+    EngineInfo, EngineOptions, PieceDone, ReadEngine, Source, SyncWorker, Worker, buffer_len,
+    pread_full, shrank, sync_workers,
 };
 use crate::error::{Error, Result};
-use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Part, Workload};
+use crate::workload::{Block, Workload};
 use crate::xor::xor_at;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The `pread` engine.
 pub struct Pread;
 
 struct PreadWorker {
@@ -22,6 +22,10 @@ struct PreadWorker {
 }
 
 impl ReadEngine for Pread {
+    fn info(&self) -> EngineInfo {
+        EngineInfo::default()
+    }
+
     fn prepare(
         &self,
         src: &Source,
@@ -29,39 +33,27 @@ impl ReadEngine for Pread {
         _: &EngineOptions,
     ) -> Result<Vec<Box<dyn Worker>>> {
         let file = Arc::new(super::open_advised(src, w)?);
-        Ok((0..w.threads)
-            .map(|_| {
-                Box::new(PreadWorker {
-                    file: file.clone(),
-                    buf: AlignedBuf::new(buffer_len(w)),
-                    path: src.path.clone(),
-                }) as Box<dyn Worker>
+        sync_workers((0..w.threads).map(|_| {
+            Ok(PreadWorker {
+                file: file.clone(),
+                buf: AlignedBuf::new(buffer_len(w)),
+                path: src.path.clone(),
             })
-            .collect())
+        }))
     }
 }
 
-impl Worker for PreadWorker {
-    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
-        let mut moved = Moved::default();
-        for block in part.iter() {
-            log.begin();
-            for piece in pieces(block, MAX_IO) {
-                let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
-                let n = pread_full(&self.file, buf, piece.offset)
-                    .map_err(|e| Error::io("read failed", &self.path, &e))?;
-                if n < buf.len() {
-                    return Err(shrank(&self.path, piece.offset + n as u64));
-                }
-                moved.ops += 1;
-                moved.xor ^= xor_at(piece.offset, buf);
-                moved.bytes += piece.len;
-            }
-            moved.blocks += 1;
-            if !log.end() {
-                break;
-            }
+impl SyncWorker for PreadWorker {
+    fn piece(&mut self, piece: Block) -> Result<PieceDone> {
+        let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
+        let n = pread_full(&self.file, buf, piece.offset)
+            .map_err(|e| Error::io("read failed", &self.path, &e))?;
+        if n < buf.len() {
+            return Err(shrank(&self.path, piece.offset + n as u64));
         }
-        Ok(moved)
+        Ok(PieceDone {
+            xor: xor_at(piece.offset, buf),
+            ops: 1,
+        })
     }
 }

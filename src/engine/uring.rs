@@ -3,8 +3,9 @@
 //! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment.
 
 use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
+use super::driver::pieces;
 use super::{
-    EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pieces, pread_full,
+    EngineInfo, EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pread_full,
     shrank,
 };
 use crate::error::{Error, Result, describe_io};
@@ -19,8 +20,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The io_uring engines: buffered, or with O_DIRECT.
 pub struct Uring {
-    pub direct: bool,
+    direct: bool,
+}
+
+impl Uring {
+    /// `uring`: buffered reads through the page cache.
+    pub const BUFFERED: Uring = Uring { direct: false };
+    /// `uring-direct`: O_DIRECT reads.
+    pub const DIRECT: Uring = Uring { direct: true };
 }
 
 /// Creates a ring, turning the kernel's refusal into "unsupported" with the reason.
@@ -52,6 +61,27 @@ pub fn nop_batch(ring: &mut IoUring, k: usize) -> Result<usize> {
     Ok(ring.completion().count())
 }
 
+/// Waits until `busy` requests have completed: `wait` blocks for at least one completion and
+/// returns how many it reaped. Interrupted or failing waits are retried a bounded number of
+/// times; false when requests may still be in flight after that.
+fn drain(mut busy: usize, mut wait: impl FnMut() -> std::io::Result<usize>) -> bool {
+    let mut failures = 0;
+    while busy > 0 {
+        match wait() {
+            Ok(n) => busy = busy.saturating_sub(n),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(_) => {
+                failures += 1;
+                if failures > 100 {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+    true
+}
+
 struct UringWorker {
     ring: IoUring,
     file: Arc<File>,
@@ -64,6 +94,14 @@ struct UringWorker {
 }
 
 impl ReadEngine for Uring {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            mapped: false,
+            direct: self.direct,
+            uses_depth: true,
+        }
+    }
+
     fn prepare(
         &self,
         src: &Source,
@@ -149,6 +187,13 @@ impl UringWorker {
 
 impl Worker for UringWorker {
     fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
+        if self.depth == 0 {
+            return Err(Error::failed(
+                "read failed",
+                "this ring failed earlier and its buffers were given up",
+            )
+            .at(&self.path));
+        }
         let mut moved = Moved::default();
         let mut todo = part.iter().flat_map(|b| pieces(b, MAX_IO));
         let mut in_flight: Vec<Option<Block>> = vec![None; self.depth];
@@ -200,8 +245,20 @@ impl Worker for UringWorker {
                 if e.raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
-                // Without a working ring nothing more completes; waiting would hang.
-                return Err(Error::io("io_uring submit failed", &self.path, &e));
+                // The kernel may still write into the buffers in flight: reap every completion
+                // before returning, or, if the ring cannot be waited on any more, never free
+                // those buffers.
+                let err = Error::io("io_uring submit failed", &self.path, &e);
+                let ring = &mut self.ring;
+                let drained = drain(busy, || {
+                    ring.submit_and_wait(1)?;
+                    Ok(ring.completion().count())
+                });
+                if !drained {
+                    std::mem::forget(std::mem::replace(&mut self.bufs, AlignedBuf::new(0)));
+                    self.depth = 0;
+                }
+                return Err(err);
             }
             done.clear();
             done.extend(
@@ -242,5 +299,41 @@ impl Worker for UringWorker {
             Some(e) => Err(e),
             None => Ok(moved),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drain;
+    use std::io;
+
+    #[test]
+    fn drain_waits_for_every_request_through_failures() {
+        // Two requests in flight; the first waits fail, then one completion at a time arrives.
+        let mut script = vec![
+            Err(io::Error::from_raw_os_error(libc::EINTR)),
+            Err(io::Error::from_raw_os_error(libc::EBUSY)),
+            Ok(1),
+            Ok(1),
+        ]
+        .into_iter();
+        let mut calls = 0;
+        assert!(drain(2, || {
+            calls += 1;
+            script.next().expect("drain waited after all had completed")
+        }));
+        assert_eq!(calls, 4, "it returned only when both had completed");
+        assert!(drain(0, || panic!("nothing in flight: no wait")));
+    }
+
+    #[test]
+    fn drain_gives_up_on_a_dead_ring_and_says_so() {
+        let mut calls = 0;
+        let drained = drain(3, || {
+            calls += 1;
+            Err(io::Error::from_raw_os_error(libc::EBADF))
+        });
+        assert!(!drained, "requests may still be in flight");
+        assert!(calls > 100, "retried before giving up");
     }
 }

@@ -8,12 +8,16 @@ use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheAction {
-    Status,
-    Evict,
-    Load,
+crate::named_enum! {
+    /// What `iolab cache` does to each file before reporting its residency.
+    pub enum CacheAction {
+        /// Nothing: report only.
+        Status = "status",
+        /// fdatasync + fadvise(DONTNEED).
+        Evict = "evict",
+        /// Read it whole into the page cache.
+        Load = "load",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,11 +13,14 @@ use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SweepOp {
-    Read,
-    Write,
+crate::named_enum! {
+    /// What a sweep measures.
+    pub enum SweepOp {
+        /// Reads of the file.
+        Read = "read",
+        /// Writes of a scratch file beside it.
+        Write = "write",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,28 +53,88 @@ pub struct SweepRun {
     pub cache_verified: bool,
 }
 
+/// What one cell measures: a read method from a cache state, or a write method with a sync mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum CellKind {
+    /// Reads.
+    Read {
+        /// The read method.
+        method: ReadMethod,
+        /// The cache state before each run.
+        cache: CacheMode,
+    },
+    /// Writes.
+    Write {
+        /// The write method.
+        method: WriteMethod,
+        /// The durability.
+        sync: SyncMode,
+    },
+}
+
+/// One block size x method x cache state (or sync mode), with its runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepCell {
+    /// Block size.
     pub bs: u64,
-    pub method: String,
-    pub cache: Option<CacheMode>,
-    pub sync: Option<SyncMode>,
+    /// What is measured.
+    #[serde(flatten)]
+    pub kind: CellKind,
+    /// The counted runs.
     pub runs: Vec<SweepRun>,
+    /// Throughput over the runs.
     pub mib_s: Summary,
+    /// System calls (or io_uring entries) per GiB moved.
     pub syscalls_per_gib: f64,
+    /// Minor faults per GiB moved.
     pub minor_faults_per_gib: f64,
+    /// Major faults per GiB moved.
     pub major_faults_per_gib: f64,
+    /// Every run started from the asked cache state.
     pub cache_verified: bool,
+    /// Why the method could not run at this block size here.
     pub unsupported: Option<String>,
 }
 
 impl SweepCell {
+    /// The method's name.
+    pub fn method_name(&self) -> &'static str {
+        match self.kind {
+            CellKind::Read { method, .. } => method.name(),
+            CellKind::Write { method, .. } => method.name(),
+        }
+    }
+
+    /// The read method and cache state, for a read cell.
+    pub fn read(&self) -> Option<(ReadMethod, CacheMode)> {
+        match self.kind {
+            CellKind::Read { method, cache } => Some((method, cache)),
+            CellKind::Write { .. } => None,
+        }
+    }
+
+    /// The write method and sync mode, for a write cell.
+    pub fn write(&self) -> Option<(WriteMethod, SyncMode)> {
+        match self.kind {
+            CellKind::Write { method, sync } => Some((method, sync)),
+            CellKind::Read { .. } => None,
+        }
+    }
+
+    /// The cache state or sync mode, as the table shows it.
+    pub fn mode_name(&self) -> &'static str {
+        match self.kind {
+            CellKind::Read { cache, .. } => cache.name(),
+            CellKind::Write { sync, .. } => sync.name(),
+        }
+    }
+
     /// The series this cell belongs to in a plot: method and cache or sync.
     pub fn series(&self) -> String {
-        match (self.cache, self.sync) {
-            (Some(c), _) => format!("{} {}", self.method, c.name()),
-            (_, Some(s)) => format!("{} sync={}", self.method, s.name()),
-            _ => self.method.clone(),
+        match self.kind {
+            CellKind::Read { method, cache } => format!("{} {}", method.name(), cache.name()),
+            CellKind::Write { method, sync } => format!("{} sync={}", method.name(), sync.name()),
         }
     }
 }
@@ -86,12 +149,7 @@ pub struct SweepResult {
 }
 
 /// Runs one cell once.
-type Runner<'a> = dyn FnMut(&What, u64) -> Result<SweepRun> + 'a;
-
-enum What {
-    Read(ReadMethod, CacheMode),
-    Write(WriteMethod, SyncMode),
-}
+type Runner<'a> = dyn FnMut(CellKind, u64) -> Result<SweepRun> + 'a;
 
 pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> Result<SweepResult> {
     if cfg.sizes.is_empty() || cfg.sizes.contains(&0) {
@@ -111,14 +169,17 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         SweepOp::Read => {
             for &m in &cfg.read_methods {
                 for &c in &cfg.caches {
-                    whats.push(What::Read(m, c));
+                    whats.push(CellKind::Read {
+                        method: m,
+                        cache: c,
+                    });
                 }
             }
         }
         SweepOp::Write => {
             for &m in &cfg.write_methods {
                 for &s in &cfg.syncs {
-                    whats.push(What::Write(m, s));
+                    whats.push(CellKind::Write { method: m, sync: s });
                 }
             }
         }
@@ -129,29 +190,20 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             "give at least one method and cache or sync mode",
         ));
     }
-    let mut cells: Vec<(SweepCell, &What)> = Vec::new();
+    let mut cells: Vec<SweepCell> = Vec::new();
     for &bs in &cfg.sizes {
-        for what in &whats {
-            let (method, cache, sync) = match what {
-                What::Read(m, c) => (m.name().to_string(), Some(*c), None),
-                What::Write(m, s) => (m.name().to_string(), None, Some(*s)),
-            };
-            cells.push((
-                SweepCell {
-                    bs,
-                    method,
-                    cache,
-                    sync,
-                    runs: Vec::new(),
-                    mib_s: summarize(&[]),
-                    syscalls_per_gib: 0.0,
-                    minor_faults_per_gib: 0.0,
-                    major_faults_per_gib: 0.0,
-                    cache_verified: true,
-                    unsupported: None,
-                },
-                what,
-            ));
+        for &kind in &whats {
+            cells.push(SweepCell {
+                bs,
+                kind,
+                runs: Vec::new(),
+                mib_s: summarize(&[]),
+                syscalls_per_gib: 0.0,
+                minor_faults_per_gib: 0.0,
+                major_faults_per_gib: 0.0,
+                cache_verified: true,
+                unsupported: None,
+            });
         }
     }
     let mut warnings = Vec::new();
@@ -167,11 +219,15 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             let (threads, seed, drop_all) = (cfg.threads, cfg.seed, cfg.drop_all);
             (
                 size,
-                Box::new(move |what: &What, bs: u64| {
-                    let What::Read(m, c) = what else {
+                Box::new(move |kind: CellKind, bs: u64| {
+                    let CellKind::Read {
+                        method: m,
+                        cache: c,
+                    } = kind
+                    else {
                         unreachable!("read sweep")
                     };
-                    let state = cache::prepare(&src.file, len, &src.path, *c, drop_all)?;
+                    let state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
                     let w = Workload {
                         bs,
                         len,
@@ -179,7 +235,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
                         seed,
                         threads,
                     };
-                    let prepared = engine::prepare(*m, &src, &w, &opts)?;
+                    let prepared = engine::prepare(m, &src, &w, &opts)?;
                     let (moved, counters) = measure(|| prepared.run());
                     Ok(SweepRun {
                         counters,
@@ -205,8 +261,8 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             let (threads, seed) = (cfg.threads, cfg.seed);
             (
                 0,
-                Box::new(move |what: &What, bs: u64| {
-                    let What::Write(m, s) = what else {
+                Box::new(move |kind: CellKind, bs: u64| {
+                    let CellKind::Write { method: m, sync: s } = kind else {
                         unreachable!("write sweep")
                     };
                     let per_block = matches!(s, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync);
@@ -222,7 +278,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
                         seed,
                         threads,
                     };
-                    let prepared = prepare_write(*m, &target, &w, *s)?;
+                    let prepared = prepare_write(m, &target, &w, s)?;
                     let (moved, counters) = measure(|| prepared.run());
                     Ok(SweepRun {
                         counters,
@@ -236,18 +292,20 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
     let total = cfg.repeat * cells.len();
     let mut done = 0;
     for _ in 0..cfg.repeat {
-        for (cell, what) in cells.iter_mut() {
+        for cell in cells.iter_mut() {
             done += 1;
             if cell.unsupported.is_some() {
                 continue;
             }
-            match runner(what, cell.bs) {
+            match runner(cell.kind, cell.bs) {
                 Ok(run) => cell.runs.push(run),
-                Err(e)
-                    if e.kind == ErrorKind::Unsupported
-                        || (e.kind == ErrorKind::Usage && e.what.contains("block size")) =>
-                {
-                    warnings.push(format!("{} bs {}: {}", cell.method, cell.bs, e.cause));
+                Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
+                    warnings.push(format!(
+                        "{} bs {}: {}",
+                        cell.method_name(),
+                        cell.bs,
+                        e.cause
+                    ));
                     cell.unsupported = Some(e.cause);
                 }
                 Err(e) => return Err(e),
@@ -255,7 +313,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             obs.progress("sweep", done, total);
         }
     }
-    let cells: Vec<SweepCell> = cells.into_iter().map(|(c, _)| finish(c)).collect();
+    let cells: Vec<SweepCell> = cells.into_iter().map(finish).collect();
     if cfg.op == SweepOp::Write
         && cfg
             .syncs

@@ -6,7 +6,7 @@
 
 use crate::cache::meminfo::{self, PageCache};
 use crate::error::{Error, Result, describe_io};
-use crate::sys::map::{MapOptions, Mapping};
+use crate::sys::map::{Mapping, WritableMapping};
 use crate::vm::pagemap::{self, PageEntry};
 use crate::vm::smaps::{self, MapRow};
 use serde::{Deserialize, Serialize};
@@ -168,16 +168,9 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
         Vec::new(),
         |_, _| "before mapping: the program, its libraries, heap and stack".into(),
     );
-    let map = Mapping::new(
-        &file,
-        size as usize,
-        MapOptions {
-            writable: cfg.write,
-            populate: false,
-        },
-    )
-    .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&cfg.path))?;
-    let base = map.as_slice().as_ptr() as u64;
+    let mut map = FileMap::new(&file, size as usize, cfg.write)
+        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&cfg.path))?;
+    let base = map.bytes().as_ptr() as u64;
     let now = snapshot()?;
     push(
         &mut stages,
@@ -203,7 +196,7 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     for write in modes {
         let verb = if write { "writing" } else { "touching" };
         for &t in &cfg.touches {
-            touch(&map, t, write);
+            map.touch(t, write);
             let now = snapshot()?;
             let pages = page_info(base, &[t], have_root, &mut page_note);
             push(
@@ -219,7 +212,7 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
         }
         let page = crate::sys::page_size() as u64;
         for off in (0..size).step_by(page as usize) {
-            touch(&map, off, write);
+            map.touch(off, write);
         }
         let now = snapshot()?;
         let sample: Vec<u64> = (0..size).step_by(page as usize).take(4).collect();
@@ -300,11 +293,52 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     })
 }
 
-/// Reads (or writes back unchanged) one byte of the mapping.
-fn touch(map: &Mapping, offset: u64, write: bool) {
-    let b = std::hint::black_box(map.as_slice()[offset as usize]);
-    if write {
-        map.write_at(offset as usize, &[b]);
+/// The file's mapping: writable only when the write stages will run.
+enum FileMap {
+    Read(Mapping),
+    Write(WritableMapping),
+}
+
+impl FileMap {
+    fn new(file: &std::fs::File, len: usize, write: bool) -> std::io::Result<FileMap> {
+        Ok(if write {
+            FileMap::Write(WritableMapping::new(file, len)?)
+        } else {
+            FileMap::Read(Mapping::new(file, len, false)?)
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            FileMap::Read(m) => m.as_slice(),
+            FileMap::Write(m) => m.as_slice(),
+        }
+    }
+
+    /// Reads (or, on a writable mapping, writes back unchanged) one byte.
+    fn touch(&mut self, offset: u64, write: bool) {
+        let b = std::hint::black_box(self.bytes()[offset as usize]);
+        if let (true, FileMap::Write(m)) = (write, self) {
+            m.as_mut_slice()[offset as usize] = b;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    fn sync(&self, offset: usize, len: usize) -> std::io::Result<()> {
+        match self {
+            FileMap::Read(_) => Ok(()),
+            FileMap::Write(m) => m.sync(offset, len),
+        }
+    }
+
+    fn sigbus_hits(&self) -> usize {
+        match self {
+            FileMap::Read(m) => m.sigbus_hits(),
+            FileMap::Write(m) => m.sigbus_hits(),
+        }
     }
 }
 

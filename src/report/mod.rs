@@ -4,7 +4,6 @@
 pub mod access;
 pub mod classic;
 pub mod runs;
-pub mod suite;
 pub mod svg;
 pub mod sweep;
 pub mod syscalls;
@@ -13,13 +12,27 @@ pub mod vm;
 
 use serde::Serialize;
 
-/// Output formats of `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-    Csv,
-    Markdown,
+crate::named_enum! {
+    /// Output formats of `--format`.
+    pub enum Format {
+        /// Aligned text tables (and the classic programs' lines).
+        Text = "text",
+        /// Pretty JSON.
+        Json = "json",
+        /// Comma-separated values with a header line.
+        Csv = "csv",
+        /// A Markdown table.
+        Markdown = "markdown" | "md",
+    }
+}
+
+/// Text made safe inside HTML or SVG, in element content and in quoted attributes alike.
+pub fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// Pretty JSON with a trailing newline.
@@ -101,6 +114,14 @@ pub fn csv_line(cells: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_escape_for_html_and_svg_covers_quotes() {
+        assert_eq!(
+            escape_html(r#"<a href="x">Tom's & Jerry's</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;Tom&#39;s &amp; Jerry&#39;s&lt;/a&gt;"
+        );
+    }
 
     #[test]
     fn tables_align_and_escape() {

@@ -40,12 +40,7 @@ const COLORS: [&str; 8] = [
 ];
 const DASHES: [&str; 4] = ["", "6,4", "2,3", "10,3,2,3"];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use super::escape_html as esc;
 
 /// Short axis label for a byte count: 512, 4K, 1M.
 fn bytes_label(v: f64) -> String {

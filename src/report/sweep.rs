@@ -39,11 +39,8 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
             } else {
                 format_size(c.bs)
             },
-            c.method.clone(),
-            c.cache
-                .map(|m| m.name().to_string())
-                .or(c.sync.map(|s| s.name().to_string()))
-                .unwrap_or_default(),
+            c.method_name().to_string(),
+            c.mode_name().to_string(),
         ];
         if let Some(why) = &c.unsupported {
             row.push(format!("unsupported: {why}"));
@@ -56,7 +53,7 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
                 format!("{:.0}", c.syscalls_per_gib),
                 format!("{:.0}", c.minor_faults_per_gib),
                 format!("{:.0}", c.major_faults_per_gib),
-                match (c.cache, c.cache_verified) {
+                match (c.read(), c.cache_verified) {
                     (None, _) => "-".into(),
                     (Some(_), true) => "yes".into(),
                     (Some(_), false) => "NO".into(),

@@ -6,39 +6,34 @@ use super::sigbus;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 
-/// A shared mapping of the first `len` bytes of a file.
-pub struct Mapping {
+/// The mapped range itself: one `mmap` of a file, guarded against SIGBUS, unmapped on drop.
+/// Which accesses are allowed is the business of the public types around it.
+struct RawMap {
     ptr: *mut u8,
     len: usize,
     guard: sigbus::Guard,
 }
 
-// SAFETY: the mapping is plain memory; concurrent readers are fine and mutation needs &mut.
-unsafe impl Send for Mapping {}
+// SAFETY: the mapping is plain memory owned by this value; the public types around it decide who
+// may read or write which bytes (shared reads, or exclusive disjoint writers).
+unsafe impl Send for RawMap {}
 // SAFETY: as above.
-unsafe impl Sync for Mapping {}
+unsafe impl Sync for RawMap {}
 
-/// How to map.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MapOptions {
-    pub writable: bool,
-    pub populate: bool,
-}
-
-impl Mapping {
-    /// Maps `len` (> 0) bytes of `file` from offset 0.
-    pub fn new(file: &File, len: usize, opts: MapOptions) -> io::Result<Self> {
+impl RawMap {
+    fn new(file: &File, len: usize, writable: bool, populate: bool) -> io::Result<RawMap> {
         if len == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
-        let prot = if opts.writable {
+        let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
             libc::PROT_READ
         };
         let mut flags = libc::MAP_SHARED;
-        if opts.populate {
+        if populate {
             flags |= libc::MAP_POPULATE;
         }
         // SAFETY: a fresh mapping chosen by the kernel (addr NULL) of a valid descriptor; the
@@ -49,23 +44,14 @@ impl Mapping {
             return Err(io::Error::last_os_error());
         }
         let guard = sigbus::Guard::register(ptr as usize, len);
-        Ok(Mapping {
+        Ok(RawMap {
             ptr: ptr.cast(),
             len,
             guard,
         })
     }
 
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// `madvise` over the whole mapping.
-    pub fn advise(&self, advice: libc::c_int) -> io::Result<()> {
+    fn advise(&self, advice: libc::c_int) -> io::Result<()> {
         // SAFETY: the range is exactly our own live mapping; advice does not change its contents
         // for the hints iolab uses (no MADV_DONTNEED/FREE here).
         let rc = unsafe { libc::madvise(self.ptr.cast(), self.len, advice) };
@@ -76,27 +62,16 @@ impl Mapping {
         }
     }
 
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr..ptr+len is mapped readable for the life of self; SIGBUS from a shrinking
-        // file is turned into zero pages by the guard.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    /// The bytes, writable. Only for mappings made with `writable`.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, mapped PROT_WRITE by the caller's options, and &mut self is exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-
     /// `msync(MS_SYNC)` of the pages covering `offset..offset+len`.
-    pub fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
+    fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
         let page = super::page_size();
         let start = offset / page * page;
-        let end = (offset + len).min(self.len);
+        let end = offset.saturating_add(len).min(self.len);
         if end <= start {
             return Ok(());
         }
-        // SAFETY: start is page aligned and start..end lies inside our mapping.
+        // SAFETY: start is page aligned and start..end lies inside our mapping; msync reads no
+        // memory through Rust references.
         let rc = unsafe { libc::msync(self.ptr.add(start).cast(), end - start, libc::MS_SYNC) };
         if rc == 0 {
             Ok(())
@@ -104,19 +79,185 @@ impl Mapping {
             Err(io::Error::last_os_error())
         }
     }
+}
 
-    /// How many SIGBUS faults the guard absorbed: non-zero means the file shrank while mapped
-    /// (or, for writes, the filesystem had no space) and the bytes seen there were not the file's.
-    pub fn sigbus_hits(&self) -> usize {
-        self.guard.hits()
+impl Drop for RawMap {
+    fn drop(&mut self) {
+        self.guard.unregister();
+        // SAFETY: unmapping exactly the range mmap returned; no slices outlive the owners.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
 }
 
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        self.guard.unregister();
-        // SAFETY: unmapping exactly the range mmap returned; no slices outlive self.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+/// A read-only shared mapping of the first `len` bytes of a file.
+pub struct Mapping {
+    raw: RawMap,
+}
+
+impl Mapping {
+    /// Maps `len` (> 0) bytes of `file` from offset 0 for reading; `populate` adds MAP_POPULATE.
+    pub fn new(file: &File, len: usize, populate: bool) -> io::Result<Self> {
+        RawMap::new(file, len, false, populate).map(|raw| Mapping { raw })
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+
+    /// Never true: an empty mapping cannot be made.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// `madvise` over the whole mapping.
+    pub fn advise(&self, advice: libc::c_int) -> io::Result<()> {
+        self.raw.advise(advice)
+    }
+
+    /// The mapped bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+len is mapped readable for the life of self and nobody writes it
+        // through this process (a read-only mapping); SIGBUS from a shrinking file is turned
+        // into zero pages by the guard.
+        unsafe { std::slice::from_raw_parts(self.raw.ptr, self.raw.len) }
+    }
+
+    /// How many SIGBUS faults the guard absorbed: non-zero means the file shrank while mapped
+    /// and the bytes seen there were not the file's.
+    pub fn sigbus_hits(&self) -> usize {
+        self.raw.guard.hits()
+    }
+}
+
+/// A writable shared mapping (`PROT_READ|PROT_WRITE`, `MAP_SHARED`): written bytes reach the file.
+/// Only this type hands out mutable bytes, and only through `&mut self` or disjoint
+/// [`MapWindow`]s, so safe code can neither write a read-only mapping nor race on one byte.
+pub struct WritableMapping {
+    raw: RawMap,
+}
+
+impl WritableMapping {
+    /// Maps `len` (> 0) bytes of `file` (opened read-write) from offset 0 for writing.
+    pub fn new(file: &File, len: usize) -> io::Result<Self> {
+        RawMap::new(file, len, true, false).map(|raw| WritableMapping { raw })
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+
+    /// Never true: an empty mapping cannot be made.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// The mapped bytes, to read.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: mapped readable for the life of self; writes need &mut self, so none is under
+        // way while this borrow lives.
+        unsafe { std::slice::from_raw_parts(self.raw.ptr, self.raw.len) }
+    }
+
+    /// The mapped bytes, to write.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: mapped PROT_WRITE, and &mut self makes this the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr, self.raw.len) }
+    }
+
+    /// `msync(MS_SYNC)` of the pages covering `offset..offset+len`.
+    pub fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.raw.sync(offset, len)
+    }
+
+    /// How many SIGBUS faults the guard absorbed (no space left, or the file was truncated).
+    pub fn sigbus_hits(&self) -> usize {
+        self.raw.guard.hits()
+    }
+
+    /// Splits the mapping into windows over `ranges` (`(offset, len)`, which must lie inside the
+    /// mapping and not overlap), each writable by its own thread, plus a handle that can only
+    /// sync and count faults. `None` when the ranges overlap or leave the mapping.
+    pub fn into_windows(self, ranges: &[(usize, usize)]) -> Option<(Vec<MapWindow>, MapHandle)> {
+        let mut sorted: Vec<(usize, usize)> = ranges.to_vec();
+        sorted.sort();
+        let mut end = 0usize;
+        for &(off, len) in &sorted {
+            if off < end || off.checked_add(len)? > self.raw.len {
+                return None;
+            }
+            end = off + len;
+        }
+        let raw = Arc::new(self.raw);
+        let windows = ranges
+            .iter()
+            .map(|&(offset, len)| MapWindow {
+                raw: raw.clone(),
+                offset,
+                len,
+            })
+            .collect();
+        Some((windows, MapHandle { raw }))
+    }
+}
+
+/// One thread's part of a [`WritableMapping`]: `len` bytes at `offset` that no other window covers.
+pub struct MapWindow {
+    raw: Arc<RawMap>,
+    offset: usize,
+    len: usize,
+}
+
+impl MapWindow {
+    /// Where the window starts in the mapping (= in the file).
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The window's bytes, to write (index 0 is the mapping's byte `offset()`).
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: offset..offset+len lies inside the live mapping (checked by into_windows), no
+        // other window overlaps it, nothing else can read the mapping once it is split, and
+        // &mut self makes this the only borrow of the window.
+        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr.add(self.offset), self.len) }
+    }
+
+    /// `msync(MS_SYNC)` of the pages covering mapping bytes `offset..offset+len`.
+    pub fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.raw.sync(offset, len)
+    }
+
+    /// SIGBUS faults absorbed anywhere in the mapping.
+    pub fn sigbus_hits(&self) -> usize {
+        self.raw.guard.hits()
+    }
+}
+
+/// What is left of a split [`WritableMapping`] besides its windows: sync and fault count.
+pub struct MapHandle {
+    raw: Arc<RawMap>,
+}
+
+impl MapHandle {
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+
+    /// Never true: an empty mapping cannot be made.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// `msync(MS_SYNC)` of the pages covering `offset..offset+len`.
+    pub fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.raw.sync(offset, len)
+    }
+
+    /// SIGBUS faults absorbed anywhere in the mapping.
+    pub fn sigbus_hits(&self) -> usize {
+        self.raw.guard.hits()
     }
 }
 
@@ -172,20 +313,6 @@ pub fn mincore_walk(file: &File, len: u64, mut each: impl FnMut(u64, bool)) -> i
     Ok(())
 }
 
-impl Mapping {
-    /// Copies `data` into the mapping at `offset` (bounds checked). Threads may write disjoint
-    /// ranges of one writable mapping at the same time; iolab's workloads never overlap them.
-    pub fn write_at(&self, offset: usize, data: &[u8]) {
-        assert!(
-            offset <= self.len && data.len() <= self.len - offset,
-            "write past the mapping"
-        );
-        // SAFETY: the range lies inside our live mapping (checked above), which callers map
-        // writable; file bytes are plain data, and concurrent callers write disjoint ranges.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) };
-    }
-}
-
 /// Page-cache counts of a file range from `cachestat(2)` (Linux 6.5+): `(cached, dirty)` pages,
 /// or `None` where the kernel lacks it.
 pub fn cachestat(file: &File, offset: u64, len: u64) -> Option<(u64, u64)> {
@@ -217,4 +344,59 @@ pub fn cachestat(file: &File, offset: u64, len: u64) -> Option<(u64, u64)> {
         )
     };
     (rc == 0).then_some((st.cache, st.dirty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn windows_are_disjoint_and_their_writes_reach_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        file.set_len(8192).unwrap();
+        let fresh = || WritableMapping::new(&file, 8192).unwrap();
+        assert!(fresh().into_windows(&[(0, 4096), (4095, 10)]).is_none());
+        assert!(fresh().into_windows(&[(8000, 193)]).is_none());
+        assert!(fresh().into_windows(&[(usize::MAX, 2)]).is_none());
+        let (mut windows, handle) = fresh().into_windows(&[(4096, 4096), (0, 4096)]).unwrap();
+        std::thread::scope(|s| {
+            for w in windows.iter_mut() {
+                s.spawn(move || {
+                    let b = (w.offset() / 4096) as u8 + 1;
+                    w.as_mut_slice().fill(b);
+                });
+            }
+        });
+        handle.sync(0, handle.len()).unwrap();
+        assert_eq!(handle.sigbus_hits(), 0);
+        let mut back = Vec::new();
+        std::fs::File::open(&path)
+            .unwrap()
+            .read_to_end(&mut back)
+            .unwrap();
+        assert!(back[..4096].iter().all(|&b| b == 1) && back[4096..].iter().all(|&b| b == 2));
+    }
+
+    #[test]
+    fn a_read_only_mapping_gives_no_way_to_write() {
+        // The type has no mutable access at all; its bytes are the file's.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        let file = File::open(&path).unwrap();
+        let map = Mapping::new(&file, 3, false).unwrap();
+        assert_eq!(map.as_slice(), b"abc");
+        assert!(
+            WritableMapping::new(&file, 3).is_err(),
+            "a read-only fd cannot map writable"
+        );
+    }
 }

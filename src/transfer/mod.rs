@@ -8,66 +8,32 @@ pub mod sender;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// How the sender moves a file's bytes into the socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SendMethod {
-    Read,
-    Mmap,
-    Sendfile,
-    Splice,
-}
+/// The course programs' port, iolab's default.
+pub const DEFAULT_PORT: u16 = 2325;
 
-/// How the receiver stores the bytes it takes from the socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RecvMethod {
-    Write,
-    Mmap,
-    Splice,
-}
-
-impl SendMethod {
-    pub const ALL: [SendMethod; 4] = [
-        SendMethod::Read,
-        SendMethod::Mmap,
-        SendMethod::Sendfile,
-        SendMethod::Splice,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SendMethod::Read => "read",
-            SendMethod::Mmap => "mmap",
-            SendMethod::Sendfile => "sendfile",
-            SendMethod::Splice => "splice",
-        }
-    }
-
-    /// Also takes `fcntl`, the classic name of read/write.
-    pub fn parse(t: &str) -> Option<SendMethod> {
-        let t = t.trim().to_ascii_lowercase();
-        let t = if t == "fcntl" { "read" } else { t.as_str() };
-        Self::ALL.into_iter().find(|m| m.name() == t)
+crate::named_enum! {
+    /// How the sender moves a file's bytes into the socket.
+    pub enum SendMethod {
+        /// read(2) into a buffer, then send (`fcntl` is the classic name).
+        Read = "read" | "fcntl",
+        /// send straight from a mapping of the file.
+        Mmap = "mmap",
+        /// sendfile(2): file to socket inside the kernel.
+        Sendfile = "sendfile",
+        /// splice(2) through a pipe.
+        Splice = "splice",
     }
 }
 
-impl RecvMethod {
-    pub const ALL: [RecvMethod; 3] = [RecvMethod::Write, RecvMethod::Mmap, RecvMethod::Splice];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RecvMethod::Write => "write",
-            RecvMethod::Mmap => "mmap",
-            RecvMethod::Splice => "splice",
-        }
-    }
-
-    /// Also takes `fcntl`, the classic name of read/write.
-    pub fn parse(t: &str) -> Option<RecvMethod> {
-        let t = t.trim().to_ascii_lowercase();
-        let t = if t == "fcntl" { "write" } else { t.as_str() };
-        Self::ALL.into_iter().find(|m| m.name() == t)
+crate::named_enum! {
+    /// How the receiver stores the bytes it takes from the socket.
+    pub enum RecvMethod {
+        /// recv into a buffer, then write(2) (`fcntl` is the classic name).
+        Write = "write" | "fcntl",
+        /// recv straight into a mapping of the sized file.
+        Mmap = "mmap",
+        /// splice(2) socket to pipe to file.
+        Splice = "splice",
     }
 }
 

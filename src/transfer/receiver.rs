@@ -5,7 +5,7 @@
 use super::protocol::{self, FLAG_TOKEN, Frame, Header, Hello};
 use super::{ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
-use crate::sys::map::{MapOptions, Mapping};
+use crate::sys::map::WritableMapping;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -334,15 +334,8 @@ fn recv_mmap(sock: &mut TcpStream, file: &File, h: &Header, peer: &str, dest: &P
         Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
         Err(e) => return Err(Error::io("write failed", dest, &e)),
     }
-    let mut map = Mapping::new(
-        file,
-        h.size as usize,
-        MapOptions {
-            writable: true,
-            populate: false,
-        },
-    )
-    .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(dest))?;
+    let mut map = WritableMapping::new(file, h.size as usize)
+        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(dest))?;
     let mut got = 0usize;
     while (got as u64) < h.size {
         let end = (got + (1 << 20)).min(h.size as usize);
@@ -371,12 +364,67 @@ fn recv_splice(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Res
                 return Err(lost(h, got, peer, &e));
             }
         };
-        let mut left = k;
-        while left > 0 {
-            let m = crate::sys::net::splice(&r, None, file, Some(&mut got), left)
-                .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&h.name))?;
-            left -= m;
+        empty_pipe(k, |left| {
+            crate::sys::net::splice(&r, None, file, Some(&mut got), left)
+        })
+        .map_err(|e| Error::io("write failed", Path::new(&h.name), &e))?;
+    }
+    Ok(())
+}
+
+/// Moves `k` bytes out of the pipe with `splice_out(bytes left)`, which returns how many it moved.
+/// A splice that moves nothing would loop for ever: it is an error (the file cannot grow).
+fn empty_pipe(
+    k: usize,
+    mut splice_out: impl FnMut(usize) -> std::io::Result<usize>,
+) -> std::io::Result<()> {
+    let mut left = k;
+    while left > 0 {
+        match splice_out(left) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    format!(
+                        "splice into the file moved nothing with {left} bytes still in the pipe"
+                    ),
+                ));
+            }
+            Ok(m) => left -= m.min(left),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::empty_pipe;
+    use std::io;
+
+    #[test]
+    fn a_splice_that_moves_nothing_ends_the_loop_with_an_error() {
+        let mut calls = 0;
+        let err = empty_pipe(10, |_| {
+            calls += 1;
+            Ok(if calls == 1 { 4 } else { 0 })
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WriteZero);
+        assert!(err.to_string().contains("6 bytes still"), "{err}");
+        let mut moved = Vec::new();
+        empty_pipe(10, |left| {
+            moved.push(left);
+            match moved.len() {
+                1 => Err(io::Error::from(io::ErrorKind::Interrupted)),
+                _ => Ok(left.min(7)),
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            moved,
+            [10, 10, 3],
+            "interrupted calls are retried, short ones continued"
+        );
+    }
 }

@@ -5,7 +5,7 @@
 use super::protocol::{self, FLAG_TOKEN, Header, Hello};
 use super::{ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
-use crate::sys::map::{MapOptions, Mapping};
+use crate::sys::map::Mapping;
 use std::fs::File;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -265,7 +265,7 @@ fn send_content(sock: &mut TcpStream, f: &Outgoing, method: SendMethod, peer: &s
             }
         }
         SendMethod::Mmap => {
-            let map = Mapping::new(&f.file, f.size as usize, MapOptions::default())
+            let map = Mapping::new(&f.file, f.size as usize, false)
                 .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
             for chunk in map.as_slice().chunks(CHUNK) {
                 sock.write_all(chunk).map_err(fail)?;

@@ -1,94 +1,119 @@
 //! `mmap` writes: the file is sized (ftruncate) and its blocks reserved (fallocate) before the
 //! mapping is made, so running out of space is a clean error up front instead of a SIGBUS later;
-//! blocks are copied into a MAP_SHARED mapping, msync'ed per block or at the end per sync mode.
+//! blocks are copied into a MAP_SHARED mapping, each thread into its own window of it, and
+//! msync'ed per block or at the end per sync mode.
 
-use super::{WriteTarget, data_buffer, write_error};
-use crate::engine::{Moved, Worker};
+use super::{Finish, SyncMode, WriteEngine, WriteTarget, Writers, data_buffer, write_error};
+use crate::engine::{PieceDone, SyncWorker, sync_workers};
 use crate::error::{Error, Result, describe_io};
-use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
-use crate::sys::map::{MapOptions, Mapping};
-use crate::workload::{Part, Workload};
+use crate::sys::map::{MapWindow, WritableMapping};
+use crate::workload::{Block, Part, Workload};
 use crate::xor::xor_at;
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-type Workers = Vec<Box<dyn Worker>>;
+/// The `mmap` write engine.
+pub struct MmapWrite;
 
 struct MmapWriter {
-    map: Arc<Mapping>,
+    window: MapWindow,
     buf: AlignedBuf,
     sync_each: bool,
     path: PathBuf,
 }
 
-pub(super) fn workers(
-    target: &WriteTarget,
-    file: &Arc<File>,
-    w: &Workload,
-    sync_each: bool,
-) -> Result<(Workers, Arc<Mapping>)> {
-    let path = &target.path;
-    file.set_len(w.len).map_err(|e| write_error(path, &e))?;
-    match crate::sys::fallocate(file, w.len) {
-        Ok(()) => {}
-        // Filesystems without fallocate: the SIGBUS guard still turns a full disk into an error.
-        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
-        Err(e) => return Err(write_error(path, &e)),
-    }
-    let map = Arc::new(
-        Mapping::new(
-            file,
-            w.len as usize,
-            MapOptions {
-                writable: true,
-                populate: false,
-            },
-        )
-        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(path))?,
-    );
-    let workers = (0..w.threads)
-        .map(|t| {
-            Box::new(MmapWriter {
-                map: map.clone(),
+impl WriteEngine for MmapWrite {
+    fn writers(
+        &self,
+        target: &WriteTarget,
+        w: &Workload,
+        parts: &[Part],
+        sync: SyncMode,
+    ) -> Result<Writers> {
+        let path = &target.path;
+        let file = Arc::new(target.reopen(0, true)?);
+        file.set_len(w.len).map_err(|e| write_error(path, &e))?;
+        match crate::sys::fallocate(&file, w.len) {
+            Ok(()) => {}
+            // Filesystems without fallocate: the SIGBUS guard still turns a full disk into an error.
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(write_error(path, &e)),
+        }
+        let map = WritableMapping::new(&file, w.len as usize).map_err(|e| {
+            Error::failed("cannot map", describe_io(&e))
+                .at(path)
+                .with_source(e)
+        })?;
+        let ranges: Vec<(usize, usize)> = parts
+            .iter()
+            .map(|p| {
+                let (start, end) = p.span();
+                (start as usize, (end - start) as usize)
+            })
+            .collect();
+        let (windows, handle) = map.into_windows(&ranges).ok_or_else(|| {
+            Error::failed("cannot map", "the threads' parts overlap (a bug)").at(path)
+        })?;
+        let workers = sync_workers(windows.into_iter().enumerate().map(|(t, window)| {
+            Ok(MmapWriter {
+                window,
                 buf: data_buffer(w, t),
-                sync_each,
+                sync_each: sync.per_block(false),
                 path: path.clone(),
-            }) as Box<dyn Worker>
+            })
+        }))?;
+        Ok(Writers {
+            workers,
+            finish: if sync == SyncMode::End {
+                Finish::Msync(handle, file)
+            } else {
+                Finish::Nothing
+            },
         })
-        .collect();
-    Ok((workers, map))
+    }
 }
 
-impl Worker for MmapWriter {
-    fn run(&mut self, part: &Part, _log: &mut OpLog) -> Result<Moved> {
-        let mut moved = Moved::default();
-        for block in part.iter() {
-            let mut at = block.offset;
-            while at < block.offset + block.len {
-                let n = (block.offset + block.len - at).min(self.buf.len() as u64) as usize;
-                let data = &self.buf.as_slice()[..n];
-                self.map.write_at(at as usize, data);
-                moved.xor ^= xor_at(at, data);
-                at += n as u64;
-            }
-            if self.sync_each {
-                self.map
-                    .sync(block.offset as usize, block.len as usize)
-                    .map_err(|e| Error::io("msync failed", &self.path, &e))?;
-                moved.ops += 1;
-            }
-            moved.bytes += block.len;
-            moved.blocks += 1;
+impl SyncWorker for MmapWriter {
+    /// A block is copied in buffer-sized runs; the core need not cut it.
+    fn max_piece(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn piece(&mut self, piece: Block) -> Result<PieceDone> {
+        let base = self.window.offset() as u64;
+        let dst = self.window.as_mut_slice();
+        let mut xor = 0;
+        let mut at = piece.offset;
+        while at < piece.offset + piece.len {
+            let n = (piece.offset + piece.len - at).min(self.buf.len() as u64) as usize;
+            let data = &self.buf.as_slice()[..n];
+            let start = (at - base) as usize;
+            dst[start..start + n].copy_from_slice(data);
+            xor ^= xor_at(at, data);
+            at += n as u64;
         }
-        if self.map.sigbus_hits() > 0 {
+        Ok(PieceDone { xor, ops: 0 })
+    }
+
+    fn end_block(&mut self, block: Block) -> Result<u64> {
+        if !self.sync_each {
+            return Ok(0);
+        }
+        self.window
+            .sync(block.offset as usize, block.len as usize)
+            .map_err(|e| Error::io("msync failed", &self.path, &e))?;
+        Ok(1)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.window.sigbus_hits() > 0 {
             return Err(Error::failed(
                 "write failed",
                 "the mapping lost its backing (SIGBUS: no space left, or the file was truncated)",
             )
             .at(&self.path));
         }
-        Ok(moved)
+        Ok(())
     }
 }

@@ -7,92 +7,67 @@ mod direct;
 mod mmap;
 mod syscall;
 
-use super::{Moved, Worker, check_regular};
-use crate::error::{Error, Result, describe_io};
-use crate::measure::latency::OpLog;
-use crate::sys::map::Mapping;
+use super::driver::{Worker, nonempty_parts, run_parts};
+use super::{Moved, RunLimits, check_regular};
+use crate::error::{Error, Result};
+use crate::sys::map::MapHandle;
 use crate::workload::{Part, Workload};
-use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The write methods of DESIGN §3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WriteMethod {
-    Write,
-    Pwrite,
-    Mmap,
-    Direct,
-}
-
-impl WriteMethod {
-    pub const ALL: [WriteMethod; 4] = [
-        WriteMethod::Write,
-        WriteMethod::Pwrite,
-        WriteMethod::Mmap,
-        WriteMethod::Direct,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            WriteMethod::Write => "write",
-            WriteMethod::Pwrite => "pwrite",
-            WriteMethod::Mmap => "mmap",
-            WriteMethod::Direct => "direct",
+/// Declares the write methods: each line is a name (with aliases) and the engine behind it.
+macro_rules! write_methods {
+    ($( $(#[$m:meta])* $variant:ident = $name:literal $(| $alias:literal)* => $engine:expr ),+ $(,)?) => {
+        crate::named_enum! {
+            /// The write methods of DESIGN §3.
+            pub enum WriteMethod {
+                $( $(#[$m])* $variant = $name $(| $alias)* ),+
+            }
         }
-    }
 
-    pub fn parse(text: &str) -> Option<WriteMethod> {
-        let t = text.trim().to_ascii_lowercase();
-        let t = if t == "fcntl" { "write".to_string() } else { t };
-        Self::ALL.into_iter().find(|m| m.name() == t)
-    }
+        impl WriteMethod {
+            /// The engine that implements this method.
+            pub fn engine(self) -> &'static dyn WriteEngine {
+                match self {
+                    $( WriteMethod::$variant => &$engine ),+
+                }
+            }
+        }
+    };
 }
 
-/// When written data is forced to the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SyncMode {
-    /// Never: the data may still be in the page cache when the time stops.
-    None,
-    /// One fsync (mmap: msync + fsync) after the last block, inside the timed region.
-    End,
-    /// fdatasync (mmap: msync) after every block.
-    Each,
-    /// O_DSYNC (mmap: msync after every block).
-    Dsync,
-    /// O_SYNC (mmap: msync after every block).
-    Osync,
+write_methods! {
+    /// write(2) at the file position (lseek for random order).
+    Write = "write" | "fcntl" => syscall::Syscall::WRITE,
+    /// pwrite(2) at each block's offset.
+    Pwrite = "pwrite" => syscall::Syscall::PWRITE,
+    /// Copies into a MAP_SHARED mapping of the sized, reserved file.
+    Mmap = "mmap" => mmap::MmapWrite,
+    /// O_DIRECT pwrite from aligned buffers.
+    Direct = "direct" => direct::DirectWrite,
+}
+
+crate::named_enum! {
+    /// When written data is forced to the device.
+    pub enum SyncMode {
+        /// Never: the data may still be in the page cache when the time stops.
+        None = "none",
+        /// One fsync (mmap: msync + fsync) after the last block, inside the timed region.
+        End = "end",
+        /// fdatasync (mmap: msync) after every block.
+        Each = "each",
+        /// O_DSYNC (mmap: msync after every block).
+        Dsync = "dsync",
+        /// O_SYNC (mmap: msync after every block).
+        Osync = "osync",
+    }
 }
 
 impl SyncMode {
-    pub const ALL: [SyncMode; 5] = [
-        SyncMode::None,
-        SyncMode::End,
-        SyncMode::Each,
-        SyncMode::Dsync,
-        SyncMode::Osync,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncMode::None => "none",
-            SyncMode::End => "end",
-            SyncMode::Each => "each",
-            SyncMode::Dsync => "dsync",
-            SyncMode::Osync => "osync",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<SyncMode> {
-        let t = text.trim().to_ascii_lowercase();
-        Self::ALL.into_iter().find(|m| m.name() == t)
-    }
-
-    fn open_flags(self) -> i32 {
+    /// Flags to open with: O_DSYNC or O_SYNC for those modes, else none.
+    pub fn open_flags(self) -> i32 {
         match self {
             SyncMode::Dsync => libc::O_DSYNC,
             SyncMode::Osync => libc::O_SYNC,
@@ -100,12 +75,54 @@ impl SyncMode {
         }
     }
 
-    /// Whether each block is followed by an explicit sync call (mmap has no O_DSYNC).
-    fn per_block(self, method: WriteMethod) -> bool {
+    /// Whether each block is followed by an explicit sync call: `each`, or a mode that a method
+    /// cannot get from open flags (a mapping has no O_DSYNC).
+    pub fn per_block(self, flags_work: bool) -> bool {
         match self {
             SyncMode::Each => true,
-            SyncMode::Dsync | SyncMode::Osync => method == WriteMethod::Mmap,
+            SyncMode::Dsync | SyncMode::Osync => !flags_work,
             _ => false,
+        }
+    }
+}
+
+/// A write method: sets up one worker per part, and what finishes a run.
+pub trait WriteEngine: Sync {
+    /// Prepares to write `parts` of `w` into `target` with durability `sync` (untimed).
+    fn writers(
+        &self,
+        target: &WriteTarget,
+        w: &Workload,
+        parts: &[Part],
+        sync: SyncMode,
+    ) -> Result<Writers>;
+}
+
+/// Workers ready to write (one per part) and what must happen after all are done.
+pub struct Writers {
+    /// One worker per part.
+    pub workers: Vec<Box<dyn Worker>>,
+    /// The last step of a run, inside the timed region.
+    pub finish: Finish,
+}
+
+/// What must happen after every worker is done, inside the timed region.
+pub enum Finish {
+    /// Nothing: the sync mode needs no last step.
+    Nothing,
+    /// One fsync of the file.
+    Fsync(Arc<File>),
+    /// msync of the whole mapping, then fsync.
+    Msync(MapHandle, Arc<File>),
+}
+
+impl Finish {
+    /// `fsync` of `file` at the end when the mode is `end`, else nothing.
+    pub fn fsync_if(sync: SyncMode, file: Arc<File>) -> Finish {
+        if sync == SyncMode::End {
+            Finish::Fsync(file)
+        } else {
+            Finish::Nothing
         }
     }
 }
@@ -190,13 +207,6 @@ impl Drop for WriteTarget {
     }
 }
 
-/// What must happen after every worker is done, inside the timed region.
-enum Finish {
-    Nothing,
-    Fsync(Arc<File>),
-    Msync(Arc<Mapping>, Arc<File>),
-}
-
 /// Workers ready to write, and what finishes the run.
 pub struct PreparedWrite {
     workers: Vec<Box<dyn Worker>>,
@@ -205,117 +215,55 @@ pub struct PreparedWrite {
     path: PathBuf,
 }
 
-/// Sets up a write run (untimed): empties the file, opens descriptors with the sync flags, fills
-/// buffers; for mmap, sizes and reserves the file and maps it.
+/// Sets up a write run (untimed): empties the file, then lets the method open descriptors with
+/// the sync flags, fill buffers, and for mmap size, reserve and map the file.
 pub fn prepare_write(
     method: WriteMethod,
     target: &WriteTarget,
     w: &Workload,
     sync: SyncMode,
 ) -> Result<PreparedWrite> {
-    let path = &target.path;
     target
         .file
         .set_len(0)
-        .map_err(|e| Error::io("cannot truncate", path, &e))?;
-    let parts: Vec<Part> = w
-        .parts()
-        .into_iter()
-        .filter(|p| p.block_count() > 0)
-        .collect();
-    let sub = Workload {
-        threads: parts.len(),
-        ..*w
-    };
-    let per_block = sync.per_block(method);
-    let (workers, finish) = match method {
-        WriteMethod::Write | WriteMethod::Pwrite => {
-            let f = Arc::new(target.reopen(sync.open_flags(), false)?);
-            let workers = syscall::workers(method, target, &f, &sub, sync.open_flags(), per_block)?;
-            (
-                workers,
-                if sync == SyncMode::End {
-                    Finish::Fsync(f)
-                } else {
-                    Finish::Nothing
-                },
-            )
+        .map_err(|e| Error::io("cannot truncate", &target.path, &e))?;
+    let (parts, sub) = nonempty_parts(w);
+    let Writers { workers, finish } = if parts.is_empty() {
+        Writers {
+            workers: Vec::new(),
+            finish: Finish::Nothing,
         }
-        WriteMethod::Direct => {
-            let f = Arc::new(target.reopen(sync.open_flags(), false)?);
-            let workers = direct::workers(target, &sub, sync.open_flags(), per_block)?;
-            (
-                workers,
-                if sync == SyncMode::End {
-                    Finish::Fsync(f)
-                } else {
-                    Finish::Nothing
-                },
-            )
-        }
-        WriteMethod::Mmap => {
-            let f = Arc::new(target.reopen(0, true)?);
-            if w.len == 0 {
-                (Vec::new(), Finish::Nothing)
-            } else {
-                let (workers, map) = mmap::workers(target, &f, &sub, per_block)?;
-                (
-                    workers,
-                    if sync == SyncMode::End {
-                        Finish::Msync(map, f)
-                    } else {
-                        Finish::Nothing
-                    },
-                )
-            }
-        }
+    } else {
+        method.engine().writers(target, &sub, &parts, sync)?
     };
     Ok(PreparedWrite {
         workers,
         parts,
         finish,
-        path: path.clone(),
+        path: target.path.clone(),
     })
 }
 
 impl PreparedWrite {
     /// Writes every part (one thread each) and finishes with the sync mode's last step.
     pub fn run(self) -> Result<Moved> {
-        let PreparedWrite {
-            workers,
-            parts,
-            finish,
-            path,
-        } = self;
-        let mut total = Moved::default();
-        let results: Vec<Result<Moved>> = std::thread::scope(|s| {
-            let handles: Vec<_> = workers
-                .into_iter()
-                .zip(parts.iter())
-                .map(|(mut wk, part)| s.spawn(move || wk.run(part, &mut OpLog::off())))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::failed("write failed", "a worker thread panicked"))
-                    })
-                })
-                .collect()
-        });
-        for r in results {
-            total.add(r?);
-        }
-        match finish {
+        let (total, _) = run_parts(
+            self.workers,
+            self.parts,
+            RunLimits::default(),
+            "write failed",
+        )?;
+        let path = &self.path;
+        match self.finish {
             Finish::Nothing => {}
             Finish::Fsync(f) => f
                 .sync_all()
-                .map_err(|e| Error::io("fsync failed", &path, &e))?,
+                .map_err(|e| Error::io("fsync failed", path, &e))?,
             Finish::Msync(map, f) => {
                 map.sync(0, map.len())
-                    .map_err(|e| Error::io("msync failed", &path, &e))?;
+                    .map_err(|e| Error::io("msync failed", path, &e))?;
                 f.sync_all()
-                    .map_err(|e| Error::io("fsync failed", &path, &e))?;
+                    .map_err(|e| Error::io("fsync failed", path, &e))?;
             }
         }
         Ok(total)
@@ -333,7 +281,7 @@ fn data_buffer(w: &Workload, thread: usize) -> crate::sys::buf::AlignedBuf {
 }
 
 fn write_error(path: &Path, e: &std::io::Error) -> Error {
-    let err = Error::failed("write failed", describe_io(e)).at(path);
+    let err = Error::io("write failed", path, e);
     if e.raw_os_error() == Some(libc::ENOSPC) {
         err.hint("free some space or write a smaller --size")
     } else {

@@ -1,16 +1,19 @@
 //! Findings: the answers people come for, derived from the measurements (never written by hand),
 //! each citing the rows it comes from.
 
-use super::access::AccessRow;
-use super::suite::SuiteResult;
-use super::sweep::SweepCell;
-use super::syscalls::SyscallsResult;
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
-use crate::engine::write::SyncMode;
+use crate::engine::write::{SyncMode, WriteMethod};
+use crate::experiments::access::AccessRow;
+use crate::experiments::fast::FastResult;
+use crate::experiments::sweep::{CellKind, SweepCell};
+use crate::experiments::syscalls::SyscallsResult;
+use crate::experiments::transfer::TransferResult;
+use crate::transfer::{RecvMethod, SendMethod};
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
 
+/// One answer the measurements give, with the rows it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// A stable key, for comparing hosts.
@@ -71,28 +74,28 @@ pub fn random_warm(rows: &[AccessRow]) -> Option<Finding> {
     })
 }
 
-fn sweep_cell<'a>(
-    cells: &'a [SweepCell],
-    bs: u64,
-    method: &str,
-    cache: Option<CacheMode>,
-    sync: Option<SyncMode>,
-) -> Option<&'a SweepCell> {
-    cells.iter().find(|c| {
-        c.bs == bs
-            && c.method == method
-            && c.cache == cache
-            && c.sync == sync
-            && c.unsupported.is_none()
-            && c.mib_s.n > 0
-    })
+fn sweep_cell(cells: &[SweepCell], bs: u64, kind: CellKind) -> Option<&SweepCell> {
+    cells
+        .iter()
+        .find(|c| c.bs == bs && c.kind == kind && c.unsupported.is_none() && c.mib_s.n > 0)
+}
+
+fn read_cell(m: ReadMethod, cache: CacheMode) -> CellKind {
+    CellKind::Read { method: m, cache }
+}
+
+fn write_cell(sync: SyncMode) -> CellKind {
+    CellKind::Write {
+        method: WriteMethod::Write,
+        sync,
+    }
 }
 
 /// Sequential reads, cold and warm, at the largest block size swept: read against mmap.
 pub fn sequential(cells: &[SweepCell], cache: CacheMode) -> Option<Finding> {
     let bs = cells.iter().map(|c| c.bs).max()?;
-    let read = sweep_cell(cells, bs, "read", Some(cache), None)?;
-    let mmap = sweep_cell(cells, bs, "mmap", Some(cache), None)?;
+    let read = sweep_cell(cells, bs, read_cell(ReadMethod::Read, cache))?;
+    let mmap = sweep_cell(cells, bs, read_cell(ReadMethod::Mmap, cache))?;
     Some(Finding {
         key: format!("sequential-{}", cache.name()),
         text: format!(
@@ -113,7 +116,7 @@ pub fn sequential(cells: &[SweepCell], cache: CacheMode) -> Option<Finding> {
 pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
     let mut sizes: Vec<u64> = cells
         .iter()
-        .filter(|c| c.cache == Some(CacheMode::Warm))
+        .filter(|c| c.read().is_some_and(|(_, cache)| cache == CacheMode::Warm))
         .map(|c| c.bs)
         .collect();
     sizes.sort();
@@ -121,8 +124,8 @@ pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
     let wins: Vec<(u64, bool)> = sizes
         .iter()
         .filter_map(|&bs| {
-            let r = sweep_cell(cells, bs, "read", Some(CacheMode::Warm), None)?;
-            let m = sweep_cell(cells, bs, "mmap", Some(CacheMode::Warm), None)?;
+            let r = sweep_cell(cells, bs, read_cell(ReadMethod::Read, CacheMode::Warm))?;
+            let m = sweep_cell(cells, bs, read_cell(ReadMethod::Mmap, CacheMode::Warm))?;
             Some((bs, m.mib_s.median > r.mib_s.median))
         })
         .collect();
@@ -182,7 +185,7 @@ pub fn syscall_costs(s: &SyscallsResult) -> Option<Finding> {
 pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
     let sizes: Vec<u64> = cells
         .iter()
-        .filter(|c| c.sync == Some(SyncMode::Each))
+        .filter(|c| c.write().is_some_and(|(_, sync)| sync == SyncMode::Each))
         .map(|c| c.bs)
         .collect();
     let bs = if sizes.contains(&(1 << 20)) {
@@ -190,8 +193,8 @@ pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
     } else {
         *sizes.iter().max()?
     };
-    let none = sweep_cell(cells, bs, "write", None, Some(SyncMode::None))?;
-    let each = sweep_cell(cells, bs, "write", None, Some(SyncMode::Each))?;
+    let none = sweep_cell(cells, bs, write_cell(SyncMode::None))?;
+    let each = sweep_cell(cells, bs, write_cell(SyncMode::Each))?;
     let r = none.mib_s.median / each.mib_s.median;
     let size = crate::size::format_size(bs);
     let text = if r >= 1.05 {
@@ -216,72 +219,64 @@ pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
     })
 }
 
-pub fn derive(r: &SuiteResult) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if let Some(a) = &r.access.result {
-        out.extend(random_warm(&a.rows));
+/// The whole file's XOR warm against cold: what the page cache is worth.
+pub fn fast_warm_cold(w: &FastResult, c: &FastResult) -> Finding {
+    let rate = |f: &FastResult| crate::size::mib_per_s(f.bytes, f.counters.wall.as_secs_f64());
+    Finding {
+        key: "fast-warm-cold".into(),
+        text: format!(
+            "the whole file's XOR: {:.0} MiB/s warm ({}), {:.0} MiB/s cold ({}): the page cache is worth {:.1}x",
+            rate(w),
+            w.choice.method.name(),
+            rate(c),
+            c.choice.method.name(),
+            rate(w) / rate(c)
+        ),
+        value: rate(w) / rate(c),
+        cites: vec!["fast: warm".into(), "fast: cold".into()],
     }
-    if let Some(s) = &r.sweep_read.result {
-        out.extend(sequential(&s.cells, CacheMode::Cold));
-        out.extend(sequential(&s.cells, CacheMode::Warm));
-        out.extend(mmap_crossover(&s.cells));
+}
+
+/// The fastest transfer pair against plain read:write (none without a read:write row, and none
+/// when read:write is itself the fastest: a pair is never compared with itself).
+pub fn transfer_best(t: &TransferResult) -> Option<Finding> {
+    let best = t
+        .pairs
+        .iter()
+        .max_by(|a, b| a.mib_s.median.total_cmp(&b.mib_s.median))?;
+    let base = t
+        .pairs
+        .iter()
+        .find(|p| p.sender == SendMethod::Read && p.receiver == RecvMethod::Write)?;
+    let name = |s: SendMethod, r: RecvMethod| format!("{}:{}", s.name(), r.name());
+    let best_name = name(best.sender, best.receiver);
+    let same = best.sender == base.sender && best.receiver == base.receiver;
+    let text = if same {
+        format!(
+            "moving the classic files over loopback: read:write was the fastest pair ({:.1} MiB/s)",
+            base.mib_s.median
+        )
+    } else {
+        format!(
+            "moving the classic files over loopback: {best_name} fastest, {}",
+            ratio_text(
+                &best_name,
+                best.mib_s.median,
+                "read:write",
+                base.mib_s.median
+            )
+        )
+    };
+    let mut cites = vec![format!("transfer: {best_name}")];
+    if !same {
+        cites.push("transfer: read:write".into());
     }
-    if let Some(s) = &r.syscalls.result {
-        out.extend(syscall_costs(s));
-    }
-    if let Some(s) = &r.sweep_write.result {
-        out.extend(fsync_cost(&s.cells));
-    }
-    if let (Some(w), Some(c)) = (&r.fast_warm.result, &r.fast_cold.result) {
-        let rate = |f: &super::fast::FastResult| {
-            crate::size::mib_per_s(f.bytes, f.counters.wall.as_secs_f64())
-        };
-        out.push(Finding {
-            key: "fast-warm-cold".into(),
-            text: format!(
-                "the whole file's XOR: {:.0} MiB/s warm ({}), {:.0} MiB/s cold ({}): the page cache is worth {:.1}x",
-                rate(w),
-                w.choice.method.name(),
-                rate(c),
-                c.choice.method.name(),
-                rate(w) / rate(c)
-            ),
-            value: rate(w) / rate(c),
-            cites: vec!["fast: warm".into(), "fast: cold".into()],
-        });
-    }
-    if let Some(t) = &r.transfer.result {
-        let best = t
-            .pairs
-            .iter()
-            .max_by(|a, b| a.mib_s.median.total_cmp(&b.mib_s.median));
-        let base = t
-            .pairs
-            .iter()
-            .find(|p| p.sender.name() == "read" && p.receiver.name() == "write");
-        if let (Some(b), Some(base)) = (best, base) {
-            out.push(Finding {
-                key: "transfer-best".into(),
-                text: format!(
-                    "moving the classic files over loopback: {}:{} fastest, {}",
-                    b.sender.name(),
-                    b.receiver.name(),
-                    ratio_text(
-                        &format!("{}:{}", b.sender.name(), b.receiver.name()),
-                        b.mib_s.median,
-                        "read:write",
-                        base.mib_s.median
-                    )
-                ),
-                value: b.mib_s.median / base.mib_s.median,
-                cites: vec![
-                    format!("transfer: {}:{}", b.sender.name(), b.receiver.name()),
-                    "transfer: read:write".into(),
-                ],
-            });
-        }
-    }
-    out
+    Some(Finding {
+        key: "transfer-best".into(),
+        text,
+        value: best.mib_s.median / base.mib_s.median,
+        cites,
+    })
 }
 
 #[cfg(test)]
@@ -314,11 +309,17 @@ mod tests {
         sync: Option<SyncMode>,
         mib: f64,
     ) -> SweepCell {
+        let kind = match (cache, sync) {
+            (Some(cache), _) => read_cell(m.parse().unwrap(), cache),
+            (_, Some(sync)) => CellKind::Write {
+                method: m.parse().unwrap(),
+                sync,
+            },
+            _ => unreachable!("a cell reads or writes"),
+        };
         SweepCell {
             bs,
-            method: m.into(),
-            cache,
-            sync,
+            kind,
             runs: Vec::new(),
             mib_s: summarize(&[mib]),
             syscalls_per_gib: 0.0,

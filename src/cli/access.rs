@@ -1,0 +1,128 @@
+//! `iolab access FILE`: sequential vs random block access per method and cache state; also the
+//! classic form `FILE seq|random read|mmap [adv_seq|adv_random]`.
+
+use super::args::{self, EngineArgs, OutputArgs};
+use super::{Ctx, out, usage, warn_all};
+use clap::Args;
+use iolab::Error;
+use iolab::cache::CacheMode;
+use iolab::engine::ReadMethod;
+use iolab::experiments::access::{AccessConfig, run_access};
+use iolab::report::{self, Format};
+use iolab::workload::Pattern;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `iolab access`.
+#[derive(Debug, Args)]
+pub struct AccessArgs {
+    /// A regular file to read
+    pub file: PathBuf,
+    /// The classic form: seq|random read|mmap [adv_seq|adv_random] (one run, cache as is)
+    #[arg(value_name = "CLASSIC", num_args = 0..=3)]
+    pub classic: Vec<String>,
+    /// Block size
+    #[arg(long, default_value = "4K", value_parser = args::size)]
+    pub bs: u64,
+    /// Patterns to measure
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "seq,random")]
+    pub patterns: Vec<Pattern>,
+    /// Methods to measure
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "read,pread,mmap,mmap-seq,mmap-random,mmap-willneed,uring"
+    )]
+    pub methods: Vec<ReadMethod>,
+    /// Cache states to measure
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "warm,cold")]
+    pub cache: Vec<CacheMode>,
+    /// With cold, as root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Operations per run (default: every block once)
+    #[arg(long, value_parser = args::count)]
+    pub ops: Option<u64>,
+    /// Each run stops after this long (cold random reads are slow)
+    #[arg(long, default_value = "10s", value_parser = args::duration)]
+    pub duration: Duration,
+    /// Seed of the random order
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Counted runs per cell
+    #[arg(long, default_value = "3", value_parser = args::positive)]
+    pub repeat: usize,
+    /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The method named by the classic form's words: `read|mmap [adv_seq|adv_random]`.
+fn classic_method(method: &str, advice: Option<&str>) -> Result<ReadMethod, String> {
+    match (method, advice) {
+        ("read", None) => Ok(ReadMethod::Read),
+        ("mmap", None) => Ok(ReadMethod::Mmap),
+        ("mmap", Some("adv_seq")) => Ok(ReadMethod::MmapSeq),
+        ("mmap", Some("adv_random")) => Ok(ReadMethod::MmapRandom),
+        ("read", Some(_)) => Err("adv_seq/adv_random are madvise hints: they apply to mmap".into()),
+        (m, a) => Err(format!(
+            "unknown classic method '{m}'{}: expected read or mmap [adv_seq|adv_random]",
+            a.map(|a| format!(" {a}")).unwrap_or_default()
+        )),
+    }
+}
+
+impl AccessArgs {
+    fn config(&self) -> Result<AccessConfig, String> {
+        let mut cfg = AccessConfig {
+            path: self.file.clone(),
+            bs: self.bs,
+            patterns: self.patterns.clone(),
+            methods: self.methods.clone(),
+            caches: self.cache.clone(),
+            threads: self.engine.threads,
+            depth: self.engine.depth,
+            ops: self.ops,
+            duration: Some(self.duration),
+            repeat: self.repeat,
+            warmup: self.warmup,
+            seed: self.seed,
+            drop_all: self.drop_all,
+        };
+        if !self.classic.is_empty() {
+            let words: Vec<&str> = self.classic.iter().map(|s| s.as_str()).collect();
+            let (pattern, method, advice) = match words.as_slice() {
+                [p, m] => (*p, *m, None),
+                [p, m, a] => (*p, *m, Some(*a)),
+                _ => {
+                    return Err(
+                        "the classic form is FILE seq|random read|mmap [adv_seq|adv_random]".into(),
+                    );
+                }
+            };
+            cfg.patterns = vec![pattern.parse()?];
+            cfg.methods = vec![classic_method(method, advice)?];
+            cfg.caches = vec![CacheMode::Asis];
+            cfg.repeat = 1;
+            cfg.warmup = 0;
+        }
+        Ok(cfg)
+    }
+
+    /// Runs it and prints the table (the classic form adds the original's lines first).
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let cfg = self.config().map_err(usage)?;
+        let r = run_access(&cfg, &ctx.command_line, &ctx.progress)?;
+        warn_all(&r.warnings);
+        if !self.classic.is_empty() && self.output.format == Format::Text {
+            out(&report::access::classic_lines(&r));
+        }
+        out(&report::access::access_report(&r, self.output.format));
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! `iolab advise FILE`: which method for this file and access pattern, measured here.
+
+use super::args::{self, OutputArgs};
+use super::{Ctx, out, warn_all};
+use clap::Args;
+use iolab::Error;
+use iolab::experiments::advise::run_advise;
+use iolab::report;
+use iolab::workload::Pattern;
+use std::path::PathBuf;
+
+/// `iolab advise`.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// A regular file
+    pub file: PathBuf,
+    /// Access pattern
+    #[arg(long, value_enum, default_value_t = Pattern::Random)]
+    pub pattern: Pattern,
+    /// Block size
+    #[arg(long, default_value = "4K", value_parser = args::size)]
+    pub bs: u64,
+    /// Threads
+    #[arg(long, default_value = "1", value_parser = args::threads)]
+    pub threads: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl AdviseArgs {
+    /// Runs it and prints the measured advice.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let r = run_advise(
+            &self.file,
+            self.pattern,
+            self.bs,
+            self.threads,
+            &ctx.command_line,
+            &ctx.progress,
+        )?;
+        warn_all(&r.measured.warnings);
+        out(&report::access::advise_report(&r, self.output.format));
+        Ok(())
+    }
+}

@@ -1,0 +1,196 @@
+//! What several subcommands share: argument groups declared once and flattened (output format,
+//! threads and queue depth, workload, cache state, transfer settings), and the value parsers for
+//! sizes, counts and durations; every parser error names the text and the expected form.
+
+use clap::Args;
+use iolab::cache::CacheMode;
+use iolab::engine::EngineOptions;
+use iolab::report::Format;
+use iolab::transfer::{RecvMethod, SendMethod};
+use iolab::workload::Pattern;
+use std::time::Duration;
+
+/// `--format`: what goes to stdout.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Output on stdout: a text table, or data for other tools
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// How many threads, and how many io_uring requests each keeps in flight.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Threads, each with its own contiguous part of the file
+    #[arg(long, default_value = "1", value_parser = threads)]
+    pub threads: usize,
+    /// io_uring requests in flight per thread
+    #[arg(long, default_value_t = EngineOptions::default().depth, value_parser = depth)]
+    pub depth: u32,
+}
+
+/// How blocks are visited and spread over threads.
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// seq or random (a seeded permutation: every block once)
+    #[arg(long, value_enum, default_value_t = Pattern::Seq)]
+    pub pattern: Pattern,
+    /// Seed of the random order and the written data
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Page-cache state before each run.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// warm (load and verify), cold (evict and verify), asis [default: warm for read, asis for run]
+    #[arg(long, value_enum)]
+    pub cache: Option<CacheMode>,
+    /// With --cache cold, as root: also sync and drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+}
+
+/// What both transfer sides share.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// Parallel connections (files go round-robin)
+    #[arg(long, default_value = "1", value_parser = positive)]
+    pub connections: usize,
+    /// A shared secret both sides must prove (or IOLAB_TOKEN)
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Give up on a peer idle this long
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl NetArgs {
+    /// `--token`, else a non-empty IOLAB_TOKEN.
+    pub fn token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .or_else(|| std::env::var("IOLAB_TOKEN").ok().filter(|t| !t.is_empty()))
+    }
+}
+
+/// A size: `4096`, `4K`, `1MiB`, `4KB` (1000-based).
+pub fn size(text: &str) -> Result<u64, String> {
+    iolab::size::parse_size(text).map_err(|e| e.cause)
+}
+
+/// A block count of at least 1.
+pub fn count(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("expected a whole number of blocks from 1 to {}", u64::MAX))
+}
+
+/// A thread count from 1 to 1024.
+pub fn threads(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) if n <= 1024 => Ok(n),
+        _ => Err("expected a whole number from 1 to 1024".into()),
+    }
+}
+
+/// A whole number of at least 1.
+pub fn positive(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("expected a whole number of at least 1".into()),
+    }
+}
+
+/// An io_uring queue depth from 1 to 4096.
+pub fn depth(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=4096).contains(&n) => Ok(n),
+        _ => Err("expected a queue depth from 1 to 4096".into()),
+    }
+}
+
+/// `SENDER:RECEIVER`, e.g. `sendfile:splice`.
+pub fn method_pair(text: &str) -> Result<(SendMethod, RecvMethod), String> {
+    let (s, r) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}': expected SENDER:RECEIVER, e.g. read:write"))?;
+    Ok((s.parse()?, r.parse()?))
+}
+
+/// A duration that may be zero (`0`, `0s`).
+pub fn duration_or_zero(text: &str) -> Result<Duration, String> {
+    if text.trim().trim_end_matches('s').trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    duration(text)
+}
+
+/// A duration: `5s`, `500ms`, `200us`, `1m`, or plain seconds (`2.5`).
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration '{text}': expected e.g. 5s, 500ms, 200us, 1m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        _ => {
+            return Err(format!(
+                "invalid duration '{text}': unknown unit '{unit}'; expected ns, us, ms, s or m"
+            ));
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("invalid duration '{text}': must be above zero"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A time window `MIN..MAX`, e.g. `5s..15s`.
+pub fn window(text: &str) -> Result<(Duration, Duration), String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("invalid window '{text}': expected MIN..MAX, e.g. 5s..15s"))?;
+    let (lo, hi) = (duration(a)?, duration(b)?);
+    if lo >= hi {
+        return Err(format!("invalid window '{text}': MIN must be below MAX"));
+    }
+    Ok((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_windows() {
+        assert_eq!(duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration("1m").unwrap(), Duration::from_secs(60));
+        for bad in ["", "0", "-1s", "5x", "s"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            window("1ms..50ms").unwrap(),
+            (Duration::from_millis(1), Duration::from_millis(50))
+        );
+        assert!(window("5s").is_err());
+        assert!(window("15s..5s").is_err());
+    }
+}

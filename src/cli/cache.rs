@@ -1,0 +1,62 @@
+//! `iolab cache status|evict|load FILE...` and `iolab cache meminfo`.
+
+use super::args::{self, OutputArgs};
+use super::{out, warn_all};
+use clap::{Args, Subcommand};
+use iolab::Error;
+use iolab::experiments::cache_cmd::{CacheAction, run_cache};
+use iolab::report;
+use std::path::PathBuf;
+
+/// `iolab cache ...`.
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Resident pages per file, and the page-cache size
+    Status(CacheFiles),
+    /// Evict files from the page cache (fdatasync + fadvise DONTNEED)
+    Evict(CacheFiles),
+    /// Load files into the page cache
+    Load(CacheFiles),
+    /// The page-cache figures of /proc/meminfo: Cached, Buffers, Dirty, Writeback, (in)active file
+    Meminfo(OutputArgs),
+}
+
+/// The files of `status`, `evict` and `load`.
+#[derive(Debug, Args)]
+pub struct CacheFiles {
+    /// Regular files
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// With evict, as root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+    /// Draw which parts of each file are resident, one bar per file (like vmtouch -v)
+    #[arg(long)]
+    pub map: bool,
+    /// Characters in a --map bar
+    #[arg(long, default_value = "64", value_parser = args::positive)]
+    pub width: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl CacheCommand {
+    /// Runs it and prints residency (or the meminfo figures).
+    pub fn run(self) -> Result<(), Error> {
+        let (action, files) = match self {
+            CacheCommand::Status(f) => (CacheAction::Status, f),
+            CacheCommand::Evict(f) => (CacheAction::Evict, f),
+            CacheCommand::Load(f) => (CacheAction::Load, f),
+            CacheCommand::Meminfo(o) => {
+                let info = iolab::cache::meminfo::read();
+                out(&report::classic::meminfo_report(&info, o.format));
+                return Ok(());
+            }
+        };
+        let width = files.map.then_some(files.width);
+        let r = run_cache(action, &files.files, files.drop_all, width)?;
+        warn_all(&r.notes);
+        out(&report::classic::cache_report(&r, files.output.format));
+        Ok(())
+    }
+}

@@ -1,0 +1,51 @@
+//! `iolab fast FILE`: the whole file's XOR as fast as this machine allows.
+
+use super::args::{self, OutputArgs};
+use super::out;
+use clap::Args;
+use iolab::Error;
+use iolab::engine::ReadMethod;
+use iolab::experiments::fast::{FastConfig, run_fast};
+use iolab::report::{self, Format};
+use iolab::xor;
+use std::path::PathBuf;
+
+/// `iolab fast`.
+#[derive(Debug, Args)]
+pub struct FastArgs {
+    /// A regular file to read whole
+    pub file: PathBuf,
+    /// Force a method instead of auto
+    #[arg(long, value_enum)]
+    pub method: Option<ReadMethod>,
+    /// Force a thread count
+    #[arg(long, value_parser = args::threads)]
+    pub threads: Option<usize>,
+    /// Force a block size
+    #[arg(long, value_parser = args::size)]
+    pub bs: Option<u64>,
+    /// Force an io_uring depth
+    #[arg(long, value_parser = args::depth)]
+    pub depth: Option<u32>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl FastArgs {
+    /// Runs it: the XOR on stdout, what was chosen and how fast on stderr.
+    pub fn run(self) -> Result<(), Error> {
+        let r = run_fast(&FastConfig {
+            path: self.file,
+            method: self.method,
+            threads: self.threads,
+            bs: self.bs,
+            depth: self.depth,
+        })?;
+        eprintln!("{}", report::classic::fast_talk(&r));
+        match self.output.format {
+            Format::Json => out(&report::json(&r)),
+            _ => out(&format!("Xor value is {}\n", xor::format_xor(r.xor))),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,67 @@
+//! `iolab recv`: receive files from `iolab send` into a directory, verified by BLAKE3.
+
+use super::args::{self, NetArgs};
+use super::out;
+use clap::Args;
+use iolab::Error;
+use iolab::report;
+use iolab::transfer::RecvMethod;
+use iolab::transfer::receiver::{self, RecvConfig};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `iolab recv`.
+#[derive(Debug, Args)]
+pub struct RecvArgs {
+    /// Output paths for the files in the order sent (default: the senders' names in --out)
+    pub names: Vec<PathBuf>,
+    /// The sender: HOST:PORT
+    #[arg(long, default_value = "127.0.0.1:2325")]
+    pub connect: String,
+    /// Directory for received files
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// Receiver method (fcntl = write)
+    #[arg(long, value_enum, default_value_t = RecvMethod::Write)]
+    pub method: RecvMethod,
+    /// Refuse files larger than this (default: the free space of the output filesystem)
+    #[arg(long, value_parser = args::size)]
+    pub max_size: Option<u64>,
+    /// Replace existing files
+    #[arg(long)]
+    pub force: bool,
+    /// fsync each file inside its timed window
+    #[arg(long)]
+    pub sync: bool,
+    /// Receive and verify, store nothing
+    #[arg(long)]
+    pub discard: bool,
+    /// Keep retrying a refused connection this long
+    #[arg(long, default_value = "0s", value_parser = args::duration_or_zero)]
+    pub retry: Duration,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+impl RecvArgs {
+    /// Receives the files and prints this side's report.
+    pub fn run(self) -> Result<(), Error> {
+        let cfg = RecvConfig {
+            connect: self.connect,
+            out_dir: self.out,
+            names: self.names,
+            method: self.method,
+            connections: self.net.connections,
+            token: self.net.token(),
+            timeout: self.net.timeout,
+            max_size: self.max_size,
+            force: self.force,
+            sync: self.sync,
+            discard: self.discard,
+            retry: self.retry,
+        };
+        let r = receiver::receive(&cfg)?;
+        out(&report::transfer::side_report(&r, self.net.output.format));
+        Ok(())
+    }
+}

@@ -1,0 +1,88 @@
+//! `iolab run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`: the classic course program.
+
+use super::args::{self, CacheArgs, OutputArgs, WorkloadArgs};
+use super::{out, usage, warn_all};
+use clap::Args;
+use iolab::Error;
+use iolab::cache::CacheMode;
+use iolab::engine::ReadMethod;
+use iolab::engine::write::{SyncMode, WriteMethod};
+use iolab::experiments::classic::{Op, RunConfig, run_classic};
+use iolab::report::{self, Format};
+use std::path::PathBuf;
+
+/// `iolab run`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("op").required(true).args(["read", "write"])))]
+pub struct RunArgs {
+    /// The file to read, or to write (created; an existing one needs --force)
+    pub file: PathBuf,
+    /// Read the file
+    #[arg(short = 'r')]
+    pub read: bool,
+    /// Write the file (needs --force if it exists)
+    #[arg(short = 'w')]
+    pub write: bool,
+    /// Block size: 4096, 4K, 1MiB, 4KB (1000-based)...
+    #[arg(value_parser = args::size, allow_hyphen_values = true)]
+    pub block_size: u64,
+    /// Number of blocks
+    #[arg(value_parser = args::count, allow_hyphen_values = true)]
+    pub block_count: u64,
+    /// Read method (default read) or write method (default write)
+    #[arg(long)]
+    pub method: Option<String>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    /// Durability of writes
+    #[arg(long, value_enum, default_value_t = SyncMode::None)]
+    pub sync: SyncMode,
+    /// Overwrite an existing file with -w
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl RunArgs {
+    fn config(&self) -> Result<RunConfig, String> {
+        let op = if self.read { Op::Read } else { Op::Write };
+        let (mut read_method, mut write_method) = (ReadMethod::Read, WriteMethod::Write);
+        if let Some(m) = &self.method {
+            match op {
+                Op::Read => read_method = m.parse()?,
+                Op::Write => write_method = m.parse()?,
+            }
+        }
+        Ok(RunConfig {
+            path: self.file.clone(),
+            op,
+            bs: self.block_size,
+            count: self.block_count,
+            read_method,
+            write_method,
+            pattern: self.workload.pattern,
+            seed: self.workload.seed,
+            threads: self.workload.engine.threads,
+            depth: self.workload.engine.depth,
+            cache: self.cache.cache.unwrap_or(CacheMode::Asis),
+            drop_all: self.cache.drop_all,
+            sync: self.sync,
+            force: self.force,
+        })
+    }
+
+    /// Runs it and prints the classic lines (or JSON).
+    pub fn run(self) -> Result<(), Error> {
+        let cfg = self.config().map_err(usage)?;
+        let r = run_classic(&cfg)?;
+        warn_all(&r.notes);
+        match self.output.format {
+            Format::Json => out(&report::json(&r)),
+            _ => out(&report::classic::run_lines(&r)),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,72 @@
+//! `iolab send FILES`: serve files to a receiver over TCP.
+
+use super::args::NetArgs;
+use super::{out, usage};
+use clap::Args;
+use iolab::Error;
+use iolab::report::{self, Format};
+use iolab::transfer::SendMethod;
+use iolab::transfer::sender::{self, SendConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// `iolab send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Files to send, in order
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Sender method (fcntl = read)
+    #[arg(long, value_enum, default_value_t = SendMethod::Read)]
+    pub method: SendMethod,
+    /// Address to listen on: HOST or HOST:PORT
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen: String,
+    /// Port, when --listen has none
+    #[arg(long, default_value_t = iolab::transfer::DEFAULT_PORT)]
+    pub port: u16,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// `HOST:PORT`, or `HOST` with `port`.
+pub fn listen_addr(listen: &str, port: u16) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = listen.parse() {
+        return Ok(a);
+    }
+    (listen, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            format!("cannot use '{listen}' as an address to listen on: expected HOST or HOST:PORT")
+        })
+}
+
+/// Listens on `addr`, serves `cfg`'s files and prints this side's report.
+pub fn serve(addr: SocketAddr, cfg: &SendConfig, format: Format) -> Result<(), Error> {
+    let listener = sender::bind(addr)?;
+    eprintln!(
+        "iolab: listening on {addr}, {} file(s) to send",
+        cfg.files.len()
+    );
+    let r = sender::serve(listener, cfg)?;
+    out(&report::transfer::side_report(&r, format));
+    Ok(())
+}
+
+impl SendArgs {
+    /// Serves the files.
+    pub fn run(self) -> Result<(), Error> {
+        let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
+        let cfg = SendConfig {
+            files: self.files,
+            method: self.method,
+            connections: self.net.connections,
+            token: self.net.token(),
+            timeout: self.net.timeout,
+        };
+        serve(addr, &cfg, self.net.output.format)
+    }
+}

@@ -1,0 +1,75 @@
+//! `iolab suite`: the main job. Makes data, runs every registered experiment, writes the report.
+
+use super::args;
+use super::{Ctx, out};
+use clap::Args;
+use iolab::Error;
+use iolab::suite::{DataDir, SuiteConfig, run_suite, save_report};
+use std::path::PathBuf;
+
+/// `iolab suite`.
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// Where the report goes
+    #[arg(long, default_value = "iolab-report")]
+    pub out: PathBuf,
+    /// Where the generated data goes (default: a new directory beside --out, removed at the end)
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Size of the random data file (capped to fit the disk and a quarter of RAM)
+    #[arg(long, default_value = "1G", value_parser = args::size)]
+    pub size: u64,
+    /// Fewer sizes, methods and repeats: about a minute on 2 cores
+    #[arg(long)]
+    pub quick: bool,
+    /// Keep the generated data
+    #[arg(long)]
+    pub keep_data: bool,
+    /// Replace an existing report folder instead of making a dated one
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl SuiteArgs {
+    /// Runs the suite, writes the report, prints the findings and where the report is.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let parent = self
+            .out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        // The guard removes the data it made when dropped, on every path out of here.
+        let data = DataDir::new(self.dir.clone(), parent, self.keep_data)?;
+        iolab::sys::catch_interrupts();
+        let cfg = SuiteConfig {
+            dir: data.path().to_path_buf(),
+            size: self.size,
+            quick: self.quick,
+            keep_data: self.keep_data,
+        };
+        let r = run_suite(&cfg, &data, &ctx.command_line, &ctx.progress)?;
+        if iolab::sys::interrupted() {
+            return Err(Error::failed(
+                "interrupted",
+                "stopped by a signal; no report was written",
+            ));
+        }
+        let saved = save_report(&self.out, std::slice::from_ref(&r), self.force)?;
+        drop(data);
+        for (name, o) in &r.experiments {
+            if let Some(e) = &o.error {
+                eprintln!("iolab: warning: an experiment was not measured: {name}: {e}");
+            }
+        }
+        let mut text = String::from("Findings:\n");
+        for f in &r.findings {
+            text.push_str(&format!("  - {}\n", f.text));
+        }
+        text.push_str(&format!(
+            "Report: {}\n",
+            saved.join("report.html").display()
+        ));
+        out(&text);
+        Ok(())
+    }
+}

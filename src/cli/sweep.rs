@@ -1,0 +1,114 @@
+//! `iolab sweep FILE`: throughput against block size per method and cache state, or per write
+//! method and sync mode.
+
+use super::args::{self, EngineArgs, OutputArgs};
+use super::{Ctx, out, usage, warn_all};
+use clap::Args;
+use iolab::Error;
+use iolab::cache::CacheMode;
+use iolab::engine::write::SyncMode;
+use iolab::experiments::sweep::{SweepConfig, SweepOp, parse_sizes, run_sweep};
+use iolab::report;
+use std::path::PathBuf;
+
+/// `iolab sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The file to read; with --op write, where the scratch file goes
+    pub file: PathBuf,
+    /// Read or write
+    #[arg(long, value_enum, default_value_t = SweepOp::Read)]
+    pub op: SweepOp,
+    /// Block sizes: a power-of-two range LOW..HIGH, or a list 4K,64K,1M
+    #[arg(long, default_value = "512..16M")]
+    pub bs: String,
+    /// Methods (default read,mmap; for --op write: write,mmap)
+    #[arg(long, value_delimiter = ',')]
+    pub methods: Vec<String>,
+    /// Cache states for reads
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm")]
+    pub cache: Vec<CacheMode>,
+    /// Sync modes for writes
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "none,end,each,dsync"
+    )]
+    pub sync: Vec<SyncMode>,
+    /// Bytes per run (reads: default the whole file; writes: 64M)
+    #[arg(long, value_parser = args::size)]
+    pub size: Option<u64>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Runs per cell (interleaved)
+    #[arg(long, default_value = "3", value_parser = args::positive)]
+    pub repeat: usize,
+    /// Seed of the written data
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// With cold, as root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+    /// Also write the plot as SVG here
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Overwrite an existing --plot file
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl SweepArgs {
+    fn config(&self) -> Result<SweepConfig, String> {
+        let sizes = parse_sizes(&self.bs).map_err(|e| format!("{}: {}", e.what, e.cause))?;
+        let names: Vec<&str> = if self.methods.is_empty() {
+            match self.op {
+                SweepOp::Read => vec!["read", "mmap"],
+                SweepOp::Write => vec!["write", "mmap"],
+            }
+        } else {
+            self.methods.iter().map(|m| m.as_str()).collect()
+        };
+        let invalid = |n: &str, e: String| format!("invalid method '{n}': {e}");
+        let (mut read_methods, mut write_methods) = (Vec::new(), Vec::new());
+        for n in names {
+            match self.op {
+                SweepOp::Read => read_methods.push(n.parse().map_err(|e| invalid(n, e))?),
+                SweepOp::Write => write_methods.push(n.parse().map_err(|e| invalid(n, e))?),
+            }
+        }
+        Ok(SweepConfig {
+            path: self.file.clone(),
+            op: self.op,
+            sizes,
+            read_methods,
+            write_methods,
+            caches: self.cache.clone(),
+            syncs: self.sync.clone(),
+            len: self.size,
+            threads: self.engine.threads,
+            depth: self.engine.depth,
+            repeat: self.repeat,
+            seed: self.seed,
+            drop_all: self.drop_all,
+        })
+    }
+
+    /// Runs it, prints the table and writes the plot when asked.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let cfg = self.config().map_err(usage)?;
+        if let Some(plot) = &self.plot {
+            // Refuse before measuring for minutes, not after.
+            iolab::output::refuse_existing(plot, self.force)?;
+        }
+        let r = run_sweep(&cfg, &ctx.command_line, &ctx.progress)?;
+        warn_all(&r.warnings);
+        if let Some(plot) = &self.plot {
+            iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), self.force)?;
+        }
+        out(&report::sweep::sweep_report(&r, self.output.format));
+        Ok(())
+    }
+}

@@ -1,0 +1,35 @@
+//! `iolab syscalls [FILE]`: what one system call costs here.
+
+use super::args::{self, OutputArgs};
+use super::{Ctx, out};
+use clap::Args;
+use iolab::Error;
+use iolab::experiments::syscalls::run_syscalls;
+use iolab::report;
+use std::path::PathBuf;
+
+/// `iolab syscalls`.
+#[derive(Debug, Args)]
+pub struct SyscallsArgs {
+    /// A file to read 1-byte pieces of (default: a 1 MiB scratch file)
+    pub file: Option<PathBuf>,
+    /// Timed samples per call (each at least 20 ms)
+    #[arg(long, default_value = "5", value_parser = args::positive)]
+    pub samples: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl SyscallsArgs {
+    /// Runs it and prints ns per call.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let r = run_syscalls(
+            self.file.as_deref(),
+            self.samples,
+            &ctx.command_line,
+            &ctx.progress,
+        )?;
+        out(&report::syscalls::syscalls_report(&r, self.output.format));
+        Ok(())
+    }
+}

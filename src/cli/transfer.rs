@@ -1,0 +1,56 @@
+//! `iolab transfer FILES`: every sender x receiver pair over loopback, repeated.
+
+use super::args::{self, OutputArgs};
+use super::{Ctx, out};
+use clap::Args;
+use iolab::Error;
+use iolab::experiments::transfer::{TransferConfig, all_pairs, run_transfer};
+use iolab::report;
+use iolab::transfer::{RecvMethod, SendMethod};
+use std::path::PathBuf;
+
+/// `iolab transfer`.
+#[derive(Debug, Args)]
+pub struct TransferArgs {
+    /// Files to move in every run
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Sender:receiver pairs (default: all 12)
+    #[arg(long, value_delimiter = ',', value_parser = args::method_pair)]
+    pub methods: Vec<(SendMethod, RecvMethod)>,
+    /// Runs per pair (interleaved)
+    #[arg(long, default_value = "3", value_parser = args::positive)]
+    pub repeat: usize,
+    /// Parallel connections
+    #[arg(long, default_value = "1", value_parser = args::positive)]
+    pub connections: usize,
+    /// fsync each received file inside its timed window
+    #[arg(long)]
+    pub sync: bool,
+    /// The receiver verifies but stores nothing
+    #[arg(long)]
+    pub discard: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl TransferArgs {
+    /// Runs the matrix and prints it.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let cfg = TransferConfig {
+            files: self.files,
+            pairs: if self.methods.is_empty() {
+                all_pairs()
+            } else {
+                self.methods
+            },
+            repeat: self.repeat,
+            connections: self.connections,
+            sync: self.sync,
+            discard: self.discard,
+        };
+        let r = run_transfer(&cfg, &ctx.command_line, &ctx.progress)?;
+        out(&report::transfer::matrix(&r, self.output.format));
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! `iolab vm FILE`: the pmap lab, stage by stage.
+
+use super::args::{self, OutputArgs};
+use super::out;
+use clap::Args;
+use iolab::Error;
+use iolab::experiments::vm::{VmConfig, create_file, run_vm};
+use iolab::report;
+use std::path::PathBuf;
+
+/// `iolab vm`.
+#[derive(Debug, Args)]
+pub struct VmArgs {
+    /// The file to map
+    pub file: PathBuf,
+    /// First make FILE with this many random bytes (an existing file needs --force)
+    #[arg(long, value_parser = args::size)]
+    pub create: Option<u64>,
+    /// Overwrite FILE with --create
+    #[arg(long)]
+    pub force: bool,
+    /// Offsets to touch one by one before touching every page
+    #[arg(long, value_delimiter = ',', default_value = "0,10000", value_parser = args::size)]
+    pub touch: Vec<u64>,
+    /// Touch by reading (the default stages)
+    #[arg(long)]
+    pub read: bool,
+    /// Then repeat the stages writing through a shared writable mapping, and msync
+    #[arg(long)]
+    pub write: bool,
+    /// Keep the file's cached pages instead of evicting them first
+    #[arg(long)]
+    pub no_evict: bool,
+    /// Also show /proc/meminfo before and after reading the whole file
+    #[arg(long)]
+    pub page_cache: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl VmArgs {
+    /// Runs it and prints a pmap -x table per stage.
+    pub fn run(self) -> Result<(), Error> {
+        if let Some(size) = self.create {
+            create_file(&self.file, size, self.force)?;
+        }
+        let r = run_vm(&VmConfig {
+            path: self.file,
+            touches: self.touch,
+            write: self.write,
+            evict: !self.no_evict,
+            page_cache: self.page_cache,
+        })?;
+        out(&report::vm::vm_report(&r, self.output.format));
+        Ok(())
+    }
+}

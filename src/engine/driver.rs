@@ -1,0 +1,247 @@
+//! The one loop over blocks. A synchronous engine (read, pread, direct, mmap, and every writer)
+//! supplies only "move this piece" ([`SyncWorker`]); the loop here cuts blocks into pieces, times
+//! each block into the latency log, counts bytes, requests and blocks, and stops at the run's
+//! limits. Engines that keep many requests in flight (io_uring) implement [`Worker`] themselves.
+//! [`run_parts`] runs one worker per part, each on its own thread.
+
+use super::{EngineOptions, MAX_IO, Moved, ReadMethod, Source};
+use crate::error::{Error, Result};
+use crate::measure::latency::{Histogram, OpLog};
+use crate::workload::{Block, Part, Workload};
+use std::time::Instant;
+
+/// One thread's state for moving its part: buffers, descriptors, rings.
+pub trait Worker: Send {
+    /// Moves the part, calling `log.begin()`/`log.end()` around each block and stopping early
+    /// when `end()` says the deadline passed.
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved>;
+}
+
+/// What moving one piece did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PieceDone {
+    /// XOR of the piece's bytes at their file offsets ([`crate::xor::xor_at`]).
+    pub xor: u32,
+    /// Requests issued to the kernel for it (system calls; 0 for a mapping).
+    pub ops: u64,
+}
+
+/// A synchronous engine's per-thread state: it moves one piece at a time, the core does the rest.
+pub trait SyncWorker: Send {
+    /// The largest piece it takes; larger blocks are cut into pieces of this size.
+    fn max_piece(&self) -> u64 {
+        MAX_IO
+    }
+
+    /// Moves `piece` (all of it, or an error) and says what that took.
+    fn piece(&mut self, piece: Block) -> Result<PieceDone>;
+
+    /// After each block, when the run syncs per block (writers): returns the requests issued.
+    fn end_block(&mut self, _block: Block) -> Result<u64> {
+        Ok(0)
+    }
+
+    /// After the part: a last check (a mapping whose file shrank under it).
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A [`SyncWorker`] driven by the core loop.
+struct SyncLoop<R>(R);
+
+impl<R: SyncWorker> Worker for SyncLoop<R> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
+        let max = self.0.max_piece();
+        let mut moved = Moved::default();
+        for block in part.iter() {
+            log.begin();
+            for piece in pieces(block, max) {
+                let done = self.0.piece(piece)?;
+                moved.xor ^= done.xor;
+                moved.ops += done.ops;
+                moved.bytes += piece.len;
+            }
+            moved.ops += self.0.end_block(block)?;
+            moved.blocks += 1;
+            if !log.end() {
+                break;
+            }
+        }
+        self.0.finish()?;
+        Ok(moved)
+    }
+}
+
+/// Boxes synchronous engines' per-thread states as workers of the core loop.
+pub fn sync_workers<R: SyncWorker + 'static>(
+    readers: impl IntoIterator<Item = Result<R>>,
+) -> Result<Vec<Box<dyn Worker>>> {
+    readers
+        .into_iter()
+        .map(|r| r.map(|r| Box::new(SyncLoop(r)) as Box<dyn Worker>))
+        .collect()
+}
+
+/// Splits a block into pieces of at most `max` bytes (at least one piece, even when empty).
+pub fn pieces(block: Block, max: u64) -> impl Iterator<Item = Block> {
+    let n = block.len.div_ceil(max).max(1);
+    (0..n).map(move |i| {
+        let offset = block.offset + i * max;
+        Block {
+            offset,
+            len: max.min(block.offset + block.len - offset),
+        }
+    })
+}
+
+/// Workers and their parts, ready to run.
+pub struct Prepared {
+    workers: Vec<Box<dyn Worker>>,
+    parts: Vec<Part>,
+}
+
+/// The parts of `w` that hold at least one block, and `w` narrowed to that many threads.
+pub(crate) fn nonempty_parts(w: &Workload) -> (Vec<Part>, Workload) {
+    let parts: Vec<Part> = w
+        .parts()
+        .into_iter()
+        .filter(|p| p.block_count() > 0)
+        .collect();
+    let sub = Workload {
+        threads: parts.len(),
+        ..*w
+    };
+    (parts, sub)
+}
+
+/// Sets `method` up for workload `w` on `src` (untimed).
+pub fn prepare(
+    method: ReadMethod,
+    src: &Source,
+    w: &Workload,
+    opts: &EngineOptions,
+) -> Result<Prepared> {
+    if w.len > src.size {
+        return Err(Error::usage(
+            "read past the end",
+            format!("asked for {} bytes of a {}-byte file", w.len, src.size),
+        )
+        .at(&src.path));
+    }
+    let (parts, sub) = nonempty_parts(w);
+    if parts.is_empty() {
+        return Ok(Prepared {
+            workers: Vec::new(),
+            parts,
+        });
+    }
+    let workers = method.engine().prepare(src, &sub, opts)?;
+    Ok(Prepared { workers, parts })
+}
+
+/// How a run is bounded and observed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunLimits {
+    /// Operations in all (shared out between the parts); `None`: every block.
+    pub max_ops: Option<u64>,
+    /// Stop once this instant has passed.
+    pub deadline: Option<Instant>,
+    /// Record each operation's latency.
+    pub latencies: bool,
+}
+
+impl Prepared {
+    /// Does the work: each part on its own thread (the first on the calling thread).
+    pub fn run(self) -> Result<Moved> {
+        self.run_limited(RunLimits::default()).map(|(m, _)| m)
+    }
+
+    /// Does the work within `limits`, returning the latencies when asked for.
+    pub fn run_limited(self, limits: RunLimits) -> Result<(Moved, Option<Histogram>)> {
+        run_parts(self.workers, self.parts, limits, "read failed")
+    }
+}
+
+/// Runs `workers[i]` over `parts[i]`, each on its own thread (the first on the calling thread),
+/// and adds up what they moved; `failed` names the work in the error of a panicking thread.
+pub fn run_parts(
+    mut workers: Vec<Box<dyn Worker>>,
+    mut parts: Vec<Part>,
+    limits: RunLimits,
+    failed: &str,
+) -> Result<(Moved, Option<Histogram>)> {
+    let mut total = Moved::default();
+    if workers.is_empty() || parts.is_empty() {
+        return Ok((total, limits.latencies.then(Histogram::default)));
+    }
+    if let Some(max) = limits.max_ops {
+        let n = parts.len() as u64;
+        for (i, p) in parts.iter_mut().enumerate() {
+            let i = i as u64;
+            p.limit(max * (i + 1) / n - max * i / n);
+        }
+    }
+    let log = || OpLog::new(limits.latencies, limits.deadline);
+    let mut first = workers.remove(0);
+    let results: Vec<Result<(Moved, OpLog)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = workers
+            .into_iter()
+            .zip(parts.iter().skip(1))
+            .map(|(mut wk, part)| {
+                s.spawn(move || {
+                    let mut l = log();
+                    wk.run(part, &mut l).map(|m| (m, l))
+                })
+            })
+            .collect();
+        let mut l = log();
+        let mut out = vec![first.run(&parts[0], &mut l).map(|m| (m, l))];
+        for h in handles {
+            out.push(
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::failed(failed, "a worker thread panicked"))),
+            );
+        }
+        out
+    });
+    let mut hist = limits.latencies.then(Histogram::default);
+    for r in results {
+        let (m, l) = r?;
+        total.add(m);
+        if let (Some(h), Some(part)) = (&mut hist, l.into_histogram()) {
+            h.merge(&part);
+        }
+    }
+    Ok((total, hist))
+}
+
+/// Prepares and runs in one go.
+pub fn read_all(
+    method: ReadMethod,
+    src: &Source,
+    w: &Workload,
+    opts: &EngineOptions,
+) -> Result<Moved> {
+    prepare(method, src, w, opts)?.run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_block_exactly() {
+        let b = Block {
+            offset: 10,
+            len: 25,
+        };
+        let p: Vec<Block> = pieces(b, 10).collect();
+        assert_eq!(p.len(), 3);
+        assert_eq!((p[0].offset, p[0].len), (10, 10));
+        assert_eq!((p[2].offset, p[2].len), (30, 5));
+        assert_eq!(pieces(b, u64::MAX).count(), 1);
+        let empty = Block { offset: 4, len: 0 };
+        assert_eq!(pieces(empty, 10).count(), 1);
+    }
+}

@@ -1,0 +1,115 @@
+//! Sequential against random 4 KiB blocks, per method and cache state.
+
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::error::Result;
+use crate::experiments::Observer;
+use crate::experiments::access::{AccessConfig, AccessResult, DEFAULT_METHODS, run_access};
+use crate::report::svg::{Bars, bar_chart};
+use crate::report::{self, Format};
+use crate::suite::findings::{Finding, random_warm};
+use crate::suite::{Entry, SuiteContext, SuiteResult};
+use crate::workload::Pattern;
+use std::time::Duration;
+
+/// `access` over the data file, warm and cold.
+pub struct Access;
+
+impl Entry for Access {
+    type Output = AccessResult;
+    const NAME: &'static str = "access";
+    const TITLE: &'static str = "access: sequential vs random 4 KiB";
+    const EXPLAINS: &'static str = "Random access defeats readahead, so cold random reads wait for the device on every block; warm, mmap skips the system call and the copy. Faults per op show fault-around and large folios, device bytes per byte show readahead waste.";
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<AccessResult> {
+        let q = ctx.cfg.quick;
+        let cfg = AccessConfig {
+            path: ctx.file().to_path_buf(),
+            bs: 4096,
+            patterns: vec![Pattern::Seq, Pattern::Random],
+            methods: if q {
+                vec![
+                    ReadMethod::Pread,
+                    ReadMethod::Mmap,
+                    ReadMethod::MmapRandom,
+                    ReadMethod::Uring,
+                ]
+            } else {
+                DEFAULT_METHODS.to_vec()
+            },
+            caches: vec![CacheMode::Warm, CacheMode::Cold],
+            threads: 1,
+            depth: 32,
+            ops: None,
+            duration: Some(if q {
+                Duration::from_millis(300)
+            } else {
+                Duration::from_secs(3)
+            }),
+            repeat: if q { 1 } else { 3 },
+            warmup: if q { 0 } else { 1 },
+            seed: 1,
+            drop_all: false,
+        };
+        run_access(&cfg, ctx.command_line, obs)
+    }
+
+    fn table(&self, out: &AccessResult) -> String {
+        report::access::access_report(out, Format::Text)
+    }
+
+    fn plot(&self, a: &AccessResult) -> Option<String> {
+        let mut groups: Vec<ReadMethod> = Vec::new();
+        for row in &a.rows {
+            if !groups.contains(&row.method) {
+                groups.push(row.method);
+            }
+        }
+        let series: Vec<(Pattern, CacheMode)> = a
+            .config
+            .caches
+            .iter()
+            .flat_map(|c| a.config.patterns.iter().map(move |p| (*p, *c)))
+            .collect();
+        let cell = |g: ReadMethod, (p, c): (Pattern, CacheMode)| {
+            a.rows.iter().find(|r| {
+                r.method == g && r.pattern == p && r.cache == c && r.unsupported.is_none()
+            })
+        };
+        Some(bar_chart(&Bars {
+            title: "4 KiB block reads by method, pattern and cache (p99 latency on top)".into(),
+            y_label: "KIOPS (log scale)".into(),
+            values: groups
+                .iter()
+                .map(|g| {
+                    series
+                        .iter()
+                        .map(|s| cell(*g, *s).map(|r| r.kiops.median))
+                        .collect()
+                })
+                .collect(),
+            notes: groups
+                .iter()
+                .map(|g| {
+                    series
+                        .iter()
+                        .map(|s| {
+                            cell(*g, *s)
+                                .map(|r| format!("{:.0}us", r.latency.p99_ns as f64 / 1000.0))
+                        })
+                        .collect()
+                })
+                .collect(),
+            series: series
+                .iter()
+                .map(|(p, c)| format!("{} {}", p.name(), c.name()))
+                .collect(),
+            groups: groups.iter().map(|g| g.name().to_string()).collect(),
+            log_y: true,
+        }))
+    }
+
+    fn findings(&self, out: &AccessResult, _: &SuiteResult) -> Vec<Finding> {
+        random_warm(&out.rows).into_iter().collect()
+    }
+}

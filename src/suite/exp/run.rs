@@ -1,0 +1,80 @@
+//! The classic `run`, reading the whole data file and writing a file, as the course did.
+
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::engine::write::{SyncMode, WriteMethod};
+use crate::error::Result;
+use crate::experiments::Observer;
+use crate::experiments::classic::{ClassicResult, Op, RunConfig, run_classic};
+use crate::report;
+use crate::suite::{Entry, SuiteContext};
+use crate::workload::Pattern;
+use std::path::Path;
+
+const MB: u64 = 1 << 20;
+
+fn classic_cfg(path: &Path, op: Op, count: u64) -> RunConfig {
+    RunConfig {
+        path: path.to_path_buf(),
+        op,
+        bs: MB,
+        count: count.max(1),
+        read_method: ReadMethod::Read,
+        write_method: WriteMethod::Write,
+        pattern: Pattern::Seq,
+        seed: 1,
+        threads: 1,
+        depth: 32,
+        cache: CacheMode::Asis,
+        drop_all: false,
+        sync: SyncMode::None,
+        // The path is a fresh scratch name of the data directory's: nothing of the user's.
+        force: op == Op::Write,
+    }
+}
+
+/// `run FILE -r 1M N` over the whole data file.
+pub struct RunRead;
+
+impl Entry for RunRead {
+    type Output = ClassicResult;
+    const NAME: &'static str = "run_read";
+    const TITLE: &'static str = "run: the classic program";
+    const EXPLAINS: &'static str = "Reads the whole file in 1 MiB blocks with read(2), then writes a file, timed from open to close as the course program did. The cache is as it is, so the read measures whatever the page cache held.";
+
+    fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<ClassicResult> {
+        run_classic(&classic_cfg(
+            ctx.file(),
+            Op::Read,
+            ctx.data.random_size / MB,
+        ))
+    }
+
+    fn table(&self, out: &ClassicResult) -> String {
+        report::classic::run_lines(out)
+    }
+}
+
+/// `run FILE -w 1M N` into a scratch file.
+pub struct RunWrite;
+
+impl Entry for RunWrite {
+    type Output = ClassicResult;
+    const NAME: &'static str = "run_write";
+    const TITLE: &'static str = "run -w";
+    const EXPLAINS: &'static str = "Writes 1 MiB blocks with write(2) and no sync: the time is copying into the page cache, not reaching the device.";
+
+    fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<ClassicResult> {
+        let len = if ctx.cfg.quick {
+            16 * MB
+        } else {
+            ctx.data.random_size.min(256 * MB)
+        };
+        let path = ctx.dir.scratch("run-write.bin")?;
+        run_classic(&classic_cfg(&path, Op::Write, len / MB))
+    }
+
+    fn table(&self, out: &ClassicResult) -> String {
+        report::classic::run_lines(out)
+    }
+}

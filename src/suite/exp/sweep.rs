@@ -1,0 +1,146 @@
+//! Throughput against block size: reads cold and warm, writes by sync mode.
+
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::engine::write::{SyncMode, WriteMethod};
+use crate::error::Result;
+use crate::experiments::Observer;
+use crate::experiments::sweep::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
+use crate::report::svg::{Bars, bar_chart};
+use crate::report::{self, Format};
+use crate::size::format_size;
+use crate::suite::findings::{Finding, fsync_cost, mmap_crossover, sequential};
+use crate::suite::{Entry, SuiteContext, SuiteResult};
+use std::path::PathBuf;
+
+const MB: u64 = 1 << 20;
+
+fn sweep(
+    ctx: &SuiteContext<'_>,
+    obs: &dyn Observer,
+    op: SweepOp,
+    path: PathBuf,
+    sizes: &str,
+    len: u64,
+) -> Result<SweepResult> {
+    let read = op == SweepOp::Read;
+    fn pick<T>(on: bool, v: Vec<T>) -> Vec<T> {
+        if on { v } else { Vec::new() }
+    }
+    let cfg = SweepConfig {
+        path,
+        op,
+        sizes: parse_sizes(sizes)?,
+        read_methods: pick(read, vec![ReadMethod::Read, ReadMethod::Mmap]),
+        write_methods: pick(!read, vec![WriteMethod::Write, WriteMethod::Mmap]),
+        caches: pick(read, vec![CacheMode::Cold, CacheMode::Warm]),
+        syncs: pick(!read, vec![SyncMode::None, SyncMode::End, SyncMode::Each]),
+        len: Some(len),
+        threads: 1,
+        depth: 32,
+        repeat: if ctx.cfg.quick { 1 } else { 3 },
+        seed: 1,
+        drop_all: false,
+    };
+    run_sweep(&cfg, ctx.command_line, obs)
+}
+
+/// Reads in blocks of 4 KiB to 16 MiB, read and mmap, cold and warm.
+pub struct SweepRead;
+
+impl Entry for SweepRead {
+    type Output = SweepResult;
+    const NAME: &'static str = "sweep_read";
+    const TITLE: &'static str = "sweep: read throughput vs block size";
+    const EXPLAINS: &'static str = "Small blocks pay one system call each (read) or one fault per folio (mmap); large blocks amortise them. Cold, the device and readahead dominate and the methods converge.";
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
+        let q = ctx.cfg.quick;
+        let len = if q {
+            ctx.data.random_size.min(64 * MB)
+        } else {
+            ctx.data.random_size
+        };
+        let sizes = if q { "4K,64K,1M" } else { "4K..16M" };
+        sweep(
+            ctx,
+            obs,
+            SweepOp::Read,
+            ctx.file().to_path_buf(),
+            sizes,
+            len,
+        )
+    }
+
+    fn table(&self, out: &SweepResult) -> String {
+        report::sweep::sweep_report(out, Format::Text)
+    }
+
+    fn plot(&self, out: &SweepResult) -> Option<String> {
+        Some(report::sweep::sweep_plot(out))
+    }
+
+    fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
+        [
+            sequential(&out.cells, CacheMode::Cold),
+            sequential(&out.cells, CacheMode::Warm),
+            mmap_crossover(&out.cells),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+/// Writes with write() and a mapping, without sync, with one at the end, and after every block.
+pub struct SweepWrite;
+
+impl Entry for SweepWrite {
+    type Output = SweepResult;
+    const NAME: &'static str = "sweep_write";
+    const TITLE: &'static str = "sweep: writes and durability";
+    const EXPLAINS: &'static str = "Without sync a write only dirties the page cache; fsync per block waits for the device every time. Mappings write back through msync.";
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
+        let q = ctx.cfg.quick;
+        let (sizes, len) = if q {
+            ("64K,1M", 8 * MB)
+        } else {
+            ("4K,64K,1M,16M", 64 * MB)
+        };
+        let dir = ctx.dir.path().to_path_buf();
+        sweep(ctx, obs, SweepOp::Write, dir, sizes, len)
+    }
+
+    fn table(&self, out: &SweepResult) -> String {
+        report::sweep::sweep_report(out, Format::Text)
+    }
+
+    fn plot(&self, s: &SweepResult) -> Option<String> {
+        let bs = s.cells.iter().map(|c| c.bs).max()?;
+        let syncs = &s.config.syncs;
+        let methods = &s.config.write_methods;
+        let val = |sync: SyncMode, m: WriteMethod| {
+            s.cells
+                .iter()
+                .find(|c| c.bs == bs && c.write() == Some((m, sync)) && c.mib_s.n > 0)
+                .map(|c| c.mib_s.median)
+        };
+        Some(bar_chart(&Bars {
+            title: format!("write throughput by sync mode, {} blocks", format_size(bs)),
+            y_label: "MiB/s (log scale)".into(),
+            values: syncs
+                .iter()
+                .map(|y| methods.iter().map(|m| val(*y, *m)).collect())
+                .collect(),
+            notes: vec![],
+            series: methods.iter().map(|m| m.name().to_string()).collect(),
+            groups: syncs.iter().map(|x| x.name().to_string()).collect(),
+            log_y: true,
+        }))
+    }
+
+    fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
+        fsync_cost(&out.cells).into_iter().collect()
+    }
+}

@@ -1,0 +1,48 @@
+//! What one system call costs.
+
+use crate::error::Result;
+use crate::experiments::Observer;
+use crate::experiments::syscalls::{SyscallsResult, run_syscalls};
+use crate::report::svg::{Bars, bar_chart};
+use crate::report::{self, Format};
+use crate::suite::findings::{Finding, syscall_costs};
+use crate::suite::{Entry, SuiteContext, SuiteResult};
+
+/// `syscalls` on the data file.
+pub struct Syscalls;
+
+impl Entry for Syscalls {
+    type Output = SyscallsResult;
+    const NAME: &'static str = "syscalls";
+    const TITLE: &'static str = "system calls";
+    const EXPLAINS: &'static str = "Every read pays a kernel entry and exit, far more than the vDSO clock; a minor fault costs more than a read of a cached page.";
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SyscallsResult> {
+        let samples = if ctx.cfg.quick { 1 } else { 5 };
+        run_syscalls(Some(ctx.file()), samples, ctx.command_line, obs)
+    }
+
+    fn table(&self, out: &SyscallsResult) -> String {
+        report::syscalls::syscalls_report(out, Format::Text)
+    }
+
+    fn plot(&self, s: &SyscallsResult) -> Option<String> {
+        let rows: Vec<_> = s.rows.iter().filter(|x| x.unsupported.is_none()).collect();
+        Some(bar_chart(&Bars {
+            title: "cost of one call".into(),
+            y_label: "ns per call (log scale)".into(),
+            groups: rows.iter().map(|x| x.name.clone()).collect(),
+            series: vec!["ns/call".into()],
+            values: rows.iter().map(|x| vec![Some(x.ns.median)]).collect(),
+            notes: rows
+                .iter()
+                .map(|x| vec![Some(format!("{:.0}", x.ns.median))])
+                .collect(),
+            log_y: true,
+        }))
+    }
+
+    fn findings(&self, out: &SyscallsResult, _: &SuiteResult) -> Vec<Finding> {
+        syscall_costs(out).into_iter().collect()
+    }
+}
