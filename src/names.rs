@@ -1,5 +1,5 @@
 //! Enums whose values have names on the command line and in JSON: methods, modes, patterns,
-//! formats. [`named_enum!`] declares such an enum once; its name list, parser, `clap` value
+//! formats. [`named_enum!`](crate::named_enum) declares such an enum once; its name list, parser, `clap` value
 //! list ("expected one of ..."), serde form and `Display` all come from that one declaration.
 
 /// Declares a `Copy` enum whose variants have a canonical name and optional aliases.

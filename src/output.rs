@@ -33,6 +33,7 @@ pub fn temp_path(path: &Path, tag: &str) -> Result<std::path::PathBuf> {
     )))
 }
 
+/// Writes `bytes` to `path` under a temporary name, renamed when complete; an existing file only with `force`.
 pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     refuse_existing(path, force)?;
     let tmp = temp_path(path, "")?;

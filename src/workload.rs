@@ -15,17 +15,24 @@ crate::named_enum! {
 /// One block: `len` bytes at `offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
+    /// Where it starts.
     pub offset: u64,
+    /// Its length (the last block may be short).
     pub len: u64,
 }
 
 /// `len` bytes from offset 0 in blocks of `bs`, shared by `threads` threads.
 #[derive(Debug, Clone, Copy)]
 pub struct Workload {
+    /// Block size.
     pub bs: u64,
+    /// Bytes from offset 0.
     pub len: u64,
+    /// Visiting order.
     pub pattern: Pattern,
+    /// Seed of the random order.
     pub seed: u64,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
 }
 
@@ -74,6 +81,7 @@ pub struct Part {
 }
 
 impl Part {
+    /// Blocks in the part.
     pub fn block_count(&self) -> u64 {
         self.count
     }
@@ -90,11 +98,13 @@ impl Part {
         (start, end)
     }
 
+    /// Bytes in the part.
     pub fn bytes(&self) -> u64 {
         let (s, e) = self.span();
         e - s
     }
 
+    /// The `i`-th block in visiting order.
     pub fn block(&self, i: u64) -> Block {
         let idx = self.first
             + match &self.order {
@@ -108,6 +118,7 @@ impl Part {
         }
     }
 
+    /// The part's blocks in visiting order.
     pub fn iter(&self) -> impl Iterator<Item = Block> + '_ {
         (0..self.count).map(move |i| self.block(i))
     }

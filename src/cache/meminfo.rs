@@ -5,13 +5,21 @@ use serde::{Deserialize, Serialize};
 /// The page-cache lines of `/proc/meminfo`, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageCache {
+    /// MemTotal, bytes.
     pub mem_total: u64,
+    /// MemAvailable, bytes.
     pub mem_available: u64,
+    /// Cached: the page cache, bytes.
     pub cached: u64,
+    /// Buffers, bytes.
     pub buffers: u64,
+    /// Dirty: waiting to be written back, bytes.
     pub dirty: u64,
+    /// Writeback: being written back, bytes.
     pub writeback: u64,
+    /// Active(file), bytes.
     pub active_file: u64,
+    /// Inactive(file), bytes.
     pub inactive_file: u64,
 }
 

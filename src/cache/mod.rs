@@ -21,12 +21,16 @@ pub fn have_root() -> bool {
 /// Resident pages of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Residency {
+    /// Pages of the range in the page cache.
     pub resident_pages: u64,
+    /// Pages in the range.
     pub total_pages: u64,
+    /// The page size the counts are in.
     pub page_size: u64,
 }
 
 impl Residency {
+    /// Resident fraction, 0..=1 (an empty range counts as resident).
     pub fn fraction(&self) -> f64 {
         if self.total_pages == 0 {
             1.0
@@ -35,6 +39,7 @@ impl Residency {
         }
     }
 
+    /// Resident share in percent.
     pub fn percent(&self) -> f64 {
         100.0 * self.fraction()
     }
@@ -123,6 +128,7 @@ pub fn residency(path: &Path) -> Result<Residency> {
 /// What an eviction did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvictReport {
+    /// drop_caches was written too (root).
     pub dropped_all: bool,
     /// Why `drop_caches` was not used when it was asked for.
     pub drop_all_skipped: Option<String>,
@@ -189,16 +195,21 @@ crate::named_enum! {
 
 /// Resident fraction at or below which a file counts as cold, and at or above which warm.
 pub const COLD_MAX: f64 = 0.02;
+/// Resident fraction at or above which a file counts as warm.
 pub const WARM_MIN: f64 = 0.99;
 
 /// The cache state a run started from, as verified.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheState {
+    /// The state asked for.
     pub asked: CacheMode,
+    /// The residency measured just before the run.
     pub residency: Residency,
     /// The verified state matches what was asked (always true for `asis`).
     pub verified: bool,
+    /// drop_caches was written (root).
     pub dropped_all: bool,
+    /// Why the state differs from the one asked, or what could not be done.
     pub note: Option<String>,
 }
 

@@ -138,8 +138,11 @@ impl Default for EngineOptions {
 
 /// A regular file opened for reading, with its size taken at open.
 pub struct Source {
+    /// The open descriptor.
     pub file: File,
+    /// Its path, for messages.
     pub path: PathBuf,
+    /// Its size when opened.
     pub size: u64,
 }
 
@@ -197,7 +200,9 @@ pub fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
 /// Bytes moved and their XOR.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Moved {
+    /// Bytes moved.
     pub bytes: u64,
+    /// Their XOR (DESIGN §2).
     pub xor: u32,
     /// I/O requests issued to the kernel: system calls, or io_uring entries (0 for mmap reads).
     pub ops: u64,
@@ -206,6 +211,7 @@ pub struct Moved {
 }
 
 impl Moved {
+    /// Adds what another part moved.
     pub fn add(&mut self, other: Moved) {
         self.bytes += other.bytes;
         self.xor ^= other.xor;

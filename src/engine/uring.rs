@@ -1,6 +1,10 @@
 //! `uring` and `uring-direct`: io_uring reads with up to `--depth` requests in flight per thread,
 //! each into its own page-aligned buffer; completions are XORed as they arrive (XOR does not care
 //! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment.
+//!
+//! The one place outside `sys/` with `unsafe`: pushing an entry onto the ring hands the kernel a
+//! buffer address, and the rule that makes it sound (the buffer lives, untouched, until its
+//! completion is reaped, which [`drain`] guarantees even on failure) is this loop's own state.
 
 use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
 use super::driver::pieces;

@@ -15,22 +15,34 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// What `iolab access` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessConfig {
+    /// The file to read.
     pub path: PathBuf,
+    /// Block size in bytes.
     pub bs: u64,
+    /// Patterns to measure.
     pub patterns: Vec<Pattern>,
+    /// Methods to measure.
     pub methods: Vec<ReadMethod>,
+    /// Cache states to measure.
     pub caches: Vec<CacheMode>,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
+    /// io_uring requests in flight per thread.
     pub depth: u32,
     /// Operations per run (all threads together); `None`: every block once.
     pub ops: Option<u64>,
     /// Each run stops after this long.
     pub duration: Option<Duration>,
+    /// Counted rounds (each visits every cell once).
     pub repeat: usize,
+    /// Uncounted rounds first.
     pub warmup: usize,
+    /// Seed of the random order (and of written data).
     pub seed: u64,
+    /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
 }
 
@@ -45,16 +57,23 @@ pub const DEFAULT_METHODS: [ReadMethod; 7] = [
     ReadMethod::Uring,
 ];
 
+/// One run of one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessRun {
+    /// An uncounted warm-up run.
     pub warmup: bool,
+    /// Wall time, CPU time, faults and context switches of the measured work.
     pub counters: Counters,
+    /// Bytes moved, their XOR and the requests issued.
     pub moved: Moved,
+    /// The cache state it started from, verified.
     pub cache: CacheState,
+    /// Per-operation latency percentiles.
     pub latency: LatencySummary,
 }
 
 impl AccessRun {
+    /// Thousands of block operations per second.
     pub fn kiops(&self) -> f64 {
         self.moved.blocks as f64 / self.counters.wall.as_secs_f64().max(1e-12) / 1000.0
     }
@@ -63,15 +82,23 @@ impl AccessRun {
 /// One method x pattern x cache cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessRow {
+    /// The read method.
     pub method: ReadMethod,
+    /// Sequential or seeded random order.
     pub pattern: Pattern,
+    /// The cache state.
     pub cache: CacheMode,
+    /// Every counted run.
     pub runs: Vec<AccessRun>,
+    /// Thousands of operations per second over the counted runs.
     pub kiops: Summary,
+    /// Throughput over the counted runs.
     pub mib_s: Summary,
     /// Over every counted operation of every counted run.
     pub latency: LatencySummary,
+    /// Minor page faults per operation.
     pub minor_faults_per_op: f64,
+    /// Major page faults per operation.
     pub major_faults_per_op: f64,
     /// Bytes read from the device per byte the workload asked for (readahead waste shows here).
     pub device_bytes_per_byte: Option<f64>,
@@ -81,15 +108,22 @@ pub struct AccessRow {
     pub unsupported: Option<String>,
 }
 
+/// What `iolab access` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessResult {
+    /// The machine it ran on.
     pub host: Host,
+    /// What was asked.
     pub config: AccessConfig,
+    /// Size of the file in bytes.
     pub file_size: u64,
+    /// Blocks in the file at this block size.
     pub blocks: u64,
     /// The XOR of the whole file, when some run read every block.
     pub xor: Option<u32>,
+    /// One row per method x pattern x cache state.
     pub rows: Vec<AccessRow>,
+    /// What the user should know about these figures.
     pub warnings: Vec<String>,
 }
 
@@ -101,6 +135,7 @@ struct Cell {
     unsupported: Option<String>,
 }
 
+/// Measures every method x pattern x cache cell, rounds interleaved.
 pub fn run_access(
     cfg: &AccessConfig,
     command_line: &str,

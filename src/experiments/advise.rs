@@ -11,27 +11,39 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The answer for one cache state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
+    /// The cache state it applies to.
     pub cache: CacheMode,
+    /// The fastest method measured.
     pub best: ReadMethod,
+    /// Its median KIOPS.
     pub kiops: f64,
     /// The best method against the plain system call of the pattern (read or pread).
     pub versus: ReadMethod,
+    /// Its lead over pread (best / pread).
     pub ratio: f64,
 }
 
+/// What `iolab advise` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdviseResult {
+    /// The file.
     pub path: PathBuf,
+    /// The access pattern advised for.
     pub pattern: Pattern,
+    /// Block size in bytes.
     pub bs: u64,
     /// Resident fraction when asked: which of the two answers applies now.
     pub resident_now: f64,
+    /// One answer per cache state.
     pub advice: Vec<Advice>,
+    /// The measurements behind it.
     pub measured: AccessResult,
 }
 
+/// Measures the candidate methods warm and cold for `pattern` and `bs` and says which wins.
 pub fn run_advise(
     path: &std::path::Path,
     pattern: Pattern,

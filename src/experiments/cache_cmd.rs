@@ -20,21 +20,30 @@ crate::named_enum! {
     }
 }
 
+/// One file's residency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileResidency {
+    /// The file.
     pub path: PathBuf,
+    /// Its size.
     pub size: u64,
+    /// Its pages in the page cache.
     pub residency: Residency,
     /// Resident fraction of each slice of the file, with `--map`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub map: Option<Vec<f64>>,
 }
 
+/// What `iolab cache` did and found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheReport {
+    /// What was done.
     pub action: CacheAction,
+    /// Each file after the action.
     pub files: Vec<FileResidency>,
+    /// The page-cache figures of /proc/meminfo afterwards.
     pub page_cache: PageCache,
+    /// What the user should know about this result.
     pub notes: Vec<String>,
 }
 

@@ -10,47 +10,74 @@ use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// Read or write, the classic `-r`/`-w`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
+    /// `-r`.
     Read,
+    /// `-w`.
     Write,
 }
 
+/// What `iolab run` does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
+    /// The file to read or write.
     pub path: PathBuf,
+    /// Read or write.
     pub op: Op,
+    /// Block size in bytes.
     pub bs: u64,
+    /// Blocks to move.
     pub count: u64,
+    /// The method for `-r`.
     pub read_method: ReadMethod,
+    /// The method for `-w`.
     pub write_method: WriteMethod,
+    /// Sequential or seeded random order.
     pub pattern: Pattern,
+    /// Seed of the random order (and of written data).
     pub seed: u64,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
+    /// io_uring requests in flight per thread.
     pub depth: u32,
+    /// The cache state before a read.
     pub cache: CacheMode,
+    /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
+    /// Durability of writes.
     pub sync: SyncMode,
+    /// Replace an existing file with `-w`.
     pub force: bool,
 }
 
+/// What `iolab run` did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassicResult {
+    /// Read or write.
     pub op: Op,
+    /// The method used, by name.
     pub method: String,
     /// Blocks moved (the last may be partial).
     pub blocks: u64,
+    /// Bytes moved.
     pub bytes: u64,
     /// `bs * count`, what was asked.
     pub asked_bytes: u64,
+    /// XOR of the bytes as little-endian u32 words (DESIGN §2).
     pub xor: u32,
+    /// Counters from open to close.
     pub counters: Counters,
+    /// The cache state before a read.
     pub cache: Option<CacheState>,
+    /// What the user should know about this result.
     pub notes: Vec<String>,
 }
 
 impl ClassicResult {
+    /// Wall seconds from open to close.
     pub fn seconds(&self) -> f64 {
         self.counters.wall.as_secs_f64()
     }
@@ -75,6 +102,7 @@ pub fn asked_bytes(bs: u64, count: u64) -> Result<u64> {
     })
 }
 
+/// Runs the classic program once, timed from open to close.
 pub fn run_classic(cfg: &RunConfig) -> Result<ClassicResult> {
     if cfg.threads == 0 {
         return Err(Error::usage(

@@ -10,33 +10,48 @@ use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// What `iolab fast` may be told.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FastConfig {
+    /// The file to read whole.
     pub path: PathBuf,
     /// Forced method; `None` is auto.
     pub method: Option<ReadMethod>,
+    /// Forced thread count; `None` is auto.
     pub threads: Option<usize>,
+    /// Forced block size; `None` is auto.
     pub bs: Option<u64>,
+    /// Forced io_uring depth; `None` is auto.
     pub depth: Option<u32>,
 }
 
 /// What auto chose and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Choice {
+    /// The method.
     pub method: ReadMethod,
+    /// Threads.
     pub threads: usize,
+    /// Block size.
     pub bs: u64,
+    /// io_uring depth.
     pub depth: u32,
+    /// Why, in words.
     pub reason: String,
 }
 
+/// What `iolab fast` did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FastResult {
+    /// What was chosen and why.
     pub choice: Choice,
     /// Resident fraction of the file when it was opened.
     pub resident: f64,
+    /// Bytes read (the whole file).
     pub bytes: u64,
+    /// XOR of the bytes as little-endian u32 words (DESIGN §2).
     pub xor: u32,
+    /// Counters from open to close.
     pub counters: Counters,
 }
 
@@ -76,6 +91,7 @@ pub fn choose(size: u64, resident: f64, cores: usize) -> Choice {
     }
 }
 
+/// Reads the whole file with the chosen (or forced) method; timed from open to close, choice included.
 pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     if cfg.threads == Some(0) {
         return Err(Error::usage(

@@ -4,19 +4,28 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Facts about the machine, recorded with every result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
+    /// `uname -sr`.
     pub kernel: String,
+    /// CPU model from /proc/cpuinfo.
     pub cpu_model: String,
+    /// Cores available to this process.
     pub cores: usize,
+    /// MemTotal in bytes.
     pub memory_bytes: u64,
     /// Filesystem type and device of the measured file, from /proc/self/mountinfo.
     pub filesystem: Option<String>,
+    /// The device the file's filesystem is on.
     pub device: Option<String>,
+    /// This iolab's version.
     pub iolab_version: String,
+    /// The exact command line.
     pub command_line: String,
 }
 
+/// The host facts, with the filesystem and device of `path` when given.
 pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()

@@ -12,46 +12,67 @@ use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// What `iolab read` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadConfig {
+    /// The file to read.
     pub path: PathBuf,
+    /// The read method.
     pub method: ReadMethod,
+    /// Block size in bytes.
     pub bs: u64,
     /// Bytes to read from offset 0; `None` reads the whole file.
     pub len: Option<u64>,
+    /// Sequential or seeded random order.
     pub pattern: Pattern,
+    /// Seed of the random order (and of written data).
     pub seed: u64,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
+    /// io_uring requests in flight per thread.
     pub depth: u32,
+    /// The page-cache state asked for before each run.
     pub cache: CacheMode,
+    /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
+    /// Counted runs.
     pub repeat: usize,
+    /// Uncounted runs first.
     pub warmup: usize,
 }
 
 /// One run, counted or warm-up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// An uncounted warm-up run.
     pub warmup: bool,
+    /// Wall time, CPU time, faults and context switches of the measured work.
     pub counters: Counters,
+    /// Bytes moved, their XOR and the requests issued.
     pub moved: Moved,
     /// The verified cache state before the run (reads only).
     pub cache: Option<CacheState>,
 }
 
 impl RunRecord {
+    /// Its throughput.
     pub fn mib_per_s(&self) -> f64 {
         crate::size::mib_per_s(self.moved.bytes, self.counters.wall.as_secs_f64())
     }
 }
 
+/// What `iolab read` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadResult {
+    /// The machine it ran on.
     pub host: Host,
+    /// What was asked.
     pub config: ReadConfig,
+    /// Size of the file in bytes.
     pub file_size: u64,
     /// Bytes read per run.
     pub bytes: u64,
+    /// XOR of the bytes read (the same in every run).
     pub xor: u32,
     /// Counted runs then warm-ups are marked; statistics use counted runs only.
     pub runs: Vec<RunRecord>,
@@ -59,6 +80,7 @@ pub struct ReadResult {
     pub rate: Summary,
     /// Seconds over the counted runs.
     pub seconds: Summary,
+    /// What the user should know about these figures.
     pub warnings: Vec<String>,
 }
 
@@ -87,6 +109,7 @@ pub fn resolve_len(bs: u64, len: Option<u64>, size: u64) -> Result<(u64, Vec<Str
     Ok((len, warnings))
 }
 
+/// Reads the file `repeat` times after `warmup` runs, the cache prepared and verified before each.
 pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Result<ReadResult> {
     if cfg.threads == 0 {
         return Err(Error::usage(

@@ -13,24 +13,37 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// What `iolab run2` looks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run2Config {
+    /// The file to read.
     pub path: PathBuf,
+    /// Block size in bytes.
     pub bs: u64,
+    /// The shortest acceptable read.
     pub min: Duration,
+    /// The longest acceptable read.
     pub max: Duration,
+    /// The read method.
     pub method: ReadMethod,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
+    /// The cache state before each read.
     pub cache: CacheMode,
+    /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
 }
 
+/// One read tried.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run2Step {
+    /// Blocks read.
     pub count: u64,
+    /// How it went.
     pub run: ClassicResult,
 }
 
+/// How the search ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Run2Outcome {
     /// A count whose read fell inside the window.
@@ -39,6 +52,7 @@ pub enum Run2Outcome {
     FileEnded {
         /// Bytes that would take the window's low and high end at the measured rate.
         predicted_min_bytes: u64,
+        /// The largest file size predicted to fit the window, bytes.
         predicted_max_bytes: u64,
     },
     /// Even one block takes longer than the window.
@@ -47,16 +61,21 @@ pub enum Run2Outcome {
     Straddled,
 }
 
+/// What `iolab run2` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run2Result {
+    /// What was asked.
     pub config: Run2Config,
+    /// Size of the file in bytes.
     pub file_size: u64,
+    /// How the search ended.
     pub outcome: Run2Outcome,
     /// Every step tried, in order; the last is the answer (or the closest).
     pub steps: Vec<Run2Step>,
 }
 
 impl Run2Result {
+    /// The last read tried.
     pub fn last(&self) -> Option<&Run2Step> {
         self.steps.last()
     }
@@ -64,6 +83,7 @@ impl Run2Result {
 
 const MAX_STEPS: usize = 80;
 
+/// Doubles the block count until a read lands in the window, then narrows it down.
 pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
     if cfg.min >= cfg.max {
         return Err(Error::usage(

@@ -23,21 +23,34 @@ crate::named_enum! {
     }
 }
 
+/// What `iolab sweep` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepConfig {
+    /// The file to read, or where the write scratch file goes.
     pub path: PathBuf,
+    /// Reads or writes.
     pub op: SweepOp,
+    /// Block sizes.
     pub sizes: Vec<u64>,
+    /// Read methods (reads).
     pub read_methods: Vec<ReadMethod>,
+    /// Write methods (writes).
     pub write_methods: Vec<WriteMethod>,
+    /// Cache states (reads).
     pub caches: Vec<CacheMode>,
+    /// Sync modes (writes).
     pub syncs: Vec<SyncMode>,
     /// Bytes per run: reads default to the whole file, writes to 64 MiB.
     pub len: Option<u64>,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
+    /// io_uring requests in flight per thread.
     pub depth: u32,
+    /// Runs per cell (interleaved).
     pub repeat: usize,
+    /// Seed of the random order (and of written data).
     pub seed: u64,
+    /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
 }
 
@@ -46,10 +59,14 @@ pub const SYNCED_BLOCKS: u64 = 2048;
 /// Default bytes per write run.
 pub const WRITE_LEN: u64 = 64 << 20;
 
+/// One run of one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepRun {
+    /// Wall time, CPU time, faults and context switches of the measured work.
     pub counters: Counters,
+    /// Bytes moved, their XOR and the requests issued.
     pub moved: Moved,
+    /// It started from the asked cache state.
     pub cache_verified: bool,
 }
 
@@ -139,18 +156,25 @@ impl SweepCell {
     }
 }
 
+/// What `iolab sweep` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepResult {
+    /// The machine it ran on.
     pub host: Host,
+    /// What was asked.
     pub config: SweepConfig,
+    /// Size of the file read (0 for writes).
     pub file_size: u64,
+    /// One cell per block size x method x cache state or sync mode.
     pub cells: Vec<SweepCell>,
+    /// What the user should know about these figures.
     pub warnings: Vec<String>,
 }
 
 /// Runs one cell once.
 type Runner<'a> = dyn FnMut(CellKind, u64) -> Result<SweepRun> + 'a;
 
+/// Measures every cell `repeat` times, each round visiting every cell once.
 pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> Result<SweepResult> {
     if cfg.sizes.is_empty() || cfg.sizes.contains(&0) {
         return Err(Error::usage(

@@ -14,21 +14,31 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// One system call's cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyscallRow {
+    /// Short name, e.g. `read-1b`.
     pub name: String,
+    /// What is called, in words.
     pub what: String,
     /// Nanoseconds per call over the samples.
     pub ns: Summary,
+    /// Calls per second at the median.
     pub calls_per_s: f64,
+    /// Why it could not run here, if it could not.
     pub unsupported: Option<String>,
 }
 
+/// What `iolab syscalls` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyscallsResult {
+    /// The machine it ran on.
     pub host: Host,
+    /// The file read from, when one was given.
     pub file: Option<PathBuf>,
+    /// Timed samples per call.
     pub samples: usize,
+    /// One row per call.
     pub rows: Vec<SyscallRow>,
     /// 1-byte reads as a transfer rate (the classic view): bytes per second.
     pub read_1b_bytes_per_s: f64,
@@ -64,6 +74,7 @@ fn io_err<'a>(what: &str, path: &'a Path) -> impl Fn(std::io::Error) -> Error + 
     move |e| Error::failed(what.clone(), describe_io(&e)).at(path)
 }
 
+/// Times each call in `samples` samples of at least 20 ms.
 pub fn run_syscalls(
     file: Option<&Path>,
     samples: usize,

@@ -12,33 +12,52 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// What `iolab transfer` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransferConfig {
+    /// The files moved in every run.
     pub files: Vec<PathBuf>,
+    /// Sender x receiver method pairs.
     pub pairs: Vec<(SendMethod, RecvMethod)>,
+    /// Runs per pair (interleaved).
     pub repeat: usize,
+    /// Parallel connections (files go round-robin).
     pub connections: usize,
+    /// fsync each received file inside its timed window.
     pub sync: bool,
+    /// The receiver verifies but stores nothing.
     pub discard: bool,
 }
 
+/// One method pair's runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {
+    /// The sender's method.
     pub sender: SendMethod,
+    /// The receiver's method.
     pub receiver: RecvMethod,
     /// Receiver's wall time per run (connect to last file stored).
     pub seconds: Summary,
+    /// Throughput as the receiver saw it.
     pub mib_s: Summary,
+    /// CPU seconds of the sender per run.
     pub sender_cpu_s: Summary,
+    /// CPU seconds of the receiver per run.
     pub receiver_cpu_s: Summary,
+    /// Each run as both sides reported it.
     pub runs: Vec<(SideReport, SideReport)>,
 }
 
+/// What `iolab transfer` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransferResult {
+    /// The machine it ran on.
     pub host: Host,
+    /// What was asked.
     pub config: TransferConfig,
+    /// Bytes moved per run.
     pub bytes: u64,
+    /// One result per pair.
     pub pairs: Vec<PairResult>,
 }
 
@@ -106,6 +125,7 @@ pub fn run_once(
     result
 }
 
+/// Moves the files over loopback for every pair, `repeat` interleaved rounds.
 pub fn run_transfer(
     cfg: &TransferConfig,
     command_line: &str,

@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::path::PathBuf;
 
+/// What `iolab vm` does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VmConfig {
+    /// The file to map.
     pub path: PathBuf,
     /// Offsets to touch one at a time before touching every page.
     pub touches: Vec<u64>,
@@ -26,38 +28,57 @@ pub struct VmConfig {
     pub page_cache: bool,
 }
 
+/// One touched page's descriptor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PageInfo {
+    /// Offset of the page in the file.
     pub offset: u64,
+    /// What pagemap (and kpageflags) say of it.
     pub entry: PageEntry,
     /// kpageflags by name; `None` when they cannot be read (not root).
     pub flags: Option<Vec<String>>,
 }
 
+/// What changed between two stages.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delta {
+    /// VmSize change, KiB.
     pub vm_size_kb: i64,
+    /// VmRSS change, KiB.
     pub vm_rss_kb: i64,
+    /// RSS change of the file's mapping, KiB.
     pub map_rss_kb: i64,
+    /// Dirty change of the file's mapping, KiB.
     pub map_dirty_kb: i64,
+    /// Minor faults taken.
     pub minor_faults: u64,
+    /// Major faults taken.
     pub major_faults: u64,
 }
 
+/// The process at one stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
+    /// What was just done.
     pub name: String,
+    /// VmSize, KiB.
     pub vm_size_kb: u64,
+    /// VmRSS, KiB.
     pub vm_rss_kb: u64,
+    /// The pmap -x rows (from /proc/self/smaps).
     pub rows: Vec<MapRow>,
     /// Index in `rows` of the file's mapping, once it exists.
     pub file_row: Option<usize>,
+    /// The change since the stage before.
     pub delta: Delta,
+    /// What the change means, computed from it.
     pub explanation: String,
+    /// Descriptors of the pages touched at this stage.
     pub pages: Vec<PageInfo>,
 }
 
 impl Stage {
+    /// The row of the file's mapping.
     pub fn map_row(&self) -> Option<&MapRow> {
         self.file_row.map(|i| &self.rows[i])
     }
@@ -70,21 +91,31 @@ impl Stage {
     }
 }
 
+/// The page cache before and after reading the whole file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PageCacheChange {
+    /// Before.
     pub before: PageCache,
+    /// After.
     pub after: PageCache,
+    /// Bytes read.
     pub file_size: u64,
 }
 
+/// What `iolab vm` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VmResult {
+    /// The mapped file.
     pub path: PathBuf,
+    /// Size of the file in bytes.
     pub file_size: u64,
+    /// Where the mapping starts.
     pub map_start: u64,
+    /// Every stage, in order.
     pub stages: Vec<Stage>,
     /// Why PFNs and flags are missing, when they are.
     pub page_note: Option<String>,
+    /// With `page_cache`: the page cache before and after.
     pub page_cache: Option<PageCacheChange>,
 }
 
@@ -124,6 +155,7 @@ pub fn create_file(path: &std::path::Path, size: u64, force: bool) -> Result<()>
     crate::output::save(path, &data, force)
 }
 
+/// Maps the file and records the process at every stage.
 pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     let src = crate::engine::open_source(&cfg.path)?;
     let size = src.size;

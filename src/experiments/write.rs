@@ -13,32 +13,53 @@ use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// What `iolab write` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WriteConfig {
+    /// The file to write.
     pub path: PathBuf,
+    /// The write method.
     pub method: WriteMethod,
+    /// Block size in bytes.
     pub bs: u64,
+    /// Bytes to move.
     pub len: u64,
+    /// Sequential or seeded random order.
     pub pattern: Pattern,
+    /// Seed of the random order (and of written data).
     pub seed: u64,
+    /// Threads, each with its own contiguous part.
     pub threads: usize,
+    /// Durability.
     pub sync: SyncMode,
+    /// Replace an existing file.
     pub force: bool,
+    /// Counted runs.
     pub repeat: usize,
+    /// Uncounted runs first.
     pub warmup: usize,
 }
 
+/// What `iolab write` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WriteResult {
+    /// The machine it ran on.
     pub host: Host,
+    /// What was asked.
     pub config: WriteConfig,
+    /// Bytes written per run.
     pub bytes: u64,
+    /// XOR of the bytes written.
     pub xor: u32,
     /// The file read back after the last run had the XOR that was written.
     pub verified: bool,
+    /// Every counted run.
     pub runs: Vec<RunRecord>,
+    /// Throughput over the counted runs, MiB/s.
     pub rate: Summary,
+    /// Wall seconds over the counted runs.
     pub seconds: Summary,
+    /// What the user should know about these figures.
     pub warnings: Vec<String>,
 }
 
@@ -69,6 +90,7 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
     Ok(())
 }
 
+/// Writes the file `repeat` times after `warmup` runs, then reads it back to verify.
 pub fn run_write(cfg: &WriteConfig, command_line: &str, obs: &dyn Observer) -> Result<WriteResult> {
     check_write(cfg)?;
     let target = open_target(&cfg.path, cfg.force)?;

@@ -52,6 +52,7 @@ fn upper(i: usize) -> u64 {
 }
 
 impl Histogram {
+    /// Adds one latency, in ns.
     pub fn record(&mut self, ns: u64) {
         self.counts[index(ns)] += 1;
         self.n += 1;
@@ -60,6 +61,7 @@ impl Histogram {
         self.sum += ns as u128;
     }
 
+    /// Adds another histogram's counts.
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
@@ -70,6 +72,7 @@ impl Histogram {
         self.sum += other.sum;
     }
 
+    /// Latencies recorded.
     pub fn count(&self) -> u64 {
         self.n
     }
@@ -91,6 +94,7 @@ impl Histogram {
         self.max
     }
 
+    /// Mean, min, percentiles and max.
     pub fn summary(&self) -> LatencySummary {
         LatencySummary {
             ops: self.n,
@@ -112,13 +116,21 @@ impl Histogram {
 /// Percentiles of a histogram, in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LatencySummary {
+    /// Operations timed.
     pub ops: u64,
+    /// Mean, ns.
     pub mean_ns: u64,
+    /// Fastest, ns.
     pub min_ns: u64,
+    /// Median, ns.
     pub p50_ns: u64,
+    /// 90th percentile, ns.
     pub p90_ns: u64,
+    /// 99th percentile, ns.
     pub p99_ns: u64,
+    /// 99.9th percentile, ns.
     pub p999_ns: u64,
+    /// Slowest, ns.
     pub max_ns: u64,
 }
 
@@ -132,10 +144,12 @@ pub struct OpLog {
 }
 
 impl OpLog {
+    /// A log that records nothing and reads no clock.
     pub fn off() -> OpLog {
         OpLog::default()
     }
 
+    /// A log that records latencies (when `record`) and stops at `deadline`.
     pub fn new(record: bool, deadline: Option<Instant>) -> OpLog {
         OpLog {
             hist: record.then(Histogram::default),
@@ -186,6 +200,7 @@ impl OpLog {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
+    /// The latencies, when recorded.
     pub fn into_histogram(self) -> Option<Histogram> {
         self.hist
     }

@@ -16,6 +16,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The counters now.
     pub fn now() -> Snapshot {
         Snapshot {
             usage: rusage_self(),
@@ -27,11 +28,17 @@ impl Snapshot {
 /// What one run cost, in raw units.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
+    /// Wall time.
     pub wall: Duration,
+    /// User CPU time.
     pub user: Duration,
+    /// System CPU time.
     pub sys: Duration,
+    /// Minor page faults.
     pub minor_faults: u64,
+    /// Major page faults.
     pub major_faults: u64,
+    /// Context switches, voluntary and involuntary.
     pub context_switches: u64,
     /// Bytes this process caused to be read from the device (`/proc/self/io` read_bytes);
     /// absent where the kernel has no task I/O accounting.

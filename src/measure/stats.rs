@@ -3,13 +3,20 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Statistics of repeated measurements.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Measurements.
     pub n: usize,
+    /// Median.
     pub median: f64,
+    /// Mean.
     pub mean: f64,
+    /// Smallest.
     pub min: f64,
+    /// Largest.
     pub max: f64,
+    /// Sample standard deviation.
     pub stddev: f64,
     /// Indices of samples whose modified z-score exceeds 3.5.
     pub outliers: Vec<usize>,

@@ -64,6 +64,7 @@ pub fn cells(r: &AccessRow) -> Vec<String> {
     row
 }
 
+/// `iolab access` in `format`.
 pub fn access_report(r: &AccessResult, format: Format) -> String {
     let mut rows = vec![header()];
     rows.extend(r.rows.iter().map(cells));

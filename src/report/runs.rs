@@ -18,6 +18,7 @@ struct RunSet<'a> {
     with_cache: bool,
 }
 
+/// `iolab read` in `format`.
 pub fn read_report(r: &ReadResult, format: Format) -> String {
     if format == Format::Json {
         return json(r);
@@ -51,6 +52,7 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
     render(&set, format)
 }
 
+/// `iolab write` in `format`.
 pub fn write_report(r: &WriteResult, format: Format) -> String {
     if format == Format::Json {
         return json(r);

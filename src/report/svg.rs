@@ -3,29 +3,42 @@
 
 use std::fmt::Write;
 
+/// A point with its spread.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
+    /// X.
     pub x: f64,
+    /// Y (the median).
     pub y: f64,
     /// Error bar from `lo` to `hi` (equal to `y` for none).
     pub lo: f64,
+    /// Top of the spread bar.
     pub hi: f64,
 }
 
+/// One line of a plot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
+    /// Its legend entry.
     pub name: String,
+    /// Its points.
     pub points: Vec<Point>,
 }
 
+/// A line plot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plot {
+    /// The title.
     pub title: String,
+    /// The x axis label.
     pub x_label: String,
+    /// The y axis label.
     pub y_label: String,
+    /// X on a log2 scale (block sizes).
     pub log2_x: bool,
     /// Log10 y axis (values must be positive).
     pub log_y: bool,
+    /// The lines.
     pub series: Vec<Series>,
 }
 
@@ -305,14 +318,19 @@ mod tests {
 /// A bar chart: groups along x, one bar per series in each group, an optional label on top.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bars {
+    /// The title.
     pub title: String,
+    /// The y axis label.
     pub y_label: String,
+    /// One group of bars per entry (x axis).
     pub groups: Vec<String>,
+    /// One bar per series in every group (legend).
     pub series: Vec<String>,
     /// `values[group][series]`; `None` leaves a gap.
     pub values: Vec<Vec<Option<f64>>>,
     /// Text above each bar (e.g. a p99), same shape as `values`.
     pub notes: Vec<Vec<Option<String>>>,
+    /// Y on a log scale.
     pub log_y: bool,
 }
 

@@ -5,6 +5,7 @@ use super::{Format, csv_line, json, markdown_table, table};
 use crate::experiments::sweep::{SweepOp, SweepResult};
 use crate::size::format_size;
 
+/// `iolab sweep` in `format`.
 pub fn sweep_report(r: &SweepResult, format: Format) -> String {
     if format == Format::Json {
         return json(r);

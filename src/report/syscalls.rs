@@ -3,6 +3,7 @@
 use super::{Format, csv_line, json, markdown_table, table};
 use crate::experiments::syscalls::SyscallsResult;
 
+/// `iolab syscalls` in `format`.
 pub fn syscalls_report(r: &SyscallsResult, format: Format) -> String {
     if format == Format::Json {
         return json(r);

@@ -99,6 +99,7 @@ fn page_cache_lines(p: &PageCacheChange) -> String {
     )
 }
 
+/// `iolab vm` in `format`.
 pub fn vm_report(r: &VmResult, format: Format) -> String {
     match format {
         Format::Json => return json(r),

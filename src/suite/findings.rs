@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub struct Finding {
     /// A stable key, for comparing hosts.
     pub key: String,
+    /// The finding in words, with its figures.
     pub text: String,
     /// The measured value the finding turns on (a ratio, or ns).
     pub value: f64,

@@ -69,6 +69,7 @@ fn comparison(results: &[SuiteResult]) -> Vec<Vec<String>> {
     rows
 }
 
+/// Renders one report from `results` (several: hosts side by side).
 pub fn render(results: &[SuiteResult]) -> Rendered {
     let r = &results[0];
     let mut plots = Vec::new();

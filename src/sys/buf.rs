@@ -45,24 +45,29 @@ impl AlignedBuf {
         buf
     }
 
+    /// Bytes asked for.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Never true: a buffer holds at least one byte.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for len initialised (zeroed) bytes for the life of self.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// The bytes, to write.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as above, and &mut self gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
+    /// Where the bytes start, for the kernel to write into.
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr
     }

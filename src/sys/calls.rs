@@ -62,6 +62,7 @@ pub struct FreshPages {
 }
 
 impl FreshPages {
+    /// `pages` pages of fresh anonymous memory.
     pub fn new(pages: usize) -> io::Result<FreshPages> {
         let len = pages.max(1) * 4096;
         // SAFETY: a fresh private anonymous mapping, checked for MAP_FAILED.
@@ -94,6 +95,7 @@ impl FreshPages {
         }
     }
 
+    /// How many pages.
     pub fn pages(&self) -> usize {
         self.len / 4096
     }

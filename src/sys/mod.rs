@@ -71,13 +71,19 @@ pub fn fs_free_bytes(file: &File) -> io::Result<u64> {
 /// Resource usage of the whole process (all threads).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Usage {
+    /// User CPU, µs.
     pub user_us: u64,
+    /// System CPU, µs.
     pub sys_us: u64,
+    /// Minor faults.
     pub minflt: u64,
+    /// Major faults.
     pub majflt: u64,
+    /// Context switches.
     pub ctxsw: u64,
 }
 
+/// getrusage(RUSAGE_SELF).
 pub fn rusage_self() -> Usage {
     // SAFETY: rusage is plain data; zeroed is a valid value for it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

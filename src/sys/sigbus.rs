@@ -30,6 +30,7 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// Guards `start..start+len`: a SIGBUS there maps zero pages instead of killing the process.
     pub fn register(start: usize, len: usize) -> Guard {
         INSTALL.call_once(install_handler);
         for (i, s) in SLOTS_TABLE.iter().enumerate() {
@@ -46,12 +47,14 @@ impl Guard {
         Guard { slot: None }
     }
 
+    /// SIGBUS faults absorbed in the range.
     pub fn hits(&self) -> usize {
         self.slot
             .map(|i| SLOTS_TABLE[i].hits.load(Ordering::Acquire))
             .unwrap_or(0)
     }
 
+    /// Stops guarding the range (before it is unmapped).
     pub fn unregister(&mut self) {
         if let Some(i) = self.slot.take() {
             SLOTS_TABLE[i].len.store(0, Ordering::Release);

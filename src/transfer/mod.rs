@@ -40,13 +40,17 @@ crate::named_enum! {
 /// One file moved, as one side saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileRecord {
+    /// The file's name as sent.
     pub name: String,
+    /// Its size.
     pub bytes: u64,
+    /// The method that moved it on this side.
     pub method: String,
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
     pub time: Duration,
     /// Hashing: before the timed window on the sender, after it on the receiver.
     pub hash_time: Duration,
+    /// BLAKE3 of the content, hex.
     pub blake3: String,
     /// `bytes` over `time`, for readers of the JSON.
     pub mib_s: f64,
@@ -75,19 +79,26 @@ impl FileRecord {
 /// What one side of a transfer did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideReport {
+    /// `sender` or `receiver`.
     pub role: String,
+    /// This side's method.
     pub method: String,
+    /// The other side's address.
     pub peer: String,
+    /// Connections used.
     pub connections: usize,
+    /// Every file, in order.
     pub files: Vec<FileRecord>,
     /// Wall time from the first connection to the last file done.
     pub wall: Duration,
     /// CPU time of this side's threads.
     pub cpu_user: Duration,
+    /// System CPU time of this side's threads.
     pub cpu_sys: Duration,
 }
 
 impl SideReport {
+    /// Bytes of all files.
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.bytes).sum()
     }

@@ -5,24 +5,35 @@
 use crate::error::{Error, Result};
 use std::io::{self, Read, Write};
 
+/// The first bytes of every hello.
 pub const MAGIC: [u8; 8] = *b"IOLABXFR";
+/// The protocol version spoken.
 pub const VERSION: u16 = 1;
+/// Hello flag: this side holds a token.
 pub const FLAG_TOKEN: u16 = 1;
+/// Longest file name accepted, bytes.
 pub const MAX_NAME: usize = 255;
+/// Frame tag: a file follows.
 pub const FRAME_FILE: u8 = 1;
+/// Frame tag: no more files.
 pub const FRAME_END: u8 = 0;
 
 /// A hello: who speaks which version, whether a token is required, and a fresh nonce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
+    /// Protocol version.
     pub version: u16,
+    /// Flags ([`FLAG_TOKEN`]).
     pub flags: u16,
+    /// A fresh random nonce for the token proofs.
     pub nonce: [u8; 16],
 }
 
+/// Bytes of an encoded hello.
 pub const HELLO_LEN: usize = 8 + 2 + 2 + 16;
 
 impl Hello {
+    /// The hello on the wire.
     pub fn encode(&self) -> [u8; HELLO_LEN] {
         let mut b = [0u8; HELLO_LEN];
         b[..8].copy_from_slice(&MAGIC);
@@ -59,12 +70,16 @@ impl Hello {
 /// A file header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// File name (no directories).
     pub name: String,
+    /// Content bytes that follow.
     pub size: u64,
+    /// BLAKE3 of the content.
     pub hash: [u8; 32],
 }
 
 impl Header {
+    /// The header on the wire.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(1 + 2 + self.name.len() + 8 + 32);
         b.push(FRAME_FILE);
@@ -105,7 +120,9 @@ pub fn check_name(name: &[u8]) -> Result<String, String> {
 /// What the reader found instead of the next frame.
 #[derive(Debug)]
 pub enum Frame {
+    /// A file header; its content follows.
     File(Header),
+    /// The end of the files.
     End,
 }
 

@@ -12,19 +12,27 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// What the receiver does.
 #[derive(Debug, Clone)]
 pub struct RecvConfig {
+    /// The sender, HOST:PORT.
     pub connect: String,
+    /// Where files go.
     pub out_dir: PathBuf,
     /// Output paths for the files in the order sent (the classic slave names them); the rest
     /// take the names in their headers, inside `out_dir`.
     pub names: Vec<PathBuf>,
+    /// How received bytes are stored.
     pub method: RecvMethod,
+    /// Parallel connections (files go round-robin).
     pub connections: usize,
+    /// A shared secret both sides must prove, if any.
     pub token: Option<String>,
+    /// Give up on a peer idle this long.
     pub timeout: Duration,
     /// Largest file accepted; `None`: the free space of the output filesystem.
     pub max_size: Option<u64>,
+    /// Replace existing files.
     pub force: bool,
     /// fsync each file inside its timed window.
     pub sync: bool,

@@ -12,12 +12,18 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// What the sender serves.
 #[derive(Debug, Clone)]
 pub struct SendConfig {
+    /// Files to send, in order.
     pub files: Vec<PathBuf>,
+    /// How bytes go into the socket.
     pub method: SendMethod,
+    /// Parallel connections (files go round-robin).
     pub connections: usize,
+    /// A shared secret both sides must prove, if any.
     pub token: Option<String>,
+    /// Give up on a peer idle this long.
     pub timeout: Duration,
 }
 

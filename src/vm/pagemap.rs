@@ -9,16 +9,21 @@ use std::os::unix::fs::FileExt;
 /// What pagemap says of one virtual page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageEntry {
+    /// The page is in memory.
     pub present: bool,
+    /// The page is swapped out.
     pub swapped: bool,
     /// A file page or shared anonymous memory.
     pub file_or_shared: bool,
+    /// Mapped by this process only.
     pub exclusive: bool,
+    /// Written since the soft-dirty bits were cleared.
     pub soft_dirty: bool,
     /// Page frame number; 0 when hidden (without CAP_SYS_ADMIN) or not present.
     pub pfn: u64,
 }
 
+/// Decodes one pagemap entry.
 pub fn decode_entry(raw: u64) -> PageEntry {
     PageEntry {
         present: raw >> 63 & 1 == 1,
@@ -61,6 +66,7 @@ pub const FLAG_NAMES: [(u32, &str); 27] = [
     (26, "PGTABLE"),
 ];
 
+/// Names of the kpageflags bits set in `raw`.
 pub fn decode_flags(raw: u64) -> Vec<&'static str> {
     FLAG_NAMES
         .iter()

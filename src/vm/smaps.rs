@@ -5,17 +5,23 @@ use serde::{Deserialize, Serialize};
 /// One mapping, sizes in KiB as smaps gives them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapRow {
+    /// Start address.
     pub start: u64,
+    /// End address.
     pub end: u64,
     /// `r-xp` and the like.
     pub perms: String,
+    /// Offset in the mapped file.
     pub offset: u64,
     /// The mapped path, `[heap]`, `[stack]`..., or empty for anonymous memory.
     pub name: String,
+    /// Size, KiB.
     pub size_kb: u64,
+    /// Resident, KiB.
     pub rss_kb: u64,
     /// Shared_Dirty + Private_Dirty.
     pub dirty_kb: u64,
+    /// Anonymous, KiB.
     pub anonymous_kb: u64,
 }
 
@@ -92,6 +98,7 @@ pub fn parse_status(text: &str) -> (u64, u64) {
     (field("VmSize"), field("VmRSS"))
 }
 
+/// `(VmSize, VmRSS)` of this process in KiB, from /proc/self/status.
 pub fn read_status() -> (u64, u64) {
     std::fs::read_to_string("/proc/self/status")
         .map(|t| parse_status(&t))

@@ -135,6 +135,7 @@ pub struct WriteTarget {
     pub path: PathBuf,
     /// The temporary file actually written.
     pub tmp: PathBuf,
+    /// The open temporary file.
     pub file: File,
     committed: bool,
 }
