@@ -15,6 +15,8 @@ pub mod report;
 pub mod size;
 pub mod suite;
 pub mod sys;
+#[cfg(test)]
+mod testutil;
 pub mod transfer;
 pub mod vm;
 pub mod workload;

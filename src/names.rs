@@ -100,3 +100,32 @@ macro_rules! named_enum {
         }
     };
 }
+
+/// Declares a method enum with [`named_enum!`](crate::named_enum) and the engine behind each
+/// value: one line per method, `Variant = "name" | "alias" => ENGINE`. `engine()` returns it as a
+/// `&'static dyn` of the given trait.
+macro_rules! method_list {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $ty:ident: $engine:ident {
+            $( $(#[$m:meta])* $variant:ident = $name:literal $(| $alias:literal)* => $eng:expr ),+ $(,)?
+        }
+    ) => {
+        $crate::named_enum! {
+            $(#[$meta])*
+            $vis enum $ty {
+                $( $(#[$m])* $variant = $name $(| $alias)* ),+
+            }
+        }
+
+        impl $ty {
+            /// The engine that implements this method.
+            pub fn engine(self) -> &'static dyn $engine {
+                match self {
+                    $( $ty::$variant => &$eng ),+
+                }
+            }
+        }
+    };
+}
+pub(crate) use method_list;

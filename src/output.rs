@@ -137,8 +137,7 @@ mod tests {
 
     #[test]
     fn dirs_are_dated_when_taken_and_replaced_with_force() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("rep");
+        let (dir, out) = crate::testutil::path_in("rep");
         let files = vec![
             ("a.txt".to_string(), b"1".to_vec()),
             ("plots/p.svg".to_string(), b"<svg/>".to_vec()),
@@ -167,8 +166,7 @@ mod tests {
 
     #[test]
     fn saves_new_refuses_existing_and_forces() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("out.svg");
+        let (dir, p) = crate::testutil::path_in("out.svg");
         save(&p, b"one", false).unwrap();
         assert!(
             save(&p, b"two", false)

@@ -2,6 +2,8 @@
 //! a seeded random order. The random order is a keyed permutation (a Feistel network with cycle
 //! walking), so it visits every block exactly once, needs no memory and is the same for a seed.
 
+use serde::{Deserialize, Serialize};
+
 crate::named_enum! {
     /// Order in which blocks are visited.
     pub enum Pattern {
@@ -9,6 +11,52 @@ crate::named_enum! {
         Seq = "seq" | "sequential",
         /// A seeded permutation: every block once, in an order that defeats readahead.
         Random = "random" | "rand",
+    }
+}
+
+/// How blocks are visited and shared out: the order and its seed, the threads, and the requests
+/// each io_uring thread keeps in flight. Configs embed it (flattened in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Sequential or seeded random order.
+    pub pattern: Pattern,
+    /// Seed of the random order (and of written data).
+    pub seed: u64,
+    /// Threads, each with its own contiguous part.
+    pub threads: usize,
+    /// io_uring requests in flight per thread.
+    pub depth: u32,
+}
+
+impl Shape {
+    /// One thread, in order: what the classic programs do.
+    pub const SEQUENTIAL: Shape = Shape {
+        pattern: Pattern::Seq,
+        seed: 1,
+        threads: 1,
+        depth: 32,
+    };
+
+    /// `len` bytes in blocks of `bs`, visited this way.
+    pub fn workload(&self, bs: u64, len: u64) -> Workload {
+        Workload {
+            bs,
+            len,
+            pattern: self.pattern,
+            seed: self.seed,
+            threads: self.threads,
+        }
+    }
+
+    /// Refuses zero threads.
+    pub fn check(&self) -> crate::error::Result<()> {
+        if self.threads == 0 {
+            return Err(crate::error::Error::usage(
+                "invalid thread count",
+                "--threads must be at least 1",
+            ));
+        }
+        Ok(())
     }
 }
 

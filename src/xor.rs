@@ -55,57 +55,54 @@ fn xor_u64(buf: &[u8]) -> u64 {
     xor_u64_body(buf)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn xor_u64_avx512(buf: &[u8]) -> u64 {
-    use std::arch::x86_64::*;
-    let mut acc = [_mm512_setzero_si512(); 4];
-    let mut chunks = buf.chunks_exact(256);
-    for c in &mut chunks {
-        let p = c.as_ptr();
-        for (i, a) in acc.iter_mut().enumerate() {
-            // SAFETY: p + 64*i .. +64 lies inside the 256-byte chunk; loadu needs no alignment.
-            let v = unsafe { _mm512_loadu_si512(p.add(64 * i).cast()) };
-            *a = _mm512_xor_si512(*a, v);
+/// A vector kernel: four accumulators of one register width each, XORed over 4-register
+/// chunks, then folded to 64 bits; the tail goes through the portable body.
+macro_rules! xor_kernel {
+    ($name:ident, $feature:literal, $width:literal, $zero:ident, $load:ident, $xor:ident, $store:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        fn $name(buf: &[u8]) -> u64 {
+            use std::arch::x86_64::*;
+            let mut acc = [$zero(); 4];
+            let mut chunks = buf.chunks_exact(4 * $width);
+            for c in &mut chunks {
+                let p = c.as_ptr();
+                for (i, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: p + width*i .. +width lies inside the 4-register chunk; loadu
+                    // needs no alignment.
+                    let v = unsafe { $load(p.add($width * i).cast()) };
+                    *a = $xor(*a, v);
+                }
+            }
+            let v = $xor($xor(acc[0], acc[1]), $xor(acc[2], acc[3]));
+            let mut lanes = [0u64; $width / 8];
+            // SAFETY: lanes is one register's worth of writable bytes; storeu needs no alignment.
+            unsafe { $store(lanes.as_mut_ptr().cast(), v) };
+            lanes
+                .iter()
+                .fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
         }
-    }
-    let v = _mm512_xor_si512(
-        _mm512_xor_si512(acc[0], acc[1]),
-        _mm512_xor_si512(acc[2], acc[3]),
-    );
-    let mut lanes = [0u64; 8];
-    // SAFETY: lanes is 64 writable bytes; storeu needs no alignment.
-    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), v) };
-    lanes
-        .iter()
-        .fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn xor_u64_avx2(buf: &[u8]) -> u64 {
-    use std::arch::x86_64::*;
-    let mut acc = [_mm256_setzero_si256(); 4];
-    let mut chunks = buf.chunks_exact(128);
-    for c in &mut chunks {
-        let p = c.as_ptr();
-        for (i, a) in acc.iter_mut().enumerate() {
-            // SAFETY: p + 32*i .. +32 lies inside the 128-byte chunk; loadu needs no alignment.
-            let v = unsafe { _mm256_loadu_si256(p.add(32 * i).cast()) };
-            *a = _mm256_xor_si256(*a, v);
-        }
-    }
-    let v = _mm256_xor_si256(
-        _mm256_xor_si256(acc[0], acc[1]),
-        _mm256_xor_si256(acc[2], acc[3]),
-    );
-    let mut lanes = [0u64; 4];
-    // SAFETY: lanes is 32 writable bytes; storeu needs no alignment.
-    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
-    lanes
-        .iter()
-        .fold(xor_u64_body(chunks.remainder()), |a, b| a ^ b)
-}
+xor_kernel!(
+    xor_u64_avx512,
+    "avx512f",
+    64,
+    _mm512_setzero_si512,
+    _mm512_loadu_si512,
+    _mm512_xor_si512,
+    _mm512_storeu_si512
+);
+xor_kernel!(
+    xor_u64_avx2,
+    "avx2",
+    32,
+    _mm256_setzero_si256,
+    _mm256_loadu_si256,
+    _mm256_xor_si256,
+    _mm256_storeu_si256
+);
 
 /// Portable body (and the tail of the vector paths): 8 independent 64-bit accumulators.
 #[inline(always)]
@@ -176,6 +173,26 @@ mod tests {
                 .enumerate()
                 .fold(0u32, |x, (i, c)| x ^ xor_at((i * piece) as u64, c));
             assert_eq!(combined, whole, "piece {piece}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_kernel_this_cpu_has_matches_the_reference() {
+        let data = bytes(3000);
+        let fold = |w: u64| (w as u32) ^ ((w >> 32) as u32);
+        for n in (0..data.len()).step_by(7) {
+            let want = xor_reference(&data[n / 3..n]);
+            let s = &data[n / 3..n];
+            assert_eq!(fold(xor_u64_body(s)), want, "portable, len {}", s.len());
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2, checked just above.
+                assert_eq!(fold(unsafe { xor_u64_avx2(s) }), want, "avx2");
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F, checked just above.
+                assert_eq!(fold(unsafe { xor_u64_avx512(s) }), want, "avx512");
+            }
         }
     }
 

@@ -193,11 +193,6 @@ crate::named_enum! {
     }
 }
 
-/// Resident fraction at or below which a file counts as cold, and at or above which warm.
-pub const COLD_MAX: f64 = 0.02;
-/// Resident fraction at or above which a file counts as warm.
-pub const WARM_MIN: f64 = 0.99;
-
 /// The cache state a run started from, as verified.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheState {
@@ -212,6 +207,11 @@ pub struct CacheState {
     /// Why the state differs from the one asked, or what could not be done.
     pub note: Option<String>,
 }
+
+/// Resident fraction at or below which a file counts as cold.
+pub const COLD_MAX: f64 = 0.02;
+/// Resident fraction at or above which a file counts as warm.
+pub const WARM_MIN: f64 = 0.99;
 
 /// Puts a file into the asked state and verifies it with `mincore` (untimed preparation).
 pub fn prepare(
@@ -263,16 +263,10 @@ pub fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
     fn residency_map_agrees_between_cachestat_and_mincore() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m");
-        std::fs::File::create(&path)
-            .unwrap()
-            .write_all(&vec![1u8; 1000 * 4096 + 7])
-            .unwrap();
+        let (_dir, path) = crate::testutil::file_with("m", &vec![1u8; 1000 * 4096 + 7]);
         let f = File::open(&path).unwrap();
         let len = f.metadata().unwrap().len();
         evict(&f, &path, false).unwrap();

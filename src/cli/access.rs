@@ -13,8 +13,11 @@ use iolab::workload::Pattern;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `iolab access`.
+/// Sequential vs random block access per method and cache state: KIOPS and latency.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
+)]
 pub struct AccessArgs {
     /// A regular file to read
     pub file: PathBuf,
@@ -25,18 +28,13 @@ pub struct AccessArgs {
     #[arg(long, default_value = "4K", value_parser = args::size)]
     pub bs: u64,
     /// Patterns to measure
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "seq,random")]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = AccessConfig::DEFAULT_PATTERNS)]
     pub patterns: Vec<Pattern>,
     /// Methods to measure
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "read,pread,mmap,mmap-seq,mmap-random,mmap-willneed,uring"
-    )]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = AccessConfig::DEFAULT_METHODS)]
     pub methods: Vec<ReadMethod>,
     /// Cache states to measure
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "warm,cold")]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = AccessConfig::DEFAULT_CACHES)]
     pub cache: Vec<CacheMode>,
     /// With cold, as root: also drop every clean cache (drop_caches)
     #[arg(long)]
@@ -53,10 +51,10 @@ pub struct AccessArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Counted runs per cell
-    #[arg(long, default_value = "3", value_parser = args::positive)]
+    #[arg(long, default_value_t = AccessConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
     /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = AccessConfig::DEFAULT_WARMUP)]
     pub warmup: usize,
     #[command(flatten)]
     pub output: OutputArgs,

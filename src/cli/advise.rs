@@ -9,8 +9,11 @@ use iolab::report;
 use iolab::workload::Pattern;
 use std::path::PathBuf;
 
-/// `iolab advise`.
+/// Which method for this file and access pattern, here: measured, warm and cold.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab advise big.bin --pattern random --bs 4K\n  iolab advise big.bin --pattern seq --bs 1M --threads 2"
+)]
 pub struct AdviseArgs {
     /// A regular file
     pub file: PathBuf,

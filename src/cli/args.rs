@@ -7,7 +7,7 @@ use iolab::cache::CacheMode;
 use iolab::engine::EngineOptions;
 use iolab::report::Format;
 use iolab::transfer::{RecvMethod, SendMethod};
-use iolab::workload::Pattern;
+use iolab::workload::{Pattern, Shape};
 use std::time::Duration;
 
 /// `--format`: what goes to stdout.
@@ -40,6 +40,18 @@ pub struct WorkloadArgs {
     pub seed: u64,
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+impl WorkloadArgs {
+    /// The library's shape of a workload.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            pattern: self.pattern,
+            seed: self.seed,
+            threads: self.engine.threads,
+            depth: self.engine.depth,
+        }
+    }
 }
 
 /// Page-cache state before each run.
@@ -75,6 +87,17 @@ impl NetArgs {
         self.token
             .clone()
             .or_else(|| std::env::var("IOLAB_TOKEN").ok().filter(|t| !t.is_empty()))
+    }
+}
+
+/// Bytes asked for by `--count` blocks of `--bs`, or by `--size`; `None` when neither is given.
+pub fn byte_len(bs: u64, count: Option<u64>, size: Option<u64>) -> Result<Option<u64>, String> {
+    match count {
+        Some(c) => bs
+            .checked_mul(c)
+            .map(Some)
+            .ok_or_else(|| format!("--bs {bs} x --count {c} does not fit in 64 bits")),
+        None => Ok(size),
     }
 }
 

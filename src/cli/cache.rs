@@ -8,7 +8,7 @@ use iolab::experiments::cache_cmd::{CacheAction, run_cache};
 use iolab::report;
 use std::path::PathBuf;
 
-/// `iolab cache ...`.
+/// Page-cache residency of files (like vmtouch), evict them, or load them.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
     /// Resident pages per file, and the page-cache size

@@ -10,8 +10,11 @@ use iolab::report::{self, Format};
 use iolab::xor;
 use std::path::PathBuf;
 
-/// `iolab fast`.
+/// Read the whole file as fast as this machine allows and print its XOR.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab fast big.bin\n  iolab fast big.bin --method mmap --threads 2\n\nThe XOR goes to stdout; the chosen method, cache state, time and MiB/s to stderr."
+)]
 pub struct FastArgs {
     /// A regular file to read whole
     pub file: PathBuf,

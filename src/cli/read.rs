@@ -10,8 +10,11 @@ use iolab::experiments::read::{ReadConfig, run_read};
 use iolab::report;
 use std::path::PathBuf;
 
-/// `iolab read`.
+/// Read a file with one method, repeated, with statistics and kernel counters.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab read big.bin --method mmap --cache warm --repeat 5\n  iolab read big.bin --method pread --bs 4K --pattern random --size 256M\n  iolab read big.bin --method uring-direct --depth 32 --cache cold --format json"
+)]
 pub struct ReadArgs {
     /// A regular file to read
     pub file: PathBuf,
@@ -32,10 +35,10 @@ pub struct ReadArgs {
     #[command(flatten)]
     pub cache: CacheArgs,
     /// Counted runs
-    #[arg(long, default_value = "5", value_parser = args::positive)]
+    #[arg(long, default_value_t = ReadConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
     /// Uncounted runs first
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = ReadConfig::DEFAULT_WARMUP)]
     pub warmup: usize,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -43,21 +46,13 @@ pub struct ReadArgs {
 
 impl ReadArgs {
     fn config(&self) -> Result<ReadConfig, String> {
-        let len = match (self.count, self.size) {
-            (Some(c), _) => Some(self.bs.checked_mul(c).ok_or_else(|| {
-                format!("--bs {} x --count {c} does not fit in 64 bits", self.bs)
-            })?),
-            (None, s) => s,
-        };
+        let len = args::byte_len(self.bs, self.count, self.size)?;
         Ok(ReadConfig {
             path: self.file.clone(),
             method: self.method,
             bs: self.bs,
             len,
-            pattern: self.workload.pattern,
-            seed: self.workload.seed,
-            threads: self.workload.engine.threads,
-            depth: self.workload.engine.depth,
+            shape: self.workload.shape(),
             cache: self.cache.cache.unwrap_or(CacheMode::Warm),
             drop_all: self.cache.drop_all,
             repeat: self.repeat,

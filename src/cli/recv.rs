@@ -10,8 +10,11 @@ use iolab::transfer::receiver::{self, RecvConfig};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `iolab recv`.
+/// Receive files from `iolab send` (connects) into a directory, verified by BLAKE3.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab recv --connect 127.0.0.1:2325 --out incoming/\n  iolab recv --method splice --sync --retry 10s\n  iolab recv --discard --format json\n\nFiles are written under a temporary name and renamed when complete and verified."
+)]
 pub struct RecvArgs {
     /// Output paths for the files in the order sent (default: the senders' names in --out)
     pub names: Vec<PathBuf>,

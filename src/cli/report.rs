@@ -5,7 +5,7 @@ use clap::Args;
 use iolab::Error;
 use std::path::PathBuf;
 
-/// `iolab report`.
+/// Re-render report(s) from results.json files; several give hosts side by side.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// results.json files from `iolab suite`

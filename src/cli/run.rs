@@ -11,8 +11,11 @@ use iolab::experiments::classic::{Op, RunConfig, run_classic};
 use iolab::report::{self, Format};
 use std::path::PathBuf;
 
-/// `iolab run`.
+/// The classic program: read or write BLOCK_COUNT blocks of BLOCK_SIZE, print time, rate, XOR.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab run big.bin -r 4K 262144\n  iolab run out.bin -w 1M 1024 --sync end\n  iolab run big.bin -r 1M 2048 --method mmap --cache cold"
+)]
 #[command(group(clap::ArgGroup::new("op").required(true).args(["read", "write"])))]
 pub struct RunArgs {
     /// The file to read, or to write (created; an existing one needs --force)
@@ -63,10 +66,7 @@ impl RunArgs {
             count: self.block_count,
             read_method,
             write_method,
-            pattern: self.workload.pattern,
-            seed: self.workload.seed,
-            threads: self.workload.engine.threads,
-            depth: self.workload.engine.depth,
+            shape: self.workload.shape(),
             cache: self.cache.cache.unwrap_or(CacheMode::Asis),
             drop_all: self.cache.drop_all,
             sync: self.sync,

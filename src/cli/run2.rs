@@ -11,8 +11,12 @@ use iolab::report::{self, Format};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `iolab run2`.
+/// Find a block count whose read takes 5-15 s (the classic run2), or predict the file size.
 #[derive(Debug, Args)]
+#[command(
+    visible_alias = "calibrate",
+    after_help = "Examples:\n  iolab run2 big.bin 4096\n  iolab calibrate big.bin 1M --target 1s..3s --cache cold"
+)]
 pub struct Run2Args {
     /// A regular file to read
     pub file: PathBuf,

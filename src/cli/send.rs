@@ -10,8 +10,11 @@ use iolab::transfer::sender::{self, SendConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// `iolab send`.
+/// Serve files to a receiver over TCP (listens; default 127.0.0.1:2325).
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token s3cret --connections 2\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
+)]
 pub struct SendArgs {
     /// Files to send, in order
     #[arg(required = true)]

@@ -7,8 +7,11 @@ use iolab::Error;
 use iolab::suite::{DataDir, SuiteConfig, run_suite, save_report};
 use std::path::PathBuf;
 
-/// `iolab suite`.
+/// The main job: make data, run every experiment, write one report (HTML, Markdown, JSON, SVG).
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab suite --quick\n  iolab suite --size 4G --out ~/iolab-report\n  iolab suite --quick --size 64M --keep-data --dir /var/tmp/iolab-data\n\nThe report goes to --out (a dated folder beside it if it exists, unless --force)."
+)]
 pub struct SuiteArgs {
     /// Where the report goes
     #[arg(long, default_value = "iolab-report")]

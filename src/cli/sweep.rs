@@ -11,8 +11,11 @@ use iolab::experiments::sweep::{SweepConfig, SweepOp, parse_sizes, run_sweep};
 use iolab::report;
 use std::path::PathBuf;
 
-/// `iolab sweep`.
+/// Throughput against block size per method and cache state (or, with --op write, sync mode).
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab sweep big.bin --bs 4K..16M --methods read,mmap --cache cold,warm --plot sweep.svg\n  iolab sweep big.bin --bs 4K,64K,1M --size 256M --repeat 5\n  iolab sweep /var/tmp --op write --methods write,mmap --sync none,end,each --size 64M\n\nWith --op write, a scratch file is written next to FILE (or inside it, if a directory) and\nremoved; FILE itself is never written. Per-block sync modes write at most 2048 blocks a run."
+)]
 pub struct SweepArgs {
     /// The file to read; with --op write, where the scratch file goes
     pub file: PathBuf,
@@ -20,21 +23,16 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = SweepOp::Read)]
     pub op: SweepOp,
     /// Block sizes: a power-of-two range LOW..HIGH, or a list 4K,64K,1M
-    #[arg(long, default_value = "512..16M")]
+    #[arg(long, default_value = SweepConfig::DEFAULT_SIZES)]
     pub bs: String,
     /// Methods (default read,mmap; for --op write: write,mmap)
     #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
     /// Cache states for reads
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm")]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = SweepConfig::DEFAULT_CACHES)]
     pub cache: Vec<CacheMode>,
     /// Sync modes for writes
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "none,end,each,dsync"
-    )]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = SweepConfig::DEFAULT_SYNCS)]
     pub sync: Vec<SyncMode>,
     /// Bytes per run (reads: default the whole file; writes: 64M)
     #[arg(long, value_parser = args::size)]
@@ -42,7 +40,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Runs per cell (interleaved)
-    #[arg(long, default_value = "3", value_parser = args::positive)]
+    #[arg(long, default_value_t = SweepConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
     /// Seed of the written data
     #[arg(long, default_value_t = 1)]

@@ -8,8 +8,12 @@ use iolab::experiments::syscalls::run_syscalls;
 use iolab::report;
 use std::path::PathBuf;
 
-/// `iolab syscalls`.
+/// What one system call costs here: null call, 1-byte read/pread, lseek, fstat, mmap, a minor
+/// fault, an io_uring NOP.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab syscalls\n  iolab syscalls big.bin --samples 9 --format json\n\nWithout FILE a 1 MiB scratch file is made in the temporary directory and removed."
+)]
 pub struct SyscallsArgs {
     /// A file to read 1-byte pieces of (default: a 1 MiB scratch file)
     pub file: Option<PathBuf>,

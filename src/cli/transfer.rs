@@ -9,8 +9,11 @@ use iolab::report;
 use iolab::transfer::{RecvMethod, SendMethod};
 use std::path::PathBuf;
 
-/// `iolab transfer`.
+/// Every sender x receiver method pair over loopback, repeated: the matrix.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab transfer big.bin small*.txt\n  iolab transfer big.bin --methods read:write,mmap:mmap,sendfile:splice --repeat 5"
+)]
 pub struct TransferArgs {
     /// Files to move in every run
     #[arg(required = true)]
@@ -19,7 +22,7 @@ pub struct TransferArgs {
     #[arg(long, value_delimiter = ',', value_parser = args::method_pair)]
     pub methods: Vec<(SendMethod, RecvMethod)>,
     /// Runs per pair (interleaved)
-    #[arg(long, default_value = "3", value_parser = args::positive)]
+    #[arg(long, default_value_t = TransferConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
     /// Parallel connections
     #[arg(long, default_value = "1", value_parser = args::positive)]

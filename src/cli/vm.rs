@@ -8,8 +8,11 @@ use iolab::experiments::vm::{VmConfig, create_file, run_vm};
 use iolab::report;
 use std::path::PathBuf;
 
-/// `iolab vm`.
+/// The pmap lab: VM size and RSS of a mapped file stage by stage, with page descriptors.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab vm data.bin --create 10M\n  iolab vm data.bin --touch 0,10000,4M --write\n  iolab vm data.bin --page-cache --format json\n\nWith --write every touched byte is written back unchanged through a MAP_SHARED mapping:\nthe pages turn dirty, the content stays the same. PFNs and kpageflags need root."
+)]
 pub struct VmArgs {
     /// The file to map
     pub file: PathBuf,

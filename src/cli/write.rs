@@ -9,8 +9,11 @@ use iolab::experiments::write::{WriteConfig, run_write};
 use iolab::report;
 use std::path::PathBuf;
 
-/// `iolab write`.
+/// Write a file with one method and sync mode, repeated, then read it back to verify.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab write out.bin --size 1G --bs 1M --method write --sync end\n  iolab write out.bin --size 256M --method mmap --sync each --force"
+)]
 pub struct WriteArgs {
     /// The file to write (created; an existing one needs --force)
     pub file: PathBuf,
@@ -35,7 +38,7 @@ pub struct WriteArgs {
     #[arg(long)]
     pub force: bool,
     /// Counted runs
-    #[arg(long, default_value = "3", value_parser = args::positive)]
+    #[arg(long, default_value_t = WriteConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
     /// Uncounted runs first
     #[arg(long, default_value_t = 0)]
@@ -46,22 +49,14 @@ pub struct WriteArgs {
 
 impl WriteArgs {
     fn config(&self) -> Result<WriteConfig, String> {
-        let len = match (self.count, self.size) {
-            (Some(c), _) => self
-                .bs
-                .checked_mul(c)
-                .ok_or_else(|| format!("--bs {} x --count {c} does not fit in 64 bits", self.bs))?,
-            (None, Some(s)) => s,
-            (None, None) => return Err("give --size or --count".into()),
-        };
+        let len = args::byte_len(self.bs, self.count, self.size)?
+            .ok_or_else(|| "give --size or --count".to_string())?;
         Ok(WriteConfig {
             path: self.file.clone(),
             method: self.method,
             bs: self.bs,
             len,
-            pattern: self.workload.pattern,
-            seed: self.workload.seed,
-            threads: self.workload.engine.threads,
+            shape: self.workload.shape(),
             sync: self.sync,
             force: self.force,
             repeat: self.repeat,

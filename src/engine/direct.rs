@@ -3,8 +3,7 @@
 //! so any block size and an unaligned file tail work.
 
 use super::{
-    DIRECT_ALIGN, EngineInfo, EngineOptions, MAX_IO, PieceDone, ReadEngine, Source, SyncWorker,
-    Worker, sync_workers,
+    DIRECT_ALIGN, EngineInfo, Job, MAX_IO, PieceDone, ReadEngine, Source, SyncWorker, Workers,
 };
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
@@ -96,26 +95,20 @@ struct DirectWorker {
 
 impl ReadEngine for Direct {
     fn info(&self) -> EngineInfo {
-        EngineInfo {
-            direct: true,
-            ..EngineInfo::default()
-        }
+        EngineInfo::DIRECT
     }
 
-    fn prepare(
-        &self,
-        src: &Source,
-        w: &Workload,
-        _: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>> {
-        let file = Arc::new(open_direct(src, "direct")?);
-        sync_workers((0..w.threads).map(|_| {
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
+        let file = Arc::new(open_direct(job.src, "direct")?);
+        let len = direct_buffer_len(job.w);
+        job.each_thread(|| {
+            let (file, path) = (file.clone(), job.src.path.clone());
             Ok(DirectWorker {
-                file: file.clone(),
-                buf: AlignedBuf::new(direct_buffer_len(w)),
-                path: src.path.clone(),
+                file,
+                buf: AlignedBuf::new(len),
+                path,
             })
-        }))
+        })
     }
 }
 

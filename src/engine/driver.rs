@@ -26,6 +26,16 @@ pub struct PieceDone {
     pub ops: u64,
 }
 
+impl PieceDone {
+    /// A piece moved by one system call: `bytes`, which lie at `offset` in the file.
+    pub fn one_call(offset: u64, bytes: &[u8]) -> PieceDone {
+        PieceDone {
+            xor: crate::xor::xor_at(offset, bytes),
+            ops: 1,
+        }
+    }
+}
+
 /// A synchronous engine's per-thread state: it moves one piece at a time, the core does the rest.
 pub trait SyncWorker: Send {
     /// The largest piece it takes; larger blocks are cut into pieces of this size.
@@ -136,7 +146,9 @@ pub fn prepare(
             parts,
         });
     }
-    let workers = method.engine().prepare(src, &sub, opts)?;
+    let workers = method
+        .engine()
+        .prepare(&super::Job { src, w: &sub, opts })?;
     Ok(Prepared { workers, parts })
 }
 

@@ -2,12 +2,10 @@
 //! (`mmap` uses none, i.e. MADV_NORMAL), or MAP_POPULATE. A file truncated while mapped becomes an
 //! error through the SIGBUS guard.
 
-use super::{
-    EngineInfo, EngineOptions, PieceDone, ReadEngine, Source, SyncWorker, Worker, sync_workers,
-};
+use super::{EngineInfo, Job, PieceDone, ReadEngine, SyncWorker, Workers};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::Mapping;
-use crate::workload::{Block, Workload};
+use crate::workload::Block;
 use crate::xor::xor_at;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -88,24 +86,17 @@ struct MmapWorker {
 
 impl ReadEngine for Mmap {
     fn info(&self) -> EngineInfo {
-        EngineInfo {
-            mapped: true,
-            ..EngineInfo::default()
-        }
+        EngineInfo::MAPPED
     }
 
-    fn prepare(
-        &self,
-        src: &Source,
-        w: &Workload,
-        _: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>> {
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
+        let src = job.src;
         let lazy = Arc::new(LazyMap {
             file: src
                 .file
                 .try_clone()
                 .map_err(|e| Error::io("cannot open", &src.path, &e))?,
-            len: w.len as usize,
+            len: job.w.len as usize,
             populate: self.populate,
             advice: self.advice,
             path: src.path.clone(),
@@ -114,7 +105,7 @@ impl ReadEngine for Mmap {
         if !self.populate {
             lazy.get()?;
         }
-        sync_workers((0..w.threads).map(|_| Ok(MmapWorker { map: lazy.clone() })))
+        job.each_thread(|| Ok(MmapWorker { map: lazy.clone() }))
     }
 }
 
@@ -150,19 +141,12 @@ impl SyncWorker for MmapWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::engine::{EngineOptions, ReadMethod, open_source, prepare};
-    use crate::workload::Pattern;
-    use std::io::Write;
+    use crate::workload::{Pattern, Workload};
 
     #[test]
     fn truncation_while_mapped_is_an_error_not_a_crash() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::File::create(&path)
-            .unwrap()
-            .write_all(&vec![7u8; 1 << 20])
-            .unwrap();
+        let (_dir, path) = crate::testutil::file_with("f", &vec![7u8; 1 << 20]);
         let src = open_source(&path).unwrap();
         let w = Workload {
             bs: 4096,

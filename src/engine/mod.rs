@@ -22,6 +22,7 @@ pub use driver::{
 pub use uring::{new_ring, nop_batch};
 
 use crate::error::{Error, Result};
+use crate::sys::buf::AlignedBuf;
 use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -34,50 +35,32 @@ pub const MAX_IO: u64 = 64 << 20;
 /// Alignment used for O_DIRECT offsets, lengths and buffers.
 pub const DIRECT_ALIGN: u64 = 4096;
 
-/// Declares the read methods: each line is a name (with aliases) and the engine behind it.
-macro_rules! read_methods {
-    ($( $(#[$m:meta])* $variant:ident = $name:literal $(| $alias:literal)* => $engine:expr ),+ $(,)?) => {
-        crate::named_enum! {
-            /// The read methods of DESIGN §3.
-            pub enum ReadMethod {
-                $( $(#[$m])* $variant = $name $(| $alias)* ),+
-            }
-        }
-
-        impl ReadMethod {
-            /// The engine that implements this method.
-            pub fn engine(self) -> &'static dyn ReadEngine {
-                match self {
-                    $( ReadMethod::$variant => &$engine ),+
-                }
-            }
-        }
-    };
-}
-
-read_methods! {
-    /// read(2) at the file position; lseek for random order.
-    Read = "read" | "fcntl" => read::ReadSyscall,
-    /// pread(2) at each block's offset.
-    Pread = "pread" => pread::Pread,
-    /// A mapping with no hint (MADV_NORMAL); the bytes are XORed in place.
-    Mmap = "mmap" => mmap::Mmap::NORMAL,
-    /// A mapping with MADV_SEQUENTIAL.
-    MmapSeq = "mmap-seq" => mmap::Mmap::SEQUENTIAL,
-    /// A mapping with MADV_RANDOM.
-    MmapRandom = "mmap-random" => mmap::Mmap::RANDOM,
-    /// A mapping with MADV_WILLNEED.
-    MmapWillneed = "mmap-willneed" => mmap::Mmap::WILLNEED,
-    /// A mapping made with MAP_POPULATE (the populating is inside the timed run).
-    MmapPopulate = "mmap-populate" => mmap::Mmap::POPULATE,
-    /// A mapping with MADV_HUGEPAGE.
-    MmapHuge = "mmap-huge" => mmap::Mmap::HUGE,
-    /// O_DIRECT + pread into aligned buffers.
-    Direct = "direct" => direct::Direct,
-    /// io_uring reads, `--depth` in flight per thread.
-    Uring = "uring" => uring::Uring::BUFFERED,
-    /// io_uring reads with O_DIRECT.
-    UringDirect = "uring-direct" => uring::Uring::DIRECT,
+crate::names::method_list! {
+    /// The read methods of DESIGN §3.
+    pub enum ReadMethod: ReadEngine {
+        /// read(2) at the file position; lseek for random order.
+        Read = "read" | "fcntl" => read::ReadSyscall,
+        /// pread(2) at each block's offset.
+        Pread = "pread" => pread::Pread,
+        /// A mapping with no hint (MADV_NORMAL); the bytes are XORed in place.
+        Mmap = "mmap" => mmap::Mmap::NORMAL,
+        /// A mapping with MADV_SEQUENTIAL.
+        MmapSeq = "mmap-seq" => mmap::Mmap::SEQUENTIAL,
+        /// A mapping with MADV_RANDOM.
+        MmapRandom = "mmap-random" => mmap::Mmap::RANDOM,
+        /// A mapping with MADV_WILLNEED.
+        MmapWillneed = "mmap-willneed" => mmap::Mmap::WILLNEED,
+        /// A mapping made with MAP_POPULATE (the populating is inside the timed run).
+        MmapPopulate = "mmap-populate" => mmap::Mmap::POPULATE,
+        /// A mapping with MADV_HUGEPAGE.
+        MmapHuge = "mmap-huge" => mmap::Mmap::HUGE,
+        /// O_DIRECT + pread into aligned buffers.
+        Direct = "direct" => direct::Direct,
+        /// io_uring reads, `--depth` in flight per thread.
+        Uring = "uring" => uring::Uring::BUFFERED,
+        /// io_uring reads with O_DIRECT.
+        UringDirect = "uring-direct" => uring::Uring::DIRECT,
+    }
 }
 
 impl ReadMethod {
@@ -108,19 +91,59 @@ pub struct EngineInfo {
     pub uses_depth: bool,
 }
 
+impl EngineInfo {
+    /// Reads through a mapping.
+    pub const MAPPED: EngineInfo = EngineInfo {
+        mapped: true,
+        direct: false,
+        uses_depth: false,
+    };
+    /// Reads with O_DIRECT, one request at a time.
+    pub const DIRECT: EngineInfo = EngineInfo {
+        mapped: false,
+        direct: true,
+        uses_depth: false,
+    };
+}
+
 /// A read method: checks support and sets up one worker per part (untimed).
 pub trait ReadEngine: Sync {
-    /// What kind of engine this is.
-    fn info(&self) -> EngineInfo;
+    /// What kind of engine this is (by default: buffered system calls).
+    fn info(&self) -> EngineInfo {
+        EngineInfo::default()
+    }
 
-    /// Sets up one worker per thread of `w` (untimed); a method the kernel or filesystem lacks
-    /// is an [`crate::ErrorKind::Unsupported`] error with the reason.
-    fn prepare(
+    /// Sets up one worker per thread of the job (untimed); a method the kernel or filesystem
+    /// lacks is an [`crate::ErrorKind::Unsupported`] error with the reason.
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers>;
+}
+
+/// One worker per thread, as engines hand them to the core.
+pub type Workers = Vec<Box<dyn Worker>>;
+
+/// What an engine is asked to set up: the file, the workload and the engine options.
+pub struct Job<'a> {
+    /// The open file.
+    pub src: &'a Source,
+    /// The workload, narrowed to the threads that have blocks.
+    pub w: &'a Workload,
+    /// Depth and the like.
+    pub opts: &'a EngineOptions,
+}
+
+impl Job<'_> {
+    /// One synchronous worker per thread, each made by `make`.
+    pub fn each_thread<R: SyncWorker + 'static>(
         &self,
-        src: &Source,
-        w: &Workload,
-        opts: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>>;
+        mut make: impl FnMut() -> Result<R>,
+    ) -> Result<Workers> {
+        sync_workers((0..self.w.threads).map(|_| make()))
+    }
+
+    /// A page-aligned buffer for one piece of this workload.
+    pub fn buffer(&self) -> AlignedBuf {
+        AlignedBuf::new(buffer_len(self.w))
+    }
 }
 
 /// Engine settings beyond the workload.

@@ -1,13 +1,9 @@
 //! `pread`: pread(2) at each piece's offset into a page-aligned buffer; no seeks needed.
 
-use super::{
-    EngineInfo, EngineOptions, PieceDone, ReadEngine, Source, SyncWorker, Worker, buffer_len,
-    pread_full, shrank, sync_workers,
-};
+use super::{Job, PieceDone, ReadEngine, SyncWorker, Workers, pread_full, shrank};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Workload};
-use crate::xor::xor_at;
+use crate::workload::Block;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,24 +18,17 @@ struct PreadWorker {
 }
 
 impl ReadEngine for Pread {
-    fn info(&self) -> EngineInfo {
-        EngineInfo::default()
-    }
-
-    fn prepare(
-        &self,
-        src: &Source,
-        w: &Workload,
-        _: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>> {
-        let file = Arc::new(super::open_advised(src, w)?);
-        sync_workers((0..w.threads).map(|_| {
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
+        // One descriptor for all threads: pread(2) has no file position to share.
+        let file = Arc::new(super::open_advised(job.src, job.w)?);
+        let path = &job.src.path;
+        job.each_thread(|| {
             Ok(PreadWorker {
                 file: file.clone(),
-                buf: AlignedBuf::new(buffer_len(w)),
-                path: src.path.clone(),
+                buf: job.buffer(),
+                path: path.clone(),
             })
-        }))
+        })
     }
 }
 
@@ -51,9 +40,6 @@ impl SyncWorker for PreadWorker {
         if n < buf.len() {
             return Err(shrank(&self.path, piece.offset + n as u64));
         }
-        Ok(PieceDone {
-            xor: xor_at(piece.offset, buf),
-            ops: 1,
-        })
+        Ok(PieceDone::one_call(piece.offset, buf))
     }
 }

@@ -1,13 +1,10 @@
 //! `read`: read(2) into a page-aligned buffer; `lseek` before a piece that does not follow the
 //! last one (random order).
 
-use super::{
-    EngineInfo, EngineOptions, PieceDone, ReadEngine, Source, SyncWorker, Worker, buffer_len,
-    shrank, sync_workers,
-};
+use super::{Job, PieceDone, ReadEngine, SyncWorker, Workers, shrank};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Workload};
+use crate::workload::Block;
 use crate::xor::xor_at;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -25,25 +22,19 @@ struct ReadWorker {
 }
 
 impl ReadEngine for ReadSyscall {
-    fn info(&self) -> EngineInfo {
-        EngineInfo::default()
-    }
-
-    fn prepare(
-        &self,
-        src: &Source,
-        w: &Workload,
-        _: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>> {
-        sync_workers((0..w.threads).map(|_| {
-            // Each thread its own descriptor: read(2) advances a file position.
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
+        // Each thread its own descriptor: read(2) advances a file position.
+        job.each_thread(|| {
+            let file = super::open_advised(job.src, job.w)?;
+            let path = job.src.path.clone();
+            let pos = u64::MAX;
             Ok(ReadWorker {
-                file: super::open_advised(src, w)?,
-                buf: AlignedBuf::new(buffer_len(w)),
-                path: src.path.clone(),
-                pos: u64::MAX,
+                file,
+                buf: job.buffer(),
+                path,
+                pos,
             })
-        }))
+        })
     }
 }
 
@@ -68,9 +59,7 @@ impl SyncWorker for ReadWorker {
             ops += 1;
         }
         self.pos = piece.offset + piece.len;
-        Ok(PieceDone {
-            xor: xor_at(piece.offset, buf),
-            ops,
-        })
+        let xor = xor_at(piece.offset, buf);
+        Ok(PieceDone { xor, ops })
     }
 }

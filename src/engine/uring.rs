@@ -9,13 +9,12 @@
 use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
 use super::driver::pieces;
 use super::{
-    EngineInfo, EngineOptions, MAX_IO, Moved, ReadEngine, Source, Worker, buffer_len, pread_full,
-    shrank,
+    EngineInfo, Job, MAX_IO, Moved, ReadEngine, Worker, Workers, buffer_len, pread_full, shrank,
 };
 use crate::error::{Error, Result, describe_io};
 use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Part, Workload};
+use crate::workload::{Block, Part};
 use crate::xor::xor_at;
 use io_uring::{IoUring, opcode, types};
 use std::fs::File;
@@ -106,12 +105,8 @@ impl ReadEngine for Uring {
         }
     }
 
-    fn prepare(
-        &self,
-        src: &Source,
-        w: &Workload,
-        opts: &EngineOptions,
-    ) -> Result<Vec<Box<dyn Worker>>> {
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
+        let (src, w, opts) = (job.src, job.w, job.opts);
         let name = if self.direct { "uring-direct" } else { "uring" };
         let file = Arc::new(if self.direct {
             open_direct(src, name)?

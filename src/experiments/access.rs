@@ -46,17 +46,6 @@ pub struct AccessConfig {
     pub drop_all: bool,
 }
 
-/// The default methods of `iolab access`.
-pub const DEFAULT_METHODS: [ReadMethod; 7] = [
-    ReadMethod::Read,
-    ReadMethod::Pread,
-    ReadMethod::Mmap,
-    ReadMethod::MmapSeq,
-    ReadMethod::MmapRandom,
-    ReadMethod::MmapWillneed,
-    ReadMethod::Uring,
-];
-
 /// One run of one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessRun {
@@ -133,6 +122,27 @@ struct Cell {
     cache: CacheMode,
     runs: Vec<(AccessRun, Histogram)>,
     unsupported: Option<String>,
+}
+
+impl AccessConfig {
+    /// Methods measured by default.
+    pub const DEFAULT_METHODS: [ReadMethod; 7] = [
+        ReadMethod::Read,
+        ReadMethod::Pread,
+        ReadMethod::Mmap,
+        ReadMethod::MmapSeq,
+        ReadMethod::MmapRandom,
+        ReadMethod::MmapWillneed,
+        ReadMethod::Uring,
+    ];
+    /// Patterns measured by default.
+    pub const DEFAULT_PATTERNS: [Pattern; 2] = [Pattern::Seq, Pattern::Random];
+    /// Cache states measured by default, in the order the rounds visit them.
+    pub const DEFAULT_CACHES: [CacheMode; 2] = [CacheMode::Warm, CacheMode::Cold];
+    /// Counted rounds by default.
+    pub const DEFAULT_REPEAT: usize = 3;
+    /// Uncounted rounds by default (the first touches of fresh page-cache memory are slow).
+    pub const DEFAULT_WARMUP: usize = 1;
 }
 
 /// Measures every method x pattern x cache cell, rounds interleaved.

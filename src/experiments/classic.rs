@@ -6,7 +6,7 @@ use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod};
 use crate::error::{Error, Result};
 use crate::measure::{Counters, measure};
-use crate::workload::{Pattern, Workload};
+use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -35,14 +35,9 @@ pub struct RunConfig {
     pub read_method: ReadMethod,
     /// The method for `-w`.
     pub write_method: WriteMethod,
-    /// Sequential or seeded random order.
-    pub pattern: Pattern,
-    /// Seed of the random order (and of written data).
-    pub seed: u64,
-    /// Threads, each with its own contiguous part.
-    pub threads: usize,
-    /// io_uring requests in flight per thread.
-    pub depth: u32,
+    /// Order, seed, threads and depth.
+    #[serde(flatten)]
+    pub shape: Shape,
     /// The cache state before a read.
     pub cache: CacheMode,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
@@ -104,12 +99,7 @@ pub fn asked_bytes(bs: u64, count: u64) -> Result<u64> {
 
 /// Runs the classic program once, timed from open to close.
 pub fn run_classic(cfg: &RunConfig) -> Result<ClassicResult> {
-    if cfg.threads == 0 {
-        return Err(Error::usage(
-            "invalid thread count",
-            "--threads must be at least 1",
-        ));
-    }
+    cfg.shape.check()?;
     let asked = asked_bytes(cfg.bs, cfg.count)?;
     match cfg.op {
         Op::Read => classic_read(cfg, asked),
@@ -134,14 +124,10 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     if let Some(n) = &state.note {
         notes.push(n.clone());
     }
-    let w = Workload {
-        bs: cfg.bs,
-        len,
-        pattern: cfg.pattern,
-        seed: cfg.seed,
-        threads: cfg.threads,
+    let w = cfg.shape.workload(cfg.bs, len);
+    let opts = EngineOptions {
+        depth: cfg.shape.depth,
     };
-    let opts = EngineOptions { depth: cfg.depth };
     let (moved, counters) = measure(|| -> Result<Moved> {
         let src = engine::open_source(&cfg.path)?;
         engine::read_all(cfg.read_method, &src, &w, &opts)
@@ -161,13 +147,7 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
 }
 
 fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
-    let w = Workload {
-        bs: cfg.bs,
-        len: asked,
-        pattern: cfg.pattern,
-        seed: cfg.seed,
-        threads: cfg.threads,
-    };
+    let w = cfg.shape.workload(cfg.bs, asked);
     let (moved, counters) = measure(|| -> Result<Moved> {
         let target = open_target(&cfg.path, cfg.force)?;
         target.check_space(asked)?;

@@ -8,7 +8,7 @@ use crate::engine::{self, EngineOptions, Moved, ReadMethod};
 use crate::error::{Error, Result};
 use crate::measure::stats::{Summary, summarize};
 use crate::measure::{Counters, measure};
-use crate::workload::{Pattern, Workload};
+use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -23,14 +23,9 @@ pub struct ReadConfig {
     pub bs: u64,
     /// Bytes to read from offset 0; `None` reads the whole file.
     pub len: Option<u64>,
-    /// Sequential or seeded random order.
-    pub pattern: Pattern,
-    /// Seed of the random order (and of written data).
-    pub seed: u64,
-    /// Threads, each with its own contiguous part.
-    pub threads: usize,
-    /// io_uring requests in flight per thread.
-    pub depth: u32,
+    /// Order, seed, threads and depth.
+    #[serde(flatten)]
+    pub shape: Shape,
     /// The page-cache state asked for before each run.
     pub cache: CacheMode,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
@@ -61,6 +56,70 @@ impl RunRecord {
     }
 }
 
+/// Warm-up and counted runs, and the statistics of the counted ones (flattened into results).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Runs {
+    /// Counted runs then warm-ups are marked; statistics use counted runs only.
+    pub runs: Vec<RunRecord>,
+    /// MiB/s over the counted runs.
+    pub rate: Summary,
+    /// Seconds over the counted runs.
+    pub seconds: Summary,
+}
+
+impl Runs {
+    /// Runs `one` `warmup` times uncounted, then `repeat` times counted, reporting progress as
+    /// `what`; then summarises the counted runs.
+    pub fn measure(
+        warmup: usize,
+        repeat: usize,
+        what: &str,
+        obs: &dyn Observer,
+        mut one: impl FnMut() -> Result<(Moved, Counters, Option<CacheState>)>,
+    ) -> Result<Runs> {
+        let total = warmup + repeat;
+        let mut runs = Vec::with_capacity(total);
+        for i in 0..total {
+            let (moved, counters, cache) = one()?;
+            let warm = i < warmup;
+            runs.push(RunRecord {
+                warmup: warm,
+                counters,
+                moved,
+                cache,
+            });
+            obs.progress(what, i + 1, total);
+        }
+        let counted = || runs.iter().filter(|r| !r.warmup);
+        let rate = summarize(&counted().map(|r| r.mib_per_s()).collect::<Vec<_>>());
+        let seconds = summarize(
+            &counted()
+                .map(|r| r.counters.wall.as_secs_f64())
+                .collect::<Vec<_>>(),
+        );
+        Ok(Runs {
+            runs,
+            rate,
+            seconds,
+        })
+    }
+
+    /// The counted runs.
+    pub fn counted(&self) -> impl Iterator<Item = &RunRecord> {
+        self.runs.iter().filter(|r| !r.warmup)
+    }
+
+    /// The warning to give when the rates have outliers.
+    pub fn outlier_warning(&self) -> Option<String> {
+        (!self.rate.outliers.is_empty()).then(|| {
+            format!(
+                "{} outlier run(s) by median absolute deviation: the machine may be busy; try more --warmup or --repeat",
+                self.rate.outliers.len()
+            )
+        })
+    }
+}
+
 /// What `iolab read` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadResult {
@@ -74,12 +133,9 @@ pub struct ReadResult {
     pub bytes: u64,
     /// XOR of the bytes read (the same in every run).
     pub xor: u32,
-    /// Counted runs then warm-ups are marked; statistics use counted runs only.
-    pub runs: Vec<RunRecord>,
-    /// MiB/s over the counted runs.
-    pub rate: Summary,
-    /// Seconds over the counted runs.
-    pub seconds: Summary,
+    /// The runs and their statistics.
+    #[serde(flatten)]
+    pub runs: Runs,
     /// What the user should know about these figures.
     pub warnings: Vec<String>,
 }
@@ -109,14 +165,16 @@ pub fn resolve_len(bs: u64, len: Option<u64>, size: u64) -> Result<(u64, Vec<Str
     Ok((len, warnings))
 }
 
+impl ReadConfig {
+    /// Counted runs by default.
+    pub const DEFAULT_REPEAT: usize = 5;
+    /// Uncounted runs first by default.
+    pub const DEFAULT_WARMUP: usize = 1;
+}
+
 /// Reads the file `repeat` times after `warmup` runs, the cache prepared and verified before each.
 pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Result<ReadResult> {
-    if cfg.threads == 0 {
-        return Err(Error::usage(
-            "invalid thread count",
-            "--threads must be at least 1",
-        ));
-    }
+    cfg.shape.check()?;
     if cfg.repeat == 0 {
         return Err(Error::usage(
             "invalid repeat count",
@@ -125,32 +183,19 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
     }
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
-    let w = Workload {
-        bs: cfg.bs,
-        len,
-        pattern: cfg.pattern,
-        seed: cfg.seed,
-        threads: cfg.threads,
+    let w = cfg.shape.workload(cfg.bs, len);
+    let opts = EngineOptions {
+        depth: cfg.shape.depth,
     };
-    let opts = EngineOptions { depth: cfg.depth };
-    let total = cfg.warmup + cfg.repeat;
-    let mut runs = Vec::with_capacity(total);
-    for i in 0..total {
+    let runs = Runs::measure(cfg.warmup, cfg.repeat, "read", obs, || {
         // Cache state is established and verified right before each run, outside the timing.
         let state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
         let prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
         let (moved, counters) = measure(|| prepared.run());
-        let moved = moved?;
-        runs.push(RunRecord {
-            warmup: i < cfg.warmup,
-            counters,
-            moved,
-            cache: Some(state),
-        });
-        obs.progress("read", i + 1, total);
-    }
-    let xor = runs[0].moved.xor;
-    if let Some(bad) = runs.iter().find(|r| r.moved.xor != xor) {
+        Ok((moved?, counters, Some(state)))
+    })?;
+    let xor = runs.runs[0].moved.xor;
+    if let Some(bad) = runs.runs.iter().find(|r| r.moved.xor != xor) {
         return Err(Error::failed(
             "checksum mismatch",
             format!(
@@ -161,40 +206,22 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         )
         .at(&src.path));
     }
-    let counted: Vec<&RunRecord> = runs.iter().filter(|r| !r.warmup).collect();
-    let unverified = counted
-        .iter()
+    let note = || runs.counted().find_map(|r| r.cache.as_ref()?.note.clone());
+    let unverified = runs
+        .counted()
         .filter(|r| r.cache.as_ref().is_some_and(|c| !c.verified))
         .count();
     if unverified > 0 {
-        let note = counted
-            .iter()
-            .find_map(|r| r.cache.as_ref().and_then(|c| c.note.clone()))
-            .unwrap_or_default();
         warnings.push(format!(
-            "{unverified} of {} runs did not start {}: {note}",
-            counted.len(),
-            cfg.cache.name()
+            "{unverified} of {} runs did not start {}: {}",
+            runs.counted().count(),
+            cfg.cache.name(),
+            note().unwrap_or_default()
         ));
-    } else if let Some(note) = counted
-        .iter()
-        .find_map(|r| r.cache.as_ref().and_then(|c| c.note.clone()))
-    {
+    } else if let Some(note) = note() {
         warnings.push(note);
     }
-    let rate = summarize(&counted.iter().map(|r| r.mib_per_s()).collect::<Vec<_>>());
-    let seconds = summarize(
-        &counted
-            .iter()
-            .map(|r| r.counters.wall.as_secs_f64())
-            .collect::<Vec<_>>(),
-    );
-    if !rate.outliers.is_empty() {
-        warnings.push(format!(
-            "{} outlier run(s) by median absolute deviation: the machine may be busy; try more --warmup or --repeat",
-            rate.outliers.len()
-        ));
-    }
+    warnings.extend(runs.outlier_warning());
     Ok(ReadResult {
         host: host_facts(Some(&cfg.path), command_line),
         config: cfg.clone(),
@@ -202,8 +229,6 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         bytes: len,
         xor,
         runs,
-        rate,
-        seconds,
         warnings,
     })
 }

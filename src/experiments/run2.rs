@@ -8,7 +8,7 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
-use crate::workload::Pattern;
+use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -104,10 +104,11 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
             count,
             read_method: cfg.method,
             write_method: WriteMethod::Write,
-            pattern: Pattern::Seq,
-            seed: 0,
-            threads: cfg.threads,
-            depth: 32,
+            shape: Shape {
+                seed: 0,
+                threads: cfg.threads,
+                ..Shape::SEQUENTIAL
+            },
             cache: cfg.cache,
             drop_all: cfg.drop_all,
             sync: SyncMode::None,

@@ -9,7 +9,7 @@ use crate::engine::{self, EngineOptions, Moved, ReadMethod};
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::stats::{Summary, summarize};
 use crate::measure::{Counters, measure};
-use crate::workload::{Pattern, Workload};
+use crate::workload::{Pattern, Shape};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -52,6 +52,32 @@ pub struct SweepConfig {
     pub seed: u64,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
+}
+
+impl SweepConfig {
+    /// Cache states measured by default.
+    pub const DEFAULT_CACHES: [CacheMode; 2] = [CacheMode::Cold, CacheMode::Warm];
+    /// Sync modes measured by default.
+    pub const DEFAULT_SYNCS: [SyncMode; 4] = [
+        SyncMode::None,
+        SyncMode::End,
+        SyncMode::Each,
+        SyncMode::Dsync,
+    ];
+    /// Block sizes by default.
+    pub const DEFAULT_SIZES: &str = "512..16M";
+    /// Runs per cell by default.
+    pub const DEFAULT_REPEAT: usize = 3;
+
+    /// Sequential blocks with this sweep's threads, seed and depth.
+    fn shape(&self) -> Shape {
+        Shape {
+            pattern: Pattern::Seq,
+            seed: self.seed,
+            threads: self.threads,
+            depth: self.depth,
+        }
+    }
 }
 
 /// Per-block sync modes wait for the device at every block; their runs stop after this many.
@@ -240,7 +266,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             }
             let size = src.size;
             let opts = EngineOptions { depth: cfg.depth };
-            let (threads, seed, drop_all) = (cfg.threads, cfg.seed, cfg.drop_all);
+            let (shape, drop_all) = (cfg.shape(), cfg.drop_all);
             (
                 size,
                 Box::new(move |kind: CellKind, bs: u64| {
@@ -252,13 +278,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
                         unreachable!("read sweep")
                     };
                     let state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
-                    let w = Workload {
-                        bs,
-                        len,
-                        pattern: Pattern::Seq,
-                        seed,
-                        threads,
-                    };
+                    let w = shape.workload(bs, len);
                     let prepared = engine::prepare(m, &src, &w, &opts)?;
                     let (moved, counters) = measure(|| prepared.run());
                     Ok(SweepRun {
@@ -282,7 +302,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             let target = open_target(&dir.join("iolab-sweep-scratch"), false)?;
             let len = cfg.len.unwrap_or(WRITE_LEN);
             target.check_space(len)?;
-            let (threads, seed) = (cfg.threads, cfg.seed);
+            let shape = cfg.shape();
             (
                 0,
                 Box::new(move |kind: CellKind, bs: u64| {
@@ -295,13 +315,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
                     } else {
                         len
                     };
-                    let w = Workload {
-                        bs,
-                        len,
-                        pattern: Pattern::Seq,
-                        seed,
-                        threads,
-                    };
+                    let w = shape.workload(bs, len);
                     let prepared = prepare_write(m, &target, &w, s)?;
                     let (moved, counters) = measure(|| prepared.run());
                     Ok(SweepRun {

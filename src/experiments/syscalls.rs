@@ -46,6 +46,16 @@ pub struct SyscallsResult {
 
 const SAMPLE: Duration = Duration::from_millis(20);
 
+/// Times one call of `f(i)` per iteration `i` (see [`time_calls`]).
+fn time_each(samples: usize, mut f: impl FnMut(u64) -> Result<()>) -> Result<Vec<f64>> {
+    time_calls(samples, |n| {
+        for i in 0..n {
+            f(i)?;
+        }
+        Ok(())
+    })
+}
+
 /// Times `f(iterations)`: grows the iteration count until a sample takes `SAMPLE`, then takes
 /// `samples` samples. Returns ns per call for each.
 fn time_calls(samples: usize, mut f: impl FnMut(u64) -> Result<()>) -> Result<Vec<f64>> {
@@ -158,20 +168,16 @@ fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<Sy
     add(
         "getppid",
         "getppid(2), the null system call",
-        time_calls(samples, |n| {
-            for _ in 0..n {
-                black_box(calls::getppid());
-            }
+        time_each(samples, |_| {
+            black_box(calls::getppid());
             Ok(())
         }),
     )?;
     add(
         "clock_gettime",
         "clock_gettime(CLOCK_MONOTONIC) through the vDSO (no kernel entry)",
-        time_calls(samples, |n| {
-            for _ in 0..n {
-                black_box(Instant::now());
-            }
+        time_each(samples, |_| {
+            black_box(Instant::now());
             Ok(())
         }),
     )?;
@@ -180,11 +186,9 @@ fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<Sy
     add(
         "read-1b",
         "read(2) of 1 byte, sequential through a cached file",
-        time_calls(samples, |n| {
-            for _ in 0..n {
-                if seq.read(&mut byte).map_err(io_err("read failed", path))? == 0 {
-                    calls::lseek(&seq, 0).map_err(io_err("seek failed", path))?;
-                }
+        time_each(samples, |_| {
+            if seq.read(&mut byte).map_err(io_err("read failed", path))? == 0 {
+                calls::lseek(&seq, 0).map_err(io_err("seek failed", path))?;
             }
             Ok(())
         }),
@@ -192,55 +196,48 @@ fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<Sy
     add(
         "pread-1b",
         "pread(2) of 1 byte at a moving offset",
-        time_calls(samples, |n| {
-            for i in 0..n {
-                file.read_at(&mut byte, i % size)
-                    .map_err(io_err("read failed", path))?;
-            }
+        time_each(samples, |i| {
+            file.read_at(&mut byte, i % size)
+                .map_err(io_err("read failed", path))?;
             Ok(())
         }),
     )?;
     let mut page = crate::sys::buf::AlignedBuf::new(4096);
+    let blocks = (size / 4096).max(1);
     add(
         "pread-4k",
         "pread(2) of 4 KiB into an aligned buffer",
-        time_calls(samples, |n| {
-            let blocks = (size / 4096).max(1);
-            for i in 0..n {
-                file.read_at(page.as_mut_slice(), (i % blocks) * 4096)
-                    .map_err(io_err("read failed", path))?;
-            }
-            Ok(())
+        time_each(samples, |i| {
+            file.read_at(page.as_mut_slice(), (i % blocks) * 4096)
+                .map_err(io_err("read failed", path))
+                .map(drop)
         }),
     )?;
     add(
         "lseek",
         "lseek(2) to an offset",
-        time_calls(samples, |n| {
-            for i in 0..n {
-                calls::lseek(&file, (i % size) as i64).map_err(io_err("seek failed", path))?;
-            }
-            Ok(())
+        time_each(samples, |i| {
+            calls::lseek(&file, (i % size) as i64)
+                .map_err(io_err("seek failed", path))
+                .map(drop)
         }),
     )?;
     add(
         "fstat",
         "fstat(2)",
-        time_calls(samples, |n| {
-            for _ in 0..n {
-                calls::fstat(&file).map_err(io_err("fstat failed", path))?;
-            }
-            Ok(())
+        time_each(samples, |_| {
+            calls::fstat(&file)
+                .map_err(io_err("fstat failed", path))
+                .map(drop)
         }),
     )?;
     add(
         "mmap-munmap",
         "mmap(2) + munmap(2) of one page of the file",
-        time_calls(samples, |n| {
-            for _ in 0..n {
-                calls::map_unmap_page(&file).map_err(io_err("mmap failed", path))?;
-            }
-            Ok(())
+        time_each(samples, |_| {
+            calls::map_unmap_page(&file)
+                .map_err(io_err("mmap failed", path))
+                .map(drop)
         }),
     )?;
     add(

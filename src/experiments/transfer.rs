@@ -125,6 +125,11 @@ pub fn run_once(
     result
 }
 
+impl TransferConfig {
+    /// Runs per pair by default.
+    pub const DEFAULT_REPEAT: usize = 3;
+}
+
 /// Moves the files over loopback for every pair, `repeat` interleaved rounds.
 pub fn run_transfer(
     cfg: &TransferConfig,

@@ -3,13 +3,12 @@
 
 use super::Observer;
 use super::host::{Host, host_facts};
-use super::read::RunRecord;
+use super::read::Runs;
 use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, ReadMethod};
 use crate::error::{Error, Result};
 use crate::measure::measure;
-use crate::measure::stats::{Summary, summarize};
-use crate::workload::{Pattern, Workload};
+use crate::workload::{Pattern, Shape, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -24,12 +23,9 @@ pub struct WriteConfig {
     pub bs: u64,
     /// Bytes to move.
     pub len: u64,
-    /// Sequential or seeded random order.
-    pub pattern: Pattern,
-    /// Seed of the random order (and of written data).
-    pub seed: u64,
-    /// Threads, each with its own contiguous part.
-    pub threads: usize,
+    /// Order, seed, threads and depth.
+    #[serde(flatten)]
+    pub shape: Shape,
     /// Durability.
     pub sync: SyncMode,
     /// Replace an existing file.
@@ -53,12 +49,9 @@ pub struct WriteResult {
     pub xor: u32,
     /// The file read back after the last run had the XOR that was written.
     pub verified: bool,
-    /// Every counted run.
-    pub runs: Vec<RunRecord>,
-    /// Throughput over the counted runs, MiB/s.
-    pub rate: Summary,
-    /// Wall seconds over the counted runs.
-    pub seconds: Summary,
+    /// The runs and their statistics.
+    #[serde(flatten)]
+    pub runs: Runs,
     /// What the user should know about these figures.
     pub warnings: Vec<String>,
 }
@@ -75,12 +68,7 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
             Error::usage("invalid size", "it must be at least 1 byte").hint("e.g. --size 256M")
         );
     }
-    if cfg.threads == 0 {
-        return Err(Error::usage(
-            "invalid thread count",
-            "--threads must be at least 1",
-        ));
-    }
+    cfg.shape.check()?;
     if cfg.repeat == 0 {
         return Err(Error::usage(
             "invalid repeat count",
@@ -88,6 +76,11 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+impl WriteConfig {
+    /// Counted runs by default.
+    pub const DEFAULT_REPEAT: usize = 3;
 }
 
 /// Writes the file `repeat` times after `warmup` runs, then reads it back to verify.
@@ -107,28 +100,13 @@ fn write_runs(
     obs: &dyn Observer,
 ) -> Result<WriteResult> {
     target.check_space(cfg.len)?;
-    let w = Workload {
-        bs: cfg.bs,
-        len: cfg.len,
-        pattern: cfg.pattern,
-        seed: cfg.seed,
-        threads: cfg.threads,
-    };
-    let total = cfg.warmup + cfg.repeat;
-    let mut runs = Vec::with_capacity(total);
-    for i in 0..total {
+    let w = cfg.shape.workload(cfg.bs, cfg.len);
+    let runs = Runs::measure(cfg.warmup, cfg.repeat, "write", obs, || {
         let prepared = prepare_write(cfg.method, target, &w, cfg.sync)?;
         let (moved, counters) = measure(|| prepared.run());
-        let moved = moved?;
-        runs.push(RunRecord {
-            warmup: i < cfg.warmup,
-            counters,
-            moved,
-            cache: None,
-        });
-        obs.progress("write", i + 1, total);
-    }
-    let xor = runs[0].moved.xor;
+        Ok((moved?, counters, None))
+    })?;
+    let xor = runs.runs[0].moved.xor;
     // Read back what the last run left (outside any timing) and compare.
     let src = engine::open_source(&target.tmp)?;
     let back = engine::read_all(
@@ -156,14 +134,6 @@ fn write_runs(
         )
         .at(&cfg.path));
     }
-    let counted: Vec<&RunRecord> = runs.iter().filter(|r| !r.warmup).collect();
-    let rate = summarize(&counted.iter().map(|r| r.mib_per_s()).collect::<Vec<_>>());
-    let seconds = summarize(
-        &counted
-            .iter()
-            .map(|r| r.counters.wall.as_secs_f64())
-            .collect::<Vec<_>>(),
-    );
     let mut warnings = Vec::new();
     if cfg.sync == SyncMode::None {
         warnings.push(
@@ -171,12 +141,7 @@ fn write_runs(
                 .into(),
         );
     }
-    if !rate.outliers.is_empty() {
-        warnings.push(format!(
-            "{} outlier run(s) by median absolute deviation: try more --warmup or --repeat",
-            rate.outliers.len()
-        ));
-    }
+    warnings.extend(runs.outlier_warning());
     Ok(WriteResult {
         host: host_facts(Some(&cfg.path), command_line),
         config: cfg.clone(),
@@ -184,8 +149,6 @@ fn write_runs(
         xor,
         verified: true,
         runs,
-        rate,
-        seconds,
         warnings,
     })
 }

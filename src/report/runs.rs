@@ -1,9 +1,8 @@
 //! Reports of measured runs (`iolab read`, `iolab write`): one row per run, then the summary.
 
 use super::{Format, csv_line, json, markdown_table, table};
-use crate::experiments::read::{ReadResult, RunRecord};
+use crate::experiments::read::{ReadResult, RunRecord, Runs};
 use crate::experiments::write::WriteResult;
-use crate::measure::stats::Summary;
 use crate::size::format_size;
 use crate::xor::format_xor;
 
@@ -11,9 +10,7 @@ use crate::xor::format_xor;
 struct RunSet<'a> {
     headline: String,
     config: Vec<(&'static str, String)>,
-    runs: &'a [RunRecord],
-    rate: &'a Summary,
-    seconds: &'a Summary,
+    runs: &'a Runs,
     xor: u32,
     with_cache: bool,
 }
@@ -38,14 +35,12 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
         config: vec![
             ("method", c.method.name().into()),
             ("bs", format_size(c.bs)),
-            ("pattern", c.pattern.name().into()),
-            ("threads", c.threads.to_string()),
-            ("depth", c.depth.to_string()),
+            ("pattern", c.shape.pattern.name().into()),
+            ("threads", c.shape.threads.to_string()),
+            ("depth", c.shape.depth.to_string()),
             ("cache", c.cache.name().into()),
         ],
         runs: &r.runs,
-        rate: &r.rate,
-        seconds: &r.seconds,
         xor: r.xor,
         with_cache: true,
     };
@@ -68,13 +63,11 @@ pub fn write_report(r: &WriteResult, format: Format) -> String {
         config: vec![
             ("method", c.method.name().into()),
             ("bs", format_size(c.bs)),
-            ("pattern", c.pattern.name().into()),
-            ("threads", c.threads.to_string()),
+            ("pattern", c.shape.pattern.name().into()),
+            ("threads", c.shape.threads.to_string()),
             ("sync", c.sync.name().into()),
         ],
         runs: &r.runs,
-        rate: &r.rate,
-        seconds: &r.seconds,
         xor: r.xor,
         with_cache: false,
     };
@@ -110,10 +103,10 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
         header.push("cache ok".into());
     }
     let mut out = vec![header];
-    for (i, r) in set.runs.iter().enumerate() {
+    for (i, r) in set.runs.runs.iter().enumerate() {
         let c = &r.counters;
         let mut row = vec![
-            run_label(i, set.runs),
+            run_label(i, &set.runs.runs),
             format!("{:.4}", c.wall.as_secs_f64()),
             format!("{:.1}", r.mib_per_s()),
             format!("{:.3}", c.user.as_secs_f64()),
@@ -144,7 +137,7 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
 }
 
 fn summary_line(set: &RunSet) -> String {
-    let (r, s) = (set.rate, set.seconds);
+    let (r, s) = (&set.runs.rate, &set.runs.seconds);
     format!(
         "median {:.1} MiB/s (min {:.1}, max {:.1}, mean {:.1}, stddev {:.1}) over {} runs; time median {:.4} s",
         r.median, r.min, r.max, r.mean, r.stddev, r.n, s.median
@@ -204,11 +197,11 @@ fn csv(set: &RunSet) -> String {
         .map(|s| s.to_string()),
     );
     let mut out = csv_line(&header);
-    for (i, r) in set.runs.iter().enumerate() {
+    for (i, r) in set.runs.runs.iter().enumerate() {
         let c = &r.counters;
         let mut row: Vec<String> = set.config.iter().map(|(_, v)| v.clone()).collect();
         row.extend([
-            run_label(i, set.runs),
+            run_label(i, &set.runs.runs),
             r.warmup.to_string(),
             format!("{:.6}", c.wall.as_secs_f64()),
             format!("{:.3}", r.mib_per_s()),

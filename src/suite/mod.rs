@@ -27,8 +27,8 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::run::RunRead,
     &exp::run::RunWrite,
     &exp::run2::Run2,
-    &exp::fast::FastWarm,
-    &exp::fast::FastCold,
+    &exp::fast::FAST_WARM,
+    &exp::fast::FAST_COLD,
     &exp::sweep::SweepRead,
     &exp::sweep::SweepWrite,
     &exp::access::Access,
@@ -162,6 +162,11 @@ impl SuiteContext<'_> {
     pub fn file(&self) -> &Path {
         &self.data.random_file
     }
+
+    /// `quick` in a `--quick` suite, else `full`.
+    pub fn scale<T>(&self, quick: T, full: T) -> T {
+        if self.cfg.quick { quick } else { full }
+    }
 }
 
 /// A section of the report: an experiment's table and plot, or why it has none.
@@ -180,17 +185,23 @@ pub struct Section {
     pub seconds: f64,
 }
 
+/// What an experiment is called and what it shows.
+pub struct About {
+    /// Its key in results.json (stable across runs).
+    pub name: &'static str,
+    /// Its heading in the report.
+    pub title: &'static str,
+    /// What it shows and why, in two sentences.
+    pub explains: &'static str,
+}
+
 /// One experiment of the suite, with its own result type. The registry holds these as
 /// [`Experiment`] objects (every `Entry` is one).
 pub trait Entry: Sync {
     /// Its result.
     type Output: Serialize + DeserializeOwned;
-    /// Its key in results.json (stable across runs).
-    const NAME: &'static str;
-    /// Its heading in the report.
-    const TITLE: &'static str;
-    /// What it shows and why, in two sentences.
-    const EXPLAINS: &'static str;
+    /// Its name, heading and explanation.
+    fn about(&self) -> &'static About;
 
     /// Measures.
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<Self::Output>;
@@ -223,25 +234,26 @@ pub trait Experiment: Sync {
 
 impl<E: Entry> Experiment for E {
     fn name(&self) -> &'static str {
-        E::NAME
+        self.about().name
     }
 
     fn run_json(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<serde_json::Value> {
         let out = self.run(ctx, obs)?;
-        serde_json::to_value(&out)
-            .map_err(|e| Error::failed("cannot record the result", e.to_string()).on(E::NAME))
+        serde_json::to_value(&out).map_err(|e| {
+            Error::failed("cannot record the result", e.to_string()).on(self.about().name)
+        })
     }
 
     fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section {
         let typed: Option<E::Output> = o.typed();
         let plot = typed.as_ref().and_then(|t| self.plot(t)).map(|svg| {
-            let name = E::NAME.replace('_', "-");
+            let name = self.about().name.replace('_', "-");
             plots.push((format!("{name}.svg"), svg));
             name
         });
         Section {
-            title: E::TITLE,
-            why: E::EXPLAINS,
+            title: self.about().title,
+            why: self.about().explains,
             plot,
             table: typed.as_ref().map(|t| self.table(t)),
             error: o.error.clone(),

@@ -353,15 +353,12 @@ mod tests {
 
     #[test]
     fn windows_are_disjoint_and_their_writes_reach_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
+        let (_dir, path) = crate::testutil::file_with("f", &[0; 8192]);
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create_new(true)
             .open(&path)
             .unwrap();
-        file.set_len(8192).unwrap();
         let fresh = || WritableMapping::new(&file, 8192).unwrap();
         assert!(fresh().into_windows(&[(0, 4096), (4095, 10)]).is_none());
         assert!(fresh().into_windows(&[(8000, 193)]).is_none());
@@ -388,9 +385,7 @@ mod tests {
     #[test]
     fn a_read_only_mapping_gives_no_way_to_write() {
         // The type has no mutable access at all; its bytes are the file's.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, b"abc").unwrap();
+        let (_dir, path) = crate::testutil::file_with("f", b"abc");
         let file = File::open(&path).unwrap();
         let map = Mapping::new(&file, 3, false).unwrap();
         assert_eq!(map.as_slice(), b"abc");

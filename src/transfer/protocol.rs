@@ -13,10 +13,6 @@ pub const VERSION: u16 = 1;
 pub const FLAG_TOKEN: u16 = 1;
 /// Longest file name accepted, bytes.
 pub const MAX_NAME: usize = 255;
-/// Frame tag: a file follows.
-pub const FRAME_FILE: u8 = 1;
-/// Frame tag: no more files.
-pub const FRAME_END: u8 = 0;
 
 /// A hello: who speaks which version, whether a token is required, and a fresh nonce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +29,27 @@ pub struct Hello {
 pub const HELLO_LEN: usize = 8 + 2 + 2 + 16;
 
 impl Hello {
+    /// This side's hello: the version, whether it holds a token, a fresh nonce.
+    pub fn ours(token: Option<&str>) -> Hello {
+        Hello {
+            version: VERSION,
+            flags: if token.is_some() { FLAG_TOKEN } else { 0 },
+            nonce: nonce(),
+        }
+    }
+
+    /// Refuses a peer whose hello says it holds a token when this side has none, or the reverse.
+    pub fn check_token_use(&self, token: Option<&str>, peer: &str) -> Result<()> {
+        if (self.flags & FLAG_TOKEN != 0) != token.is_some() {
+            return Err(Error::failed(
+                "handshake failed",
+                "only one side has a token (--token or IOLAB_TOKEN)",
+            )
+            .on(peer));
+        }
+        Ok(())
+    }
+
     /// The hello on the wire.
     pub fn encode(&self) -> [u8; HELLO_LEN] {
         let mut b = [0u8; HELLO_LEN];
@@ -116,6 +133,11 @@ pub fn check_name(name: &[u8]) -> Result<String, String> {
     }
     Ok(s.to_string())
 }
+
+/// Frame tag: a file follows.
+pub const FRAME_FILE: u8 = 1;
+/// Frame tag: no more files.
+pub const FRAME_END: u8 = 0;
 
 /// What the reader found instead of the next frame.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! name, renamed only when complete and its BLAKE3 matches the header. Names, sizes and existing
 //! files are checked before a byte is written; a failure removes the partial output.
 
-use super::protocol::{self, FLAG_TOKEN, Frame, Header, Hello};
+use super::protocol::{self, Frame, Header, Hello};
 use super::{ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::WritableMapping;
@@ -123,19 +123,9 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
 
 fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
     let theirs = protocol::read_hello(sock, "sender", peer)?;
-    let mine = Hello {
-        version: protocol::VERSION,
-        flags: if token.is_some() { FLAG_TOKEN } else { 0 },
-        nonce: protocol::nonce(),
-    };
+    let mine = Hello::ours(token);
     protocol::send_all(sock, &mine.encode(), peer)?;
-    if (theirs.flags & FLAG_TOKEN != 0) != token.is_some() {
-        return Err(Error::failed(
-            "handshake failed",
-            "only one side has a token (--token or IOLAB_TOKEN)",
-        )
-        .on(peer));
-    }
+    theirs.check_token_use(token, peer)?;
     if let Some(t) = token {
         protocol::send_all(
             sock,

@@ -2,7 +2,7 @@
 //! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
-use super::protocol::{self, FLAG_TOKEN, Header, Hello};
+use super::protocol::{self, Header, Hello};
 use super::{ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::Mapping;
@@ -213,20 +213,10 @@ fn connection(
 
 /// Sender side of the hello exchange: hello out, the receiver's hello (and proof) in, our proof out.
 fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
-    let mine = Hello {
-        version: protocol::VERSION,
-        flags: if token.is_some() { FLAG_TOKEN } else { 0 },
-        nonce: protocol::nonce(),
-    };
+    let mine = Hello::ours(token);
     protocol::send_all(sock, &mine.encode(), peer)?;
     let theirs = protocol::read_hello(sock, "receiver", peer)?;
-    if (theirs.flags & FLAG_TOKEN != 0) != token.is_some() {
-        return Err(Error::failed(
-            "handshake failed",
-            "only one side has a token (--token or IOLAB_TOKEN)",
-        )
-        .on(peer));
-    }
+    theirs.check_token_use(token, peer)?;
     if let Some(t) = token {
         protocol::expect_proof(sock, t, b"recv", &mine.nonce, peer)?;
         protocol::send_all(

@@ -1,12 +1,11 @@
 //! `direct` writes: O_DIRECT from page-aligned buffers. Block sizes must be multiples of 4 KiB;
 //! a final partial block (a file size that is not) goes through a buffered descriptor.
 
-use super::{Finish, SyncMode, WriteEngine, WriteTarget, Writers, data_buffer, write_error};
-use crate::engine::{DIRECT_ALIGN, PieceDone, SyncWorker, sync_workers};
+use super::{Finish, WriteEngine, WriteJob, WriteTarget, Writers, sync_block, write_error};
+use crate::engine::{DIRECT_ALIGN, PieceDone, SyncWorker};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Part, Workload};
-use crate::xor::xor_at;
+use crate::workload::Block;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -30,13 +29,8 @@ fn unsupported(target: &WriteTarget, why: &str) -> Error {
 }
 
 impl WriteEngine for DirectWrite {
-    fn writers(
-        &self,
-        target: &WriteTarget,
-        w: &Workload,
-        parts: &[Part],
-        sync: SyncMode,
-    ) -> Result<Writers> {
+    fn writers(&self, job: &WriteJob<'_>) -> Result<Writers> {
+        let (target, w, sync) = (job.target, job.w, job.sync);
         if !w.bs.is_multiple_of(DIRECT_ALIGN) {
             return Err(Error::new(
                 ErrorKind::Unsuited,
@@ -56,17 +50,17 @@ impl WriteEngine for DirectWrite {
                     Some(libc::EINVAL) => unsupported(target, "the filesystem refuses O_DIRECT"),
                     _ => e,
                 })?;
-        let workers = sync_workers((0..parts.len()).map(|t| {
+        let workers = job.each_part(|t| {
             Ok(DirectWriter {
                 direct: direct
                     .try_clone()
                     .map_err(|e| Error::io("cannot open", &target.path, &e))?,
                 buffered: target.reopen(flags, false)?,
-                buf: data_buffer(w, t),
+                buf: job.data(t),
                 sync_each: sync.per_block(true),
                 path: target.path.clone(),
             })
-        }))?;
+        })?;
         Ok(Writers {
             workers,
             finish: Finish::fsync_if(sync, Arc::new(direct)),
@@ -93,19 +87,10 @@ impl SyncWorker for DirectWriter {
             }
             r => r.map_err(|e| write_error(&self.path, &e))?,
         }
-        Ok(PieceDone {
-            xor: xor_at(piece.offset, data),
-            ops: 1,
-        })
+        Ok(PieceDone::one_call(piece.offset, data))
     }
 
     fn end_block(&mut self, _block: Block) -> Result<u64> {
-        if !self.sync_each {
-            return Ok(0);
-        }
-        self.direct
-            .sync_data()
-            .map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
-        Ok(1)
+        sync_block(self.sync_each, &self.direct, &self.path)
     }
 }

@@ -3,12 +3,12 @@
 //! blocks are copied into a MAP_SHARED mapping, each thread into its own window of it, and
 //! msync'ed per block or at the end per sync mode.
 
-use super::{Finish, SyncMode, WriteEngine, WriteTarget, Writers, data_buffer, write_error};
-use crate::engine::{PieceDone, SyncWorker, sync_workers};
+use super::{Finish, SyncMode, WriteEngine, WriteJob, Writers, write_error};
+use crate::engine::{PieceDone, SyncWorker};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::sys::map::{MapWindow, WritableMapping};
-use crate::workload::{Block, Part, Workload};
+use crate::workload::Block;
 use crate::xor::xor_at;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,13 +24,8 @@ struct MmapWriter {
 }
 
 impl WriteEngine for MmapWrite {
-    fn writers(
-        &self,
-        target: &WriteTarget,
-        w: &Workload,
-        parts: &[Part],
-        sync: SyncMode,
-    ) -> Result<Writers> {
+    fn writers(&self, job: &WriteJob<'_>) -> Result<Writers> {
+        let (target, w, sync) = (job.target, job.w, job.sync);
         let path = &target.path;
         let file = Arc::new(target.reopen(0, true)?);
         file.set_len(w.len).map_err(|e| write_error(path, &e))?;
@@ -45,7 +40,8 @@ impl WriteEngine for MmapWrite {
                 .at(path)
                 .with_source(e)
         })?;
-        let ranges: Vec<(usize, usize)> = parts
+        let ranges: Vec<(usize, usize)> = job
+            .parts
             .iter()
             .map(|p| {
                 let (start, end) = p.span();
@@ -55,14 +51,17 @@ impl WriteEngine for MmapWrite {
         let (windows, handle) = map.into_windows(&ranges).ok_or_else(|| {
             Error::failed("cannot map", "the threads' parts overlap (a bug)").at(path)
         })?;
-        let workers = sync_workers(windows.into_iter().enumerate().map(|(t, window)| {
+        let mut windows = windows.into_iter();
+        let workers = job.each_part(|t| {
             Ok(MmapWriter {
-                window,
-                buf: data_buffer(w, t),
+                window: windows
+                    .next()
+                    .ok_or_else(|| Error::failed("cannot map", "fewer windows than parts"))?,
+                buf: job.data(t),
                 sync_each: sync.per_block(false),
                 path: path.clone(),
             })
-        }))?;
+        })?;
         Ok(Writers {
             workers,
             finish: if sync == SyncMode::End {

@@ -7,9 +7,10 @@ mod direct;
 mod mmap;
 mod syscall;
 
-use super::driver::{Worker, nonempty_parts, run_parts};
+use super::driver::{SyncWorker, Worker, nonempty_parts, run_parts, sync_workers};
 use super::{Moved, RunLimits, check_regular};
 use crate::error::{Error, Result};
+use crate::sys::buf::AlignedBuf;
 use crate::sys::map::MapHandle;
 use crate::workload::{Part, Workload};
 use std::fs::{File, OpenOptions};
@@ -17,36 +18,18 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Declares the write methods: each line is a name (with aliases) and the engine behind it.
-macro_rules! write_methods {
-    ($( $(#[$m:meta])* $variant:ident = $name:literal $(| $alias:literal)* => $engine:expr ),+ $(,)?) => {
-        crate::named_enum! {
-            /// The write methods of DESIGN §3.
-            pub enum WriteMethod {
-                $( $(#[$m])* $variant = $name $(| $alias)* ),+
-            }
-        }
-
-        impl WriteMethod {
-            /// The engine that implements this method.
-            pub fn engine(self) -> &'static dyn WriteEngine {
-                match self {
-                    $( WriteMethod::$variant => &$engine ),+
-                }
-            }
-        }
-    };
-}
-
-write_methods! {
-    /// write(2) at the file position (lseek for random order).
-    Write = "write" | "fcntl" => syscall::Syscall::WRITE,
-    /// pwrite(2) at each block's offset.
-    Pwrite = "pwrite" => syscall::Syscall::PWRITE,
-    /// Copies into a MAP_SHARED mapping of the sized, reserved file.
-    Mmap = "mmap" => mmap::MmapWrite,
-    /// O_DIRECT pwrite from aligned buffers.
-    Direct = "direct" => direct::DirectWrite,
+crate::names::method_list! {
+    /// The write methods of DESIGN §3.
+    pub enum WriteMethod: WriteEngine {
+        /// write(2) at the file position (lseek for random order).
+        Write = "write" | "fcntl" => syscall::Syscall::WRITE,
+        /// pwrite(2) at each block's offset.
+        Pwrite = "pwrite" => syscall::Syscall::PWRITE,
+        /// Copies into a MAP_SHARED mapping of the sized, reserved file.
+        Mmap = "mmap" => mmap::MmapWrite,
+        /// O_DIRECT pwrite from aligned buffers.
+        Direct = "direct" => direct::DirectWrite,
+    }
 }
 
 crate::named_enum! {
@@ -88,14 +71,45 @@ impl SyncMode {
 
 /// A write method: sets up one worker per part, and what finishes a run.
 pub trait WriteEngine: Sync {
-    /// Prepares to write `parts` of `w` into `target` with durability `sync` (untimed).
-    fn writers(
+    /// Prepares to write the job's parts (untimed).
+    fn writers(&self, job: &WriteJob<'_>) -> Result<Writers>;
+}
+
+/// What a write engine is asked to set up.
+pub struct WriteJob<'a> {
+    /// Where the bytes go.
+    pub target: &'a WriteTarget,
+    /// The workload, narrowed to the threads that have blocks.
+    pub w: &'a Workload,
+    /// One part per thread.
+    pub parts: &'a [Part],
+    /// Durability.
+    pub sync: SyncMode,
+}
+
+impl WriteJob<'_> {
+    /// The seeded data buffer of thread `t`.
+    pub fn data(&self, t: usize) -> AlignedBuf {
+        data_buffer(self.w, t)
+    }
+
+    /// One synchronous writer per part, each made by `make(thread)`.
+    pub fn each_part<R: SyncWorker + 'static>(
         &self,
-        target: &WriteTarget,
-        w: &Workload,
-        parts: &[Part],
-        sync: SyncMode,
-    ) -> Result<Writers>;
+        make: impl FnMut(usize) -> Result<R>,
+    ) -> Result<Vec<Box<dyn Worker>>> {
+        sync_workers((0..self.parts.len()).map(make))
+    }
+}
+
+/// `fdatasync` after a block when the sync mode asks for it: the requests issued (0 or 1).
+fn sync_block(sync_each: bool, file: &File, path: &Path) -> Result<u64> {
+    if !sync_each {
+        return Ok(0);
+    }
+    file.sync_data()
+        .map_err(|e| Error::io("fdatasync failed", path, &e))?;
+    Ok(1)
 }
 
 /// Workers ready to write (one per part) and what must happen after all are done.
@@ -235,7 +249,12 @@ pub fn prepare_write(
             finish: Finish::Nothing,
         }
     } else {
-        method.engine().writers(target, &sub, &parts, sync)?
+        method.engine().writers(&WriteJob {
+            target,
+            w: &sub,
+            parts: &parts,
+            sync,
+        })?
     };
     Ok(PreparedWrite {
         workers,
@@ -272,8 +291,8 @@ impl PreparedWrite {
 }
 
 /// The bytes a writer thread writes: seeded pseudo-random, one block's worth (capped).
-fn data_buffer(w: &Workload, thread: usize) -> crate::sys::buf::AlignedBuf {
-    let mut buf = crate::sys::buf::AlignedBuf::new(super::buffer_len(w));
+fn data_buffer(w: &Workload, thread: usize) -> AlignedBuf {
+    let mut buf = AlignedBuf::new(super::buffer_len(w));
     crate::workload::fill_random(
         buf.as_mut_slice(),
         w.seed ^ 0x0057_5249_5445 ^ thread as u64,

@@ -1,11 +1,10 @@
 //! `write` (write(2) at the file position, `lseek` when the order is random) and `pwrite`.
 
-use super::{Finish, SyncMode, WriteEngine, WriteTarget, Writers, data_buffer, write_error};
-use crate::engine::{PieceDone, SyncWorker, sync_workers};
+use super::{Finish, WriteEngine, WriteJob, Writers, sync_block, write_error};
+use crate::engine::{PieceDone, SyncWorker};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Part, Workload};
-use crate::xor::xor_at;
+use crate::workload::Block;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -35,16 +34,11 @@ struct SyscallWriter {
 }
 
 impl WriteEngine for Syscall {
-    fn writers(
-        &self,
-        target: &WriteTarget,
-        w: &Workload,
-        parts: &[Part],
-        sync: SyncMode,
-    ) -> Result<Writers> {
+    fn writers(&self, job: &WriteJob<'_>) -> Result<Writers> {
+        let (target, sync) = (job.target, job.sync);
         let flags = sync.open_flags();
         let shared = Arc::new(target.reopen(flags, false)?);
-        let workers = sync_workers((0..parts.len()).map(|t| {
+        let workers = job.each_part(|t| {
             // write(2) moves a file position, so each thread gets its own descriptor.
             let file = if self.positional {
                 shared.clone()
@@ -54,12 +48,12 @@ impl WriteEngine for Syscall {
             Ok(SyscallWriter {
                 positional: self.positional,
                 file,
-                buf: data_buffer(w, t),
+                buf: job.data(t),
                 sync_each: sync.per_block(true),
                 path: target.path.clone(),
                 pos: u64::MAX,
             })
-        }))?;
+        })?;
         Ok(Writers {
             workers,
             finish: Finish::fsync_if(sync, shared),
@@ -82,19 +76,10 @@ impl SyncWorker for SyscallWriter {
         };
         r.map_err(|e| write_error(&self.path, &e))?;
         self.pos = piece.offset + piece.len;
-        Ok(PieceDone {
-            xor: xor_at(piece.offset, data),
-            ops: 1,
-        })
+        Ok(PieceDone::one_call(piece.offset, data))
     }
 
     fn end_block(&mut self, _block: Block) -> Result<u64> {
-        if !self.sync_each {
-            return Ok(0);
-        }
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io("fdatasync failed", &self.path, &e))?;
-        Ok(1)
+        sync_block(self.sync_each, &self.file, &self.path)
     }
 }

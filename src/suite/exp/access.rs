@@ -4,11 +4,11 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::access::{AccessConfig, AccessResult, DEFAULT_METHODS, run_access};
+use crate::experiments::access::{AccessConfig, AccessResult, run_access};
 use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
 use crate::suite::findings::{Finding, random_warm};
-use crate::suite::{Entry, SuiteContext, SuiteResult};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::workload::Pattern;
 use std::time::Duration;
 
@@ -17,37 +17,35 @@ pub struct Access;
 
 impl Entry for Access {
     type Output = AccessResult;
-    const NAME: &'static str = "access";
-    const TITLE: &'static str = "access: sequential vs random 4 KiB";
-    const EXPLAINS: &'static str = "Random access defeats readahead, so cold random reads wait for the device on every block; warm, mmap skips the system call and the copy. Faults per op show fault-around and large folios, device bytes per byte show readahead waste.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "access",
+            title: "access: sequential vs random 4 KiB",
+            explains: "Random access defeats readahead, so cold random reads wait for the device on every block; warm, mmap skips the system call and the copy. Faults per op show fault-around and large folios, device bytes per byte show readahead waste.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<AccessResult> {
-        let q = ctx.cfg.quick;
+        let quick_methods = [
+            ReadMethod::Pread,
+            ReadMethod::Mmap,
+            ReadMethod::MmapRandom,
+            ReadMethod::Uring,
+        ];
         let cfg = AccessConfig {
             path: ctx.file().to_path_buf(),
             bs: 4096,
             patterns: vec![Pattern::Seq, Pattern::Random],
-            methods: if q {
-                vec![
-                    ReadMethod::Pread,
-                    ReadMethod::Mmap,
-                    ReadMethod::MmapRandom,
-                    ReadMethod::Uring,
-                ]
-            } else {
-                DEFAULT_METHODS.to_vec()
-            },
+            methods: ctx
+                .scale(&quick_methods[..], &AccessConfig::DEFAULT_METHODS[..])
+                .to_vec(),
             caches: vec![CacheMode::Warm, CacheMode::Cold],
             threads: 1,
             depth: 32,
             ops: None,
-            duration: Some(if q {
-                Duration::from_millis(300)
-            } else {
-                Duration::from_secs(3)
-            }),
-            repeat: if q { 1 } else { 3 },
-            warmup: if q { 0 } else { 1 },
+            duration: Some(ctx.scale(Duration::from_millis(300), Duration::from_secs(3))),
+            repeat: ctx.scale(1, 3),
+            warmup: ctx.scale(0, 1),
             seed: 1,
             drop_all: false,
         };

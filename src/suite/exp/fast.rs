@@ -6,61 +6,64 @@ use crate::experiments::Observer;
 use crate::experiments::fast::{FastConfig, FastResult, run_fast};
 use crate::report;
 use crate::suite::findings::{Finding, fast_warm_cold};
-use crate::suite::{Entry, SuiteContext, SuiteResult};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
-fn fast(ctx: &SuiteContext<'_>, cache: CacheMode) -> Result<FastResult> {
-    let file = ctx.file();
-    let src = crate::engine::open_source(file)?;
-    crate::cache::prepare(&src.file, src.size, file, cache, false)?;
-    drop(src);
-    run_fast(&FastConfig {
-        path: file.to_path_buf(),
-        method: None,
-        threads: None,
-        bs: None,
-        depth: None,
-    })
+/// `fast` with the file resident, or after evicting it; cold also feeds the warm-vs-cold finding.
+pub struct Fast {
+    cache: CacheMode,
 }
 
 /// `fast` with the file resident.
-pub struct FastWarm;
+pub const FAST_WARM: Fast = Fast {
+    cache: CacheMode::Warm,
+};
+/// `fast` after evicting the file.
+pub const FAST_COLD: Fast = Fast {
+    cache: CacheMode::Cold,
+};
 
-impl Entry for FastWarm {
+impl Entry for Fast {
     type Output = FastResult;
-    const NAME: &'static str = "fast_warm";
-    const TITLE: &'static str = "fast, warm";
-    const EXPLAINS: &'static str = "The whole file's XOR as fast as iolab can, with the page cache full. Using the bytes where they are (mmap) avoids one copy per byte.";
+    fn about(&self) -> &'static About {
+        match self.cache {
+            CacheMode::Warm => &About {
+                name: "fast_warm",
+                title: "fast, warm",
+                explains: "The whole file's XOR as fast as iolab can, with the page cache full. Using the bytes where they are (mmap) avoids one copy per byte.",
+            },
+            _ => &About {
+                name: "fast_cold",
+                title: "fast, cold",
+                explains: "The same after evicting the file: the device and readahead set the pace. Several threads faulting their own parts keep more reads in flight.",
+            },
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<FastResult> {
-        fast(ctx, CacheMode::Warm)
+        let file = ctx.file();
+        let src = crate::engine::open_source(file)?;
+        crate::cache::prepare(&src.file, src.size, file, self.cache, false)?;
+        drop(src);
+        run_fast(&FastConfig {
+            path: file.to_path_buf(),
+            method: None,
+            threads: None,
+            bs: None,
+            depth: None,
+        })
     }
 
     fn table(&self, out: &FastResult) -> String {
         report::classic::fast_talk(out)
     }
-}
 
-/// `fast` after evicting the file; it also feeds the warm-vs-cold finding.
-pub struct FastCold;
-
-impl Entry for FastCold {
-    type Output = FastResult;
-    const NAME: &'static str = "fast_cold";
-    const TITLE: &'static str = "fast, cold";
-    const EXPLAINS: &'static str = "The same after evicting the file: the device and readahead set the pace. Several threads faulting their own parts keep more reads in flight.";
-
-    fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<FastResult> {
-        fast(ctx, CacheMode::Cold)
-    }
-
-    fn table(&self, out: &FastResult) -> String {
-        report::classic::fast_talk(out)
-    }
-
-    fn findings(&self, cold: &FastResult, suite: &SuiteResult) -> Vec<Finding> {
+    fn findings(&self, this: &FastResult, suite: &SuiteResult) -> Vec<Finding> {
+        if self.cache == CacheMode::Warm {
+            return Vec::new();
+        }
         suite
-            .result::<FastResult>(FastWarm::NAME)
-            .map(|warm| fast_warm_cold(&warm, cold))
+            .result::<FastResult>(FAST_WARM.about().name)
+            .map(|warm| fast_warm_cold(&warm, this))
             .into_iter()
             .collect()
     }

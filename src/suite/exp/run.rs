@@ -7,8 +7,8 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::classic::{ClassicResult, Op, RunConfig, run_classic};
 use crate::report;
-use crate::suite::{Entry, SuiteContext};
-use crate::workload::Pattern;
+use crate::suite::{About, Entry, SuiteContext};
+use crate::workload::Shape;
 use std::path::Path;
 
 const MB: u64 = 1 << 20;
@@ -21,10 +21,7 @@ fn classic_cfg(path: &Path, op: Op, count: u64) -> RunConfig {
         count: count.max(1),
         read_method: ReadMethod::Read,
         write_method: WriteMethod::Write,
-        pattern: Pattern::Seq,
-        seed: 1,
-        threads: 1,
-        depth: 32,
+        shape: Shape::SEQUENTIAL,
         cache: CacheMode::Asis,
         drop_all: false,
         sync: SyncMode::None,
@@ -38,9 +35,13 @@ pub struct RunRead;
 
 impl Entry for RunRead {
     type Output = ClassicResult;
-    const NAME: &'static str = "run_read";
-    const TITLE: &'static str = "run: the classic program";
-    const EXPLAINS: &'static str = "Reads the whole file in 1 MiB blocks with read(2), then writes a file, timed from open to close as the course program did. The cache is as it is, so the read measures whatever the page cache held.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "run_read",
+            title: "run: the classic program",
+            explains: "Reads the whole file in 1 MiB blocks with read(2), then writes a file, timed from open to close as the course program did. The cache is as it is, so the read measures whatever the page cache held.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<ClassicResult> {
         run_classic(&classic_cfg(
@@ -60,16 +61,16 @@ pub struct RunWrite;
 
 impl Entry for RunWrite {
     type Output = ClassicResult;
-    const NAME: &'static str = "run_write";
-    const TITLE: &'static str = "run -w";
-    const EXPLAINS: &'static str = "Writes 1 MiB blocks with write(2) and no sync: the time is copying into the page cache, not reaching the device.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "run_write",
+            title: "run -w",
+            explains: "Writes 1 MiB blocks with write(2) and no sync: the time is copying into the page cache, not reaching the device.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<ClassicResult> {
-        let len = if ctx.cfg.quick {
-            16 * MB
-        } else {
-            ctx.data.random_size.min(256 * MB)
-        };
+        let len = ctx.scale(16 * MB, ctx.data.random_size.min(256 * MB));
         let path = ctx.dir.scratch("run-write.bin")?;
         run_classic(&classic_cfg(&path, Op::Write, len / MB))
     }

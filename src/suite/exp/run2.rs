@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::run2::{Run2Config, Run2Result, run_run2};
 use crate::report;
-use crate::suite::{Entry, SuiteContext};
+use crate::suite::{About, Entry, SuiteContext};
 use std::time::Duration;
 
 /// `run2 FILE 1M`, with a short window in `--quick`.
@@ -14,16 +14,19 @@ pub struct Run2;
 
 impl Entry for Run2 {
     type Output = Run2Result;
-    const NAME: &'static str = "run2";
-    const TITLE: &'static str = "run2: a 5-15 s read";
-    const EXPLAINS: &'static str = "Doubles the block count until one read lands in the window. A file that is read whole faster than that gets the size that would take the window, predicted from the measured rate.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "run2",
+            title: "run2: a 5-15 s read",
+            explains: "Doubles the block count until one read lands in the window. A file that is read whole faster than that gets the size that would take the window, predicted from the measured rate.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<Run2Result> {
-        let (min, max) = if ctx.cfg.quick {
-            (Duration::from_millis(20), Duration::from_millis(100))
-        } else {
-            (Duration::from_secs(5), Duration::from_secs(15))
-        };
+        let (min, max) = ctx.scale(
+            (Duration::from_millis(20), Duration::from_millis(100)),
+            (Duration::from_secs(5), Duration::from_secs(15)),
+        );
         let cfg = Run2Config {
             path: ctx.file().to_path_buf(),
             bs: 1 << 20,

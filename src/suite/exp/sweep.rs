@@ -10,7 +10,7 @@ use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
 use crate::size::format_size;
 use crate::suite::findings::{Finding, fsync_cost, mmap_crossover, sequential};
-use crate::suite::{Entry, SuiteContext, SuiteResult};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;
@@ -38,7 +38,7 @@ fn sweep(
         len: Some(len),
         threads: 1,
         depth: 32,
-        repeat: if ctx.cfg.quick { 1 } else { 3 },
+        repeat: ctx.scale(1, 3),
         seed: 1,
         drop_all: false,
     };
@@ -50,18 +50,18 @@ pub struct SweepRead;
 
 impl Entry for SweepRead {
     type Output = SweepResult;
-    const NAME: &'static str = "sweep_read";
-    const TITLE: &'static str = "sweep: read throughput vs block size";
-    const EXPLAINS: &'static str = "Small blocks pay one system call each (read) or one fault per folio (mmap); large blocks amortise them. Cold, the device and readahead dominate and the methods converge.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "sweep_read",
+            title: "sweep: read throughput vs block size",
+            explains: "Small blocks pay one system call each (read) or one fault per folio (mmap); large blocks amortise them. Cold, the device and readahead dominate and the methods converge.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
-        let q = ctx.cfg.quick;
-        let len = if q {
-            ctx.data.random_size.min(64 * MB)
-        } else {
-            ctx.data.random_size
-        };
-        let sizes = if q { "4K,64K,1M" } else { "4K..16M" };
+        let size = ctx.data.random_size;
+        let len = ctx.scale(size.min(64 * MB), size);
+        let sizes = ctx.scale("4K,64K,1M", "4K..16M");
         sweep(
             ctx,
             obs,
@@ -97,17 +97,16 @@ pub struct SweepWrite;
 
 impl Entry for SweepWrite {
     type Output = SweepResult;
-    const NAME: &'static str = "sweep_write";
-    const TITLE: &'static str = "sweep: writes and durability";
-    const EXPLAINS: &'static str = "Without sync a write only dirties the page cache; fsync per block waits for the device every time. Mappings write back through msync.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "sweep_write",
+            title: "sweep: writes and durability",
+            explains: "Without sync a write only dirties the page cache; fsync per block waits for the device every time. Mappings write back through msync.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
-        let q = ctx.cfg.quick;
-        let (sizes, len) = if q {
-            ("64K,1M", 8 * MB)
-        } else {
-            ("4K,64K,1M,16M", 64 * MB)
-        };
+        let (sizes, len) = ctx.scale(("64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
         let dir = ctx.dir.path().to_path_buf();
         sweep(ctx, obs, SweepOp::Write, dir, sizes, len)
     }

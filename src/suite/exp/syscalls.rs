@@ -6,19 +6,23 @@ use crate::experiments::syscalls::{SyscallsResult, run_syscalls};
 use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
 use crate::suite::findings::{Finding, syscall_costs};
-use crate::suite::{Entry, SuiteContext, SuiteResult};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `syscalls` on the data file.
 pub struct Syscalls;
 
 impl Entry for Syscalls {
     type Output = SyscallsResult;
-    const NAME: &'static str = "syscalls";
-    const TITLE: &'static str = "system calls";
-    const EXPLAINS: &'static str = "Every read pays a kernel entry and exit, far more than the vDSO clock; a minor fault costs more than a read of a cached page.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "syscalls",
+            title: "system calls",
+            explains: "Every read pays a kernel entry and exit, far more than the vDSO clock; a minor fault costs more than a read of a cached page.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SyscallsResult> {
-        let samples = if ctx.cfg.quick { 1 } else { 5 };
+        let samples = ctx.scale(1, 5);
         run_syscalls(Some(ctx.file()), samples, ctx.command_line, obs)
     }
 

@@ -6,7 +6,7 @@ use crate::experiments::transfer::{TransferConfig, TransferResult, all_pairs, ru
 use crate::report::svg::{Plot, Point, Series, line_plot};
 use crate::report::{self, Format};
 use crate::suite::findings::{Finding, transfer_best};
-use crate::suite::{Entry, SuiteContext, SuiteResult};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::transfer::{RecvMethod, SendMethod};
 
 /// `transfer` of the classic files.
@@ -14,26 +14,26 @@ pub struct Transfer;
 
 impl Entry for Transfer {
     type Output = TransferResult;
-    const NAME: &'static str = "transfer";
-    const TITLE: &'static str = "transfer: the classic files over loopback";
-    const EXPLAINS: &'static str = "Each pair moves the same files sender to receiver; the receiver stores them, so the file system's write path is part of the cost. splice and sendfile avoid copies through user space.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "transfer",
+            title: "transfer: the classic files over loopback",
+            explains: "Each pair moves the same files sender to receiver; the receiver stores them, so the file system's write path is part of the cost. splice and sendfile avoid copies through user space.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<TransferResult> {
-        let q = ctx.cfg.quick;
-        let pairs = if q {
-            vec![
-                (SendMethod::Read, RecvMethod::Write),
-                (SendMethod::Mmap, RecvMethod::Mmap),
-                (SendMethod::Sendfile, RecvMethod::Splice),
-                (SendMethod::Splice, RecvMethod::Write),
-            ]
-        } else {
-            all_pairs()
-        };
+        let quick_pairs = vec![
+            (SendMethod::Read, RecvMethod::Write),
+            (SendMethod::Mmap, RecvMethod::Mmap),
+            (SendMethod::Sendfile, RecvMethod::Splice),
+            (SendMethod::Splice, RecvMethod::Write),
+        ];
+        let pairs = ctx.scale(quick_pairs, all_pairs());
         let cfg = TransferConfig {
             files: ctx.data.classic_files.clone(),
             pairs,
-            repeat: if q { 1 } else { 3 },
+            repeat: ctx.scale(1, 3),
             connections: 1,
             sync: false,
             discard: false,

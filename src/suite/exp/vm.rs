@@ -5,16 +5,20 @@ use crate::experiments::Observer;
 use crate::experiments::vm::{Stage, VmConfig, VmResult, create_file, run_vm};
 use crate::report::svg::{Plot, Point, Series, line_plot};
 use crate::report::{self, Format};
-use crate::suite::{Entry, SuiteContext};
+use crate::suite::{About, Entry, SuiteContext};
 
 /// `vm` with reads, writes and the page cache.
 pub struct Vm;
 
 impl Entry for Vm {
     type Output = VmResult;
-    const NAME: &'static str = "vm";
-    const TITLE: &'static str = "vm: a mapped file, stage by stage";
-    const EXPLAINS: &'static str = "mmap reserves address space (VmSize) without memory; touches fault pages in many at a time (fault-around, large folios), and writes make them dirty until msync.";
+    fn about(&self) -> &'static About {
+        &About {
+            name: "vm",
+            title: "vm: a mapped file, stage by stage",
+            explains: "mmap reserves address space (VmSize) without memory; touches fault pages in many at a time (fault-around, large folios), and writes make them dirty until msync.",
+        }
+    }
 
     fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<VmResult> {
         let p = ctx.dir.scratch("vm.bin")?;
