@@ -1,7 +1,6 @@
 //! The suite's data: a random file and the classic transfer inputs, made inside a [`DataDir`]
 //! that removes what it made when dropped, and never writes over a file it did not make.
 
-use super::SuiteConfig;
 use crate::cache::meminfo;
 use crate::error::{Error, Result};
 use crate::workload::{fill_random, splitmix64};
@@ -147,13 +146,13 @@ fn text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// Makes the data in `dir`: a random file and the classic transfer inputs.
-pub(super) fn make_data(cfg: &SuiteConfig, dir: &DataDir) -> Result<DataSet> {
+pub(super) fn make_data(size: u64, dir: &DataDir) -> Result<DataSet> {
     let c = dir.scratch_dir("classic")?;
     let dirf =
         std::fs::File::open(dir.path()).map_err(|e| Error::io("cannot open", dir.path(), &e))?;
     let free = crate::sys::fs_free_bytes(&dirf).unwrap_or(u64::MAX);
     let ram = meminfo::read().mem_total;
-    let mut size = cfg.size.max(1 << 20);
+    let mut size = size.max(1 << 20);
     let mut capped = None;
     if size > free / 2 {
         size = free / 2;

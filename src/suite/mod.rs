@@ -5,20 +5,22 @@
 //! all iterate the registry. Adding an experiment is one file plus one line in [`REGISTRY`].
 
 mod data;
+mod entry;
 mod exp;
 pub mod findings;
 mod render;
 
 pub use data::{DataDir, DataSet};
+pub use entry::{
+    About, Entry, Experiment, Outcome, SCHEMA, Section, SuiteConfig, SuiteContext, SuiteResult,
+};
 pub use findings::Finding;
-pub use render::{Rendered, render};
+pub use render::Rendered;
 
-use crate::cache::meminfo::{self, PageCache};
-use crate::error::{Error, ErrorKind, Result};
+use crate::cache::meminfo;
+use crate::error::{Error, Result};
 use crate::experiments::Observer;
-use crate::experiments::host::{Host, host_facts};
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use crate::experiments::host::host_facts;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -36,237 +38,6 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::vm::Vm,
     &exp::transfer::Transfer,
 ];
-
-/// What the suite was asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteConfig {
-    /// Where the data goes (removed at the end unless `keep_data`).
-    pub dir: PathBuf,
-    /// Size of the random file (capped to fit the disk and a quarter of RAM).
-    pub size: u64,
-    /// Fewer sizes, methods and repeats.
-    pub quick: bool,
-    /// Keep the generated data.
-    pub keep_data: bool,
-}
-
-/// One experiment's outcome: its result (as its `--format json` prints it), or why there is none.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// The experiment's result.
-    pub result: Option<serde_json::Value>,
-    /// Why there is no result.
-    pub error: Option<String>,
-    /// The kind of that failure (unsupported here, failed, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<ErrorKind>,
-    /// How long it took.
-    pub seconds: f64,
-}
-
-impl Outcome {
-    /// The result as the experiment's own type; `None` without one (or if it does not parse).
-    pub fn typed<T: DeserializeOwned>(&self) -> Option<T> {
-        self.result
-            .as_ref()
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-    }
-}
-
-/// One suite run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteResult {
-    /// [`SCHEMA`].
-    pub schema: String,
-    /// The machine.
-    pub host: Host,
-    /// What was asked.
-    pub config: SuiteConfig,
-    /// The data made for it.
-    pub data: DataSet,
-    /// /proc/meminfo's page-cache figures before.
-    pub page_cache_before: PageCache,
-    /// And after.
-    pub page_cache_after: PageCache,
-    /// Every experiment's outcome by name, in registry order (top-level keys in JSON).
-    #[serde(flatten, with = "outcomes")]
-    pub experiments: Vec<(String, Outcome)>,
-    /// What the measurements say.
-    pub findings: Vec<Finding>,
-    /// How long the whole suite took.
-    pub seconds: f64,
-}
-
-impl SuiteResult {
-    /// The outcome of the experiment named `name`.
-    pub fn outcome(&self, name: &str) -> Option<&Outcome> {
-        self.experiments
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, o)| o)
-    }
-
-    /// The typed result of the experiment named `name`.
-    pub fn result<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
-        self.outcome(name)?.typed()
-    }
-}
-
-/// Outcomes as top-level JSON keys, kept in registry order.
-mod outcomes {
-    use super::Outcome;
-    use serde::ser::SerializeMap;
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::collections::BTreeMap;
-
-    pub fn serialize<S: Serializer>(v: &[(String, Outcome)], s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(v.len()))?;
-        for (k, o) in v {
-            map.serialize_entry(k, o)?;
-        }
-        map.end()
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Vec<(String, Outcome)>, D::Error> {
-        let mut map = BTreeMap::<String, Outcome>::deserialize(d)?;
-        let mut out = Vec::new();
-        for e in super::REGISTRY {
-            if let Some(o) = map.remove(e.name()) {
-                out.push((e.name().to_string(), o));
-            }
-        }
-        out.extend(map);
-        Ok(out)
-    }
-}
-
-/// The tag `results.json` carries.
-pub const SCHEMA: &str = "iolab-suite/1";
-
-/// What every experiment gets: the config, the data and the command line.
-pub struct SuiteContext<'a> {
-    /// What was asked.
-    pub cfg: &'a SuiteConfig,
-    /// The data made for the suite.
-    pub data: &'a DataSet,
-    /// The data directory, which hands out scratch names.
-    pub dir: &'a DataDir,
-    /// The exact command line, for host facts.
-    pub command_line: &'a str,
-}
-
-impl SuiteContext<'_> {
-    /// The random data file.
-    pub fn file(&self) -> &Path {
-        &self.data.random_file
-    }
-
-    /// `quick` in a `--quick` suite, else `full`.
-    pub fn scale<T>(&self, quick: T, full: T) -> T {
-        if self.cfg.quick { quick } else { full }
-    }
-}
-
-/// A section of the report: an experiment's table and plot, or why it has none.
-pub struct Section {
-    /// Heading.
-    pub title: &'static str,
-    /// The two-sentence explanation under the heading.
-    pub why: &'static str,
-    /// The plot's name under `plots/` (without `.svg`), if it has one.
-    pub plot: Option<String>,
-    /// The text table.
-    pub table: Option<String>,
-    /// Why it was not measured.
-    pub error: Option<String>,
-    /// How long it took.
-    pub seconds: f64,
-}
-
-/// What an experiment is called and what it shows.
-pub struct About {
-    /// Its key in results.json (stable across runs).
-    pub name: &'static str,
-    /// Its heading in the report.
-    pub title: &'static str,
-    /// What it shows and why, in two sentences.
-    pub explains: &'static str,
-}
-
-/// One experiment of the suite, with its own result type. The registry holds these as
-/// [`Experiment`] objects (every `Entry` is one).
-pub trait Entry: Sync {
-    /// Its result.
-    type Output: Serialize + DeserializeOwned;
-    /// Its name, heading and explanation.
-    fn about(&self) -> &'static About;
-
-    /// Measures.
-    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<Self::Output>;
-
-    /// Its table as text.
-    fn table(&self, out: &Self::Output) -> String;
-
-    /// Its plot as SVG, if it has one.
-    fn plot(&self, _out: &Self::Output) -> Option<String> {
-        None
-    }
-
-    /// The findings it feeds; `suite` gives the other experiments' outcomes.
-    fn findings(&self, _out: &Self::Output, _suite: &SuiteResult) -> Vec<Finding> {
-        Vec::new()
-    }
-}
-
-/// An experiment of the registry, its result type erased to JSON.
-pub trait Experiment: Sync {
-    /// Its key in results.json.
-    fn name(&self) -> &'static str;
-    /// Measures; the result as JSON.
-    fn run_json(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<serde_json::Value>;
-    /// Its report section, its plot (if any) pushed onto `plots` as `(file name, svg)`.
-    fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section;
-    /// The findings it feeds.
-    fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding>;
-}
-
-impl<E: Entry> Experiment for E {
-    fn name(&self) -> &'static str {
-        self.about().name
-    }
-
-    fn run_json(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<serde_json::Value> {
-        let out = self.run(ctx, obs)?;
-        serde_json::to_value(&out).map_err(|e| {
-            Error::failed("cannot record the result", e.to_string()).on(self.about().name)
-        })
-    }
-
-    fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section {
-        let typed: Option<E::Output> = o.typed();
-        let plot = typed.as_ref().and_then(|t| self.plot(t)).map(|svg| {
-            let name = self.about().name.replace('_', "-");
-            plots.push((format!("{name}.svg"), svg));
-            name
-        });
-        Section {
-            title: self.about().title,
-            why: self.about().explains,
-            plot,
-            table: typed.as_ref().map(|t| self.table(t)),
-            error: o.error.clone(),
-            seconds: o.seconds,
-        }
-    }
-
-    fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding> {
-        o.typed()
-            .map(|t| Entry::findings(self, &t, suite))
-            .unwrap_or_default()
-    }
-}
 
 fn interrupted() -> Error {
     Error::failed("interrupted", "stopped by a signal; nothing was kept")
@@ -350,7 +121,7 @@ pub fn run_suite(
     };
     stepped.start(0);
     let before = meminfo::read();
-    let data = data::make_data(cfg, dir)?;
+    let data = data::make_data(cfg.size, dir)?;
     let ctx = SuiteContext {
         cfg,
         data: &data,
@@ -401,6 +172,11 @@ pub fn load(path: &Path) -> Result<Vec<SuiteResult>> {
         })
 }
 
+/// Renders `results` (their sections in registry order) as the report's files.
+pub fn render(results: &[SuiteResult]) -> Rendered {
+    render::render(results, REGISTRY)
+}
+
 /// Renders `results` and writes the report directory (see [`crate::output::save_dir`]).
 pub fn save_report(out_dir: &Path, results: &[SuiteResult], force: bool) -> Result<PathBuf> {
     let r = render(results);
@@ -415,4 +191,59 @@ pub fn save_report(out_dir: &Path, results: &[SuiteResult], force: bool) -> Resu
             .map(|(n, s)| (format!("plots/{n}"), s.into_bytes())),
     );
     crate::output::save_dir(out_dir, &files, force)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn results_json_keeps_every_outcome_in_run_order_with_its_kind() {
+        let outcome = |kind| Outcome {
+            result: None,
+            error: Some("not here".into()),
+            kind,
+            seconds: 0.5,
+        };
+        let r = SuiteResult {
+            schema: SCHEMA.into(),
+            host: host_facts(None, "iolab suite"),
+            config: SuiteConfig {
+                dir: "d".into(),
+                size: 1 << 20,
+                quick: true,
+                keep_data: false,
+            },
+            data: DataSet {
+                random_file: "d/random.bin".into(),
+                random_size: 1 << 20,
+                classic_files: Vec::new(),
+                classic_bytes: 0,
+                capped: None,
+            },
+            page_cache_before: meminfo::read(),
+            page_cache_after: meminfo::read(),
+            experiments: vec![
+                ("zeta".into(), outcome(Some(ErrorKind::Unsupported))),
+                ("alpha".into(), outcome(None)),
+            ],
+            findings: Vec::new(),
+            seconds: 1.0,
+        };
+        let text = crate::report::json(&r);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["zeta"]["kind"], "unsupported", "{text}");
+        assert!(
+            v["alpha"].get("kind").is_none(),
+            "no kind without a failure kind"
+        );
+        let back: SuiteResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r, "a round trip keeps every outcome, in order");
+        assert_eq!(steps().len(), REGISTRY.len() + 2);
+        assert!(
+            REGISTRY.iter().all(|e| steps().contains(&e.name())),
+            "progress has a step per registered experiment"
+        );
+    }
 }

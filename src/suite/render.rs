@@ -2,7 +2,7 @@
 //! `report.html` (inline CSS and SVG, no network), rendered from one or several results; each
 //! experiment's section comes from its registry entry.
 
-use super::{REGISTRY, Section, SuiteResult};
+use super::entry::{Experiment, Section, SuiteResult};
 use crate::report::escape_html as esc;
 use crate::report::json;
 use crate::size::format_size;
@@ -69,11 +69,12 @@ fn comparison(results: &[SuiteResult]) -> Vec<Vec<String>> {
     rows
 }
 
-/// Renders one report from `results` (several: hosts side by side).
-pub fn render(results: &[SuiteResult]) -> Rendered {
+/// Renders one report from `results` (several: hosts side by side), a section per experiment of
+/// `registry` that has an outcome.
+pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered {
     let r = &results[0];
     let mut plots = Vec::new();
-    let secs: Vec<Section> = REGISTRY
+    let secs: Vec<Section> = registry
         .iter()
         .filter_map(|e| r.outcome(e.name()).map(|o| e.section(o, &mut plots)))
         .collect();

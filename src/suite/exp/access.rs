@@ -7,8 +7,8 @@ use crate::experiments::Observer;
 use crate::experiments::access::{AccessConfig, AccessResult, run_access};
 use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, random_warm};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::workload::Pattern;
 use std::time::Duration;
 

@@ -5,8 +5,8 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::fast::{FastConfig, FastResult, run_fast};
 use crate::report;
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, fast_warm_cold};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `fast` with the file resident, or after evicting it; cold also feeds the warm-vs-cold finding.
 pub struct Fast {

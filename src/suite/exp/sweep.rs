@@ -9,8 +9,8 @@ use crate::experiments::sweep::{SweepConfig, SweepOp, SweepResult, parse_sizes, 
 use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
 use crate::size::format_size;
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, fsync_cost, mmap_crossover, sequential};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;

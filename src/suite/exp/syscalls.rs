@@ -5,8 +5,8 @@ use crate::experiments::Observer;
 use crate::experiments::syscalls::{SyscallsResult, run_syscalls};
 use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, syscall_costs};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `syscalls` on the data file.
 pub struct Syscalls;

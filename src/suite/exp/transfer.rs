@@ -5,8 +5,8 @@ use crate::experiments::Observer;
 use crate::experiments::transfer::{TransferConfig, TransferResult, all_pairs, run_transfer};
 use crate::report::svg::{Plot, Point, Series, line_plot};
 use crate::report::{self, Format};
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, transfer_best};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::transfer::{RecvMethod, SendMethod};
 
 /// `transfer` of the classic files.

@@ -5,7 +5,7 @@ use crate::experiments::Observer;
 use crate::experiments::vm::{Stage, VmConfig, VmResult, create_file, run_vm};
 use crate::report::svg::{Plot, Point, Series, line_plot};
 use crate::report::{self, Format};
-use crate::suite::{About, Entry, SuiteContext};
+use crate::suite::entry::{About, Entry, SuiteContext};
 
 /// `vm` with reads, writes and the page cache.
 pub struct Vm;

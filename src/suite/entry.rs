@@ -1,0 +1,256 @@
+//! The contract between the suite and its experiments: what an experiment says about itself
+//! ([`About`]), what it is given ([`SuiteContext`]), what it returns ([`Entry`], erased to JSON as
+//! [`Experiment`]), and the result they all go into ([`SuiteResult`]). Nothing here knows which
+//! experiments exist; the registry in the parent module lists them.
+
+use super::data::{DataDir, DataSet};
+use super::findings::Finding;
+use crate::cache::meminfo::PageCache;
+use crate::error::{Error, ErrorKind, Result};
+use crate::experiments::Observer;
+use crate::experiments::host::Host;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What the suite was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteConfig {
+    /// Where the data goes (removed at the end unless `keep_data`).
+    pub dir: PathBuf,
+    /// Size of the random file (capped to fit the disk and a quarter of RAM).
+    pub size: u64,
+    /// Fewer sizes, methods and repeats.
+    pub quick: bool,
+    /// Keep the generated data.
+    pub keep_data: bool,
+}
+
+/// One experiment's outcome: its result (as its `--format json` prints it), or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The experiment's result.
+    pub result: Option<serde_json::Value>,
+    /// Why there is no result.
+    pub error: Option<String>,
+    /// The kind of that failure (unsupported here, failed, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+    /// How long it took.
+    pub seconds: f64,
+}
+
+impl Outcome {
+    /// The result as the experiment's own type; `None` without one (or if it does not parse).
+    pub fn typed<T: DeserializeOwned>(&self) -> Option<T> {
+        self.result
+            .as_ref()
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
+/// One suite run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteResult {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The machine.
+    pub host: Host,
+    /// What was asked.
+    pub config: SuiteConfig,
+    /// The data made for it.
+    pub data: DataSet,
+    /// /proc/meminfo's page-cache figures before.
+    pub page_cache_before: PageCache,
+    /// And after.
+    pub page_cache_after: PageCache,
+    /// Every experiment's outcome by name, in the order they ran (top-level keys in JSON).
+    #[serde(flatten, with = "outcomes")]
+    pub experiments: Vec<(String, Outcome)>,
+    /// What the measurements say.
+    pub findings: Vec<Finding>,
+    /// How long the whole suite took.
+    pub seconds: f64,
+}
+
+impl SuiteResult {
+    /// The outcome of the experiment named `name`.
+    pub fn outcome(&self, name: &str) -> Option<&Outcome> {
+        self.experiments
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, o)| o)
+    }
+
+    /// The typed result of the experiment named `name`.
+    pub fn result<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
+        self.outcome(name)?.typed()
+    }
+}
+
+/// Outcomes as top-level JSON keys, in the order they ran.
+mod outcomes {
+    use super::Outcome;
+    use serde::de::{MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[(String, Outcome)], s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(v.len()))?;
+        for (k, o) in v {
+            map.serialize_entry(k, o)?;
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<(String, Outcome)>, D::Error> {
+        d.deserialize_map(InOrder)
+    }
+
+    /// The outcomes in the order the document has them (the order they ran).
+    struct InOrder;
+
+    impl<'de> Visitor<'de> for InOrder {
+        type Value = Vec<(String, Outcome)>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("experiment outcomes by name")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(entry) = map.next_entry::<String, Outcome>()? {
+                out.push(entry);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The tag `results.json` carries.
+pub const SCHEMA: &str = "iolab-suite/1";
+
+/// What every experiment gets: the config, the data and the command line.
+pub struct SuiteContext<'a> {
+    /// What was asked.
+    pub cfg: &'a SuiteConfig,
+    /// The data made for the suite.
+    pub data: &'a DataSet,
+    /// The data directory, which hands out scratch names.
+    pub dir: &'a DataDir,
+    /// The exact command line, for host facts.
+    pub command_line: &'a str,
+}
+
+impl SuiteContext<'_> {
+    /// The random data file.
+    pub fn file(&self) -> &Path {
+        &self.data.random_file
+    }
+
+    /// `quick` in a `--quick` suite, else `full`.
+    pub fn scale<T>(&self, quick: T, full: T) -> T {
+        if self.cfg.quick { quick } else { full }
+    }
+}
+
+/// A section of the report: an experiment's table and plot, or why it has none.
+pub struct Section {
+    /// Heading.
+    pub title: &'static str,
+    /// The two-sentence explanation under the heading.
+    pub why: &'static str,
+    /// The plot's name under `plots/` (without `.svg`), if it has one.
+    pub plot: Option<String>,
+    /// The text table.
+    pub table: Option<String>,
+    /// Why it was not measured.
+    pub error: Option<String>,
+    /// How long it took.
+    pub seconds: f64,
+}
+
+/// What an experiment is called and what it shows.
+pub struct About {
+    /// Its key in results.json (stable across runs).
+    pub name: &'static str,
+    /// Its heading in the report.
+    pub title: &'static str,
+    /// What it shows and why, in two sentences.
+    pub explains: &'static str,
+}
+
+/// One experiment of the suite, with its own result type. The registry holds these as
+/// [`Experiment`] objects (every `Entry` is one).
+pub trait Entry: Sync {
+    /// Its result.
+    type Output: Serialize + DeserializeOwned;
+    /// Its name, heading and explanation.
+    fn about(&self) -> &'static About;
+
+    /// Measures.
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<Self::Output>;
+
+    /// Its table as text.
+    fn table(&self, out: &Self::Output) -> String;
+
+    /// Its plot as SVG, if it has one.
+    fn plot(&self, _out: &Self::Output) -> Option<String> {
+        None
+    }
+
+    /// The findings it feeds; `suite` gives the other experiments' outcomes.
+    fn findings(&self, _out: &Self::Output, _suite: &SuiteResult) -> Vec<Finding> {
+        Vec::new()
+    }
+}
+
+/// An experiment of the registry, its result type erased to JSON.
+pub trait Experiment: Sync {
+    /// Its key in results.json.
+    fn name(&self) -> &'static str;
+    /// Measures; the result as JSON.
+    fn run_json(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<serde_json::Value>;
+    /// Its report section, its plot (if any) pushed onto `plots` as `(file name, svg)`.
+    fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section;
+    /// The findings it feeds.
+    fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding>;
+}
+
+impl<E: Entry> Experiment for E {
+    fn name(&self) -> &'static str {
+        self.about().name
+    }
+
+    fn run_json(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<serde_json::Value> {
+        let out = self.run(ctx, obs)?;
+        serde_json::to_value(&out).map_err(|e| {
+            Error::failed("cannot record the result", e.to_string()).on(self.about().name)
+        })
+    }
+
+    fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section {
+        let typed: Option<E::Output> = o.typed();
+        let plot = typed.as_ref().and_then(|t| self.plot(t)).map(|svg| {
+            let name = self.about().name.replace('_', "-");
+            plots.push((format!("{name}.svg"), svg));
+            name
+        });
+        Section {
+            title: self.about().title,
+            why: self.about().explains,
+            plot,
+            table: typed.as_ref().map(|t| self.table(t)),
+            error: o.error.clone(),
+            seconds: o.seconds,
+        }
+    }
+
+    fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding> {
+        o.typed()
+            .map(|t| Entry::findings(self, &t, suite))
+            .unwrap_or_default()
+    }
+}
