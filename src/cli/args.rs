@@ -5,6 +5,8 @@
 use clap::Args;
 use iolab::cache::CacheMode;
 use iolab::engine::EngineOptions;
+use iolab::experiments::read::{ReadConfig, Repeats};
+use iolab::experiments::write::WriteConfig;
 use iolab::report::Format;
 use iolab::transfer::{RecvMethod, SendMethod};
 use iolab::workload::{Pattern, Shape};
@@ -53,6 +55,46 @@ impl WorkloadArgs {
         }
     }
 }
+
+/// Declares a `--repeat`/`--warmup` group with a command's own defaults (a type of its own per
+/// command: clap keeps one rendered default per type).
+macro_rules! runs_args {
+    ($(#[$doc:meta])* $name:ident, $repeat:expr, $warmup:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Args)]
+        pub struct $name {
+            /// Counted runs
+            #[arg(long, default_value_t = $repeat, value_parser = positive)]
+            pub repeat: usize,
+            /// Uncounted runs first
+            #[arg(long, default_value_t = $warmup)]
+            pub warmup: usize,
+        }
+
+        impl $name {
+            /// The library's count of runs.
+            pub fn repeats(&self) -> Repeats {
+                Repeats {
+                    repeat: self.repeat,
+                    warmup: self.warmup,
+                }
+            }
+        }
+    };
+}
+
+runs_args!(
+    /// `iolab read`'s runs.
+    ReadRuns,
+    ReadConfig::DEFAULT_REPEAT,
+    ReadConfig::DEFAULT_WARMUP
+);
+runs_args!(
+    /// `iolab write`'s runs.
+    WriteRuns,
+    WriteConfig::DEFAULT_REPEAT,
+    WriteConfig::DEFAULT_WARMUP
+);
 
 /// Page-cache state before each run.
 #[derive(Debug, Args)]

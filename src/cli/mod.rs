@@ -162,4 +162,18 @@ mod tests {
     fn command_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+
+    #[test]
+    fn each_command_keeps_its_own_run_defaults() {
+        // Defaults shared through one generic group would render once for all commands.
+        let parse = |args: &[&str]| Cli::try_parse_from(args).expect("parses").command;
+        let Command::Read(r) = parse(&["iolab", "read", "f"]) else {
+            unreachable!()
+        };
+        let Command::Write(w) = parse(&["iolab", "write", "f", "--size", "1M"]) else {
+            unreachable!()
+        };
+        assert_eq!((r.runs.repeat, r.runs.warmup), (5, 1));
+        assert_eq!((w.runs.repeat, w.runs.warmup), (3, 0));
+    }
 }

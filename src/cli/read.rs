@@ -1,6 +1,6 @@
 //! `iolab read FILE`: one read method, repeated, with statistics and kernel counters.
 
-use super::args::{self, CacheArgs, OutputArgs, WorkloadArgs};
+use super::args::{self, CacheArgs, OutputArgs, ReadRuns, WorkloadArgs};
 use super::{Ctx, out, usage, warn_all};
 use clap::Args;
 use iolab::Error;
@@ -34,12 +34,8 @@ pub struct ReadArgs {
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub cache: CacheArgs,
-    /// Counted runs
-    #[arg(long, default_value_t = ReadConfig::DEFAULT_REPEAT, value_parser = args::positive)]
-    pub repeat: usize,
-    /// Uncounted runs first
-    #[arg(long, default_value_t = ReadConfig::DEFAULT_WARMUP)]
-    pub warmup: usize,
+    #[command(flatten)]
+    pub runs: ReadRuns,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -55,8 +51,7 @@ impl ReadArgs {
             shape: self.workload.shape(),
             cache: self.cache.cache.unwrap_or(CacheMode::Warm),
             drop_all: self.cache.drop_all,
-            repeat: self.repeat,
-            warmup: self.warmup,
+            runs: self.runs.repeats(),
         })
     }
 

@@ -1,6 +1,6 @@
 //! `iolab write FILE`: one write method and sync mode, repeated, then read back and verified.
 
-use super::args::{self, OutputArgs, WorkloadArgs};
+use super::args::{self, OutputArgs, WorkloadArgs, WriteRuns};
 use super::{Ctx, out, usage, warn_all};
 use clap::Args;
 use iolab::Error;
@@ -37,12 +37,8 @@ pub struct WriteArgs {
     /// Overwrite an existing file
     #[arg(long)]
     pub force: bool,
-    /// Counted runs
-    #[arg(long, default_value_t = WriteConfig::DEFAULT_REPEAT, value_parser = args::positive)]
-    pub repeat: usize,
-    /// Uncounted runs first
-    #[arg(long, default_value_t = 0)]
-    pub warmup: usize,
+    #[command(flatten)]
+    pub runs: WriteRuns,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -59,8 +55,7 @@ impl WriteArgs {
             shape: self.workload.shape(),
             sync: self.sync,
             force: self.force,
-            repeat: self.repeat,
-            warmup: self.warmup,
+            runs: self.runs.repeats(),
         })
     }
 

@@ -30,10 +30,9 @@ pub struct ReadConfig {
     pub cache: CacheMode,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
-    /// Counted runs.
-    pub repeat: usize,
-    /// Uncounted runs first.
-    pub warmup: usize,
+    /// Warm-up and counted runs.
+    #[serde(flatten)]
+    pub runs: Repeats,
 }
 
 /// One run, counted or warm-up.
@@ -56,6 +55,28 @@ impl RunRecord {
     }
 }
 
+/// How many runs: `warmup` uncounted ones first, then `repeat` counted ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// Counted runs (at least 1).
+    pub repeat: usize,
+    /// Uncounted runs first.
+    pub warmup: usize,
+}
+
+impl Repeats {
+    /// Refuses zero counted runs.
+    pub fn check(&self) -> Result<()> {
+        if self.repeat == 0 {
+            return Err(Error::usage(
+                "invalid repeat count",
+                "--repeat must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Warm-up and counted runs, and the statistics of the counted ones (flattened into results).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Runs {
@@ -71,8 +92,7 @@ impl Runs {
     /// Runs `one` `warmup` times uncounted, then `repeat` times counted, reporting progress as
     /// `what`; then summarises the counted runs.
     pub fn measure(
-        warmup: usize,
-        repeat: usize,
+        Repeats { repeat, warmup }: Repeats,
         what: &str,
         obs: &dyn Observer,
         mut one: impl FnMut() -> Result<(Moved, Counters, Option<CacheState>)>,
@@ -175,19 +195,14 @@ impl ReadConfig {
 /// Reads the file `repeat` times after `warmup` runs, the cache prepared and verified before each.
 pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Result<ReadResult> {
     cfg.shape.check()?;
-    if cfg.repeat == 0 {
-        return Err(Error::usage(
-            "invalid repeat count",
-            "--repeat must be at least 1",
-        ));
-    }
+    cfg.runs.check()?;
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
     let w = cfg.shape.workload(cfg.bs, len);
     let opts = EngineOptions {
         depth: cfg.shape.depth,
     };
-    let runs = Runs::measure(cfg.warmup, cfg.repeat, "read", obs, || {
+    let runs = Runs::measure(cfg.runs, "read", obs, || {
         // Cache state is established and verified right before each run, outside the timing.
         let state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
         let prepared = engine::prepare(cfg.method, &src, &w, &opts)?;

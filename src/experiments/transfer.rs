@@ -29,6 +29,11 @@ pub struct TransferConfig {
     pub discard: bool,
 }
 
+impl TransferConfig {
+    /// Runs per pair by default.
+    pub const DEFAULT_REPEAT: usize = 3;
+}
+
 /// One method pair's runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {
@@ -123,11 +128,6 @@ pub fn run_once(
     });
     let _ = std::fs::remove_dir_all(&out);
     result
-}
-
-impl TransferConfig {
-    /// Runs per pair by default.
-    pub const DEFAULT_REPEAT: usize = 3;
 }
 
 /// Moves the files over loopback for every pair, `repeat` interleaved rounds.

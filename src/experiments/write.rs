@@ -3,7 +3,7 @@
 
 use super::Observer;
 use super::host::{Host, host_facts};
-use super::read::Runs;
+use super::read::{Repeats, Runs};
 use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, ReadMethod};
 use crate::error::{Error, Result};
@@ -30,10 +30,9 @@ pub struct WriteConfig {
     pub sync: SyncMode,
     /// Replace an existing file.
     pub force: bool,
-    /// Counted runs.
-    pub repeat: usize,
-    /// Uncounted runs first.
-    pub warmup: usize,
+    /// Warm-up and counted runs.
+    #[serde(flatten)]
+    pub runs: Repeats,
 }
 
 /// What `iolab write` found.
@@ -69,18 +68,15 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
         );
     }
     cfg.shape.check()?;
-    if cfg.repeat == 0 {
-        return Err(Error::usage(
-            "invalid repeat count",
-            "--repeat must be at least 1",
-        ));
-    }
+    cfg.runs.check()?;
     Ok(())
 }
 
 impl WriteConfig {
     /// Counted runs by default.
     pub const DEFAULT_REPEAT: usize = 3;
+    /// Uncounted runs first by default (none: every run writes a fresh file anyway).
+    pub const DEFAULT_WARMUP: usize = 0;
 }
 
 /// Writes the file `repeat` times after `warmup` runs, then reads it back to verify.
@@ -101,7 +97,7 @@ fn write_runs(
 ) -> Result<WriteResult> {
     target.check_space(cfg.len)?;
     let w = cfg.shape.workload(cfg.bs, cfg.len);
-    let runs = Runs::measure(cfg.warmup, cfg.repeat, "write", obs, || {
+    let runs = Runs::measure(cfg.runs, "write", obs, || {
         let prepared = prepare_write(cfg.method, target, &w, cfg.sync)?;
         let (moved, counters) = measure(|| prepared.run());
         Ok((moved?, counters, None))

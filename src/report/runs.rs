@@ -4,6 +4,7 @@ use super::{Format, csv_line, json, markdown_table, table};
 use crate::experiments::read::{ReadResult, RunRecord, Runs};
 use crate::experiments::write::WriteResult;
 use crate::size::format_size;
+use crate::workload::Shape;
 use crate::xor::format_xor;
 
 /// The common view of a set of measured runs.
@@ -32,14 +33,15 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
             format_size(r.file_size),
             format_size(r.bytes)
         ),
-        config: vec![
-            ("method", c.method.name().into()),
-            ("bs", format_size(c.bs)),
-            ("pattern", c.shape.pattern.name().into()),
-            ("threads", c.shape.threads.to_string()),
-            ("depth", c.shape.depth.to_string()),
-            ("cache", c.cache.name().into()),
-        ],
+        config: settings(
+            c.method.name(),
+            c.bs,
+            &c.shape,
+            [
+                ("depth", c.shape.depth.to_string()),
+                ("cache", c.cache.name().into()),
+            ],
+        ),
         runs: &r.runs,
         xor: r.xor,
         with_cache: true,
@@ -60,18 +62,48 @@ pub fn write_report(r: &WriteResult, format: Format) -> String {
             format_size(r.bytes),
             if r.verified { "yes" } else { "no" }
         ),
-        config: vec![
-            ("method", c.method.name().into()),
-            ("bs", format_size(c.bs)),
-            ("pattern", c.shape.pattern.name().into()),
-            ("threads", c.shape.threads.to_string()),
-            ("sync", c.sync.name().into()),
-        ],
+        config: settings(
+            c.method.name(),
+            c.bs,
+            &c.shape,
+            [("sync", c.sync.name().into())],
+        ),
         runs: &r.runs,
         xor: r.xor,
         with_cache: false,
     };
     render(&set, format)
+}
+
+/// CPU seconds (user, system) to `decimals` places, minor and major faults, context switches and
+/// requests: the counter columns every runs table has, in this order.
+fn counter_cells(r: &RunRecord, decimals: usize) -> [String; 6] {
+    let c = &r.counters;
+    [
+        format!("{:.*}", decimals, c.user.as_secs_f64()),
+        format!("{:.*}", decimals, c.sys.as_secs_f64()),
+        c.minor_faults.to_string(),
+        c.major_faults.to_string(),
+        c.context_switches.to_string(),
+        r.moved.ops.to_string(),
+    ]
+}
+
+/// The settings line: method, block size, order, threads, then what is particular to the command.
+fn settings(
+    method: &str,
+    bs: u64,
+    shape: &Shape,
+    more: impl IntoIterator<Item = (&'static str, String)>,
+) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("method", method.to_string()),
+        ("bs", format_size(bs)),
+        ("pattern", shape.pattern.name().into()),
+        ("threads", shape.threads.to_string()),
+    ];
+    v.extend(more);
+    v
 }
 
 fn render(set: &RunSet, format: Format) -> String {
@@ -109,16 +141,13 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
             run_label(i, &set.runs.runs),
             format!("{:.4}", c.wall.as_secs_f64()),
             format!("{:.1}", r.mib_per_s()),
-            format!("{:.3}", c.user.as_secs_f64()),
-            format!("{:.3}", c.sys.as_secs_f64()),
-            c.minor_faults.to_string(),
-            c.major_faults.to_string(),
-            c.context_switches.to_string(),
-            r.moved.ops.to_string(),
+        ];
+        row.extend(counter_cells(r, 3));
+        row.push(
             c.device_read_bytes
                 .map(format_size)
                 .unwrap_or_else(|| "n/a".into()),
-        ];
+        );
         if set.with_cache {
             let c = r.cache.as_ref();
             row.push(
@@ -207,12 +236,9 @@ fn csv(set: &RunSet) -> String {
             format!("{:.3}", r.mib_per_s()),
             r.moved.bytes.to_string(),
             format_xor(r.moved.xor),
-            format!("{:.6}", c.user.as_secs_f64()),
-            format!("{:.6}", c.sys.as_secs_f64()),
-            c.minor_faults.to_string(),
-            c.major_faults.to_string(),
-            c.context_switches.to_string(),
-            r.moved.ops.to_string(),
+        ]);
+        row.extend(counter_cells(r, 6));
+        row.extend([
             c.device_read_bytes
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
