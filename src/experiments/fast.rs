@@ -55,6 +55,33 @@ pub struct FastResult {
     pub counters: Counters,
 }
 
+impl FastResult {
+    /// Its throughput, whole process from open to close.
+    pub fn mib_per_s(&self) -> f64 {
+        crate::size::mib_per_s(self.bytes, self.counters.wall.as_secs_f64())
+    }
+}
+
+/// `fast` repeated: every run, and their throughput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FastSeries {
+    /// Every run, in order.
+    pub runs: Vec<FastResult>,
+    /// MiB/s over the runs.
+    pub mib_s: crate::measure::stats::Summary,
+}
+
+impl FastSeries {
+    /// The series of `runs`.
+    pub fn of(runs: Vec<FastResult>) -> FastSeries {
+        let rates: Vec<f64> = runs.iter().map(FastResult::mib_per_s).collect();
+        FastSeries {
+            mib_s: crate::measure::stats::summarize(&rates),
+            runs,
+        }
+    }
+}
+
 /// Files below this are read with one pread: mapping or threads cost more than they save.
 pub const SMALL: u64 = 1 << 20;
 /// Each extra thread needs at least this much of the file to pay for itself.

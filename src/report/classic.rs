@@ -43,6 +43,20 @@ pub fn fast_talk(r: &FastResult) -> String {
     )
 }
 
+/// A series of `fast` runs: each run's line, then the median and its interval.
+pub fn fast_series(s: &crate::experiments::fast::FastSeries) -> String {
+    let mut out: String = s.runs.iter().map(|r| fast_talk(r) + "\n").collect();
+    out.push_str(&format!(
+        "median {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)\n",
+        s.mib_s.median,
+        s.mib_s.n,
+        s.mib_s.ci[0],
+        s.mib_s.ci[1],
+        100.0 * s.mib_s.ci_level
+    ));
+    out
+}
+
 /// `iolab cache` output.
 pub fn cache_report(r: &CacheReport, format: Format) -> String {
     if format == Format::Json {

@@ -3,10 +3,13 @@
 use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::fast::{FastConfig, FastResult, run_fast};
+use crate::experiments::fast::{FastConfig, FastSeries, run_fast};
 use crate::report;
 use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, fast_warm_cold};
+
+/// Runs of `fast` per cache state.
+const RUNS: usize = 3;
 
 /// `fast` with the file resident, or after evicting it; cold also feeds the warm-vs-cold finding.
 pub struct Fast {
@@ -23,7 +26,7 @@ pub const FAST_COLD: Fast = Fast {
 };
 
 impl Entry for Fast {
-    type Output = FastResult;
+    type Output = FastSeries;
     fn about(&self) -> &'static About {
         match self.cache {
             CacheMode::Warm => &About {
@@ -39,31 +42,37 @@ impl Entry for Fast {
         }
     }
 
-    fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<FastResult> {
+    /// Three runs, the cache put into this entry's state (and verified) before each.
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<FastSeries> {
         let file = ctx.file();
-        let src = crate::engine::open_source(file)?;
-        crate::cache::prepare(&src.file, src.size, file, self.cache, false)?;
-        drop(src);
-        run_fast(&FastConfig {
-            path: file.to_path_buf(),
-            method: None,
-            threads: None,
-            bs: None,
-            depth: None,
-        })
+        let mut runs = Vec::new();
+        for i in 0..RUNS {
+            let src = crate::engine::open_source(file)?;
+            crate::cache::prepare(&src.file, src.size, file, self.cache, false)?;
+            drop(src);
+            runs.push(run_fast(&FastConfig {
+                path: file.to_path_buf(),
+                method: None,
+                threads: None,
+                bs: None,
+                depth: None,
+            })?);
+            obs.progress("fast", i + 1, RUNS);
+        }
+        Ok(FastSeries::of(runs))
     }
 
-    fn table(&self, out: &FastResult) -> String {
-        report::classic::fast_talk(out)
+    fn table(&self, out: &FastSeries) -> String {
+        report::classic::fast_series(out)
     }
 
-    fn findings(&self, this: &FastResult, suite: &SuiteResult) -> Vec<Finding> {
+    fn findings(&self, this: &FastSeries, suite: &SuiteResult) -> Vec<Finding> {
         if self.cache == CacheMode::Warm {
             return Vec::new();
         }
         suite
-            .result::<FastResult>(FAST_WARM.about().name)
-            .map(|warm| fast_warm_cold(&warm, this))
+            .result::<FastSeries>(FAST_WARM.about().name)
+            .and_then(|warm| fast_warm_cold(&warm, this))
             .into_iter()
             .collect()
     }

@@ -22,7 +22,7 @@ impl Entry for Syscalls {
     }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SyscallsResult> {
-        let samples = ctx.scale(1, 5);
+        let samples = ctx.scale(3, 5);
         run_syscalls(Some(ctx.file()), samples, ctx.command_line, obs)
     }
 

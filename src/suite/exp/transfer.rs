@@ -33,7 +33,7 @@ impl Entry for Transfer {
         let cfg = TransferConfig {
             files: ctx.data.classic_files.clone(),
             pairs,
-            repeat: ctx.scale(1, 3),
+            repeat: 3,
             connections: 1,
             sync: false,
             discard: false,
