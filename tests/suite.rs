@@ -58,6 +58,18 @@ fn check_report(dir: &Path) -> serde_json::Value {
         }
     }
     assert_eq!(v["schema"], "iolab-suite/1");
+    // What else the machine did is always said, busy or not.
+    assert!(
+        v["interference"]["busy"].is_boolean(),
+        "{}",
+        v["interference"]
+    );
+    assert!(v["interference"]["reasons"].is_array());
+    for f in v["findings"].as_array().unwrap() {
+        assert!(f["winner"].is_string() || f["winner"].is_null(), "{f}");
+        let ci = f["ci"].as_array().unwrap();
+        assert!(ci[0].as_f64().unwrap() <= ci[1].as_f64().unwrap(), "{f}");
+    }
     assert!(
         v["findings"].as_array().unwrap().len() >= 5,
         "{}",
@@ -265,4 +277,40 @@ fn an_interrupted_suite_leaves_nothing() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Two CPU-bound processes compete with a quick suite: it says so (a `Warning:` line on stdout
+/// and first in report.md, `"busy": true` in results.json, the busy experiments marked).
+#[test]
+fn a_busy_machine_is_seen_and_said() {
+    let spin = || {
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+    };
+    let (Ok(mut a), Ok(mut b)) = (spin(), spin()) else {
+        eprintln!("skipped: cannot start sh");
+        return;
+    };
+    let parent = tempfile::tempdir().unwrap();
+    let out = parent.path().join("rep");
+    let o = iolab()
+        .args(["suite", "--quick", "--size", "16M", "--out"])
+        .arg(&out)
+        .output();
+    let _ = (a.kill(), b.kill(), a.wait(), b.wait());
+    let o = o.unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.starts_with("Warning: "), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(v["interference"]["busy"], true, "{}", v["interference"]);
+    assert!(!v["interference"]["reasons"].as_array().unwrap().is_empty());
+    assert!(v["interference"]["other_cpu_cores"].as_f64().unwrap() > 0.5);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.starts_with("Warning: "), "{}", &md[..200.min(md.len())]);
+    assert!(md.contains("**Busy while measured:**"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<p class=\"warn\"><b>Warning: "));
 }

@@ -120,7 +120,10 @@ impl AccessArgs {
         if !self.classic.is_empty() && self.output.format == Format::Text {
             out(&report::access::classic_lines(&r));
         }
-        out(&report::access::access_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::access::access_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

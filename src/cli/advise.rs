@@ -1,7 +1,7 @@
 //! `iolab advise FILE`: which method for this file and access pattern, measured here.
 
 use super::args::{self, OutputArgs};
-use super::{Ctx, out, warn_all};
+use super::{Ctx, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::advise::run_advise;
@@ -42,7 +42,10 @@ impl AdviseArgs {
             &ctx.progress,
         )?;
         warn_all(&r.measured.warnings);
-        out(&report::access::advise_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::access::advise_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

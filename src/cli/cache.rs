@@ -1,7 +1,8 @@
 //! `iolab cache status|evict|load FILE...` and `iolab cache meminfo`.
 
+use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::{out, warn_all};
+use super::warn_all;
 use clap::{Args, Subcommand};
 use iolab::Error;
 use iolab::experiments::cache_cmd::{CacheAction, run_cache};
@@ -42,21 +43,24 @@ pub struct CacheFiles {
 
 impl CacheCommand {
     /// Runs it and prints residency (or the meminfo figures).
-    pub fn run(self) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let (action, files) = match self {
             CacheCommand::Status(f) => (CacheAction::Status, f),
             CacheCommand::Evict(f) => (CacheAction::Evict, f),
             CacheCommand::Load(f) => (CacheAction::Load, f),
             CacheCommand::Meminfo(o) => {
                 let info = iolab::cache::meminfo::read();
-                out(&report::classic::meminfo_report(&info, o.format));
+                ctx.emit(o.format, &report::classic::meminfo_report(&info, o.format));
                 return Ok(());
             }
         };
         let width = files.map.then_some(files.width);
         let r = run_cache(action, &files.files, files.drop_all, width)?;
         warn_all(&r.notes);
-        out(&report::classic::cache_report(&r, files.output.format));
+        ctx.emit(
+            files.output.format,
+            &report::classic::cache_report(&r, files.output.format),
+        );
         Ok(())
     }
 }

@@ -1,9 +1,10 @@
 //! `iolab master N f1..fN fcntl|mmap` and `iolab slave N f1..fN fcntl|mmap IP`: the course's
 //! sender and receiver.
 
+use super::Ctx;
 use super::args::NetArgs;
 use super::send::{listen_addr, serve};
-use super::{out, usage};
+use super::usage;
 use clap::Args;
 use iolab::Error;
 use iolab::report;
@@ -66,7 +67,7 @@ impl ClassicArgs {
     }
 
     /// The course's master: serves the files.
-    pub fn run_master(self) -> Result<(), Error> {
+    pub fn run_master(self, ctx: &Ctx) -> Result<(), Error> {
         let c = self.parse(false).map_err(usage)?;
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = SendConfig {
@@ -80,11 +81,11 @@ impl ClassicArgs {
             token: self.net.token(),
             timeout: self.net.timeout,
         };
-        serve(addr, &cfg, self.net.output.format)
+        serve(ctx, addr, &cfg, self.net.output.format)
     }
 
     /// The course's slave: writes the files it names, as the course program did.
-    pub fn run_slave(self) -> Result<(), Error> {
+    pub fn run_slave(self, ctx: &Ctx) -> Result<(), Error> {
         let c = self.parse(true).map_err(usage)?;
         let ip = c.ip.unwrap_or_default();
         let host = if ip.contains(':') && !ip.starts_with('[') {
@@ -111,7 +112,10 @@ impl ClassicArgs {
             retry: Duration::from_secs(5),
         };
         let r = receiver::receive(&cfg)?;
-        out(&report::transfer::side_report(&r, self.net.output.format));
+        ctx.emit(
+            self.net.output.format,
+            &report::transfer::side_report(&r, self.net.output.format),
+        );
         Ok(())
     }
 }

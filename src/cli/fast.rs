@@ -1,7 +1,7 @@
 //! `iolab fast FILE`: the whole file's XOR as fast as this machine allows.
 
+use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::out;
 use clap::Args;
 use iolab::Error;
 use iolab::engine::ReadMethod;
@@ -36,7 +36,7 @@ pub struct FastArgs {
 
 impl FastArgs {
     /// Runs it: the XOR on stdout, what was chosen and how fast on stderr.
-    pub fn run(self) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let r = run_fast(&FastConfig {
             path: self.file,
             method: self.method,
@@ -46,8 +46,11 @@ impl FastArgs {
         })?;
         eprintln!("{}", report::classic::fast_talk(&r));
         match self.output.format {
-            Format::Json => out(&report::json(&r)),
-            _ => out(&format!("Xor value is {}\n", xor::format_xor(r.xor))),
+            Format::Json => ctx.emit(Format::Json, &report::json(&r)),
+            format => ctx.emit(
+                format,
+                &format!("Xor value is {}\n", xor::format_xor(r.xor)),
+            ),
         }
         Ok(())
     }

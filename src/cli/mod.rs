@@ -24,6 +24,8 @@ mod write;
 use clap::{Parser, Subcommand};
 use iolab::Error;
 use iolab::experiments::Observer;
+use iolab::measure::interference::Probe;
+use iolab::report::Format;
 use std::io::{IsTerminal, Write};
 
 const ABOUT: &str = "Measure, explain and exploit the ways Linux moves file data: read/pread, mmap \
@@ -69,6 +71,8 @@ pub struct Ctx {
     pub progress: Progress,
     /// The exact command line, for the result's host facts.
     pub command_line: String,
+    /// What else the machine does, sampled from the start of the command.
+    pub probe: Probe,
 }
 
 impl Ctx {
@@ -79,6 +83,25 @@ impl Ctx {
                 tty: std::io::stderr().is_terminal(),
             },
             command_line: command_line(),
+            probe: Probe::start(),
+        }
+    }
+
+    /// Prints a result: JSON gets a top-level `interference` object (what else the machine was
+    /// doing since the command started); other formats are printed as they are, with a warning on
+    /// stderr when the machine was busy.
+    pub fn emit(&self, format: Format, text: &str) {
+        let interference = self.probe.finish();
+        if format == Format::Json
+            && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(text)
+        {
+            map.insert("interference".into(), serde_json::json!(interference));
+            out(&iolab::report::json(&map));
+        } else {
+            out(text);
+        }
+        if let Some(w) = interference.warning() {
+            eprintln!("iolab: {w}");
         }
     }
 }
@@ -89,20 +112,20 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Suite(a) => a.run(ctx),
         Command::Report(a) => a.run(),
         Command::Advise(a) => a.run(ctx),
-        Command::Run(a) => a.run(),
+        Command::Run(a) => a.run(ctx),
         Command::Read(a) => a.run(ctx),
         Command::Write(a) => a.run(ctx),
-        Command::Fast(a) => a.run(),
-        Command::Cache(c) => c.run(),
+        Command::Fast(a) => a.run(ctx),
+        Command::Cache(c) => c.run(ctx),
         Command::Access(a) => a.run(ctx),
         Command::Sweep(a) => a.run(ctx),
         Command::Run2(a) => a.run(ctx),
         Command::Syscalls(a) => a.run(ctx),
-        Command::Vm(a) => a.run(),
-        Command::Send(a) => a.run(),
-        Command::Recv(a) => a.run(),
-        Command::Master(a) => a.run_master(),
-        Command::Slave(a) => a.run_slave(),
+        Command::Vm(a) => a.run(ctx),
+        Command::Send(a) => a.run(ctx),
+        Command::Recv(a) => a.run(ctx),
+        Command::Master(a) => a.run_master(ctx),
+        Command::Slave(a) => a.run_slave(ctx),
         Command::Transfer(a) => a.run(ctx),
     }
 }

@@ -1,7 +1,7 @@
 //! `iolab read FILE`: one read method, repeated, with statistics and kernel counters.
 
 use super::args::{self, CacheArgs, OutputArgs, ReadRuns, WorkloadArgs};
-use super::{Ctx, out, usage, warn_all};
+use super::{Ctx, usage, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -60,7 +60,10 @@ impl ReadArgs {
         let cfg = self.config().map_err(usage)?;
         let r = run_read(&cfg, &ctx.command_line, &ctx.progress)?;
         warn_all(&r.warnings);
-        out(&report::runs::read_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::runs::read_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! `iolab recv`: receive files from `iolab send` into a directory, verified by BLAKE3.
 
+use super::Ctx;
 use super::args::{self, NetArgs};
-use super::out;
 use clap::Args;
 use iolab::Error;
 use iolab::report;
@@ -48,7 +48,7 @@ pub struct RecvArgs {
 
 impl RecvArgs {
     /// Receives the files and prints this side's report.
-    pub fn run(self) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = RecvConfig {
             connect: self.connect,
             out_dir: self.out,
@@ -64,7 +64,10 @@ impl RecvArgs {
             retry: self.retry,
         };
         let r = receiver::receive(&cfg)?;
-        out(&report::transfer::side_report(&r, self.net.output.format));
+        ctx.emit(
+            self.net.output.format,
+            &report::transfer::side_report(&r, self.net.output.format),
+        );
         Ok(())
     }
 }

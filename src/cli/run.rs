@@ -1,7 +1,8 @@
 //! `iolab run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`: the classic course program.
 
+use super::Ctx;
 use super::args::{self, CacheArgs, OutputArgs, WorkloadArgs};
-use super::{out, usage, warn_all};
+use super::{usage, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -75,13 +76,13 @@ impl RunArgs {
     }
 
     /// Runs it and prints the classic lines (or JSON).
-    pub fn run(self) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_classic(&cfg)?;
         warn_all(&r.notes);
         match self.output.format {
-            Format::Json => out(&report::json(&r)),
-            _ => out(&report::classic::run_lines(&r)),
+            Format::Json => ctx.emit(Format::Json, &report::json(&r)),
+            format => ctx.emit(format, &report::classic::run_lines(&r)),
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! `iolab run2 FILE BLOCK_SIZE` (`calibrate`): a block count whose read takes 5-15 s.
 
 use super::args::{self, CacheArgs, OutputArgs};
-use super::{Ctx, out, usage};
+use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -59,8 +59,8 @@ impl Run2Args {
         };
         let r = run_run2(&cfg, &ctx.progress)?;
         match self.output.format {
-            Format::Json => out(&report::json(&r)),
-            _ => out(&report::classic::run2_lines(&r)),
+            Format::Json => ctx.emit(Format::Json, &report::json(&r)),
+            format => ctx.emit(format, &report::classic::run2_lines(&r)),
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! `iolab send FILES`: serve files to a receiver over TCP.
 
+use super::Ctx;
 use super::args::NetArgs;
-use super::{out, usage};
+use super::usage;
 use clap::Args;
 use iolab::Error;
 use iolab::report::{self, Format};
@@ -48,20 +49,20 @@ pub fn listen_addr(listen: &str, port: u16) -> Result<SocketAddr, String> {
 }
 
 /// Listens on `addr`, serves `cfg`'s files and prints this side's report.
-pub fn serve(addr: SocketAddr, cfg: &SendConfig, format: Format) -> Result<(), Error> {
+pub fn serve(ctx: &Ctx, addr: SocketAddr, cfg: &SendConfig, format: Format) -> Result<(), Error> {
     let listener = sender::bind(addr)?;
     eprintln!(
         "iolab: listening on {addr}, {} file(s) to send",
         cfg.files.len()
     );
     let r = sender::serve(listener, cfg)?;
-    out(&report::transfer::side_report(&r, format));
+    ctx.emit(format, &report::transfer::side_report(&r, format));
     Ok(())
 }
 
 impl SendArgs {
     /// Serves the files.
-    pub fn run(self) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = SendConfig {
             files: self.files,
@@ -70,6 +71,6 @@ impl SendArgs {
             token: self.net.token(),
             timeout: self.net.timeout,
         };
-        serve(addr, &cfg, self.net.output.format)
+        serve(ctx, addr, &cfg, self.net.output.format)
     }
 }

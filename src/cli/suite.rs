@@ -31,6 +31,10 @@ pub struct SuiteArgs {
     /// Replace an existing report folder instead of making a dated one
     #[arg(long)]
     pub force: bool,
+    /// Before each experiment, wait up to this long for a quiet machine (other processes' CPU
+    /// below a quarter core)
+    #[arg(long, value_name = "SECONDS", default_value = "0s", value_parser = args::duration_or_zero)]
+    pub wait_quiet: std::time::Duration,
 }
 
 impl SuiteArgs {
@@ -49,6 +53,7 @@ impl SuiteArgs {
             size: self.size,
             quick: self.quick,
             keep_data: self.keep_data,
+            wait_quiet: self.wait_quiet.as_secs_f64(),
         };
         let r = run_suite(&cfg, &data, &ctx.command_line, &ctx.progress)?;
         if iolab::sys::interrupted() {
@@ -64,7 +69,12 @@ impl SuiteArgs {
                 eprintln!("iolab: warning: an experiment was not measured: {name}: {e}");
             }
         }
-        let mut text = String::from("Findings:\n");
+        let mut text = String::new();
+        if let Some(w) = r.interference.warning() {
+            text.push_str(&w);
+            text.push('\n');
+        }
+        text.push_str("Findings:\n");
         for f in &r.findings {
             text.push_str(&format!("  - {}\n", f.text));
         }

@@ -2,7 +2,7 @@
 //! method and sync mode.
 
 use super::args::{self, EngineArgs, OutputArgs};
-use super::{Ctx, out, usage, warn_all};
+use super::{Ctx, usage, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -106,7 +106,10 @@ impl SweepArgs {
         if let Some(plot) = &self.plot {
             iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), self.force)?;
         }
-        out(&report::sweep::sweep_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::sweep::sweep_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! `iolab syscalls [FILE]`: what one system call costs here.
 
+use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::{Ctx, out};
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::syscalls::run_syscalls;
@@ -33,7 +33,10 @@ impl SyscallsArgs {
             &ctx.command_line,
             &ctx.progress,
         )?;
-        out(&report::syscalls::syscalls_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::syscalls::syscalls_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

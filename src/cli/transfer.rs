@@ -1,7 +1,7 @@
 //! `iolab transfer FILES`: every sender x receiver pair over loopback, repeated.
 
+use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::{Ctx, out};
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::transfer::{TransferConfig, all_pairs, run_transfer};
@@ -53,7 +53,10 @@ impl TransferArgs {
             discard: self.discard,
         };
         let r = run_transfer(&cfg, &ctx.command_line, &ctx.progress)?;
-        out(&report::transfer::matrix(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::transfer::matrix(&r, self.output.format),
+        );
         Ok(())
     }
 }

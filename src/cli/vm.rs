@@ -1,7 +1,7 @@
 //! `iolab vm FILE`: the pmap lab, stage by stage.
 
+use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::out;
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::vm::{VmConfig, create_file, run_vm};
@@ -43,7 +43,7 @@ pub struct VmArgs {
 
 impl VmArgs {
     /// Runs it and prints a pmap -x table per stage.
-    pub fn run(self) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         if let Some(size) = self.create {
             create_file(&self.file, size, self.force)?;
         }
@@ -54,7 +54,10 @@ impl VmArgs {
             evict: !self.no_evict,
             page_cache: self.page_cache,
         })?;
-        out(&report::vm::vm_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::vm::vm_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

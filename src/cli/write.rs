@@ -1,7 +1,7 @@
 //! `iolab write FILE`: one write method and sync mode, repeated, then read back and verified.
 
 use super::args::{self, OutputArgs, WorkloadArgs, WriteRuns};
-use super::{Ctx, out, usage, warn_all};
+use super::{Ctx, usage, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::engine::write::{SyncMode, WriteMethod};
@@ -64,7 +64,10 @@ impl WriteArgs {
         let cfg = self.config().map_err(usage)?;
         let r = run_write(&cfg, &ctx.command_line, &ctx.progress)?;
         warn_all(&r.warnings);
-        out(&report::runs::write_report(&r, self.output.format));
+        ctx.emit(
+            self.output.format,
+            &report::runs::write_report(&r, self.output.format),
+        );
         Ok(())
     }
 }

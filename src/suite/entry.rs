@@ -9,6 +9,7 @@ use crate::cache::meminfo::PageCache;
 use crate::error::{Error, ErrorKind, Result};
 use crate::experiments::Observer;
 use crate::experiments::host::Host;
+use crate::measure::interference::Interference;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,9 @@ pub struct SuiteConfig {
     pub quick: bool,
     /// Keep the generated data.
     pub keep_data: bool,
+    /// Wait up to this many seconds for a quiet machine before each experiment (0: do not wait).
+    #[serde(default)]
+    pub wait_quiet: f64,
 }
 
 /// One experiment's outcome: its result (as its `--format json` prints it), or why there is none.
@@ -38,6 +42,9 @@ pub struct Outcome {
     pub kind: Option<ErrorKind>,
     /// How long it took.
     pub seconds: f64,
+    /// What else the machine was doing meanwhile.
+    #[serde(default)]
+    pub interference: Interference,
 }
 
 impl Outcome {
@@ -67,6 +74,9 @@ pub struct SuiteResult {
     /// Every experiment's outcome by name, in the order they ran (top-level keys in JSON).
     #[serde(flatten, with = "outcomes")]
     pub experiments: Vec<(String, Outcome)>,
+    /// What else the machine was doing, over all experiments: `busy`, `reasons`, the figures.
+    #[serde(default)]
+    pub interference: Interference,
     /// What the measurements say.
     pub findings: Vec<Finding>,
     /// How long the whole suite took.
@@ -170,6 +180,8 @@ pub struct Section {
     pub error: Option<String>,
     /// How long it took.
     pub seconds: f64,
+    /// Why the machine counted as busy while it ran, when it did.
+    pub busy: Option<String>,
 }
 
 /// What an experiment is called and what it shows.
@@ -245,6 +257,10 @@ impl<E: Entry> Experiment for E {
             table: typed.as_ref().map(|t| self.table(t)),
             error: o.error.clone(),
             seconds: o.seconds,
+            busy: o
+                .interference
+                .busy
+                .then(|| o.interference.reasons.join("; ")),
         }
     }
 

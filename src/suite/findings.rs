@@ -475,11 +475,7 @@ mod tests {
         ];
         let f = sequential(&cells, CacheMode::Cold).unwrap();
         assert_eq!(f.winner, None, "{}", f.text);
-        assert!(
-            f.text.contains("no clear difference (mmap"),
-            "{}",
-            f.text
-        );
+        assert!(f.text.contains("no clear difference (mmap"), "{}", f.text);
         assert!(f.ci[0] < 1.0 && f.ci[1] > 1.0, "{f:?}");
         // One run per cell (what --quick used to do) cannot name a winner either: no interval.
         let one = vec![

@@ -21,8 +21,9 @@ use crate::cache::meminfo;
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
 use crate::experiments::host::host_facts;
+use crate::measure::interference::{Interference, Probe, wait_quiet};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The experiments of the suite, in the order they run and appear in the report.
 pub const REGISTRY: &[&dyn Experiment] = &[
@@ -48,22 +49,25 @@ fn outcome(e: &dyn Experiment, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Re
     if crate::sys::interrupted() {
         return Err(interrupted());
     }
+    if ctx.cfg.wait_quiet > 0.0 {
+        obs.progress("waiting for a quiet machine", 0, 1);
+        wait_quiet(Duration::from_secs_f64(ctx.cfg.wait_quiet));
+    }
     let t = Instant::now();
+    let probe = Probe::start();
     let r = e.run_json(ctx, obs);
+    let interference = probe.finish();
     let seconds = t.elapsed().as_secs_f64();
-    Ok(match r {
-        Ok(v) => Outcome {
-            result: Some(v),
-            error: None,
-            kind: None,
-            seconds,
-        },
-        Err(err) => Outcome {
-            result: None,
-            error: Some(err.to_string()),
-            kind: Some(err.kind),
-            seconds,
-        },
+    let (result, error, kind) = match r {
+        Ok(v) => (Some(v), None, None),
+        Err(err) => (None, Some(err.to_string()), Some(err.kind)),
+    };
+    Ok(Outcome {
+        result,
+        error,
+        kind,
+        seconds,
+        interference,
     })
 }
 
@@ -141,10 +145,13 @@ pub fn run_suite(
         data,
         page_cache_before: before,
         page_cache_after: meminfo::read(),
+        interference: Interference::default(),
         experiments,
         findings: Vec::new(),
         seconds: 0.0,
     };
+    result.interference =
+        Interference::merge(result.experiments.iter().map(|(_, o)| &o.interference));
     result.findings = derive(&result);
     result.seconds = started.elapsed().as_secs_f64();
     Ok(result)
@@ -205,6 +212,7 @@ mod tests {
             error: Some("not here".into()),
             kind,
             seconds: 0.5,
+            interference: Interference::default(),
         };
         let r = SuiteResult {
             schema: SCHEMA.into(),
@@ -214,6 +222,7 @@ mod tests {
                 size: 1 << 20,
                 quick: true,
                 keep_data: false,
+                wait_quiet: 0.0,
             },
             data: DataSet {
                 random_file: "d/random.bin".into(),
@@ -224,6 +233,7 @@ mod tests {
             },
             page_cache_before: meminfo::read(),
             page_cache_after: meminfo::read(),
+            interference: Interference::default(),
             experiments: vec![
                 ("zeta".into(), outcome(Some(ErrorKind::Unsupported))),
                 ("alpha".into(), outcome(None)),

@@ -78,8 +78,13 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         .iter()
         .filter_map(|e| r.outcome(e.name()).map(|o| e.section(o, &mut plots)))
         .collect();
-    // Markdown
-    let mut md = format!(
+    // Markdown: a busy machine is said first.
+    let warning = r.interference.warning();
+    let mut md = warning
+        .as_ref()
+        .map(|w| format!("{w}\n\n"))
+        .unwrap_or_default();
+    md += &format!(
         "# iolab report\n\nHost: {}\n\nData: {} random file, {} classic transfer files ({}). Suite ran {:.1} s{}.\n\n## Findings\n\n",
         host_line(r),
         format_size(r.data.random_size),
@@ -97,6 +102,9 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
     }
     for s in &secs {
         md.push_str(&format!("\n## {}\n\n{}\n\n", s.title, s.why));
+        if let Some(b) = &s.busy {
+            md.push_str(&format!("**Busy while measured:** {b}.\n\n"));
+        }
         if let Some(p) = &s.plot {
             md.push_str(&format!("![{}](plots/{p}.svg)\n\n", s.title));
         }
@@ -115,10 +123,13 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         "h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2rem}",
         "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd}",
         "svg{max-width:100%;height:auto;display:block;margin:.5rem 0}.cite{color:#555;font-size:.85em}",
-        ".err{color:#a00}table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;padding:.2rem .4rem;vertical-align:top}",
+        ".err,.warn{color:#a00}table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;padding:.2rem .4rem;vertical-align:top}",
         "@media print{pre{white-space:pre-wrap}h2{break-after:avoid}figure{break-inside:avoid}}",
         "</style></head><body>"
     ));
+    if let Some(w) = &warning {
+        html.push_str(&format!("<p class=\"warn\"><b>{}</b></p>", esc(w)));
+    }
     html.push_str(&format!("<h1>iolab report</h1><p><b>Host:</b> {}</p><p><b>Data:</b> {} random file, {} classic transfer files ({}); suite ran {:.1} s{}.</p>",
         esc(&host_line(r)), format_size(r.data.random_size), r.data.classic_files.len(), format_size(r.data.classic_bytes), r.seconds, if r.config.quick { " (--quick)" } else { "" }));
     html.push_str("<h2 id=\"findings\">Findings</h2><ul>");
@@ -148,6 +159,12 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             esc(s.title),
             esc(s.why)
         ));
+        if let Some(b) = &s.busy {
+            html.push_str(&format!(
+                "<p class=\"warn\"><b>Busy while measured:</b> {}.</p>",
+                esc(b)
+            ));
+        }
         if let Some(p) = &s.plot
             && let Some((_, svg)) = plots.iter().find(|(n, _)| n == &format!("{p}.svg"))
         {

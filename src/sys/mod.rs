@@ -81,6 +81,8 @@ pub struct Usage {
     pub majflt: u64,
     /// Context switches.
     pub ctxsw: u64,
+    /// Involuntary context switches: the scheduler took the CPU away.
+    pub ivcsw: u64,
 }
 
 /// getrusage(RUSAGE_SELF).
@@ -96,7 +98,15 @@ pub fn rusage_self() -> Usage {
         minflt: ru.ru_minflt as u64,
         majflt: ru.ru_majflt as u64,
         ctxsw: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+        ivcsw: ru.ru_nivcsw as u64,
     }
+}
+
+/// Clock ticks per second of /proc/stat's counters.
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as u64 } else { 100 }
 }
 
 /// Number of online CPUs.

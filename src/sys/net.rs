@@ -91,5 +91,6 @@ pub fn rusage_thread() -> super::Usage {
         minflt: ru.ru_minflt as u64,
         majflt: ru.ru_majflt as u64,
         ctxsw: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+        ivcsw: ru.ru_nivcsw as u64,
     }
 }

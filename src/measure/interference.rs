@@ -1,0 +1,398 @@
+//! What else the machine was doing while iolab measured: CPU time of other processes (their
+//! /proc/PID/stat, waited-for children included; kernel threads apart, since iolab's own reads
+//! and writes keep them busy), the hypervisor's steal (/proc/stat), pressure stall information
+//! (/proc/pressure, where present), the load average, and this process's involuntary context
+//! switches. A [`Probe`] is started
+//! before the work and finished after it; the [`Interference`] it gives says whether the machine
+//! was busy, why, and the figures.
+
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Other processes' CPU, in cores on average, from which the machine counts as busy.
+pub const BUSY_OTHER_CORES: f64 = 0.25;
+/// Stolen CPU time, in percent, from which the machine counts as busy.
+pub const BUSY_STEAL_PCT: f64 = 5.0;
+
+/// What else ran while something was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interference {
+    /// Other work was large enough to disturb the figures.
+    pub busy: bool,
+    /// Why it counts as busy, in words (empty when quiet).
+    pub reasons: Vec<String>,
+    /// How long it was sampled.
+    pub seconds: f64,
+    /// CPU used by other processes (not kernel threads), in cores on average.
+    pub other_cpu_cores: f64,
+    /// CPU used by kernel threads (write-back, readahead, softirq work: often on iolab's
+    /// behalf), in cores on average; reported, not judged.
+    #[serde(default)]
+    pub kernel_cpu_cores: f64,
+    /// Share of CPU time the hypervisor stole, percent.
+    pub steal_pct: f64,
+    /// Share of the time some task waited for a CPU (PSI "some"), percent; `None` without PSI.
+    pub psi_cpu_pct: Option<f64>,
+    /// Share of the time some task waited for I/O (PSI "some"), percent.
+    pub psi_io_pct: Option<f64>,
+    /// Share of the time some task waited for memory (PSI "some"), percent.
+    pub psi_memory_pct: Option<f64>,
+    /// The 1-minute load average at the end.
+    pub load_1m: f64,
+    /// Times the scheduler took the CPU away from this process.
+    pub involuntary_switches: u64,
+}
+
+/// /proc/stat's "cpu" line, in clock ticks: `(busy, steal, total)`.
+pub fn parse_cpu_line(stat: &str) -> Option<(u64, u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest is inside user)
+    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    let busy = get(0) + get(1) + get(2) + get(5) + get(6);
+    let total: u64 = v.iter().take(8).sum();
+    Some((busy, get(7), total))
+}
+
+/// From /proc/PID/stat: `(kernel thread, utime + stime + cutime + cstime in ticks)`.
+pub fn parse_pid_stat(text: &str) -> Option<(bool, u64)> {
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3 (state); flags is field 9, utime..cstime are fields 14..17.
+    let num = |field: usize| f.get(field - 3).and_then(|x| x.parse::<u64>().ok());
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let kthread = num(9)? & PF_KTHREAD != 0;
+    let ticks = num(14)? + num(15)? + num(16)? + num(17)?;
+    Some((kthread, ticks))
+}
+
+/// CPU ticks of every other process now, by pid: `(kernel thread, ticks)`.
+fn processes() -> std::collections::HashMap<u32, (bool, u64)> {
+    let me = std::process::id();
+    let mut out = std::collections::HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Some(v) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| parse_pid_stat(&t))
+        {
+            out.insert(pid, v);
+        }
+    }
+    out
+}
+
+/// Ticks each kind of process used between two snapshots: `(other processes, kernel threads)`.
+/// A process that appeared counts from zero; one that ended counts through its parent's
+/// waited-for children time.
+fn used(
+    a: &std::collections::HashMap<u32, (bool, u64)>,
+    b: &std::collections::HashMap<u32, (bool, u64)>,
+) -> (u64, u64) {
+    let (mut user, mut kernel) = (0, 0);
+    for (pid, (kthread, t)) in b {
+        let d = t.saturating_sub(a.get(pid).map_or(0, |x| x.1));
+        if *kthread {
+            kernel += d;
+        } else {
+            user += d;
+        }
+    }
+    (user, kernel)
+}
+
+/// The "some ... total=" figure of a /proc/pressure file, in µs.
+pub fn parse_psi_total(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))
+        .and_then(|t| t.parse().ok())
+}
+
+const PSI: [&str; 3] = ["cpu", "io", "memory"];
+
+fn psi_totals() -> [Option<u64>; 3] {
+    PSI.map(|r| {
+        std::fs::read_to_string(format!("/proc/pressure/{r}"))
+            .ok()
+            .and_then(|t| parse_psi_total(&t))
+    })
+}
+
+/// The machine's counters at one moment.
+#[derive(Debug, Clone)]
+struct Sample {
+    at: Instant,
+    cpu: Option<(u64, u64, u64)>,
+    psi: [Option<u64>; 3],
+    procs: std::collections::HashMap<u32, (bool, u64)>,
+    ivcsw: u64,
+}
+
+impl Sample {
+    fn now() -> Sample {
+        let u = crate::sys::rusage_self();
+        Sample {
+            at: Instant::now(),
+            cpu: std::fs::read_to_string("/proc/stat")
+                .ok()
+                .and_then(|s| parse_cpu_line(&s)),
+            psi: psi_totals(),
+            procs: processes(),
+            ivcsw: u.ivcsw,
+        }
+    }
+}
+
+/// Started before the work, finished after it.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    start: Sample,
+}
+
+impl Probe {
+    /// Starts sampling now.
+    pub fn start() -> Probe {
+        Probe {
+            start: Sample::now(),
+        }
+    }
+
+    /// What else ran since the start.
+    pub fn finish(&self) -> Interference {
+        between(
+            &self.start,
+            &Sample::now(),
+            load_1m(),
+            crate::sys::clock_ticks(),
+        )
+    }
+}
+
+fn load_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
+    let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
+    let steal = match (a.cpu, b.cpu) {
+        (Some((_, asl, at)), Some((_, bsl, bt))) => {
+            100.0 * bsl.saturating_sub(asl) as f64 / bt.saturating_sub(at).max(1) as f64
+        }
+        _ => 0.0,
+    };
+    let (user, kernel) = used(&a.procs, &b.procs);
+    // Clock ticks are coarse (10 ms): over a short window one tick is a large share, so the
+    // figure is capped at the machine's cores.
+    let cpus = crate::sys::cpus() as f64;
+    let cores = |t: u64| (t as f64 / ticks as f64 / secs).min(cpus);
+    let pct = |i: usize| match (a.psi[i], b.psi[i]) {
+        (Some(x), Some(y)) => Some(100.0 * y.saturating_sub(x) as f64 / (secs * 1e6)),
+        _ => None,
+    };
+    judge(Interference {
+        busy: false,
+        reasons: Vec::new(),
+        seconds: secs,
+        other_cpu_cores: cores(user),
+        kernel_cpu_cores: cores(kernel),
+        steal_pct: steal,
+        psi_cpu_pct: pct(0),
+        psi_io_pct: pct(1),
+        psi_memory_pct: pct(2),
+        load_1m,
+        involuntary_switches: b.ivcsw.saturating_sub(a.ivcsw),
+    })
+}
+
+/// Decides `busy` and its reasons from the figures. Only what other work causes counts: other
+/// processes' CPU and stolen time (PSI and the load also rise with iolab's own threads, so they
+/// are reported, not judged).
+pub fn judge(mut i: Interference) -> Interference {
+    i.reasons.clear();
+    if i.other_cpu_cores >= BUSY_OTHER_CORES {
+        i.reasons.push(format!(
+            "other processes used {:.2} CPU cores on average (of {})",
+            i.other_cpu_cores,
+            crate::sys::cpus()
+        ));
+    }
+    if i.steal_pct >= BUSY_STEAL_PCT {
+        i.reasons.push(format!(
+            "the hypervisor stole {:.1}% of CPU time",
+            i.steal_pct
+        ));
+    }
+    i.busy = !i.reasons.is_empty();
+    i
+}
+
+impl Interference {
+    /// Several windows as one: the largest figures, busy if any window was, and reasons that
+    /// say how many windows were busy and the worst of each kind.
+    pub fn merge<'a>(all: impl IntoIterator<Item = &'a Interference>) -> Interference {
+        let mut m = Interference::default();
+        let (mut windows, mut busy) = (0, 0);
+        let max_opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+        for i in all {
+            windows += 1;
+            busy += usize::from(i.busy);
+            m.seconds += i.seconds;
+            m.other_cpu_cores = m.other_cpu_cores.max(i.other_cpu_cores);
+            m.kernel_cpu_cores = m.kernel_cpu_cores.max(i.kernel_cpu_cores);
+            m.steal_pct = m.steal_pct.max(i.steal_pct);
+            m.psi_cpu_pct = max_opt(m.psi_cpu_pct, i.psi_cpu_pct);
+            m.psi_io_pct = max_opt(m.psi_io_pct, i.psi_io_pct);
+            m.psi_memory_pct = max_opt(m.psi_memory_pct, i.psi_memory_pct);
+            m.load_1m = m.load_1m.max(i.load_1m);
+            m.involuntary_switches += i.involuntary_switches;
+        }
+        let mut m = judge(m);
+        if busy > 0 {
+            m.busy = true;
+            if m.reasons.is_empty() {
+                m.reasons.push("other work was seen".into());
+            }
+            m.reasons[0] = format!(
+                "{busy} of {windows} experiments ran beside other work: at worst {}",
+                m.reasons[0]
+            );
+        } else {
+            m.busy = false;
+            m.reasons.clear();
+        }
+        m
+    }
+
+    /// One line for people: "Warning: the machine was busy: ..." or `None` when quiet.
+    pub fn warning(&self) -> Option<String> {
+        self.busy.then(|| {
+            format!(
+                "Warning: the machine was busy while measuring: {}; figures may be slower and noisier than this machine can do (rerun on a quiet machine, or with --wait-quiet)",
+                self.reasons.join("; ")
+            )
+        })
+    }
+}
+
+/// Waits, up to `limit`, for a quiet second; returns the last second's figures.
+pub fn wait_quiet(limit: std::time::Duration) -> Interference {
+    let deadline = Instant::now() + limit;
+    loop {
+        let p = Probe::start();
+        std::thread::sleep(std::time::Duration::from_millis(1000).min(limit));
+        let i = p.finish();
+        if !i.busy || Instant::now() >= deadline {
+            return i;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_stat_and_pressure() {
+        let stat = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(parse_cpu_line(stat), Some((160, 7, 1187)));
+        assert_eq!(parse_cpu_line("intr 1 2"), None);
+        let psi = "some avg10=5.44 avg60=4.81 avg300=4.01 total=147648524\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(parse_psi_total(psi), Some(147_648_524));
+        assert_eq!(parse_psi_total("garbage"), None);
+    }
+
+    fn sample(at: Instant, steal: u64, total: u64, procs: &[(u32, bool, u64)]) -> Sample {
+        Sample {
+            at,
+            cpu: Some((0, steal, total)),
+            psi: [Some(0), None, Some(0)],
+            procs: procs.iter().map(|&(p, k, t)| (p, (k, t))).collect(),
+            ivcsw: 0,
+        }
+    }
+
+    #[test]
+    fn other_processes_cpu_leaves_out_kernel_threads() {
+        let text = "1234 (a (weird) name) S 1 1 1 0 -1 4194560 10 0 0 0 70 30 5 5 20 0 1 0";
+        assert_eq!(parse_pid_stat(text), Some((false, 110)));
+        let kworker = "99 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 3 4 0 0 20 0 1 0";
+        assert_eq!(parse_pid_stat(kworker), Some((true, 7)));
+        assert_eq!(parse_pid_stat("garbage"), None);
+        let t0 = Instant::now();
+        let t1 = t0 + std::time::Duration::from_secs(2);
+        // 2 s at 100 ticks/s: pid 7 used 150 ticks, pid 8 (new) 50, a kernel thread 100.
+        let a = sample(t0, 0, 0, &[(7, false, 1000), (99, true, 0)]);
+        let b = sample(
+            t1,
+            0,
+            400,
+            &[(7, false, 1150), (8, false, 50), (99, true, 100)],
+        );
+        let i = between(&a, &b, 1.0, 100);
+        assert!((i.other_cpu_cores - 1.0).abs() < 0.01, "{i:?}");
+        assert!((i.kernel_cpu_cores - 0.5).abs() < 0.01, "{i:?}");
+        assert!(i.busy && i.reasons[0].contains("1.00 CPU cores"), "{i:?}");
+        assert_eq!(i.psi_io_pct, None);
+        // Kernel threads alone (write-back of our own writes): quiet.
+        let q = between(
+            &a,
+            &sample(t1, 0, 400, &[(7, false, 1000), (99, true, 150)]),
+            1.0,
+            100,
+        );
+        assert!(!q.busy && q.reasons.is_empty(), "{q:?}");
+        // Stolen time alone makes it busy.
+        let s = between(&a, &sample(t1, 40, 400, &[(7, false, 1000)]), 0.0, 100);
+        assert!(s.busy && s.reasons[0].contains("stole 10.0%"), "{s:?}");
+        let m = Interference::merge([&q, &s]);
+        assert!(m.busy && m.reasons.len() == 1, "{m:?}");
+        assert!(m.reasons[0].starts_with("1 of 2 experiments"), "{m:?}");
+        assert!(!Interference::merge([&q, &q]).busy);
+        assert!(m.warning().unwrap().starts_with("Warning: "));
+        assert!(q.warning().is_none());
+    }
+
+    #[test]
+    fn two_spinning_processes_make_a_busy_machine() {
+        // Two CPU-bound processes for a second (bounded; killed after).
+        let spin = || {
+            std::process::Command::new("sh")
+                .args([
+                    "-c",
+                    "end=$(( $(date +%s) + 3 )); while [ $(date +%s) -lt $end ]; do :; done",
+                ])
+                .spawn()
+        };
+        let (Ok(mut a), Ok(mut b)) = (spin(), spin()) else {
+            eprintln!("skipped: cannot start sh");
+            return;
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let p = Probe::start();
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        let i = p.finish();
+        let _ = (a.kill(), b.kill(), a.wait(), b.wait());
+        assert!(i.busy, "two spinners were not seen: {i:?}");
+        assert!(i.other_cpu_cores > 0.5, "{i:?}");
+    }
+}
