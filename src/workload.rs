@@ -226,6 +226,86 @@ pub fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// What iolab writes when it writes blocks of `bs` bytes with `seed`: seeded random bytes with a
+/// period of `period` bytes (the writers' buffer, made once outside the timed window), restarting
+/// at every block, except the first 8 bytes of every block, which are a tag derived from the seed
+/// and the block's offset. Every block differs, so a file's XOR proves what was written (an even
+/// number of equal blocks would XOR to zero, like a sparse file).
+#[derive(Debug, Clone, Copy)]
+pub struct WrittenData {
+    seed: u64,
+    bs: u64,
+    period: u64,
+}
+
+impl WrittenData {
+    /// The data of blocks of `bs` bytes (at least 1) with `seed`, repeating every `period` bytes
+    /// (at least 1) within a block.
+    pub fn new(seed: u64, bs: u64, period: u64) -> WrittenData {
+        WrittenData {
+            seed,
+            bs: bs.max(1),
+            period: period.max(1),
+        }
+    }
+
+    /// The repeating part: one period.
+    pub fn base(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.period as usize];
+        fill_random(&mut v, self.seed ^ 0x0057_5249_5445);
+        v
+    }
+
+    /// The 8 bytes at the start of the block at `offset`.
+    pub fn tag(&self, offset: u64) -> [u8; 8] {
+        let mut s = self.seed ^ offset.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x0054_4147;
+        splitmix64(&mut s).to_le_bytes()
+    }
+
+    /// Makes `buf` (holding the base) the bytes of file range `offset..offset+len`, which starts a
+    /// period inside one block: the block's tag first when it starts the block, the base's own
+    /// first bytes otherwise (`base_head`). Returns the bytes to write.
+    pub fn place<'a>(
+        &self,
+        buf: &'a mut [u8],
+        base_head: &[u8; 8],
+        offset: u64,
+        len: usize,
+    ) -> &'a [u8] {
+        let head = if offset.is_multiple_of(self.bs) {
+            self.tag(offset)
+        } else {
+            *base_head
+        };
+        let n = len.min(8);
+        buf[..n].copy_from_slice(&head[..n]);
+        &buf[..len]
+    }
+
+    /// The XOR of the first `len` bytes of a file written this way, from the definition alone
+    /// (period by period, independently of any write engine).
+    pub fn expected_xor(&self, len: u64) -> u32 {
+        let base = self.base();
+        let mut x = 0u32;
+        let mut block = 0u64;
+        while block < len {
+            let end = (block + self.bs).min(len);
+            let mut at = block;
+            while at < end {
+                let n = (end - at).min(self.period) as usize;
+                x ^= crate::xor::xor_at(at, &base[..n]);
+                at += n as u64;
+            }
+            // The tag replaces the block's first bytes.
+            let k = ((end - block) as usize).min(8);
+            x ^= crate::xor::xor_at(block, &base[..k])
+                ^ crate::xor::xor_at(block, &self.tag(block)[..k]);
+            block = end;
+        }
+        x
+    }
+}
+
 /// Fills `buf` with seeded pseudo-random bytes.
 pub fn fill_random(buf: &mut [u8], seed: u64) {
     let mut s = seed;
@@ -249,6 +329,45 @@ mod tests {
             .iter()
             .flat_map(|p| p.iter().collect::<Vec<_>>())
             .collect()
+    }
+
+    #[test]
+    fn written_data_differs_in_every_block_and_its_xor_is_known() {
+        // 4 equal blocks used to XOR to zero; with tags they cannot, and the definition's XOR is
+        // the XOR of the bytes it defines.
+        for (bs, period, len) in [
+            (4096u64, 4096u64, 4 * 4096u64),
+            (1000, 1000, 3500),
+            (8192, 4096, 20000),
+            (3, 3, 10),
+        ] {
+            let d = WrittenData::new(7, bs, period);
+            let base = d.base();
+            let head: [u8; 8] = std::array::from_fn(|i| base.get(i).copied().unwrap_or(0));
+            let mut file = Vec::new();
+            let mut block = 0u64;
+            while block < len {
+                let end = (block + bs).min(len);
+                let mut at = block;
+                while at < end {
+                    let n = (end - at).min(period) as usize;
+                    let mut buf = base.clone();
+                    file.extend_from_slice(d.place(&mut buf, &head, at, n));
+                    at += n as u64;
+                }
+                block = end;
+            }
+            assert_eq!(file.len() as u64, len);
+            assert_eq!(
+                d.expected_xor(len),
+                crate::xor::xor_reference(&file),
+                "bs {bs} period {period} len {len}"
+            );
+            if len >= 2 * bs && bs >= 8 {
+                assert_ne!(file[..bs as usize], file[bs as usize..2 * bs as usize]);
+            }
+        }
+        assert_ne!(WrittenData::new(1, 4096, 4096).expected_xor(4 * 4096), 0);
     }
 
     #[test]

@@ -240,6 +240,68 @@ fn write_command_verifies_and_reports() {
     assert_eq!(std::fs::read(&out).unwrap(), back);
 }
 
+/// Every block written differs: an even number of blocks no longer XORs to 00000000 (what a
+/// sparse file gives), every method and thread count writes the same bytes for the same seed,
+/// and a different seed writes other bytes.
+#[test]
+fn written_blocks_differ_and_every_method_writes_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for (m, threads, seed) in [
+        ("write", "1", "1"),
+        ("pwrite", "2", "1"),
+        ("mmap", "2", "1"),
+        ("direct", "1", "1"),
+        ("write", "1", "2"),
+    ] {
+        let out = dir.path().join(format!("{m}-{threads}-{seed}"));
+        let o = iolab()
+            .args([
+                "write",
+                s(&out),
+                "--size",
+                "64K",
+                "--bs",
+                "4K",
+                "--method",
+                m,
+            ])
+            .args([
+                "--threads",
+                threads,
+                "--seed",
+                seed,
+                "--repeat",
+                "1",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("unsupported") {
+            continue; // O_DIRECT on a filesystem without it (tmpfs)
+        }
+        assert!(
+            o.status.success(),
+            "{m}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let back = std::fs::read(&out).unwrap();
+        assert_eq!(v["verified"], true);
+        assert_ne!(plain_xor(&back), 0, "{m}: 16 blocks XOR to zero");
+        assert_ne!(back[..4096], back[4096..8192], "{m}: two blocks alike");
+        seen.push((seed, back));
+    }
+    let seed1: Vec<_> = seen.iter().filter(|(s, _)| *s == "1").collect();
+    assert!(
+        seed1.windows(2).all(|w| w[0].1 == w[1].1),
+        "methods disagree"
+    );
+    let other = seen.iter().find(|(s, _)| *s == "2").unwrap();
+    assert_ne!(other.1, seed1[0].1, "another seed, other bytes");
+}
+
 #[test]
 fn fast_prints_the_xor_on_stdout_and_talk_on_stderr() {
     let dir = tempfile::tempdir().unwrap();

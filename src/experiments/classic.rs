@@ -2,7 +2,7 @@
 //! open to close as the original was; the cache is put in the asked state before the clock starts.
 
 use crate::cache::{self, CacheMode, CacheState};
-use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
+use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write, verify_written};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod};
 use crate::error::{Error, Result};
 use crate::measure::{Counters, measure};
@@ -156,6 +156,9 @@ fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
         Ok(moved)
     });
     let moved = moved?;
+    // Outside the timed window, as the course program did not: read the file back and check it
+    // holds exactly the data written.
+    verify_written(&cfg.path, &w, moved.xor)?;
     Ok(ClassicResult {
         op: Op::Write,
         method: format!("{} (sync {})", cfg.write_method.name(), cfg.sync.name()),

@@ -11,6 +11,9 @@ use std::time::Instant;
 
 /// Other processes' CPU, in cores on average, from which the machine counts as busy.
 pub const BUSY_OTHER_CORES: f64 = 0.25;
+/// And at least this much CPU time in all: the kernel counts in 10 ms ticks, so a short window
+/// cannot tell a quarter core from one stray tick.
+pub const BUSY_MIN_OTHER_SECONDS: f64 = 0.1;
 /// Stolen CPU time, in percent, from which the machine counts as busy.
 pub const BUSY_STEAL_PCT: f64 = 5.0;
 
@@ -226,7 +229,9 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
 /// are reported, not judged).
 pub fn judge(mut i: Interference) -> Interference {
     i.reasons.clear();
-    if i.other_cpu_cores >= BUSY_OTHER_CORES {
+    if i.other_cpu_cores >= BUSY_OTHER_CORES
+        && i.other_cpu_cores * i.seconds >= BUSY_MIN_OTHER_SECONDS
+    {
         i.reasons.push(format!(
             "other processes used {:.2} CPU cores on average (of {})",
             i.other_cpu_cores,

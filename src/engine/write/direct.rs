@@ -1,10 +1,11 @@
 //! `direct` writes: O_DIRECT from page-aligned buffers. Block sizes must be multiples of 4 KiB;
 //! a final partial block (a file size that is not) goes through a buffered descriptor.
 
-use super::{Finish, WriteEngine, WriteJob, WriteTarget, Writers, sync_block, write_error};
+use super::{
+    Finish, PieceData, WriteEngine, WriteJob, WriteTarget, Writers, sync_block, write_error,
+};
 use crate::engine::{DIRECT_ALIGN, PieceDone, SyncWorker};
 use crate::error::{Error, ErrorKind, Result};
-use crate::sys::buf::AlignedBuf;
 use crate::workload::Block;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -17,7 +18,7 @@ pub struct DirectWrite;
 struct DirectWriter {
     direct: File,
     buffered: File,
-    buf: AlignedBuf,
+    data: PieceData,
     sync_each: bool,
     path: PathBuf,
 }
@@ -50,13 +51,13 @@ impl WriteEngine for DirectWrite {
                     Some(libc::EINVAL) => unsupported(target, "the filesystem refuses O_DIRECT"),
                     _ => e,
                 })?;
-        let workers = job.each_part(|t| {
+        let workers = job.each_part(|_| {
             Ok(DirectWriter {
                 direct: direct
                     .try_clone()
                     .map_err(|e| Error::io("cannot open", &target.path, &e))?,
                 buffered: target.reopen(flags, false)?,
-                buf: job.data(t),
+                data: job.data(),
                 sync_each: sync.per_block(true),
                 path: target.path.clone(),
             })
@@ -70,7 +71,7 @@ impl WriteEngine for DirectWrite {
 
 impl SyncWorker for DirectWriter {
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
-        let data = &self.buf.as_slice()[..piece.len as usize];
+        let data = self.data.bytes(piece.offset, piece.len as usize);
         let file = if piece.len.is_multiple_of(DIRECT_ALIGN) {
             &self.direct
         } else {

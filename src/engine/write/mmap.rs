@@ -3,10 +3,9 @@
 //! blocks are copied into a MAP_SHARED mapping, each thread into its own window of it, and
 //! msync'ed per block or at the end per sync mode.
 
-use super::{Finish, SyncMode, WriteEngine, WriteJob, Writers, write_error};
+use super::{Finish, PieceData, SyncMode, WriteEngine, WriteJob, Writers, write_error};
 use crate::engine::{PieceDone, SyncWorker};
 use crate::error::{Error, Result, describe_io};
-use crate::sys::buf::AlignedBuf;
 use crate::sys::map::{MapWindow, WritableMapping};
 use crate::workload::Block;
 use crate::xor::xor_at;
@@ -18,7 +17,7 @@ pub struct MmapWrite;
 
 struct MmapWriter {
     window: MapWindow,
-    buf: AlignedBuf,
+    data: PieceData,
     sync_each: bool,
     path: PathBuf,
 }
@@ -52,12 +51,12 @@ impl WriteEngine for MmapWrite {
             Error::failed("cannot map", "the threads' parts overlap (a bug)").at(path)
         })?;
         let mut windows = windows.into_iter();
-        let workers = job.each_part(|t| {
+        let workers = job.each_part(|_| {
             Ok(MmapWriter {
                 window: windows
                     .next()
                     .ok_or_else(|| Error::failed("cannot map", "fewer windows than parts"))?,
-                buf: job.data(t),
+                data: job.data(),
                 sync_each: sync.per_block(false),
                 path: path.clone(),
             })
@@ -85,8 +84,8 @@ impl SyncWorker for MmapWriter {
         let mut xor = 0;
         let mut at = piece.offset;
         while at < piece.offset + piece.len {
-            let n = (piece.offset + piece.len - at).min(self.buf.len() as u64) as usize;
-            let data = &self.buf.as_slice()[..n];
+            let n = (piece.offset + piece.len - at).min(self.data.period() as u64) as usize;
+            let data = self.data.bytes(at, n);
             let start = (at - base) as usize;
             dst[start..start + n].copy_from_slice(data);
             xor ^= xor_at(at, data);

@@ -12,7 +12,7 @@ use super::{Moved, RunLimits, check_regular};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::sys::map::MapHandle;
-use crate::workload::{Part, Workload};
+use crate::workload::{Part, Workload, WrittenData};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -88,9 +88,10 @@ pub struct WriteJob<'a> {
 }
 
 impl WriteJob<'_> {
-    /// The seeded data buffer of thread `t`.
-    pub fn data(&self, t: usize) -> AlignedBuf {
-        data_buffer(self.w, t)
+    /// A writer's data (the same for every thread: what is written depends only on the seed, the
+    /// block size and the offset).
+    pub(crate) fn data(&self) -> PieceData {
+        PieceData::new(self.w)
     }
 
     /// One synchronous writer per part, each made by `make(thread)`.
@@ -290,14 +291,77 @@ impl PreparedWrite {
     }
 }
 
-/// The bytes a writer thread writes: seeded pseudo-random, one block's worth (capped).
-fn data_buffer(w: &Workload, thread: usize) -> AlignedBuf {
-    let mut buf = AlignedBuf::new(super::buffer_len(w));
-    crate::workload::fill_random(
-        buf.as_mut_slice(),
-        w.seed ^ 0x0057_5249_5445 ^ thread as u64,
-    );
-    buf
+/// What the writers write for workload `w` (see [`WrittenData`]): its expected XOR is known
+/// without looking at any engine.
+pub fn written_data(w: &Workload) -> WrittenData {
+    WrittenData::new(w.seed, w.bs, super::buffer_len(w) as u64)
+}
+
+/// Reads `path` back (outside any timing) and checks it holds `len` bytes with the XOR that
+/// workload `w` writes; `engine_xor` is what the writers themselves reported.
+pub fn verify_written(path: &Path, w: &Workload, engine_xor: u32) -> Result<()> {
+    let expected = written_data(w).expected_xor(w.len);
+    let src = super::open_source(path)?;
+    let whole = Workload {
+        bs: 1 << 20,
+        len: src.size,
+        pattern: crate::workload::Pattern::Seq,
+        seed: 0,
+        threads: 1,
+    };
+    let back = super::read_all(
+        super::ReadMethod::Pread,
+        &src,
+        &whole,
+        &super::EngineOptions::default(),
+    )?;
+    if src.size != w.len || back.xor != expected || engine_xor != expected {
+        let x = crate::xor::format_xor;
+        return Err(Error::failed(
+            "verify failed",
+            format!(
+                "read back {} bytes with XOR {}; {} bytes were written, whose XOR is {} by definition and {} by the writers",
+                src.size,
+                x(back.xor),
+                w.len,
+                x(expected),
+                x(engine_xor)
+            ),
+        )
+        .at(path));
+    }
+    Ok(())
+}
+
+/// One writer's bytes: [`WrittenData`]'s base in an aligned buffer (made before the timed run);
+/// each piece gets its block's tag before it is written, which costs one 8-byte copy.
+pub(crate) struct PieceData {
+    buf: AlignedBuf,
+    head: [u8; 8],
+    def: WrittenData,
+}
+
+impl PieceData {
+    fn new(w: &Workload) -> PieceData {
+        let len = super::buffer_len(w);
+        let def = WrittenData::new(w.seed, w.bs, len as u64);
+        let base = def.base();
+        let mut buf = AlignedBuf::new(len);
+        buf.as_mut_slice().copy_from_slice(&base);
+        let head = std::array::from_fn(|i| base.get(i).copied().unwrap_or(0));
+        PieceData { buf, head, def }
+    }
+
+    /// The bytes of file range `offset..offset+len`: at most one period, starting one.
+    fn bytes(&mut self, offset: u64, len: usize) -> &[u8] {
+        self.def
+            .place(self.buf.as_mut_slice(), &self.head, offset, len)
+    }
+
+    /// Bytes per period (the buffer's length).
+    fn period(&self) -> usize {
+        self.buf.len()
+    }
 }
 
 fn write_error(path: &Path, e: &std::io::Error) -> Error {
@@ -306,5 +370,35 @@ fn write_error(path: &Path, e: &std::io::Error) -> Error {
         err.hint("free some space or write a smaller --size")
     } else {
         err
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Pattern;
+
+    #[test]
+    fn a_file_that_is_not_what_was_written_fails_verification() {
+        let w = Workload {
+            bs: 4096,
+            len: 4 * 4096,
+            pattern: Pattern::Seq,
+            seed: 3,
+            threads: 1,
+        };
+        let expected = written_data(&w).expected_xor(w.len);
+        // All zeros (a sparse file) XORs to 0: the old data's XOR for an even block count.
+        let (_dir, path) = crate::testutil::file_with("f", &[0u8; 4 * 4096]);
+        let err = verify_written(&path, &w, expected).unwrap_err();
+        assert!(err.to_string().contains("verify failed"), "{err}");
+        // The writers' own XOR must agree too.
+        let target = open_target(&path.with_file_name("g"), false).unwrap();
+        let moved = prepare_write(WriteMethod::Pwrite, &target, &w, SyncMode::None)
+            .and_then(|p| p.run())
+            .unwrap();
+        assert_eq!(moved.xor, expected);
+        verify_written(&target.tmp, &w, moved.xor).unwrap();
+        assert!(verify_written(&target.tmp, &w, moved.xor ^ 1).is_err());
     }
 }

@@ -1,9 +1,8 @@
 //! `write` (write(2) at the file position, `lseek` when the order is random) and `pwrite`.
 
-use super::{Finish, WriteEngine, WriteJob, Writers, sync_block, write_error};
+use super::{Finish, PieceData, WriteEngine, WriteJob, Writers, sync_block, write_error};
 use crate::engine::{PieceDone, SyncWorker};
 use crate::error::{Error, Result};
-use crate::sys::buf::AlignedBuf;
 use crate::workload::Block;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -26,7 +25,7 @@ impl Syscall {
 struct SyscallWriter {
     positional: bool,
     file: Arc<File>,
-    buf: AlignedBuf,
+    data: PieceData,
     sync_each: bool,
     path: PathBuf,
     /// The file position: where the last piece ended.
@@ -38,7 +37,7 @@ impl WriteEngine for Syscall {
         let (target, sync) = (job.target, job.sync);
         let flags = sync.open_flags();
         let shared = Arc::new(target.reopen(flags, false)?);
-        let workers = job.each_part(|t| {
+        let workers = job.each_part(|_| {
             // write(2) moves a file position, so each thread gets its own descriptor.
             let file = if self.positional {
                 shared.clone()
@@ -48,7 +47,7 @@ impl WriteEngine for Syscall {
             Ok(SyscallWriter {
                 positional: self.positional,
                 file,
-                buf: job.data(t),
+                data: job.data(),
                 sync_each: sync.per_block(true),
                 path: target.path.clone(),
                 pos: u64::MAX,
@@ -63,7 +62,7 @@ impl WriteEngine for Syscall {
 
 impl SyncWorker for SyscallWriter {
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
-        let data = &self.buf.as_slice()[..piece.len as usize];
+        let data = self.data.bytes(piece.offset, piece.len as usize);
         let r = if self.positional {
             self.file.write_all_at(data, piece.offset)
         } else {
