@@ -86,6 +86,7 @@ impl AccessArgs {
             threads: self.engine.threads,
             depth: self.engine.depth,
             ops: self.ops,
+            cold_ops: None,
             duration: Some(self.duration),
             repeat: self.repeat,
             warmup: self.warmup,

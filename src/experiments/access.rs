@@ -34,6 +34,10 @@ pub struct AccessConfig {
     pub depth: u32,
     /// Operations per run (all threads together); `None`: every block once.
     pub ops: Option<u64>,
+    /// Operations per cold run, when cold runs should sample fewer blocks than warm ones (a sparse
+    /// random sample: reading every block once lets readahead bring the whole file in).
+    #[serde(default)]
+    pub cold_ops: Option<u64>,
     /// Each run stops after this long.
     pub duration: Option<Duration>,
     /// Counted rounds (each visits every cell once).
@@ -228,7 +232,10 @@ pub fn run_access(
                 Err(e) => return Err(e),
             };
             let limits = RunLimits {
-                max_ops: cfg.ops,
+                max_ops: match cell.cache {
+                    CacheMode::Cold => cfg.cold_ops.or(cfg.ops),
+                    _ => cfg.ops,
+                },
                 deadline: cfg.duration.map(|d| Instant::now() + d),
                 latencies: true,
             };

@@ -6,6 +6,7 @@ use super::access::{AccessConfig, AccessResult, AccessRow, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
+use crate::measure::stats::Ratio;
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -16,14 +17,23 @@ use std::time::Duration;
 pub struct Advice {
     /// The cache state it applies to.
     pub cache: CacheMode,
-    /// The fastest method measured.
+    /// The fastest method measured (by median).
     pub best: ReadMethod,
     /// Its median KIOPS.
     pub kiops: f64,
     /// The best method against the plain system call of the pattern (read or pread).
     pub versus: ReadMethod,
-    /// Its lead over pread (best / pread).
+    /// Its lead over that call (best / versus), paired by round.
     pub ratio: f64,
+    /// The interval of `ratio`.
+    #[serde(default)]
+    pub ci: [f64; 2],
+    /// The lead is clear (interval above 1 by 5%); otherwise the plain call does as well.
+    #[serde(default)]
+    pub clear: bool,
+    /// Bytes the best method made the device read per byte it used (readahead's share).
+    #[serde(default)]
+    pub device_bytes_per_byte: Option<f64>,
 }
 
 /// What `iolab advise` found.
@@ -41,6 +51,16 @@ pub struct AdviseResult {
     pub advice: Vec<Advice>,
     /// The measurements behind it.
     pub measured: AccessResult,
+}
+
+/// Blocks a cold run reads: for a random pattern a sparse sample (1/64 of the blocks, 64 to 4096),
+/// as a program that reads here and there would; for a sequential one, every block.
+fn sparse_sample(size: u64, bs: u64, pattern: Pattern) -> u64 {
+    let blocks = size.div_ceil(bs.max(1)).max(1);
+    match pattern {
+        Pattern::Random => (blocks / 64).clamp(64.min(blocks), 4096),
+        Pattern::Seq => blocks,
+    }
 }
 
 /// Measures the candidate methods warm and cold for `pattern` and `bs` and says which wins.
@@ -73,6 +93,11 @@ pub fn run_advise(
         threads,
         depth: 32,
         ops: None,
+        cold_ops: Some(sparse_sample(
+            crate::engine::open_source(path)?.size,
+            bs,
+            pattern,
+        )),
         duration: Some(Duration::from_millis(500)),
         repeat: 3,
         warmup: 1,
@@ -99,12 +124,16 @@ pub fn run_advise(
                 .iter()
                 .max_by(|a, b| a.kiops.median.total_cmp(&b.kiops.median))?;
             let base = rows.iter().find(|r| r.method == baseline)?;
+            let r = Ratio::of(&best.kiops, &base.kiops)?;
             Some(Advice {
                 cache: c,
                 best: best.method,
                 kiops: best.kiops.median,
                 versus: baseline,
-                ratio: best.kiops.median / base.kiops.median,
+                ratio: r.ratio,
+                ci: r.ci,
+                clear: best.method != baseline && r.clear() == Some(true),
+                device_bytes_per_byte: best.device_bytes_per_byte,
             })
         })
         .collect();

@@ -54,11 +54,40 @@ pub enum Run2Outcome {
         predicted_min_bytes: u64,
         /// The largest file size predicted to fit the window, bytes.
         predicted_max_bytes: u64,
+        /// Where the measured rate came from: the page cache or the device.
+        rate_from: RateSource,
+        /// The measured rate, MiB/s.
+        rate_mib_s: f64,
+        /// When the file that fits the window could not stay in the page cache (larger than
+        /// MemTotal), the same prediction from the device's rate, measured cold.
+        #[serde(default)]
+        from_device: Option<DevicePrediction>,
     },
     /// Even one block takes longer than the window.
     OneBlockTooSlow,
     /// Neighbouring counts straddle the window (the rate jumps, e.g. where the cache ends).
     Straddled,
+}
+
+/// Where a measured rate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateSource {
+    /// The file was (almost) all in the page cache.
+    Cache,
+    /// Not: the device delivered at least part of it.
+    Device,
+}
+
+/// The window's file sizes at the device's rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DevicePrediction {
+    /// The cold rate, MiB/s (the whole file read after evicting it).
+    pub rate_mib_s: f64,
+    /// Bytes that would take the window's low end at that rate.
+    pub predicted_min_bytes: u64,
+    /// Bytes that would take its high end.
+    pub predicted_max_bytes: u64,
 }
 
 /// What `iolab run2` found.
@@ -83,6 +112,54 @@ impl Run2Result {
 
 const MAX_STEPS: usize = 80;
 
+/// The outcome when the whole file reads faster than the window: sizes predicted from the rate
+/// measured, saying whether that rate was the cache's; when the predicted file could not be
+/// cached, from the device's rate too, measured by reading the file once cold.
+fn file_ended(
+    cfg: &Run2Config,
+    size: u64,
+    t: std::time::Duration,
+    last: &ClassicResult,
+    read: &dyn Fn(u64, CacheMode) -> Result<ClassicResult>,
+) -> Result<Run2Outcome> {
+    let window = |bytes_per_s: f64| {
+        (
+            (bytes_per_s * cfg.min.as_secs_f64()) as u64,
+            (bytes_per_s * cfg.max.as_secs_f64()) as u64,
+        )
+    };
+    let rate = size as f64 / t.as_secs_f64().max(1e-9);
+    let cached = last
+        .cache
+        .as_ref()
+        .is_some_and(|c| c.residency.fraction() >= crate::cache::WARM_MIN);
+    let (lo, hi) = window(rate);
+    let memory = crate::cache::meminfo::read().mem_total;
+    let from_device = if cached && memory > 0 && hi > memory {
+        let cold = read(size.div_ceil(cfg.bs.max(1)), CacheMode::Cold)?;
+        let cold_rate = cold.bytes as f64 / cold.counters.wall.as_secs_f64().max(1e-9);
+        let (dlo, dhi) = window(cold_rate);
+        Some(DevicePrediction {
+            rate_mib_s: cold_rate / 1_048_576.0,
+            predicted_min_bytes: dlo,
+            predicted_max_bytes: dhi,
+        })
+    } else {
+        None
+    };
+    Ok(Run2Outcome::FileEnded {
+        predicted_min_bytes: lo,
+        predicted_max_bytes: hi,
+        rate_from: if cached {
+            RateSource::Cache
+        } else {
+            RateSource::Device
+        },
+        rate_mib_s: rate / 1_048_576.0,
+        from_device,
+    })
+}
+
 /// Doubles the block count until a read lands in the window, then narrows it down.
 pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
     if cfg.min >= cfg.max {
@@ -96,7 +173,7 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         return Err(Error::usage("nothing to calibrate", "the file is empty").at(&cfg.path));
     }
     let blocks_in_file = size.div_ceil(cfg.bs.max(1));
-    let step = |count: u64| {
+    let read = |count: u64, cache: CacheMode| {
         run_classic(&RunConfig {
             path: cfg.path.clone(),
             op: Op::Read,
@@ -109,12 +186,13 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
                 threads: cfg.threads,
                 ..Shape::SEQUENTIAL
             },
-            cache: cfg.cache,
+            cache,
             drop_all: cfg.drop_all,
             sync: SyncMode::None,
             force: false,
         })
     };
+    let step = |count: u64| read(count, cfg.cache);
     let mut steps: Vec<Run2Step> = Vec::new();
     let (mut fast, mut slow): (Option<u64>, Option<u64>) = (None, None);
     let mut count = 1u64;
@@ -129,11 +207,8 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         }
         if t < cfg.min {
             if whole {
-                let rate = size as f64 / t.as_secs_f64().max(1e-9);
-                break Run2Outcome::FileEnded {
-                    predicted_min_bytes: (rate * cfg.min.as_secs_f64()) as u64,
-                    predicted_max_bytes: (rate * cfg.max.as_secs_f64()) as u64,
-                };
+                let last = &steps[steps.len() - 1].run;
+                break file_ended(cfg, size, t, last, &read)?;
             }
             fast = Some(count);
         } else {

@@ -1,6 +1,7 @@
 //! `iolab access` reports: one row per method x pattern x cache.
 
 use super::{Format, csv_line, json, markdown_table, table};
+use crate::cache::CacheMode;
 use crate::experiments::access::{AccessResult, AccessRow};
 use crate::size::format_size;
 
@@ -120,15 +121,43 @@ pub fn advise_report(r: &crate::experiments::advise::AdviseResult, format: Forma
     let mut out = access_report(&r.measured, format);
     out.push('\n');
     for a in &r.advice {
+        let what = format!("{} {} blocks", r.pattern.name(), format_size(r.bs));
+        out.push_str(&if a.clear {
+            format!(
+                "Advice, {} cache: {} for {what} ({:.1} KIOPS, {:.2}x {}, interval {:.2}-{:.2})",
+                a.cache.name(),
+                a.best.name(),
+                a.kiops,
+                a.ratio,
+                a.versus.name(),
+                a.ci[0],
+                a.ci[1]
+            )
+        } else {
+            format!(
+                "Advice, {} cache: no method is clearly faster than {} for {what} (best {} at {:.2}x, interval {:.2}-{:.2})",
+                a.cache.name(),
+                a.versus.name(),
+                a.best.name(),
+                a.ratio,
+                a.ci[0],
+                a.ci[1]
+            )
+        });
+        if let Some(d) = a
+            .device_bytes_per_byte
+            .filter(|_| a.cache == CacheMode::Cold)
+        {
+            out.push_str(&format!(
+                "; the device read {d:.1} bytes per byte used (readahead)"
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(c) = r.measured.config.cold_ops {
         out.push_str(&format!(
-            "Advice, {} cache: {} ({:.1} KIOPS, {:.2}x {}) for {} {} blocks\n",
-            a.cache.name(),
-            a.best.name(),
-            a.kiops,
-            a.ratio,
-            a.versus.name(),
-            r.pattern.name(),
-            format_size(r.bs)
+            "Cold runs read a sparse sample of {c} blocks each (of {}), as a reader that jumps around would.\n",
+            r.measured.blocks
         ));
     }
     let now = if r.resident_now >= 0.9 {

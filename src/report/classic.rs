@@ -160,14 +160,37 @@ pub fn run2_lines(r: &crate::experiments::run2::Run2Result) -> String {
     );
     out.push_str(&match &r.outcome {
         Run2Outcome::Found => format!("Found: {} blocks read in {secs:.3} s, inside {window} ({} steps)\n", last.count, r.steps.len()),
-        Run2Outcome::FileEnded { predicted_min_bytes, predicted_max_bytes } => format!(
-            "The file ends before the window: all {} bytes read in {secs:.3} s. At this rate a file of {} to {} ({} to {} bytes) would take {window}\n",
-            r.file_size,
-            format_size(*predicted_min_bytes),
-            format_size(*predicted_max_bytes),
+        Run2Outcome::FileEnded {
             predicted_min_bytes,
-            predicted_max_bytes
-        ),
+            predicted_max_bytes,
+            rate_from,
+            rate_mib_s,
+            from_device,
+        } => {
+            let from = match rate_from {
+                crate::experiments::run2::RateSource::Cache => "the page cache's rate (the file was resident)",
+                crate::experiments::run2::RateSource::Device => "the device's rate (the file was not all resident)",
+            };
+            let mut s = format!(
+                "The file ends before the window: all {} bytes read in {secs:.3} s. At this rate, {rate_mib_s:.1} MiB/s, {from}, a file of {} to {} ({} to {} bytes) would take {window}\n",
+                r.file_size,
+                format_size(*predicted_min_bytes),
+                format_size(*predicted_max_bytes),
+                predicted_min_bytes,
+                predicted_max_bytes
+            );
+            if let Some(d) = from_device {
+                s.push_str(&format!(
+                    "A file that large does not fit in this machine's memory, so it could not be read from the cache: at the device's rate, {:.1} MiB/s (this file read cold), a file of {} to {} ({} to {} bytes) would take {window}\n",
+                    d.rate_mib_s,
+                    format_size(d.predicted_min_bytes),
+                    format_size(d.predicted_max_bytes),
+                    d.predicted_min_bytes,
+                    d.predicted_max_bytes
+                ));
+            }
+            s
+        }
         Run2Outcome::OneBlockTooSlow => format!("One block already takes {secs:.3} s, above {window}: use a smaller block size\n"),
         Run2Outcome::Straddled => format!(
             "No count lands inside {window}: neighbouring counts straddle it (the rate jumps, e.g. where the cached part ends); closest shown\n"

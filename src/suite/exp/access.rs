@@ -43,6 +43,7 @@ impl Entry for Access {
             threads: 1,
             depth: 32,
             ops: None,
+            cold_ops: None,
             duration: Some(ctx.scale(Duration::from_millis(200), Duration::from_secs(3))),
             repeat: 3,
             warmup: ctx.scale(0, 1),
