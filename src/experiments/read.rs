@@ -124,6 +124,15 @@ impl Runs {
         })
     }
 
+    /// The XOR every run moved, or `mismatch(first, other)` as the error when they differ.
+    pub fn same_xor(&self, mismatch: impl FnOnce(u32, u32) -> Error) -> Result<u32> {
+        let xor = self.runs.first().map_or(0, |r| r.moved.xor);
+        match self.runs.iter().find(|r| r.moved.xor != xor) {
+            Some(bad) => Err(mismatch(xor, bad.moved.xor)),
+            None => Ok(xor),
+        }
+    }
+
     /// The counted runs.
     pub fn counted(&self) -> impl Iterator<Item = &RunRecord> {
         self.runs.iter().filter(|r| !r.warmup)
@@ -209,18 +218,15 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         let (moved, counters) = measure(|| prepared.run());
         Ok((moved?, counters, Some(state)))
     })?;
-    let xor = runs.runs[0].moved.xor;
-    if let Some(bad) = runs.runs.iter().find(|r| r.moved.xor != xor) {
-        return Err(Error::failed(
-            "checksum mismatch",
-            format!(
-                "runs disagree ({} vs {}): the file changed while measuring",
-                crate::xor::format_xor(xor),
-                crate::xor::format_xor(bad.moved.xor)
-            ),
-        )
-        .at(&src.path));
-    }
+    let x = crate::xor::format_xor;
+    let xor = runs.same_xor(|a, b| {
+        let why = format!(
+            "runs disagree ({} vs {}): the file changed while measuring",
+            x(a),
+            x(b)
+        );
+        Error::failed("checksum mismatch", why).at(&src.path)
+    })?;
     let note = || runs.counted().find_map(|r| r.cache.as_ref()?.note.clone());
     let unverified = runs
         .counted()

@@ -102,18 +102,11 @@ fn write_runs(
         let (moved, counters) = measure(|| prepared.run());
         Ok((moved?, counters, None))
     })?;
-    let xor = runs.runs[0].moved.xor;
-    if let Some(bad) = runs.runs.iter().find(|r| r.moved.xor != xor) {
-        return Err(Error::failed(
-            "verify failed",
-            format!(
-                "runs wrote different data ({} vs {})",
-                crate::xor::format_xor(xor),
-                crate::xor::format_xor(bad.moved.xor)
-            ),
-        )
-        .at(&cfg.path));
-    }
+    let x = crate::xor::format_xor;
+    let xor = runs.same_xor(|a, b| {
+        let why = format!("runs wrote different data ({} vs {})", x(a), x(b));
+        Error::failed("verify failed", why).at(&cfg.path)
+    })?;
     // Read back what the last run left (outside any timing): its XOR must be the one the data's
     // definition gives, computed without the write path.
     verify_written(&target.tmp, &w, xor).map_err(|e| e.at(&cfg.path))?;

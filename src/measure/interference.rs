@@ -9,14 +9,6 @@
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
-/// Other processes' CPU, in cores on average, from which the machine counts as busy.
-pub const BUSY_OTHER_CORES: f64 = 0.25;
-/// And at least this much CPU time in all: the kernel counts in 10 ms ticks, so a short window
-/// cannot tell a quarter core from one stray tick.
-pub const BUSY_MIN_OTHER_SECONDS: f64 = 0.1;
-/// Stolen CPU time, in percent, from which the machine counts as busy.
-pub const BUSY_STEAL_PCT: f64 = 5.0;
-
 /// What else ran while something was measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Interference {
@@ -229,8 +221,8 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
 /// are reported, not judged).
 pub fn judge(mut i: Interference) -> Interference {
     i.reasons.clear();
-    if i.other_cpu_cores >= BUSY_OTHER_CORES
-        && i.other_cpu_cores * i.seconds >= BUSY_MIN_OTHER_SECONDS
+    if i.other_cpu_cores >= Interference::BUSY_OTHER_CORES
+        && i.other_cpu_cores * i.seconds >= Interference::BUSY_MIN_OTHER_SECONDS
     {
         i.reasons.push(format!(
             "other processes used {:.2} CPU cores on average (of {})",
@@ -238,7 +230,7 @@ pub fn judge(mut i: Interference) -> Interference {
             crate::sys::cpus()
         ));
     }
-    if i.steal_pct >= BUSY_STEAL_PCT {
+    if i.steal_pct >= Interference::BUSY_STEAL_PCT {
         i.reasons.push(format!(
             "the hypervisor stole {:.1}% of CPU time",
             i.steal_pct
@@ -249,6 +241,14 @@ pub fn judge(mut i: Interference) -> Interference {
 }
 
 impl Interference {
+    /// Other processes' CPU, in cores on average, from which the machine counts as busy.
+    pub const BUSY_OTHER_CORES: f64 = 0.25;
+    /// And at least this much CPU time in all: the kernel counts in 10 ms ticks, so a short
+    /// window cannot tell a quarter core from one stray tick.
+    pub const BUSY_MIN_OTHER_SECONDS: f64 = 0.1;
+    /// Stolen CPU time, in percent, from which the machine counts as busy.
+    pub const BUSY_STEAL_PCT: f64 = 5.0;
+
     /// Several windows as one: the largest figures, busy if any window was, and reasons that
     /// say how many windows were busy and the worst of each kind.
     pub fn merge<'a>(all: impl IntoIterator<Item = &'a Interference>) -> Interference {

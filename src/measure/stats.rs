@@ -6,18 +6,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The confidence asked of every interval.
-pub const LEVEL: f64 = 0.95;
-/// Runs needed before any run is called an outlier.
-pub const OUTLIER_MIN_RUNS: usize = 5;
-/// A run is an outlier only if it is also this far from the median (relative): a 1.3% spread
-/// is not worth a warning, whatever the MAD says.
-pub const OUTLIER_MIN_DEVIATION: f64 = 0.10;
-/// A comparison names a winner only with at least this many runs on each side.
-pub const MIN_RUNS: usize = 3;
-/// A comparison names a winner only when its interval clears 1 by this margin.
-pub const CLEAR_MARGIN: f64 = 1.05;
-
 /// Statistics of repeated measurements.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -33,7 +21,7 @@ pub struct Summary {
     pub max: f64,
     /// Sample standard deviation.
     pub stddev: f64,
-    /// Interval for the median: the order statistics that cover it with at least [`LEVEL`]
+    /// Interval for the median: the order statistics that cover it with at least [`Summary::LEVEL`]
     /// probability, or, with too few runs for that (n < 6), the range, whose coverage
     /// `ci_level` says (75% for 3 runs).
     #[serde(default)]
@@ -45,8 +33,18 @@ pub struct Summary {
     #[serde(default)]
     pub samples: Vec<f64>,
     /// Indices of samples that are outliers: modified z-score above 3.5 and more than
-    /// [`OUTLIER_MIN_DEVIATION`] from the median, with at least [`OUTLIER_MIN_RUNS`] runs.
+    /// [`Summary::OUTLIER_MIN_DEVIATION`] from the median, with at least [`Summary::OUTLIER_MIN_RUNS`] runs.
     pub outliers: Vec<usize>,
+}
+
+impl Summary {
+    /// The confidence asked of every interval.
+    pub const LEVEL: f64 = 0.95;
+    /// Runs needed before any run is called an outlier.
+    pub const OUTLIER_MIN_RUNS: usize = 5;
+    /// A run is an outlier only if it is also this far from the median (relative): a 1.3% spread
+    /// is not worth a warning, whatever the MAD says.
+    pub const OUTLIER_MIN_DEVIATION: f64 = 0.10;
 }
 
 fn median_of(sorted: &[f64]) -> f64 {
@@ -76,7 +74,7 @@ fn binomial_below(n: usize, k: usize) -> f64 {
 
 /// The order-statistic interval of the median of `sorted`: `([lo, hi], coverage)`. It takes the
 /// narrowest symmetric pair `x(k)..x(n+1-k)` whose coverage `1 - 2 P(Bin(n, 1/2) < k)` is at least
-/// [`LEVEL`]; with fewer than 6 samples no pair reaches it and the range is given with its own
+/// [`Summary::LEVEL`]; with fewer than 6 samples no pair reaches it and the range is given with its own
 /// coverage.
 pub fn median_interval(sorted: &[f64]) -> ([f64; 2], f64) {
     let n = sorted.len();
@@ -87,7 +85,7 @@ pub fn median_interval(sorted: &[f64]) -> ([f64; 2], f64) {
     }
     let coverage = |k: usize| 1.0 - 2.0 * binomial_below(n, k);
     let mut k = 1;
-    while k < n.div_ceil(2) && coverage(k + 1) >= LEVEL {
+    while k < n.div_ceil(2) && coverage(k + 1) >= Summary::LEVEL {
         k += 1;
     }
     ([sorted[k - 1], sorted[n - k]], coverage(k))
@@ -112,13 +110,13 @@ pub fn summarize(samples: &[f64]) -> Summary {
     let mut dev: Vec<f64> = samples.iter().map(|x| (x - median).abs()).collect();
     dev.sort_by(|a, b| a.total_cmp(b));
     let mad = median_of(&dev);
-    let outliers = if mad > 0.0 && n >= OUTLIER_MIN_RUNS {
+    let outliers = if mad > 0.0 && n >= Summary::OUTLIER_MIN_RUNS {
         samples
             .iter()
             .enumerate()
             .filter(|(_, x)| {
                 let d = (*x - median).abs();
-                0.6745 * d / mad > 3.5 && d > OUTLIER_MIN_DEVIATION * median.abs()
+                0.6745 * d / mad > 3.5 && d > Summary::OUTLIER_MIN_DEVIATION * median.abs()
             })
             .map(|(i, _)| i)
             .collect()
@@ -156,6 +154,11 @@ pub struct Ratio {
 }
 
 impl Ratio {
+    /// A comparison names a winner only with at least this many runs on each side.
+    pub const MIN_RUNS: usize = 3;
+    /// A comparison names a winner only when its interval clears 1 by this margin.
+    pub const CLEAR_MARGIN: f64 = 1.05;
+
     /// The ratio of two cells. Runs taken in the same rounds (equal counts, both positive) are
     /// paired: the ratio of each round, summarised, so that a slow minute that hit both cells
     /// cancels. Otherwise the medians' ratio with the widest ratio their intervals allow.
@@ -213,14 +216,14 @@ impl Ratio {
     }
 
     /// Which side is clearly larger: `Some(true)` for a, `Some(false)` for b, `None` when the
-    /// interval does not clear 1 by [`CLEAR_MARGIN`] either way, or a side has fewer than
-    /// [`MIN_RUNS`] runs.
+    /// interval does not clear 1 by [`Ratio::CLEAR_MARGIN`] either way, or a side has fewer than
+    /// [`Ratio::MIN_RUNS`] runs.
     pub fn clear(&self) -> Option<bool> {
-        if self.runs < MIN_RUNS {
+        if self.runs < Ratio::MIN_RUNS {
             None
-        } else if self.ci[0] >= CLEAR_MARGIN {
+        } else if self.ci[0] >= Ratio::CLEAR_MARGIN {
             Some(true)
-        } else if self.ci[1] <= 1.0 / CLEAR_MARGIN {
+        } else if self.ci[1] <= 1.0 / Ratio::CLEAR_MARGIN {
             Some(false)
         } else {
             None
@@ -273,12 +276,12 @@ mod tests {
         // n = 6: x(1)..x(6) covers 96.9%, the first pair to reach 95%.
         let six = median_interval(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         assert_eq!(six.0, [1.0, 6.0]);
-        assert!(six.1 >= LEVEL);
+        assert!(six.1 >= Summary::LEVEL);
         // n = 20: x(6)..x(15) (coverage 95.9%).
         let v: Vec<f64> = (1..=20).map(f64::from).collect();
         let (ci, level) = median_interval(&v);
         assert_eq!(ci, [6.0, 15.0]);
-        assert!((LEVEL..0.97).contains(&level), "{level}");
+        assert!((Summary::LEVEL..0.97).contains(&level), "{level}");
     }
 
     #[test]

@@ -95,7 +95,7 @@ fn compare(
         Better::Lower => "cheaper than",
     };
     let (text, winner) = match a_ahead {
-        None if r.runs < crate::measure::stats::MIN_RUNS => {
+        None if r.runs < Ratio::MIN_RUNS => {
             (format!("{what}: too few runs to tell ({figures})"), None)
         }
         None => (format!("{what}: no clear difference ({figures})"), None),
@@ -506,42 +506,20 @@ mod tests {
 
     #[test]
     fn fsync_cost_is_the_ratio_at_one_mib() {
+        let w = |bs: u64, sync, mib: &[f64]| cell(bs, "write", None, Some(sync), mib);
+        let (none, each) = (SyncMode::None, SyncMode::Each);
         let cells = vec![
-            cell(65536, "write", None, Some(SyncMode::None), &[4000.0; 3]),
-            cell(65536, "write", None, Some(SyncMode::Each), &[100.0; 3]),
-            cell(
-                1 << 20,
-                "write",
-                None,
-                Some(SyncMode::None),
-                &[4000.0, 4100.0, 3900.0],
-            ),
-            cell(
-                1 << 20,
-                "write",
-                None,
-                Some(SyncMode::Each),
-                &[1000.0, 1000.0, 1000.0],
-            ),
+            w(65536, none, &[4000.0; 3]),
+            w(65536, each, &[100.0; 3]),
+            w(1 << 20, none, &[4000.0, 4100.0, 3900.0]),
+            w(1 << 20, each, &[1000.0; 3]),
         ];
         let f = fsync_cost(&cells).unwrap();
         assert!((f.ratio - 4.0).abs() < 1e-9, "{f:?}");
         assert_eq!(f.winner.as_deref(), Some("no sync"));
         let odd = vec![
-            cell(
-                16 << 20,
-                "write",
-                None,
-                Some(SyncMode::None),
-                &[800.0, 1700.0, 900.0],
-            ),
-            cell(
-                16 << 20,
-                "write",
-                None,
-                Some(SyncMode::Each),
-                &[1600.0, 1500.0, 1650.0],
-            ),
+            w(16 << 20, none, &[800.0, 1700.0, 900.0]),
+            w(16 << 20, each, &[1600.0, 1500.0, 1650.0]),
         ];
         let o = fsync_cost(&odd).unwrap();
         assert_eq!(o.winner, None, "{}", o.text);

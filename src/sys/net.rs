@@ -84,13 +84,5 @@ pub fn rusage_thread() -> super::Usage {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: RUSAGE_THREAD with a writable rusage cannot fail.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    super::Usage {
-        user_us: us(ru.ru_utime),
-        sys_us: us(ru.ru_stime),
-        minflt: ru.ru_minflt as u64,
-        majflt: ru.ru_majflt as u64,
-        ctxsw: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
-        ivcsw: ru.ru_nivcsw as u64,
-    }
+    super::Usage::from(&ru)
 }
