@@ -55,7 +55,7 @@ impl Entry for SweepRead {
         &About {
             name: "sweep_read",
             title: "sweep: read throughput vs block size",
-            explains: "Small blocks pay one system call each (read) or one fault per folio (mmap); large blocks amortise them. Cold, the device and readahead dominate and the methods converge.",
+            explains: "Small blocks pay one system call each (read) or one fault per folio (mmap); large blocks amortise them. Cold, the device and readahead set the pace; the findings say, with their intervals, whether read and mmap differ here.",
         }
     }
 
