@@ -24,10 +24,13 @@ pub struct Finding {
     /// The finding in words, with its figures.
     pub text: String,
     /// The faster (or cheaper) side, or `None` when there is no clear difference.
+    #[serde(default)]
     pub winner: Option<String>,
     /// The first-named side over the second (rates: a / b; costs: a / b too, lower is better).
+    #[serde(default)]
     pub ratio: f64,
-    /// The interval of `ratio`.
+    /// The interval of `ratio` (results written before intervals existed read as `[0, 0]`).
+    #[serde(default)]
     pub ci: [f64; 2],
     /// The rows it comes from, as `experiment: row`.
     pub cites: Vec<String>,
