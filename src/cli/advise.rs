@@ -1,7 +1,7 @@
 //! `iolab advise FILE`: which method for this file and access pattern, measured here.
 
+use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::{Ctx, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::advise::run_advise;
@@ -41,11 +41,8 @@ impl AdviseArgs {
             &ctx.command_line,
             &ctx.progress,
         )?;
-        warn_all(&r.measured.warnings);
-        ctx.emit(
-            self.output.format,
-            &report::access::advise_report(&r, self.output.format),
-        );
-        Ok(())
+        let format = self.output.format;
+        let text = report::access::advise_report(&r, format);
+        ctx.show(format, &r.measured.warnings, &text)
     }
 }

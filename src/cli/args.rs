@@ -96,6 +96,14 @@ runs_args!(
     WriteConfig::DEFAULT_WARMUP
 );
 
+/// The files a command moves, in the order given.
+#[derive(Debug, Args)]
+pub struct FileList {
+    /// Files, in the order they go
+    #[arg(required = true, value_name = "FILES")]
+    pub files: Vec<std::path::PathBuf>,
+}
+
 /// Page-cache state before each run.
 #[derive(Debug, Args)]
 pub struct CacheArgs {

@@ -2,7 +2,6 @@
 
 use super::Ctx;
 use super::args::{self, OutputArgs};
-use super::warn_all;
 use clap::{Args, Subcommand};
 use iolab::Error;
 use iolab::experiments::cache_cmd::{CacheAction, run_cache};
@@ -56,11 +55,7 @@ impl CacheCommand {
         };
         let width = files.map.then_some(files.width);
         let r = run_cache(action, &files.files, files.drop_all, width)?;
-        warn_all(&r.notes);
-        ctx.emit(
-            files.output.format,
-            &report::classic::cache_report(&r, files.output.format),
-        );
-        Ok(())
+        let format = files.output.format;
+        ctx.show(format, &r.notes, &report::classic::cache_report(&r, format))
     }
 }

@@ -87,6 +87,13 @@ impl Ctx {
         }
     }
 
+    /// Prints a result's warnings on stderr, then the result (see [`Ctx::emit`]).
+    pub fn show(&self, format: Format, warnings: &[String], text: &str) -> Result<(), Error> {
+        warn_all(warnings);
+        self.emit(format, text);
+        Ok(())
+    }
+
     /// Prints a result: JSON gets a top-level `interference` object (what else the machine was
     /// doing since the command started); other formats are printed as they are, with a warning on
     /// stderr when the machine was busy.

@@ -1,7 +1,7 @@
 //! `iolab read FILE`: one read method, repeated, with statistics and kernel counters.
 
 use super::args::{self, CacheArgs, OutputArgs, ReadRuns, WorkloadArgs};
-use super::{Ctx, usage, warn_all};
+use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -57,13 +57,8 @@ impl ReadArgs {
 
     /// Runs it and prints the runs and their summary.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
-        let cfg = self.config().map_err(usage)?;
+        let (cfg, format) = (self.config().map_err(usage)?, self.output.format);
         let r = run_read(&cfg, &ctx.command_line, &ctx.progress)?;
-        warn_all(&r.warnings);
-        ctx.emit(
-            self.output.format,
-            &report::runs::read_report(&r, self.output.format),
-        );
-        Ok(())
+        ctx.show(format, &r.warnings, &report::runs::read_report(&r, format))
     }
 }

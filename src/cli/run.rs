@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use super::args::{self, CacheArgs, OutputArgs, WorkloadArgs};
-use super::{usage, warn_all};
+use super::usage;
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -79,11 +79,10 @@ impl RunArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_classic(&cfg)?;
-        warn_all(&r.notes);
-        match self.output.format {
-            Format::Json => ctx.emit(Format::Json, &report::json(&r)),
-            format => ctx.emit(format, &report::classic::run_lines(&r)),
-        }
-        Ok(())
+        let text = match self.output.format {
+            Format::Json => report::json(&r),
+            _ => report::classic::run_lines(&r),
+        };
+        ctx.show(self.output.format, &r.notes, &text)
     }
 }

@@ -1,7 +1,7 @@
 //! `iolab send FILES`: serve files to a receiver over TCP.
 
 use super::Ctx;
-use super::args::NetArgs;
+use super::args::{FileList, NetArgs};
 use super::usage;
 use clap::Args;
 use iolab::Error;
@@ -9,7 +9,6 @@ use iolab::report::{self, Format};
 use iolab::transfer::SendMethod;
 use iolab::transfer::sender::{self, SendConfig};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 /// Serve files to a receiver over TCP (listens; default 127.0.0.1:2325).
 #[derive(Debug, Args)]
@@ -17,9 +16,8 @@ use std::path::PathBuf;
     after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token s3cret --connections 2\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
 )]
 pub struct SendArgs {
-    /// Files to send, in order
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: FileList,
     /// Sender method (fcntl = read)
     #[arg(long, value_enum, default_value_t = SendMethod::Read)]
     pub method: SendMethod,
@@ -65,7 +63,7 @@ impl SendArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = SendConfig {
-            files: self.files,
+            files: self.files.files,
             method: self.method,
             connections: self.net.connections,
             token: self.net.token(),

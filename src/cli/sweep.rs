@@ -2,7 +2,7 @@
 //! method and sync mode.
 
 use super::args::{self, EngineArgs, OutputArgs};
-use super::{Ctx, usage, warn_all};
+use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -102,14 +102,14 @@ impl SweepArgs {
             iolab::output::refuse_existing(plot, self.force)?;
         }
         let r = run_sweep(&cfg, &ctx.command_line, &ctx.progress)?;
-        warn_all(&r.warnings);
         if let Some(plot) = &self.plot {
             iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), self.force)?;
         }
-        ctx.emit(
-            self.output.format,
-            &report::sweep::sweep_report(&r, self.output.format),
-        );
-        Ok(())
+        let format = self.output.format;
+        ctx.show(
+            format,
+            &r.warnings,
+            &report::sweep::sweep_report(&r, format),
+        )
     }
 }

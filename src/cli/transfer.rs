@@ -1,13 +1,12 @@
 //! `iolab transfer FILES`: every sender x receiver pair over loopback, repeated.
 
 use super::Ctx;
-use super::args::{self, OutputArgs};
+use super::args::{self, FileList, OutputArgs};
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::transfer::{TransferConfig, all_pairs, run_transfer};
 use iolab::report;
 use iolab::transfer::{RecvMethod, SendMethod};
-use std::path::PathBuf;
 
 /// Every sender x receiver method pair over loopback, repeated: the matrix.
 #[derive(Debug, Args)]
@@ -15,9 +14,8 @@ use std::path::PathBuf;
     after_help = "Examples:\n  iolab transfer big.bin small*.txt\n  iolab transfer big.bin --methods read:write,mmap:mmap,sendfile:splice --repeat 5"
 )]
 pub struct TransferArgs {
-    /// Files to move in every run
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: FileList,
     /// Sender:receiver pairs (default: all 12)
     #[arg(long, value_delimiter = ',', value_parser = args::method_pair)]
     pub methods: Vec<(SendMethod, RecvMethod)>,
@@ -41,7 +39,7 @@ impl TransferArgs {
     /// Runs the matrix and prints it.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = TransferConfig {
-            files: self.files,
+            files: self.files.files,
             pairs: if self.methods.is_empty() {
                 all_pairs()
             } else {

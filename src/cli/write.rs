@@ -1,7 +1,7 @@
 //! `iolab write FILE`: one write method and sync mode, repeated, then read back and verified.
 
 use super::args::{self, OutputArgs, WorkloadArgs, WriteRuns};
-use super::{Ctx, usage, warn_all};
+use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::engine::write::{SyncMode, WriteMethod};
@@ -61,13 +61,8 @@ impl WriteArgs {
 
     /// Runs it and prints the runs, their summary and the verification.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
-        let cfg = self.config().map_err(usage)?;
+        let (cfg, format) = (self.config().map_err(usage)?, self.output.format);
         let r = run_write(&cfg, &ctx.command_line, &ctx.progress)?;
-        warn_all(&r.warnings);
-        ctx.emit(
-            self.output.format,
-            &report::runs::write_report(&r, self.output.format),
-        );
-        Ok(())
+        ctx.show(format, &r.warnings, &report::runs::write_report(&r, format))
     }
 }
