@@ -34,6 +34,28 @@ pub fn temp_path(path: &Path, tag: &str) -> Result<std::path::PathBuf> {
 }
 
 /// Writes `bytes` to `path` under a temporary name, renamed when complete; an existing file only with `force`.
+/// Puts the finished temporary file `tmp` at `path`: replacing what is there only with `force`;
+/// without it, a file that appeared at `path` while `tmp` was being written is left alone and the
+/// output is refused (it is never replaced behind the user's back).
+pub fn place(tmp: &Path, path: &Path, force: bool) -> Result<()> {
+    let r = if force {
+        std::fs::rename(tmp, path)
+    } else {
+        crate::sys::rename_noreplace(tmp, path)
+    };
+    r.map_err(|e| match e.raw_os_error() {
+        Some(libc::EEXIST) => Error::failed(
+            "refusing to overwrite",
+            "a file of that name appeared while the output was being written",
+        )
+        .at(path)
+        .hint("add --force to replace it")
+        .with_source(e),
+        _ => Error::io("cannot rename into place", path, &e),
+    })
+}
+
+/// Writes `bytes` to `path` under a temporary name, then [`place`]s it.
 pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     refuse_existing(path, force)?;
     let tmp = temp_path(path, "")?;
@@ -42,10 +64,10 @@ pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
         .create_new(true)
         .open(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
+        .map_err(|e| Error::io("cannot write", path, &e))
+        .and_then(|_| place(&tmp, path, force));
+    written.inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
-        Error::io("cannot write", path, &e)
     })
 }
 
@@ -86,6 +108,52 @@ pub fn timestamp() -> String {
     )
 }
 
+/// Whether `dir` is a report iolab wrote: a directory whose results.json carries the suite's
+/// schema tag. Only such a directory may be replaced by `--force`.
+pub fn is_iolab_report(dir: &Path) -> bool {
+    use std::io::Read;
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return false;
+    };
+    if !meta.is_dir() {
+        return false;
+    }
+    let mut head = Vec::new();
+    std::fs::File::open(dir.join("results.json"))
+        .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
+        .is_ok()
+        && String::from_utf8_lossy(&head).contains("\"schema\": \"iolab-suite/")
+}
+
+/// Refuses to replace `out` unless it is a report iolab wrote.
+pub fn refuse_unless_report(out: &Path) -> Result<()> {
+    if is_iolab_report(out) {
+        return Ok(());
+    }
+    Err(Error::usage(
+        "refusing to replace",
+        "it is not a report iolab wrote (no results.json with the iolab-suite schema)",
+    )
+    .at(out)
+    .hint("--force replaces only an earlier iolab report; choose another --out"))
+}
+
+/// Refuses, before any work, an output directory that could not be written: its parent must
+/// exist and take a new entry.
+pub fn check_can_write(out: &Path) -> Result<()> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let probe = temp_path(out, "probe")?;
+    std::fs::create_dir(&probe)
+        .and_then(|_| std::fs::remove_dir(&probe))
+        .map_err(|e| {
+            Error::io("cannot write the report", parent, &e)
+                .hint("choose another --out before the suite runs for minutes")
+        })
+}
+
 /// Writes a directory of `(relative path, bytes)` atomically: into a temporary directory beside
 /// `out`, renamed into place when complete. An existing `out` is replaced only with `force`;
 /// otherwise a dated sibling is used. Returns where it went; on failure nothing is left.
@@ -94,7 +162,11 @@ pub fn save_dir(
     files: &[(String, Vec<u8>)],
     force: bool,
 ) -> Result<std::path::PathBuf> {
-    let target = if out.exists() && !force {
+    let exists = std::fs::symlink_metadata(out).is_ok();
+    if exists && force {
+        refuse_unless_report(out)?;
+    }
+    let target = if exists && !force {
         let name = out
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -118,7 +190,7 @@ pub fn save_dir(
             std::fs::rename(&tmp, &target)?;
             let _ = std::fs::remove_dir_all(&old);
         } else {
-            std::fs::rename(&tmp, &target)?;
+            crate::sys::rename_noreplace(&tmp, &target)?;
         }
         Ok(())
     };
@@ -138,9 +210,14 @@ mod tests {
     #[test]
     fn dirs_are_dated_when_taken_and_replaced_with_force() {
         let (dir, out) = crate::testutil::path_in("rep");
+        // A report (what --force may replace carries the suite's schema tag).
         let files = vec![
             ("a.txt".to_string(), b"1".to_vec()),
             ("plots/p.svg".to_string(), b"<svg/>".to_vec()),
+            (
+                "results.json".to_string(),
+                b"{\"schema\": \"iolab-suite/1\"}".to_vec(),
+            ),
         ];
         assert_eq!(save_dir(&out, &files, false).unwrap(), out);
         assert_eq!(std::fs::read(out.join("plots/p.svg")).unwrap(), b"<svg/>");
@@ -162,6 +239,64 @@ mod tests {
             "no temporary directories left"
         );
         assert_eq!(timestamp().len(), 15);
+    }
+
+    #[test]
+    fn force_replaces_only_an_iolab_report() {
+        let (dir, out) = crate::testutil::path_in("rep");
+        let files = vec![(
+            "results.json".to_string(),
+            b"{\"schema\": \"iolab-suite/1\"}".to_vec(),
+        )];
+        // Someone's folder: --force must not delete it.
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("thesis.txt"), b"years of work").unwrap();
+        let err = save_dir(&out, &files, true).unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{err}");
+        assert_eq!(
+            std::fs::read(out.join("thesis.txt")).unwrap(),
+            b"years of work"
+        );
+        // A file as --out with --force: refused, and nothing left beside it.
+        let f = dir.path().join("afile");
+        std::fs::write(&f, b"x").unwrap();
+        assert!(save_dir(&f, &files, true).is_err());
+        assert_eq!(std::fs::read(&f).unwrap(), b"x");
+        // An earlier report is replaced.
+        let rep = dir.path().join("old-report");
+        save_dir(&rep, &files, false).unwrap();
+        assert!(is_iolab_report(&rep));
+        std::fs::write(rep.join("stale.svg"), b"<svg/>").unwrap();
+        assert_eq!(save_dir(&rep, &files, true).unwrap(), rep);
+        assert!(!rep.join("stale.svg").exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.starts_with('.')),
+            "temporaries left: {names:?}"
+        );
+        // An output whose parent does not exist is refused before any work.
+        assert!(check_can_write(&dir.path().join("no/such/rep")).is_err());
+        check_can_write(&dir.path().join("new-rep")).unwrap();
+    }
+
+    #[test]
+    fn place_never_replaces_a_file_that_appeared_without_force() {
+        let (dir, tmp) = crate::testutil::file_with("tmp", b"new");
+        let dest = dir.path().join("dest");
+        std::fs::write(&dest, b"appeared meanwhile").unwrap();
+        let err = place(&tmp, &dest, false).unwrap_err();
+        assert!(err.to_string().contains("refusing to overwrite"), "{err}");
+        assert_eq!(std::fs::read(&dest).unwrap(), b"appeared meanwhile");
+        assert_eq!(
+            std::fs::read(&tmp).unwrap(),
+            b"new",
+            "the new bytes are not lost either"
+        );
+        place(&tmp, &dest, true).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new");
     }
 
     #[test]

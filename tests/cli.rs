@@ -622,3 +622,54 @@ fn help_has_examples_and_version_works() {
         .success()
         .stdout(predicate::str::contains("iolab"));
 }
+
+/// Nothing lost: --force replaces only an earlier report, an output that cannot be written is
+/// refused before minutes of measuring, and a sender will not send two files of one name.
+#[test]
+fn outputs_are_refused_before_any_work_and_names_are_unique() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("thesis.txt"), b"years of work").unwrap();
+    let t = std::time::Instant::now();
+    fails_with(
+        &[
+            "suite",
+            "--quick",
+            "--size",
+            "16M",
+            "--force",
+            "--out",
+            s(&mine),
+        ],
+        2,
+        "not a report iolab wrote",
+    );
+    fails_with(
+        &[
+            "suite",
+            "--quick",
+            "--out",
+            s(&dir.path().join("no/such/dir/rep")),
+        ],
+        1,
+        "cannot write the report",
+    );
+    assert!(t.elapsed().as_secs() < 5, "refused before measuring");
+    assert_eq!(
+        std::fs::read(mine.join("thesis.txt")).unwrap(),
+        b"years of work"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no data directory left: {names:?}");
+    let a = dir.path().join("a.bin");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let b = dir.path().join("sub/a.bin");
+    std::fs::write(&a, b"1").unwrap();
+    std::fs::write(&b, b"2").unwrap();
+    fails_with(
+        &["send", s(&a), s(&b), "--listen", "127.0.0.1:0"],
+        2,
+        "two files of this name",
+    );
+}

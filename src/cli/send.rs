@@ -48,6 +48,7 @@ pub fn listen_addr(listen: &str, port: u16) -> Result<SocketAddr, String> {
 
 /// Listens on `addr`, serves `cfg`'s files and prints this side's report.
 pub fn serve(ctx: &Ctx, addr: SocketAddr, cfg: &SendConfig, format: Format) -> Result<(), Error> {
+    sender::check_files(cfg)?;
     let listener = sender::bind(addr)?;
     eprintln!(
         "iolab: listening on {addr}, {} file(s) to send",

@@ -45,6 +45,12 @@ impl SuiteArgs {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
+        // A report that cannot be written is refused now, not after minutes of measuring; so is
+        // --force over something that is not an earlier report.
+        iolab::output::check_can_write(&self.out)?;
+        if self.force && std::fs::symlink_metadata(&self.out).is_ok() {
+            iolab::output::refuse_unless_report(&self.out)?;
+        }
         // The guard removes the data it made when dropped, on every path out of here.
         let data = DataDir::new(self.dir.clone(), parent, self.keep_data)?;
         iolab::sys::catch_interrupts();

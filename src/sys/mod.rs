@@ -36,6 +36,40 @@ pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
     }
 }
 
+/// Renames `from` to `to` only if `to` does not exist, atomically (`renameat2` with
+/// RENAME_NOREPLACE): a file that appeared at `to` in the meantime is never replaced (EEXIST).
+/// Filesystems without the flag get `link` + `unlink`, which cannot replace either.
+pub fn rename_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &std::path::Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+    };
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: both are valid NUL-terminated paths that live across the call; AT_FDCWD makes them
+    // relative to the working directory like rename(2).
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        _ => Err(err),
+    }
+}
+
 /// Effective user id is 0.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no arguments and cannot fail.

@@ -250,7 +250,7 @@ fn store(
         )
         .at(&dest));
     }
-    std::fs::rename(&tmp, &dest).map_err(|e| Error::io("cannot rename into place", &dest, &e))?;
+    crate::output::place(&tmp, &dest, cfg.force)?;
     partial.keep = true;
     Ok(FileRecord::new(h, cfg.method.name(), time, verify))
 }

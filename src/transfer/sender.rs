@@ -46,7 +46,31 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
     })
 }
 
+/// Checks, before anything listens, that every file can be sent: a regular file, a name the
+/// protocol takes, and no two of one name (the receiver would store both under one name).
+pub fn check_files(cfg: &SendConfig) -> Result<()> {
+    let mut names = std::collections::HashSet::new();
+    for path in &cfg.files {
+        crate::engine::open_source(path)?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::usage("invalid file", "it names no file").at(path))?;
+        protocol::check_name(name.as_encoded_bytes())
+            .map_err(|w| Error::usage("cannot send", w).at(path))?;
+        if !names.insert(name) {
+            return Err(Error::usage(
+                "cannot send",
+                "two files of this name: the receiver would store both under one name",
+            )
+            .at(path)
+            .hint("send files of distinct names (or one of them per transfer)"));
+        }
+    }
+    Ok(())
+}
+
 fn prepare(cfg: &SendConfig) -> Result<Vec<Outgoing>> {
+    check_files(cfg)?;
     cfg.files
         .iter()
         .map(|path| {

@@ -152,6 +152,8 @@ pub struct WriteTarget {
     pub tmp: PathBuf,
     /// The open temporary file.
     pub file: File,
+    /// Replace a file that is (or appears) at `path`.
+    force: bool,
     committed: bool,
 }
 
@@ -179,6 +181,7 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
         path: path.to_path_buf(),
         tmp,
         file,
+        force,
         committed: false,
     })
 }
@@ -199,8 +202,7 @@ impl WriteTarget {
 
     /// Renames the finished file over the user's path.
     pub fn commit(mut self) -> Result<()> {
-        std::fs::rename(&self.tmp, &self.path)
-            .map_err(|e| Error::io("cannot rename the finished file", &self.path, &e))?;
+        crate::output::place(&self.tmp, &self.path, self.force)?;
         self.committed = true;
         Ok(())
     }
@@ -400,5 +402,21 @@ mod tests {
         assert_eq!(moved.xor, expected);
         verify_written(&target.tmp, &w, moved.xor).unwrap();
         assert!(verify_written(&target.tmp, &w, moved.xor ^ 1).is_err());
+    }
+
+    #[test]
+    fn a_file_created_during_the_write_is_not_replaced() {
+        let (dir, _) = crate::testutil::path_in("x");
+        let path = dir.path().join("out");
+        let target = open_target(&path, false).unwrap();
+        std::fs::write(&path, b"made by someone else meanwhile").unwrap();
+        let err = target.commit().unwrap_err();
+        assert!(err.to_string().contains("refusing to overwrite"), "{err}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"made by someone else meanwhile"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "the temporary file is gone");
     }
 }
