@@ -26,11 +26,15 @@ pub fn temp_path(path: &Path, tag: &str) -> Result<std::path::PathBuf> {
     } else {
         format!("-{tag}")
     };
-    Ok(path.with_file_name(format!(
-        ".{}.iolab-{}{tag}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
+    // A name's own 255-byte limit must hold for the temporary name too: keep only as much of the
+    // final name as fits (the pid and tag keep it unique).
+    let suffix = format!(".iolab-{}{tag}.tmp", std::process::id());
+    let name = name.to_string_lossy();
+    let mut keep = name.len().min(255 - 1 - suffix.len());
+    while !name.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    Ok(path.with_file_name(format!(".{}{suffix}", &name[..keep])))
 }
 
 /// Writes `bytes` to `path` under a temporary name, renamed when complete; an existing file only with `force`.
@@ -280,6 +284,17 @@ mod tests {
         // An output whose parent does not exist is refused before any work.
         assert!(check_can_write(&dir.path().join("no/such/rep")).is_err());
         check_can_write(&dir.path().join("new-rep")).unwrap();
+    }
+
+    #[test]
+    fn temporary_names_fit_even_for_the_longest_names() {
+        let long = "é".repeat(127); // 254 bytes
+        let (_dir, path) = crate::testutil::path_in(&long);
+        let tmp = temp_path(&path, "12345").unwrap();
+        let n = tmp.file_name().unwrap().len();
+        assert!(n <= 255, "{n} bytes");
+        save(&path, b"x", false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"x");
     }
 
     #[test]

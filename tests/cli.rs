@@ -673,3 +673,20 @@ fn outputs_are_refused_before_any_work_and_names_are_unique() {
         "two files of this name",
     );
 }
+
+/// Smaller traps: a results file that never ends or never starts, a bare number as --listen.
+#[test]
+fn report_refuses_endless_inputs_and_listen_wants_a_host() {
+    fails_with(&["report", "/dev/zero"], 2, "character device");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.map(|s| s.success()).unwrap_or(false) {
+        fails_with(&["report", s(&fifo)], 2, "FIFO");
+    }
+    let f = dir.path().join("f");
+    std::fs::write(&f, b"x").unwrap();
+    for bare in ["2325", "0"] {
+        fails_with(&["send", s(&f), "--listen", bare], 2, "is not a host");
+    }
+}

@@ -37,6 +37,12 @@ pub fn listen_addr(listen: &str, port: u16) -> Result<SocketAddr, String> {
     if let Ok(a) = listen.parse() {
         return Ok(a);
     }
+    // A bare number is not a host: "2325" would mean 0.0.9.21 and "0" every address.
+    if !listen.is_empty() && listen.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "'{listen}' is not a host: expected HOST or HOST:PORT, e.g. 127.0.0.1:{listen} (or --port {listen})"
+        ));
+    }
     (listen, port)
         .to_socket_addrs()
         .ok()

@@ -168,6 +168,17 @@ pub fn derive(r: &SuiteResult) -> Vec<Finding> {
 
 /// Reads a results.json: one suite result, or a list of them.
 pub fn load(path: &Path) -> Result<Vec<SuiteResult>> {
+    // Not /dev/zero (it never ends), not a FIFO (it may never start): a regular file of a sane size.
+    const MAX: u64 = 256 << 20;
+    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, &e))?;
+    crate::engine::check_regular(path, &meta)?;
+    if meta.len() > MAX {
+        return Err(Error::usage(
+            "not an iolab suite result",
+            format!("{} bytes: results.json files are far smaller", meta.len()),
+        )
+        .at(path));
+    }
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read", path, &e))?;
     serde_json::from_str::<SuiteResult>(&text)
         .map(|r| vec![r])

@@ -120,8 +120,13 @@ pub fn check_name(name: &[u8]) -> Result<String, String> {
         ));
     }
     let s = std::str::from_utf8(name).map_err(|_| "a file name that is not UTF-8".to_string())?;
-    if s == "." || s.contains("..") {
-        return Err(format!("the file name {s:?} (\"..\" is refused)"));
+    if s == "." {
+        return Err("the file name \".\" (it names the directory itself)".into());
+    }
+    if s.starts_with("..") {
+        return Err(format!(
+            "the file name {s:?} (names starting with \"..\" are refused)"
+        ));
     }
     if s.contains('/') {
         return Err(format!("the file name {s:?} (\"/\" is refused)"));
@@ -129,6 +134,13 @@ pub fn check_name(name: &[u8]) -> Result<String, String> {
     if s.chars().any(|c| c.is_control()) {
         return Err(format!(
             "the file name {s:?} (NUL and control characters are refused)"
+        ));
+    }
+    // Bidirectional controls make a name display as another ("exe.txt" shown for "txt.exe").
+    let bidi = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
+    if s.chars().any(bidi) {
+        return Err(format!(
+            "the file name {s:?} (bidirectional text controls are refused)"
         ));
     }
     Ok(s.to_string())
@@ -310,7 +322,15 @@ mod tests {
 
     #[test]
     fn names_are_checked() {
-        for ok in ["a.txt", "file 1", ".hidden", "x.y", "ünï"] {
+        for ok in [
+            "a.txt",
+            "file 1",
+            ".hidden",
+            "x.y",
+            "ünï",
+            "a..b",
+            "v1..2.tar",
+        ] {
             assert!(check_name(ok.as_bytes()).is_ok(), "{ok}");
         }
         for bad in [
@@ -324,9 +344,12 @@ mod tests {
             "a\0b",
             "a\nb",
             "x/..",
+            "cod\u{202E}txt.exe",
+            "a\u{2066}b",
         ] {
             assert!(check_name(bad.as_bytes()).is_err(), "{bad:?}");
         }
+        assert!(check_name(b".").unwrap_err().contains("directory itself"));
         assert!(check_name(&[b'a'; 256]).is_err());
         assert!(check_name(&[0xff, 0xfe]).is_err());
     }
