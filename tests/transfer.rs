@@ -597,3 +597,59 @@ fn transfer_between_two_network_namespaces() {
     let _ = ip(&["netns", "del", &b]);
     result.unwrap();
 }
+
+/// One stray connection (garbage, or a wrong token) no longer ends the sender: it is dropped and
+/// the real receiver still gets the file.
+#[test]
+fn a_stray_connection_does_not_end_the_sender() {
+    use std::io::Write;
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "doc.txt", &bytes(10_000, 7));
+    let port = free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let sender = std::process::Command::new(&bin)
+        .env("IOLAB_TOKEN", "shared")
+        .args([
+            "send",
+            f.to_str().unwrap(),
+            "--port",
+            &port,
+            "--timeout",
+            "10s",
+        ])
+        .output_async();
+    // A stray peer: connects as soon as the sender listens, sends garbage, leaves.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            let _ = s.write_all(&[0x42; 28]);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sender never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = iolab()
+        .env("IOLAB_TOKEN", "shared")
+        .args(["recv", "--connect", &addr, "--out"])
+        .arg(out.path())
+        .args(["--retry", "10s"])
+        .output()
+        .unwrap();
+    let s = sender.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    assert!(
+        String::from_utf8_lossy(&s.stderr).contains("dropped a connection"),
+        "{}",
+        String::from_utf8_lossy(&s.stderr)
+    );
+    assert_eq!(
+        std::fs::read(out.path().join("doc.txt")).unwrap(),
+        std::fs::read(&f).unwrap()
+    );
+}

@@ -61,6 +61,9 @@ pub fn serve(ctx: &Ctx, addr: SocketAddr, cfg: &SendConfig, format: Format) -> R
         cfg.files.len()
     );
     let r = sender::serve(listener, cfg)?;
+    for why in &r.rejected {
+        eprintln!("iolab: warning: dropped a connection that failed the handshake: {why}");
+    }
     ctx.emit(format, &report::transfer::side_report(&r, format));
     Ok(())
 }

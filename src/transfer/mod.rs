@@ -95,6 +95,9 @@ pub struct SideReport {
     pub cpu_user: Duration,
     /// System CPU time of this side's threads.
     pub cpu_sys: Duration,
+    /// Connections dropped because they failed the handshake (the sender kept accepting).
+    #[serde(default)]
+    pub rejected: Vec<String>,
 }
 
 impl SideReport {

@@ -118,6 +118,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
         wall: started.elapsed(),
         cpu_user: user,
         cpu_sys: sys,
+        rejected: Vec::new(),
     })
 }
 

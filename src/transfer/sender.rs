@@ -131,24 +131,35 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
         .set_nonblocking(true)
         .map_err(|e| Error::failed("cannot listen", describe_io(&e)).on(&local))?;
     let mut streams = Vec::new();
+    let mut rejected = Vec::new();
     let mut started = None;
     for _ in 0..cfg.connections {
         let deadline = Instant::now() + cfg.timeout;
         let stream = loop {
             match listener.accept() {
-                Ok((s, _)) => break s,
+                // A connection that fails the handshake (garbage, a wrong token) is dropped and
+                // the sender keeps waiting for the real receiver until the deadline.
+                Ok((s, from)) => match greet(s, cfg) {
+                    Ok(s) => break s,
+                    Err(e) => rejected.push(format!("{from}: {e}")),
+                },
                 Err(e)
                     if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
                 {
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    return Err(Error::failed(
-                        "no receiver",
-                        format!("nobody connected within {:.0} s", cfg.timeout.as_secs_f64()),
-                    )
-                    .on(&local)
-                    .hint("start iolab recv --connect this address, or raise --timeout"));
+                    let secs = cfg.timeout.as_secs_f64();
+                    let why = match rejected.first() {
+                        None => format!("nobody connected within {secs:.0} s"),
+                        Some(first) => format!(
+                            "no receiver passed the handshake within {secs:.0} s ({} connection(s) dropped; the first: {first})",
+                            rejected.len()
+                        ),
+                    };
+                    return Err(Error::failed("no receiver", why)
+                        .on(&local)
+                        .hint("start iolab recv --connect this address, or raise --timeout"));
                 }
                 Err(e) => return Err(Error::failed("accept failed", describe_io(&e)).on(&local)),
             }
@@ -176,7 +187,25 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
         wall: started.elapsed(),
         cpu_user: user,
         cpu_sys: sys,
+        rejected,
     })
+}
+
+/// Sets up an accepted connection and runs the handshake, within at most 10 s (or `--timeout`).
+fn greet(mut sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
+    let peer = sock
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "receiver".into());
+    let limit = cfg.timeout.min(Duration::from_secs(10));
+    let _ = sock.set_nonblocking(false);
+    let _ = sock.set_read_timeout(Some(limit));
+    let _ = sock.set_write_timeout(Some(limit));
+    let _ = sock.set_nodelay(true);
+    handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    let _ = sock.set_read_timeout(Some(cfg.timeout));
+    let _ = sock.set_write_timeout(Some(cfg.timeout));
+    Ok(sock)
 }
 
 fn connection(
@@ -189,11 +218,6 @@ fn connection(
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "receiver".into());
-    let _ = sock.set_nonblocking(false);
-    let _ = sock.set_read_timeout(Some(cfg.timeout));
-    let _ = sock.set_write_timeout(Some(cfg.timeout));
-    let _ = sock.set_nodelay(true);
-    handshake(&mut sock, cfg.token.as_deref(), &peer)?;
     let mut records = Vec::new();
     for (i, f) in files {
         let t = Instant::now();
