@@ -372,27 +372,35 @@ impl OutputAsync for std::process::Command {
     }
 }
 
+/// `iolab send FILE EXTRA..` with the token "shared" on a free port: its output when it ends, its
+/// address and its port.
+fn tokened_sender(
+    f: &std::path::Path,
+    extra: &[&str],
+) -> (
+    std::thread::JoinHandle<std::process::Output>,
+    String,
+    String,
+) {
+    let port = free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let sender = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .env("IOLAB_TOKEN", "shared")
+        .arg("send")
+        .arg(f)
+        .args(["--port", &port])
+        .args(extra)
+        .output_async();
+    (sender, addr, port)
+}
+
 #[test]
 fn send_and_recv_with_a_token_from_the_environment_and_json() {
     let src = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let f = write_file(src.path(), "doc.txt", &bytes(50_000, 41));
-    let port = free_port().to_string();
-    let addr = format!("127.0.0.1:{port}");
+    let (sender, addr, port) = tokened_sender(&f, &["--method", "sendfile", "--format", "json"]);
     let bin = assert_cmd::cargo::cargo_bin("iolab");
-    let sender = std::process::Command::new(&bin)
-        .env("IOLAB_TOKEN", "shared")
-        .args([
-            "send",
-            f.to_str().unwrap(),
-            "--method",
-            "sendfile",
-            "--port",
-            &port,
-            "--format",
-            "json",
-        ])
-        .output_async();
     let o = iolab()
         .env("IOLAB_TOKEN", "shared")
         .args([
@@ -606,20 +614,7 @@ fn a_stray_connection_does_not_end_the_sender() {
     let src = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let f = write_file(src.path(), "doc.txt", &bytes(10_000, 7));
-    let port = free_port().to_string();
-    let addr = format!("127.0.0.1:{port}");
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
-    let sender = std::process::Command::new(&bin)
-        .env("IOLAB_TOKEN", "shared")
-        .args([
-            "send",
-            f.to_str().unwrap(),
-            "--port",
-            &port,
-            "--timeout",
-            "10s",
-        ])
-        .output_async();
+    let (sender, addr, _) = tokened_sender(&f, &["--timeout", "10s"]);
     // A stray peer: connects as soon as the sender listens, sends garbage, leaves.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
