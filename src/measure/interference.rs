@@ -292,7 +292,7 @@ impl Interference {
     pub fn warning(&self) -> Option<String> {
         self.busy.then(|| {
             format!(
-                "Warning: the machine was busy while measuring: {}; figures may be slower and noisier than this machine can do (rerun on a quiet machine, or with --wait-quiet)",
+                "Warning: the machine was busy while measuring: {}; figures may be slower and noisier than this machine can do (rerun on a quiet machine; iolab suite --wait-quiet waits for one)",
                 self.reasons.join("; ")
             )
         })
