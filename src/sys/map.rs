@@ -23,8 +23,15 @@ unsafe impl Send for RawMap {}
 unsafe impl Sync for RawMap {}
 
 impl RawMap {
-    fn new(file: &File, len: usize, writable: bool, populate: bool) -> io::Result<RawMap> {
-        if len == 0 {
+    fn new(
+        file: &File,
+        offset: u64,
+        len: usize,
+        writable: bool,
+        populate: bool,
+    ) -> io::Result<RawMap> {
+        if len == 0 || !offset.is_multiple_of(super::page_size() as u64) || offset > i64::MAX as u64
+        {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let prot = if writable {
@@ -36,10 +43,18 @@ impl RawMap {
         if populate {
             flags |= libc::MAP_POPULATE;
         }
-        // SAFETY: a fresh mapping chosen by the kernel (addr NULL) of a valid descriptor; the
-        // result is checked for MAP_FAILED before use.
-        let ptr =
-            unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
+        // SAFETY: a fresh mapping chosen by the kernel (addr NULL) of a valid descriptor at a
+        // page-aligned offset; the result is checked for MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                flags,
+                file.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
@@ -97,7 +112,18 @@ pub struct Mapping {
 impl Mapping {
     /// Maps `len` (> 0) bytes of `file` from offset 0 for reading; `populate` adds MAP_POPULATE.
     pub fn new(file: &File, len: usize, populate: bool) -> io::Result<Self> {
-        RawMap::new(file, len, false, populate).map(|raw| Mapping { raw })
+        RawMap::new(file, 0, len, false, populate).map(|raw| Mapping { raw })
+    }
+
+    /// Maps `len` (> 0) bytes of `file` from `offset` (a multiple of the page size) for reading:
+    /// one window of a file mapped piece by piece.
+    pub fn window(file: &File, offset: u64, len: usize) -> io::Result<Self> {
+        RawMap::new(file, offset, len, false, false).map(|raw| Mapping { raw })
+    }
+
+    /// The address of the first mapped byte (for page descriptors).
+    pub fn addr(&self) -> usize {
+        self.raw.ptr as usize
     }
 
     /// Bytes mapped.
@@ -140,7 +166,18 @@ pub struct WritableMapping {
 impl WritableMapping {
     /// Maps `len` (> 0) bytes of `file` (opened read-write) from offset 0 for writing.
     pub fn new(file: &File, len: usize) -> io::Result<Self> {
-        RawMap::new(file, len, true, false).map(|raw| WritableMapping { raw })
+        RawMap::new(file, 0, len, true, false).map(|raw| WritableMapping { raw })
+    }
+
+    /// Maps `len` (> 0) bytes of `file` (opened read-write) from `offset` (a multiple of the
+    /// page size) for writing: one window of a file written piece by piece.
+    pub fn window(file: &File, offset: u64, len: usize) -> io::Result<Self> {
+        RawMap::new(file, offset, len, true, false).map(|raw| WritableMapping { raw })
+    }
+
+    /// The address of the first mapped byte (for page descriptors).
+    pub fn addr(&self) -> usize {
+        self.raw.ptr as usize
     }
 
     /// Bytes mapped.

@@ -96,6 +96,82 @@ pub fn flags(pfn: u64) -> std::io::Result<u64> {
     read_u64(&File::open("/proc/kpageflags")?, pfn)
 }
 
+/// One mapped page as the course's kernel module printed it to dmesg: where it is in the file and
+/// in this process, and what pagemap and kpageflags say of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageDesc {
+    /// Offset of the page in the file.
+    pub offset: u64,
+    /// Virtual address of the page in this process.
+    pub addr: usize,
+    /// The raw pagemap entry (what a PTE walk would print).
+    pub entry: u64,
+    /// Page frame number (0 when hidden without root, or not present).
+    pub pfn: u64,
+    /// kpageflags names (empty without root).
+    pub flags: Vec<String>,
+}
+
+impl PageDesc {
+    /// One line: `page <offset>: addr 0x.. entry 0x.. pfn 0x.. FLAGS`.
+    pub fn line(&self) -> String {
+        format!(
+            "page {:>10}: addr {:#x} entry {:#018x} pfn {:#x} {}",
+            self.offset,
+            self.addr,
+            self.entry,
+            self.pfn,
+            if self.flags.is_empty() {
+                "-".to_string()
+            } else {
+                self.flags.join(",")
+            }
+        )
+    }
+}
+
+/// Why page descriptors are incomplete here, if they are: PFNs and kpageflags need root.
+pub fn describe_limit() -> Option<String> {
+    if crate::cache::have_root() {
+        None
+    } else {
+        Some("not root: pagemap hides PFNs and /proc/kpageflags is unreadable (run as root for the full descriptors)".into())
+    }
+}
+
+/// The descriptors of the pages of `len` bytes mapped at `addr`, which hold the file from
+/// `file_offset` on. The range must be mapped by this process while this runs.
+pub fn describe_range(addr: usize, len: usize, file_offset: u64) -> std::io::Result<Vec<PageDesc>> {
+    let map = File::open("/proc/self/pagemap")?;
+    // Without root (or told to act so), no flags, and no PFNs: what an ordinary user sees.
+    let root = crate::cache::have_root();
+    let kflags = File::open("/proc/kpageflags").ok().filter(|_| root);
+    let page = crate::sys::page_size();
+    let mut out = Vec::with_capacity(len.div_ceil(page));
+    for i in 0..len.div_ceil(page) {
+        let a = addr + i * page;
+        let mut raw = read_u64(&map, a as u64 / page as u64)?;
+        if !root {
+            raw &= !((1 << 55) - 1);
+        }
+        let e = decode_entry(raw);
+        let flags = match (&kflags, e.pfn) {
+            (Some(k), pfn) if pfn != 0 => read_u64(k, pfn)
+                .map(|f| decode_flags(f).into_iter().map(String::from).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        out.push(PageDesc {
+            offset: file_offset + (i * page) as u64,
+            addr: a,
+            entry: raw,
+            pfn: e.pfn,
+            flags,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
