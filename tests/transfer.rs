@@ -15,28 +15,15 @@ use std::time::Duration;
 
 fn recv_cfg(addr: &str, out: &Path, method: RecvMethod) -> RecvConfig {
     RecvConfig {
-        connect: addr.into(),
-        out_dir: out.into(),
-        names: Vec::new(),
-        method,
-        connections: 1,
-        token: None,
         timeout: Duration::from_secs(10),
-        max_size: None,
-        force: false,
-        sync: false,
-        discard: false,
-        retry: Duration::ZERO,
+        ..RecvConfig::new(addr.into(), out.into(), method)
     }
 }
 
 fn send_cfg(files: &[PathBuf], method: SendMethod) -> SendConfig {
     SendConfig {
-        files: files.to_vec(),
-        method,
-        connections: 1,
-        token: None,
         timeout: Duration::from_secs(10),
+        ..SendConfig::new(files.to_vec(), method)
     }
 }
 
@@ -340,8 +327,12 @@ fn master_and_slave_print_the_classic_lines_on_both_sides() {
                 .nth(1)
                 .unwrap()
                 .len()
-                == 4,
-            "4 decimals"
+                == 6,
+            "six decimals, as the course's %lf printed"
+        );
+        assert!(
+            !text.contains("Total"),
+            "{who}: the classic form prints the course's lines only: {text}"
         );
     }
     assert_eq!(

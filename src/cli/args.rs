@@ -127,11 +127,94 @@ pub struct NetArgs {
     /// Give up on a peer idle this long
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub timeout: Duration,
+    /// A raw byte stream, as nc and the course's programs speak: no hello, header or checksum;
+    /// one connection per file, in order; a file ends when the sender closes
+    #[arg(long)]
+    pub raw: bool,
+    /// Print each mapped page's descriptor (address, pagemap entry, PFN, flags) as the course's
+    /// module printed to dmesg (mmap only; PFNs and flags need root)
+    #[arg(long)]
+    pub pages: bool,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
+/// How many bytes each step of a transfer moves.
+#[derive(Debug, Args)]
+pub struct SizeArgs {
+    /// Bytes per read/write/splice call [default: 1MiB; the course used 512]
+    #[arg(long, value_parser = size_usize)]
+    pub chunk: Option<usize>,
+    /// Bytes per mapped window, whole pages [default: the whole file; the course used 8192]
+    #[arg(long, value_parser = size_usize)]
+    pub map_size: Option<usize>,
+    /// The course's sizes: --chunk 512 --map-size 8192
+    #[arg(long, conflicts_with_all = ["chunk", "map_size"])]
+    pub classic_sizes: bool,
+}
+
+impl SizeArgs {
+    /// The sizes asked for, iolab's defaults where none was given.
+    pub fn sizes(&self) -> iolab::transfer::ChunkSizes {
+        use iolab::transfer::ChunkSizes;
+        if self.classic_sizes {
+            return ChunkSizes::CLASSIC;
+        }
+        ChunkSizes {
+            chunk: self.chunk.unwrap_or(ChunkSizes::DEFAULT_CHUNK),
+            map_size: self.map_size,
+        }
+    }
+}
+
+/// A size that fits in memory: at least 1 byte, at most 1 GiB.
+pub fn size_usize(text: &str) -> Result<usize, String> {
+    match size(text)? {
+        0 => Err("must be at least 1 byte".into()),
+        n if n > 1 << 30 => Err("must be at most 1GiB".into()),
+        n => Ok(n as usize),
+    }
+}
+
 impl NetArgs {
+    /// The sender's settings for `files` by `method`.
+    pub fn send_config(
+        &self,
+        files: Vec<std::path::PathBuf>,
+        method: iolab::transfer::SendMethod,
+    ) -> iolab::transfer::sender::SendConfig {
+        iolab::transfer::sender::SendConfig {
+            files,
+            method,
+            connections: self.connections,
+            token: self.token(),
+            timeout: self.timeout,
+            raw: self.raw,
+            sizes: self.sizes.sizes(),
+            pages: self.pages,
+        }
+    }
+
+    /// The receiver's settings, from `connect` into `out` by `method`.
+    pub fn recv_config(
+        &self,
+        connect: String,
+        out: std::path::PathBuf,
+        method: iolab::transfer::RecvMethod,
+    ) -> iolab::transfer::receiver::RecvConfig {
+        iolab::transfer::receiver::RecvConfig {
+            connections: self.connections,
+            token: self.token(),
+            timeout: self.timeout,
+            raw: self.raw,
+            sizes: self.sizes.sizes(),
+            pages: self.pages,
+            ..iolab::transfer::receiver::RecvConfig::new(connect, out, method)
+        }
+    }
+
     /// `--token`, else a non-empty IOLAB_TOKEN.
     pub fn token(&self) -> Option<String> {
         self.token

@@ -1,5 +1,5 @@
 //! `iolab master N f1..fN fcntl|mmap` and `iolab slave N f1..fN fcntl|mmap IP`: the course's
-//! sender and receiver.
+//! sender and receiver (and the 2019 one-file form `master FILE mmap`, `slave FILE fcntl IP`).
 
 use super::Ctx;
 use super::args::NetArgs;
@@ -9,7 +9,6 @@ use clap::Args;
 use iolab::Error;
 use iolab::report;
 use iolab::transfer::receiver::{self, RecvConfig};
-use iolab::transfer::sender::SendConfig;
 use iolab::transfer::{RecvMethod, SendMethod};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,9 +16,13 @@ use std::time::Duration;
 /// `N f1 .. fN fcntl|mmap [IP]` of the course programs.
 #[derive(Debug, Args)]
 pub struct ClassicArgs {
-    /// N, the N files, the method (fcntl or mmap), and for slave the master's IP
-    #[arg(required = true, num_args = 3..)]
+    /// N, the N files, the method (fcntl or mmap), and for slave the master's IP; or the 2019
+    /// one-file form FILE fcntl|mmap [IP]
+    #[arg(required = true, num_args = 2..)]
     pub words: Vec<String>,
+    /// Also print the totals (bytes, time, MiB/s, CPU) after the course's lines
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Port on both sides
     #[arg(long, default_value_t = iolab::transfer::DEFAULT_PORT)]
     pub port: u16,
@@ -30,6 +33,10 @@ pub struct ClassicArgs {
     pub net: NetArgs,
 }
 
+fn is_method(word: &str) -> bool {
+    word == "fcntl" || word == "mmap"
+}
+
 /// The words of the classic form.
 struct Classic {
     files: Vec<PathBuf>,
@@ -38,31 +45,43 @@ struct Classic {
 }
 
 impl ClassicArgs {
-    /// `N f1 .. fN fcntl|mmap [IP]`, checking N against the files given.
+    /// `N f1 .. fN fcntl|mmap [IP]`, checking N against the files given, or the one-file form
+    /// `FILE fcntl|mmap [IP]`.
     fn parse(&self, with_ip: bool) -> Result<Classic, String> {
         let usage = if with_ip {
-            "slave N f1 .. fN fcntl|mmap IP"
+            "slave N f1 .. fN fcntl|mmap IP (or slave FILE fcntl|mmap IP)"
         } else {
-            "master N f1 .. fN fcntl|mmap"
+            "master N f1 .. fN fcntl|mmap (or master FILE fcntl|mmap)"
         };
-        let n: usize = self.words[0]
-            .parse()
-            .map_err(|_| format!("N must be a number of files: {usage}"))?;
-        let want = 1 + n + 1 + with_ip as usize;
-        if n == 0 || self.words.len() != want {
-            return Err(format!(
-                "expected {usage} ({want} words, got {})",
-                self.words.len()
-            ));
-        }
-        let method = &self.words[n + 1];
-        if method != "fcntl" && method != "mmap" {
+        let words = &self.words;
+        let one_file = 2 + with_ip as usize;
+        let (files, method, ip) = match words[0].parse::<usize>() {
+            // A first word that is a number is N, unless the words are exactly the one-file form
+            // (a file named "3" with a method after it).
+            Ok(n) if words.len() != one_file || !is_method(&words[1]) => {
+                let want = 1 + n + 1 + with_ip as usize;
+                if n == 0 || words.len() != want {
+                    return Err(format!(
+                        "expected {usage}: N = {n} needs {want} words, got {}",
+                        words.len()
+                    ));
+                }
+                (&words[1..=n], &words[n + 1], words.get(n + 2))
+            }
+            _ if words.len() == one_file => (&words[..1], &words[1], words.get(2)),
+            _ => {
+                return Err(format!(
+                    "expected {usage}: the first word is N (a number of files) or the one file"
+                ));
+            }
+        };
+        if !is_method(method) {
             return Err(format!("the method is fcntl or mmap, not '{method}'"));
         }
         Ok(Classic {
-            files: self.words[1..=n].iter().map(PathBuf::from).collect(),
+            files: files.iter().map(PathBuf::from).collect(),
             mmap: method == "mmap",
-            ip: with_ip.then(|| self.words[n + 2].clone()),
+            ip: ip.cloned(),
         })
     }
 
@@ -70,18 +89,13 @@ impl ClassicArgs {
     pub fn run_master(self, ctx: &Ctx) -> Result<(), Error> {
         let c = self.parse(false).map_err(usage)?;
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
-        let cfg = SendConfig {
-            files: c.files,
-            method: if c.mmap {
-                SendMethod::Mmap
-            } else {
-                SendMethod::Read
-            },
-            connections: self.net.connections,
-            token: self.net.token(),
-            timeout: self.net.timeout,
+        let method = if c.mmap {
+            SendMethod::Mmap
+        } else {
+            SendMethod::Read
         };
-        serve(ctx, addr, &cfg, self.net.output.format)
+        let cfg = self.net.send_config(c.files, method);
+        serve(ctx, addr, &cfg, self.net.output.format, !self.verbose)
     }
 
     /// The course's slave: writes the files it names, as the course program did.
@@ -93,28 +107,26 @@ impl ClassicArgs {
         } else {
             ip
         };
+        let method = if c.mmap {
+            RecvMethod::Mmap
+        } else {
+            RecvMethod::Write
+        };
         let cfg = RecvConfig {
-            connect: format!("{host}:{}", self.port),
-            out_dir: ".".into(),
             names: c.files,
-            method: if c.mmap {
-                RecvMethod::Mmap
-            } else {
-                RecvMethod::Write
-            },
-            connections: self.net.connections,
-            token: self.net.token(),
-            timeout: self.net.timeout,
-            max_size: None,
-            force: false,
-            sync: false,
-            discard: false,
+            exact: true,
             retry: Duration::from_secs(5),
+            ..self
+                .net
+                .recv_config(format!("{host}:{}", self.port), ".".into(), method)
         };
         let r = receiver::receive(&cfg)?;
+        if let Some(n) = &r.pages_note {
+            eprintln!("iolab: note: {n}");
+        }
         ctx.emit(
             self.net.output.format,
-            &report::transfer::side_report(&r, self.net.output.format),
+            &report::transfer::side_report(&r, self.net.output.format, !self.verbose),
         );
         Ok(())
     }

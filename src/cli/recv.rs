@@ -13,10 +13,11 @@ use std::time::Duration;
 /// Receive files from `iolab send` (connects) into a directory, verified by BLAKE3.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab recv --connect 127.0.0.1:2325 --out incoming/\n  iolab recv --method splice --sync --retry 10s\n  iolab recv --discard --format json\n\nFiles are written under a temporary name and renamed when complete and verified."
+    after_help = "Examples:\n  iolab recv --connect 127.0.0.1:2325 --out incoming/\n  iolab recv --raw a.txt b.txt --classic-sizes --method mmap   (from nc -l or the course's master)\n  iolab recv --method splice --sync --retry 10s\n  iolab recv --discard --format json\n\nFiles are written under a temporary name and renamed when complete and verified."
 )]
 pub struct RecvArgs {
-    /// Output paths for the files in the order sent (default: the senders' names in --out)
+    /// Output paths for the files in the order sent (default: the senders' names in --out;
+    /// with --raw, one per file, required)
     pub names: Vec<PathBuf>,
     /// The sender: HOST:PORT
     #[arg(long, default_value = "127.0.0.1:2325")]
@@ -50,23 +51,21 @@ impl RecvArgs {
     /// Receives the files and prints this side's report.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = RecvConfig {
-            connect: self.connect,
-            out_dir: self.out,
             names: self.names,
-            method: self.method,
-            connections: self.net.connections,
-            token: self.net.token(),
-            timeout: self.net.timeout,
             max_size: self.max_size,
             force: self.force,
             sync: self.sync,
             discard: self.discard,
             retry: self.retry,
+            ..self.net.recv_config(self.connect, self.out, self.method)
         };
         let r = receiver::receive(&cfg)?;
+        if let Some(n) = &r.pages_note {
+            eprintln!("iolab: note: {n}");
+        }
         ctx.emit(
             self.net.output.format,
-            &report::transfer::side_report(&r, self.net.output.format),
+            &report::transfer::side_report(&r, self.net.output.format, false),
         );
         Ok(())
     }

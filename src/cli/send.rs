@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 /// Serve files to a receiver over TCP (listens; default 127.0.0.1:2325).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token s3cret --connections 2\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
+    after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token s3cret --connections 2\n  iolab send a.txt --raw --classic-sizes      (then: nc 127.0.0.1 2325 > a.txt)\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
 )]
 pub struct SendArgs {
     #[command(flatten)]
@@ -53,18 +53,33 @@ pub fn listen_addr(listen: &str, port: u16) -> Result<SocketAddr, String> {
 }
 
 /// Listens on `addr`, serves `cfg`'s files and prints this side's report.
-pub fn serve(ctx: &Ctx, addr: SocketAddr, cfg: &SendConfig, format: Format) -> Result<(), Error> {
+pub fn serve(
+    ctx: &Ctx,
+    addr: SocketAddr,
+    cfg: &SendConfig,
+    format: Format,
+    classic: bool,
+) -> Result<(), Error> {
+    cfg.check()?;
     sender::check_files(cfg)?;
     let listener = sender::bind(addr)?;
     eprintln!(
-        "iolab: listening on {addr}, {} file(s) to send",
-        cfg.files.len()
+        "iolab: listening on {addr}, {} file(s) to send{}",
+        cfg.files.len(),
+        if cfg.raw {
+            " as raw streams, one connection each"
+        } else {
+            ""
+        }
     );
     let r = sender::serve(listener, cfg)?;
     for why in &r.rejected {
         eprintln!("iolab: warning: dropped a connection that failed the handshake: {why}");
     }
-    ctx.emit(format, &report::transfer::side_report(&r, format));
+    if let Some(n) = &r.pages_note {
+        eprintln!("iolab: note: {n}");
+    }
+    ctx.emit(format, &report::transfer::side_report(&r, format, classic));
     Ok(())
 }
 
@@ -72,13 +87,7 @@ impl SendArgs {
     /// Serves the files.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
-        let cfg = SendConfig {
-            files: self.files.files,
-            method: self.method,
-            connections: self.net.connections,
-            token: self.net.token(),
-            timeout: self.net.timeout,
-        };
-        serve(ctx, addr, &cfg, self.net.output.format)
+        let cfg = self.net.send_config(self.files.files, self.method);
+        serve(ctx, addr, &cfg, self.net.output.format, false)
     }
 }

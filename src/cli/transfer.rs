@@ -11,7 +11,7 @@ use iolab::transfer::{RecvMethod, SendMethod};
 /// Every sender x receiver method pair over loopback, repeated: the matrix.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab transfer big.bin small*.txt\n  iolab transfer big.bin --methods read:write,mmap:mmap,sendfile:splice --repeat 5"
+    after_help = "Examples:\n  iolab transfer big.bin small*.txt\n  iolab transfer big.bin --methods read:write,mmap:mmap,sendfile:splice --repeat 5\n  iolab transfer notes.txt --methods fcntl:fcntl,mmap:mmap --classic-sizes"
 )]
 pub struct TransferArgs {
     #[command(flatten)]
@@ -32,6 +32,8 @@ pub struct TransferArgs {
     #[arg(long)]
     pub discard: bool,
     #[command(flatten)]
+    pub sizes: args::SizeArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
@@ -49,6 +51,7 @@ impl TransferArgs {
             connections: self.connections,
             sync: self.sync,
             discard: self.discard,
+            sizes: self.sizes.sizes(),
         };
         let r = run_transfer(&cfg, &ctx.command_line, &ctx.progress)?;
         ctx.emit(

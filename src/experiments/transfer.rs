@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::measure::stats::{Summary, summarize};
 use crate::transfer::receiver::{RecvConfig, receive};
 use crate::transfer::sender::{SendConfig, bind, serve};
-use crate::transfer::{RecvMethod, SendMethod, SideReport};
+use crate::transfer::{ChunkSizes, RecvMethod, SendMethod, SideReport};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +27,9 @@ pub struct TransferConfig {
     pub sync: bool,
     /// The receiver verifies but stores nothing.
     pub discard: bool,
+    /// Buffer and mapped-window sizes on both sides.
+    #[serde(default)]
+    pub sizes: ChunkSizes,
 }
 
 impl TransferConfig {
@@ -83,6 +86,7 @@ pub fn run_once(
     connections: usize,
     sync: bool,
     discard: bool,
+    sizes: ChunkSizes,
 ) -> Result<(SideReport, SideReport)> {
     let listener = bind(
         "127.0.0.1:0"
@@ -95,25 +99,18 @@ pub fn run_once(
     let out = crate::output::temp_dir("iolab-transfer")?;
     let timeout = Duration::from_secs(30);
     let scfg = SendConfig {
-        files: files.to_vec(),
-        method: s,
         connections,
-        token: None,
         timeout,
+        sizes,
+        ..SendConfig::new(files.to_vec(), s)
     };
     let rcfg = RecvConfig {
-        connect: addr.to_string(),
-        out_dir: out.clone(),
-        names: Vec::new(),
-        method: r,
         connections,
-        token: None,
         timeout,
-        max_size: None,
-        force: false,
         sync,
         discard,
-        retry: Duration::ZERO,
+        sizes,
+        ..RecvConfig::new(addr.to_string(), out.clone(), r)
     };
     let result = std::thread::scope(|sc| {
         let sender = sc.spawn(|| serve(listener, &scfg));
@@ -155,6 +152,7 @@ pub fn run_transfer(
                 cfg.connections,
                 cfg.sync,
                 cfg.discard,
+                cfg.sizes,
             )?);
             done += 1;
             obs.progress("transfer", done, total);

@@ -5,22 +5,31 @@ use crate::experiments::transfer::TransferResult;
 use crate::size::{format_size, mib_per_s};
 use crate::transfer::SideReport;
 
-/// `Transmission time: <ms> ms, File size: <bytes> bytes` per file, then totals.
-pub fn side_report(r: &SideReport, format: Format) -> String {
+/// `Transmission time: <ms> ms, File size: <bytes> bytes` per file as the course printed it
+/// (`%lf`: six decimals), then, unless `classic`, the totals. With `--pages`, each file's page
+/// descriptors come before its line, as the course's dmesg lines did.
+pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
     if format == Format::Json {
         return json(r);
     }
     let mut out = String::new();
     for f in &r.files {
+        for p in &f.pages {
+            out.push_str(&p.line());
+            out.push('\n');
+        }
         out.push_str(&format!(
-            "Transmission time: {:.4} ms, File size: {} bytes\n",
+            "Transmission time: {:.6} ms, File size: {} bytes\n",
             f.time.as_secs_f64() * 1000.0,
             f.bytes
         ));
     }
+    if classic {
+        return out;
+    }
     let secs = r.wall.as_secs_f64();
     out.push_str(&format!(
-        "Total: {} file(s), {} bytes in {:.4} ms over {} connection(s), {:.2} MiB/s ({} {}); CPU {:.3} s user, {:.3} s system\n",
+        "Total: {} file(s), {} bytes in {:.4} ms over {} connection(s), {:.2} MiB/s ({} {}{}, chunk {}, map {}); CPU {:.3} s user, {:.3} s system\n",
         r.files.len(),
         r.bytes(),
         secs * 1000.0,
@@ -28,6 +37,12 @@ pub fn side_report(r: &SideReport, format: Format) -> String {
         mib_per_s(r.bytes(), secs),
         r.role,
         r.method,
+        if r.raw { ", raw" } else { "" },
+        r.sizes.chunk,
+        r.sizes
+            .map_size
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| "whole file".into()),
         r.cpu_user.as_secs_f64(),
         r.cpu_sys.as_secs_f64()
     ));
@@ -66,11 +81,17 @@ pub fn matrix(r: &TransferResult, format: Format) -> String {
         ]);
     }
     let head = format!(
-        "transfer over loopback: {} file(s), {} per run, {} run(s) per pair, {} connection(s){}\n\n",
+        "transfer over loopback: {} file(s), {} per run, {} run(s) per pair, {} connection(s), chunk {}, map {}{}\n\n",
         r.config.files.len(),
         format_size(r.bytes),
         r.config.repeat,
         r.config.connections,
+        format_size(r.config.sizes.chunk as u64),
+        r.config
+            .sizes
+            .map_size
+            .map(|m| format_size(m as u64))
+            .unwrap_or_else(|| "whole file".into()),
         if r.config.discard {
             ", receiver discards"
         } else {

@@ -37,6 +37,64 @@ crate::named_enum! {
     }
 }
 
+/// How many bytes each step of a transfer moves: the read/write buffer (`--chunk`) and the
+/// mapped window (`--map-size`; `None` maps a whole file at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkSizes {
+    /// Bytes per read/write/splice call (fcntl methods).
+    pub chunk: usize,
+    /// Bytes per mapped window (mmap methods); `None`: the whole file in one mapping, made before
+    /// the file's timed window.
+    pub map_size: Option<usize>,
+}
+
+impl Default for ChunkSizes {
+    fn default() -> Self {
+        ChunkSizes {
+            chunk: Self::DEFAULT_CHUNK,
+            map_size: None,
+        }
+    }
+}
+
+impl ChunkSizes {
+    /// iolab's buffer by default: 1 MiB.
+    pub const DEFAULT_CHUNK: usize = 1 << 20;
+    /// The course programs' sizes: `BUF_SIZE 512`, `MAP_SIZE 8192`.
+    pub const CLASSIC: ChunkSizes = ChunkSizes {
+        chunk: 512,
+        map_size: Some(8192),
+    };
+
+    /// Refuses a zero chunk and a window that is not a whole number of pages.
+    pub fn check(&self) -> crate::error::Result<()> {
+        if self.chunk == 0 {
+            return Err(crate::error::Error::usage(
+                "invalid --chunk",
+                "it must be at least 1 byte",
+            ));
+        }
+        if let Some(m) = self.map_size {
+            let page = crate::sys::page_size();
+            if m == 0 || !m.is_multiple_of(page) {
+                return Err(crate::error::Error::usage(
+                    "invalid --map-size",
+                    format!("{m} bytes: a mapped window is a whole number of {page}-byte pages"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The window for a stream of unknown length: `--map-size`, else the chunk rounded up to
+    /// whole pages.
+    pub fn stream_window(&self) -> usize {
+        let page = crate::sys::page_size();
+        self.map_size
+            .unwrap_or_else(|| self.chunk.div_ceil(page).max(1) * page)
+    }
+}
+
 /// One file moved, as one side saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileRecord {
@@ -54,6 +112,9 @@ pub struct FileRecord {
     pub blake3: String,
     /// `bytes` over `time`, for readers of the JSON.
     pub mib_s: f64,
+    /// With `--pages`: each mapped page's descriptor, as the course's module printed to dmesg.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<crate::vm::pagemap::PageDesc>,
 }
 
 impl FileRecord {
@@ -72,6 +133,7 @@ impl FileRecord {
             hash_time,
             blake3: blake3::Hash::from_bytes(h.hash).to_hex().to_string(),
             mib_s: crate::size::mib_per_s(h.size, time.as_secs_f64()),
+            pages: Vec::new(),
         }
     }
 }
@@ -98,6 +160,15 @@ pub struct SideReport {
     /// Connections dropped because they failed the handshake (the sender kept accepting).
     #[serde(default)]
     pub rejected: Vec<String>,
+    /// A raw stream (no hello, header or status; one connection per file).
+    #[serde(default)]
+    pub raw: bool,
+    /// The buffer and window sizes used.
+    #[serde(default)]
+    pub sizes: ChunkSizes,
+    /// Why `--pages` descriptors are incomplete or missing, if they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_note: Option<String>,
 }
 
 impl SideReport {

@@ -1,14 +1,19 @@
 //! The receiver: connects, proves the token (if any), and stores each file under a temporary
 //! name, renamed only when complete and its BLAKE3 matches the header. Names, sizes and existing
-//! files are checked before a byte is written; a failure removes the partial output.
+//! files are checked before a byte is written; a failure removes the partial output. With `raw`,
+//! there is no handshake, header or status: one connection per file named by the receiver, and
+//! the file ends when the sender closes.
 
 use super::protocol::{self, Frame, Header, Hello};
-use super::{ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
+use super::{ChunkSizes, ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
+use crate::sys::buf::AlignedBuf;
 use crate::sys::map::WritableMapping;
+use crate::vm::pagemap::{PageDesc, describe_limit, describe_range};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -40,6 +45,142 @@ pub struct RecvConfig {
     pub discard: bool,
     /// Keep retrying a refused connection this long (the sender may still be starting).
     pub retry: Duration,
+    /// A raw stream: one connection per name in `names`, the file ends when the sender closes.
+    pub raw: bool,
+    /// The files are exactly `names`: a sender with more or fewer is an error (the classic slave).
+    pub exact: bool,
+    /// Buffer and mapped-window sizes.
+    pub sizes: ChunkSizes,
+    /// Record each mapped page's descriptor (mmap).
+    pub pages: bool,
+}
+
+impl RecvConfig {
+    /// A receiver from `connect` into `out_dir` by `method`, with iolab's defaults: one
+    /// connection, no token, 30 s, names from the headers, the framed protocol.
+    pub fn new(connect: String, out_dir: PathBuf, method: RecvMethod) -> RecvConfig {
+        RecvConfig {
+            connect,
+            out_dir,
+            names: Vec::new(),
+            method,
+            connections: 1,
+            token: None,
+            timeout: Duration::from_secs(30),
+            max_size: None,
+            force: false,
+            sync: false,
+            discard: false,
+            retry: Duration::ZERO,
+            raw: false,
+            exact: false,
+            sizes: ChunkSizes::default(),
+            pages: false,
+        }
+    }
+
+    /// Refuses settings that cannot work together.
+    pub fn check(&self) -> Result<()> {
+        if self.connections == 0 {
+            return Err(Error::usage(
+                "invalid --connections",
+                "it must be at least 1",
+            ));
+        }
+        self.sizes.check()?;
+        if self.raw {
+            if self.connections != 1 {
+                return Err(Error::usage(
+                    "invalid --connections",
+                    "a raw stream uses one connection per file, one after the other",
+                ));
+            }
+            if self.token.is_some() {
+                return Err(Error::usage(
+                    "cannot use a token with --raw",
+                    "a raw stream has no handshake to prove it",
+                ));
+            }
+            if self.names.is_empty() {
+                return Err(Error::usage(
+                    "--raw needs the output names",
+                    "a raw stream carries no names: give one name per file, in order",
+                ));
+            }
+        }
+        if self.exact && self.names.is_empty() {
+            return Err(Error::usage("no files named", "give at least one name"));
+        }
+        Ok(())
+    }
+
+    fn pages_note(&self) -> Option<String> {
+        if !self.pages {
+            None
+        } else if self.method != RecvMethod::Mmap || self.discard {
+            Some("--pages describes mapped windows; this receiver maps none".into())
+        } else {
+            describe_limit()
+        }
+    }
+
+    fn method_name(&self) -> String {
+        match (self.discard, self.sync) {
+            (true, _) => "discard".into(),
+            (false, true) => format!("{}+fsync", self.method.name()),
+            (false, false) => self.method.name().into(),
+        }
+    }
+}
+
+/// A file about to be received: its name, and from a header its size and BLAKE3; a raw stream
+/// has neither, and ends when the sender closes.
+struct Incoming {
+    name: String,
+    size: Option<u64>,
+    hash: Option<[u8; 32]>,
+}
+
+impl Incoming {
+    fn framed(h: &Header) -> Incoming {
+        Incoming {
+            name: h.name.clone(),
+            size: Some(h.size),
+            hash: Some(h.hash),
+        }
+    }
+}
+
+/// What a connection sets up once, before any file's timed window: the buffer and the pipe.
+struct Gear {
+    buf: AlignedBuf,
+    pipe: Option<(OwnedFd, OwnedFd)>,
+}
+
+impl Gear {
+    fn new(cfg: &RecvConfig) -> Result<Gear> {
+        let copies = cfg.discard || cfg.method == RecvMethod::Write;
+        Ok(Gear {
+            buf: AlignedBuf::new(if copies { cfg.sizes.chunk } else { 1 }),
+            pipe: if cfg.method == RecvMethod::Splice && !cfg.discard {
+                Some(
+                    crate::sys::net::pipe()
+                        .map_err(|e| Error::failed("pipe failed", describe_io(&e)))?,
+                )
+            } else {
+                None
+            },
+        })
+    }
+}
+
+/// What storing one file's bytes gave: bytes, when the clock started, time to take out of it
+/// (the page walk of `--pages`), and the page descriptors.
+struct Stored {
+    got: u64,
+    start: Instant,
+    paused: Duration,
+    pages: Vec<PageDesc>,
 }
 
 /// Removes a temporary file unless it was renamed into place.
@@ -86,16 +227,15 @@ fn connect(cfg: &RecvConfig) -> Result<TcpStream> {
     }
 }
 
-/// Connects `cfg.connections` times and receives every file the sender has.
+/// Connects `cfg.connections` times and receives every file the sender has (with `raw`, one
+/// connection per name, one after the other).
 pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
-    if cfg.connections == 0 {
-        return Err(Error::usage(
-            "invalid --connections",
-            "it must be at least 1",
-        ));
-    }
+    cfg.check()?;
     if !cfg.discard && !cfg.out_dir.is_dir() {
         return Err(Error::usage("invalid output directory", "not a directory").at(&cfg.out_dir));
+    }
+    if cfg.raw {
+        return receive_raw(cfg);
     }
     let started = Instant::now();
     let socks: Vec<TcpStream> = (0..cfg.connections)
@@ -107,11 +247,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
     })?;
     Ok(SideReport {
         role: "recv".into(),
-        method: match (cfg.discard, cfg.sync) {
-            (true, _) => "discard".into(),
-            (false, true) => format!("{}+fsync", cfg.method.name()),
-            (false, false) => cfg.method.name().into(),
-        },
+        method: cfg.method_name(),
         peer: cfg.connect.clone(),
         connections: n,
         files,
@@ -119,6 +255,52 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
         cpu_user: user,
         cpu_sys: sys,
         rejected: Vec::new(),
+        raw: false,
+        sizes: cfg.sizes,
+        pages_note: cfg.pages_note(),
+    })
+}
+
+/// The raw stream: for each name in order, connect, take bytes until the sender closes, store.
+fn receive_raw(cfg: &RecvConfig) -> Result<SideReport> {
+    let cpu = crate::sys::net::rusage_thread();
+    let started = Instant::now();
+    let mut gear = Gear::new(cfg)?;
+    let mut files = Vec::new();
+    for (i, dest) in cfg.names.iter().enumerate() {
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(dest))?;
+        if !cfg.discard {
+            // Before connecting: an existing file stops the transfer before a byte moves.
+            crate::output::refuse_existing(dest, cfg.force)?;
+        }
+        let mut sock = connect(cfg)?;
+        let _ = sock.set_read_timeout(Some(cfg.timeout));
+        let _ = sock.set_write_timeout(Some(cfg.timeout));
+        // No shutdown of our side: a peer like nc stops sending when it sees one.
+        let inc = Incoming {
+            name,
+            size: None,
+            hash: None,
+        };
+        files.push(store(&mut sock, &inc, i, cfg, &cfg.connect, &mut gear)?);
+    }
+    let (user, sys) = cpu_since(&cpu);
+    Ok(SideReport {
+        role: "recv".into(),
+        method: cfg.method_name(),
+        peer: cfg.connect.clone(),
+        connections: 1,
+        files,
+        wall: started.elapsed(),
+        cpu_user: user,
+        cpu_sys: sys,
+        rejected: Vec::new(),
+        raw: true,
+        sizes: cfg.sizes,
+        pages_note: cfg.pages_note(),
     })
 }
 
@@ -144,17 +326,55 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
     let _ = sock.set_read_timeout(Some(cfg.timeout));
     let _ = sock.set_write_timeout(Some(cfg.timeout));
     handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    let mut gear = Gear::new(cfg)?;
     let mut records = Vec::new();
     let mut j = 0usize;
+    // With `exact`, this connection carries files c, c + n, ... of the N named.
+    let named = cfg.names.len();
+    let mine = if named > c {
+        (named - c).div_ceil(n)
+    } else {
+        0
+    };
     let out = loop {
         let header = match protocol::read_frame(&mut sock, &peer) {
+            Ok(Frame::End) if cfg.exact && j < mine => {
+                break Err(Error::failed(
+                    "too few files",
+                    format!(
+                        "the sender sent {} file(s) where {named} were named",
+                        c + j * n
+                    ),
+                )
+                .on(&peer)
+                .hint("give the slave the same N as the master"));
+            }
             Ok(Frame::End) => break Ok(()),
             Ok(Frame::File(h)) => h,
             Err(e) => break Err(e),
         };
         let index = c + j * n;
         j += 1;
-        match store(&mut sock, &header, index, cfg, &peer) {
+        if cfg.exact && index >= named {
+            break Err(Error::failed(
+                "too many files",
+                format!(
+                    "the sender offers file {} ({}) where only {named} were named; not stored",
+                    index + 1,
+                    header.name
+                ),
+            )
+            .on(&peer)
+            .hint("give the slave the same N as the master"));
+        }
+        match store(
+            &mut sock,
+            &Incoming::framed(&header),
+            index,
+            cfg,
+            &peer,
+            &mut gear,
+        ) {
             Ok(r) => records.push((index, r)),
             Err(e) => break Err(e),
         }
@@ -165,18 +385,31 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
     Ok((records, cpu_since(&cpu)))
 }
 
+fn too_big(name: &str, max: u64, peer: &str, announced: Option<u64>) -> Error {
+    let what = match announced {
+        Some(size) => format!("{name} announces {size} bytes"),
+        None => format!("{name} goes on past {max} bytes"),
+    };
+    Error::failed(
+        "refused",
+        format!("{what}, more than the {max} allowed (--max-size, default the free space)"),
+    )
+    .on(peer)
+}
+
 fn store(
     sock: &mut TcpStream,
-    h: &Header,
+    inc: &Incoming,
     index: usize,
     cfg: &RecvConfig,
     peer: &str,
+    gear: &mut Gear,
 ) -> Result<FileRecord> {
     let dest = cfg
         .names
         .get(index)
         .cloned()
-        .unwrap_or_else(|| cfg.out_dir.join(&h.name));
+        .unwrap_or_else(|| cfg.out_dir.join(&inc.name));
     let max = match cfg.max_size {
         Some(m) => m,
         None if cfg.discard => u64::MAX,
@@ -186,34 +419,47 @@ fn store(
                 .unwrap_or(Path::new(".")),
         ),
     };
-    if h.size > max {
-        return Err(Error::failed(
-            "refused",
-            format!("{} announces {} bytes, more than the {} allowed (--max-size, default the free space)", h.name, h.size, max),
-        )
-        .on(peer));
+    if let Some(size) = inc.size.filter(|s| *s > max) {
+        return Err(too_big(&inc.name, max, peer, Some(size)));
     }
-    let t = Instant::now();
+    let record = |got: u64, hash: [u8; 32], method: &str, time: Duration, verify: Duration| {
+        let h = Header {
+            name: inc.name.clone(),
+            size: got,
+            hash,
+        };
+        FileRecord::new(&h, method, time, verify)
+    };
     if cfg.discard {
         let mut hasher = blake3::Hasher::new();
-        let mut buf = vec![0u8; 1 << 20];
+        let buf = gear.buf.as_mut_slice();
+        let t = Instant::now();
         let mut got = 0u64;
-        while got < h.size {
-            let want = (h.size - got).min(buf.len() as u64) as usize;
-            let k = read_some(sock, &mut buf[..want], h, got, peer)?;
+        loop {
+            let want = want(inc, got, buf.len());
+            if want == 0 {
+                break;
+            }
+            let k = read_some(sock, &mut buf[..want], inc, got, peer)?;
+            if k == 0 {
+                break;
+            }
             hasher.update(&buf[..k]);
             got += k as u64;
+            if got > max {
+                return Err(too_big(&inc.name, max, peer, None));
+            }
         }
         let time = t.elapsed();
         let hash = hasher.finalize();
-        if hash != blake3::Hash::from_bytes(h.hash) {
-            return Err(Error::failed(
-                "checksum mismatch",
-                format!("{}: BLAKE3 differs from the header", h.name),
-            )
-            .on(peer));
-        }
-        return Ok(FileRecord::new(h, "discard", time, Duration::ZERO));
+        check_hash(inc, hash.as_bytes(), peer)?;
+        return Ok(record(
+            got,
+            *hash.as_bytes(),
+            "discard",
+            time,
+            Duration::ZERO,
+        ));
     }
     crate::output::refuse_existing(&dest, cfg.force)?;
     let tmp = crate::output::temp_path(&dest, &index.to_string())?;
@@ -227,33 +473,49 @@ fn store(
         path: tmp.clone(),
         keep: false,
     };
-    match cfg.method {
-        RecvMethod::Write => recv_write(sock, &file, h, peer)?,
-        RecvMethod::Mmap => recv_mmap(sock, &file, h, peer, &dest)?,
-        RecvMethod::Splice => recv_splice(sock, &file, h, peer)?,
-    }
+    let stored = match cfg.method {
+        RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer)?,
+        RecvMethod::Mmap => recv_mmap(sock, &file, inc, max, cfg, peer, &dest)?,
+        RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg.sizes.chunk, gear, peer)?,
+    };
     if cfg.sync {
         file.sync_all()
             .map_err(|e| Error::io("fsync failed", &dest, &e))?;
     }
-    let time = t.elapsed();
+    let time = stored.start.elapsed().saturating_sub(stored.paused);
     let v = Instant::now();
-    let hash = super::sender::hash_file(&file, h.size)
+    let hash = super::sender::hash_file(&file, stored.got)
         .map_err(|e| Error::io("verify failed", &dest, &e))?;
     let verify = v.elapsed();
-    if blake3::Hash::from_bytes(hash) != blake3::Hash::from_bytes(h.hash) {
-        return Err(Error::failed(
-            "checksum mismatch",
-            format!(
-                "{}: BLAKE3 of the stored bytes differs from the header; not kept",
-                h.name
-            ),
-        )
-        .at(&dest));
-    }
+    check_hash(inc, &hash, peer).map_err(|e| e.at(&dest))?;
     crate::output::place(&tmp, &dest, cfg.force)?;
     partial.keep = true;
-    Ok(FileRecord::new(h, cfg.method.name(), time, verify))
+    let mut rec = record(stored.got, hash, cfg.method.name(), time, verify);
+    rec.pages = stored.pages;
+    Ok(rec)
+}
+
+/// Refuses bytes whose BLAKE3 differs from the header's (a raw stream has none to check).
+fn check_hash(inc: &Incoming, got: &[u8; 32], peer: &str) -> Result<()> {
+    match inc.hash {
+        Some(h) if h != *got => Err(Error::failed(
+            "checksum mismatch",
+            format!(
+                "{}: BLAKE3 of the received bytes differs from the header; not kept",
+                inc.name
+            ),
+        )
+        .on(peer)),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes to ask for next: at most `step`, and never past the announced size.
+fn want(inc: &Incoming, got: u64, step: usize) -> usize {
+    match inc.size {
+        Some(size) => (size - got).min(step as u64) as usize,
+        None => step,
+    }
 }
 
 fn free_space(dir: &Path) -> u64 {
@@ -263,112 +525,265 @@ fn free_space(dir: &Path) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-fn cut_short(h: &Header, got: u64, peer: &str) -> Error {
+fn cut_short(inc: &Incoming, got: u64, size: u64, peer: &str) -> Error {
     Error::failed(
         "receive failed",
         format!(
-            "the sender closed the connection in {} after {got} of {} bytes",
-            h.name, h.size
+            "the sender closed the connection in {} after {got} of {size} bytes",
+            inc.name
         ),
     )
     .on(peer)
 }
 
-fn lost(h: &Header, got: u64, peer: &str, e: &std::io::Error) -> Error {
+fn lost(inc: &Incoming, got: u64, peer: &str, e: &std::io::Error) -> Error {
+    let of = inc.size.map(|s| format!(" of {s}")).unwrap_or_default();
     Error::failed(
         "receive failed",
         format!(
-            "{} after {got} of {} bytes: {}",
-            h.name,
-            h.size,
+            "{} after {got}{of} bytes: {}",
+            inc.name,
             protocol::timeout_text(e)
         ),
     )
     .on(peer)
 }
 
-/// One read of at most `buf.len()` bytes; end of stream is an error naming the file.
+/// One read of at most `buf.len()` bytes. End of stream is the end of a raw file (0), and an
+/// error naming the file when a header announced more.
 fn read_some(
     sock: &mut TcpStream,
     buf: &mut [u8],
-    h: &Header,
+    inc: &Incoming,
     got: u64,
     peer: &str,
 ) -> Result<usize> {
     loop {
         match sock.read(buf) {
-            Ok(0) => return Err(cut_short(h, got, peer)),
+            Ok(0) => {
+                return match inc.size {
+                    Some(size) => Err(cut_short(inc, got, size, peer)),
+                    None => Ok(0),
+                };
+            }
             Ok(k) => return Ok(k),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                return Err(lost(h, got, peer, &e));
+                return Err(lost(inc, got, peer, &e));
             }
         }
     }
 }
 
-fn recv_write(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Result<()> {
-    // Sized to the file: a small file should not pay for touching a 1 MiB buffer.
-    let mut buf = crate::sys::buf::AlignedBuf::new(h.size.min(1 << 20) as usize);
+fn recv_write(
+    sock: &mut TcpStream,
+    file: &File,
+    inc: &Incoming,
+    max: u64,
+    gear: &mut Gear,
+    peer: &str,
+) -> Result<Stored> {
+    let buf = gear.buf.as_mut_slice();
     let mut w = file;
     let mut got = 0u64;
-    while got < h.size {
-        let want = (h.size - got).min(buf.len() as u64) as usize;
-        let k = read_some(sock, &mut buf.as_mut_slice()[..want], h, got, peer)?;
-        w.write_all(&buf.as_slice()[..k])
-            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&h.name))?;
+    let start = Instant::now();
+    loop {
+        let want = want(inc, got, buf.len());
+        if want == 0 {
+            break;
+        }
+        let k = read_some(sock, &mut buf[..want], inc, got, peer)?;
+        if k == 0 {
+            break;
+        }
+        w.write_all(&buf[..k])
+            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))?;
         got += k as u64;
+        if got > max {
+            return Err(too_big(&inc.name, max, peer, None));
+        }
     }
-    Ok(())
+    Ok(Stored {
+        got,
+        start,
+        paused: Duration::ZERO,
+        pages: Vec::new(),
+    })
 }
 
-fn recv_mmap(sock: &mut TcpStream, file: &File, h: &Header, peer: &str, dest: &Path) -> Result<()> {
-    if h.size == 0 {
-        return Ok(());
+/// Sizes the file to `len` bytes with its blocks allocated (so a full disk is an error here, not
+/// a SIGBUS in the mapping); filesystems without fallocate are only truncated.
+fn grow(file: &File, len: u64, dest: &Path) -> Result<()> {
+    match crate::sys::fallocate(file, len) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => file
+            .set_len(len)
+            .map_err(|e| Error::io("write failed", dest, &e)),
+        Err(e) => Err(Error::io("write failed", dest, &e)),
     }
-    file.set_len(h.size)
-        .map_err(|e| Error::io("write failed", dest, &e))?;
-    match crate::sys::fallocate(file, h.size) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
-        Err(e) => return Err(Error::io("write failed", dest, &e)),
-    }
-    let mut map = WritableMapping::new(file, h.size as usize)
-        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(dest))?;
-    let mut got = 0usize;
-    while (got as u64) < h.size {
-        let end = (got + (1 << 20)).min(h.size as usize);
-        let k = read_some(sock, &mut map.as_mut_slice()[got..end], h, got as u64, peer)?;
-        got += k;
+}
+
+/// Fills `map` by reads of at most `step` bytes; returns the bytes stored, fewer than the
+/// window only at the end of a raw stream.
+fn fill(
+    sock: &mut TcpStream,
+    map: &mut WritableMapping,
+    step: usize,
+    inc: &Incoming,
+    base: u64,
+    peer: &str,
+) -> Result<usize> {
+    let len = map.len();
+    let mut filled = 0usize;
+    while filled < len {
+        let end = (filled + step).min(len);
+        let k = read_some(
+            sock,
+            &mut map.as_mut_slice()[filled..end],
+            inc,
+            base + filled as u64,
+            peer,
+        )?;
+        if k == 0 {
+            break;
+        }
+        filled += k;
     }
     if map.sigbus_hits() > 0 {
         return Err(
-            Error::failed("write failed", "the mapping lost its backing (no space?)").at(dest),
+            Error::failed("write failed", "the mapping lost its backing (no space?)").on(&inc.name),
         );
     }
-    Ok(())
+    Ok(filled)
 }
 
-fn recv_splice(sock: &mut TcpStream, file: &File, h: &Header, peer: &str) -> Result<()> {
-    let (r, w) =
-        crate::sys::net::pipe().map_err(|e| Error::failed("pipe failed", describe_io(&e)))?;
+fn recv_mmap(
+    sock: &mut TcpStream,
+    file: &File,
+    inc: &Incoming,
+    max: u64,
+    cfg: &RecvConfig,
+    peer: &str,
+    dest: &Path,
+) -> Result<Stored> {
+    let cannot_map = |e: std::io::Error| Error::failed("cannot map", describe_io(&e)).at(dest);
+    let mut pages = Vec::new();
+    let mut paused = Duration::ZERO;
+    let mut walk = |map: &WritableMapping, off: u64, pages: &mut Vec<PageDesc>| {
+        if cfg.pages {
+            let t = Instant::now();
+            if let Ok(p) = describe_range(map.addr(), map.len(), off) {
+                pages.extend(p);
+            }
+            paused += t.elapsed();
+        }
+    };
+    let step = cfg.sizes.chunk;
+    let (got, start) = match (inc.size, cfg.sizes.map_size) {
+        (Some(0), _) => (0, Instant::now()),
+        (Some(size), None) => {
+            // The whole file in one mapping, sized and made before the clock.
+            grow(file, size, dest)?;
+            let mut map = WritableMapping::new(file, size as usize).map_err(cannot_map)?;
+            let start = Instant::now();
+            fill(sock, &mut map, step, inc, 0, peer)?;
+            walk(&map, 0, &mut pages);
+            (size, start)
+        }
+        (Some(size), Some(window)) => {
+            // Sized before the clock; each window mapped, filled and unmapped inside it.
+            grow(file, size, dest)?;
+            let start = Instant::now();
+            let mut off = 0u64;
+            while off < size {
+                let len = (size - off).min(window as u64) as usize;
+                let mut map = WritableMapping::window(file, off, len).map_err(cannot_map)?;
+                fill(sock, &mut map, len, inc, off, peer)?;
+                walk(&map, off, &mut pages);
+                off += len as u64;
+            }
+            (size, start)
+        }
+        (None, _) => {
+            // A raw stream of unknown length: grow the file window by window, as the course's
+            // slave had to, and cut it to what came at the end.
+            let window = cfg.sizes.stream_window();
+            let start = Instant::now();
+            let mut off = 0u64;
+            loop {
+                if off > max {
+                    return Err(too_big(&inc.name, max, peer, None));
+                }
+                grow(file, off + window as u64, dest)?;
+                let mut map = WritableMapping::window(file, off, window).map_err(cannot_map)?;
+                let k = fill(sock, &mut map, window, inc, off, peer)?;
+                walk(&map, off, &mut pages);
+                drop(map);
+                off += k as u64;
+                if k < window {
+                    break;
+                }
+            }
+            if off > max {
+                return Err(too_big(&inc.name, max, peer, None));
+            }
+            file.set_len(off)
+                .map_err(|e| Error::io("write failed", dest, &e))?;
+            (off, start)
+        }
+    };
+    Ok(Stored {
+        got,
+        start,
+        paused,
+        pages,
+    })
+}
+
+fn recv_splice(
+    sock: &mut TcpStream,
+    file: &File,
+    inc: &Incoming,
+    max: u64,
+    step: usize,
+    gear: &mut Gear,
+    peer: &str,
+) -> Result<Stored> {
+    let Some((r, w)) = gear.pipe.as_ref() else {
+        return Err(Error::failed("receive failed", "no pipe for splice"));
+    };
     let mut got = 0u64;
-    while got < h.size {
-        let want = (h.size - got).min(1 << 20) as usize;
-        let k = match crate::sys::net::splice(sock, None, &w, None, want) {
-            Ok(0) => return Err(cut_short(h, got, peer)),
+    let start = Instant::now();
+    loop {
+        let want = want(inc, got, step);
+        if want == 0 {
+            break;
+        }
+        let k = match crate::sys::net::splice(sock, None, w, None, want) {
+            Ok(0) => match inc.size {
+                Some(size) => return Err(cut_short(inc, got, size, peer)),
+                None => break,
+            },
             Ok(k) => k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                return Err(lost(h, got, peer, &e));
+                return Err(lost(inc, got, peer, &e));
             }
         };
         empty_pipe(k, |left| {
-            crate::sys::net::splice(&r, None, file, Some(&mut got), left)
+            crate::sys::net::splice(r, None, file, Some(&mut got), left)
         })
-        .map_err(|e| Error::io("write failed", Path::new(&h.name), &e))?;
+        .map_err(|e| Error::io("write failed", Path::new(&inc.name), &e))?;
+        if got > max {
+            return Err(too_big(&inc.name, max, peer, None));
+        }
     }
-    Ok(())
+    Ok(Stored {
+        got,
+        start,
+        paused: Duration::ZERO,
+        pages: Vec::new(),
+    })
 }
 
 /// Moves `k` bytes out of the pipe with `splice_out(bytes left)`, which returns how many it moved.

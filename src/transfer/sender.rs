@@ -3,12 +3,15 @@
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
 use super::protocol::{self, Header, Hello};
-use super::{ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
+use super::{ChunkSizes, ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
+use crate::sys::buf::AlignedBuf;
 use crate::sys::map::Mapping;
+use crate::vm::pagemap::{PageDesc, describe_limit, describe_range};
 use std::fs::File;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,80 @@ pub struct SendConfig {
     pub token: Option<String>,
     /// Give up on a peer idle this long.
     pub timeout: Duration,
+    /// A raw stream: no hello, header or status; one connection per file, in order, closed at
+    /// its end (what `nc -l` or the course's programs send).
+    pub raw: bool,
+    /// Buffer and mapped-window sizes.
+    pub sizes: ChunkSizes,
+    /// Record each mapped page's descriptor (mmap).
+    pub pages: bool,
+}
+
+impl SendConfig {
+    /// A sender of `files` by `method` with iolab's defaults: one connection, no token, 30 s,
+    /// the framed protocol, 1 MiB chunks, whole-file mappings.
+    pub fn new(files: Vec<PathBuf>, method: SendMethod) -> SendConfig {
+        SendConfig {
+            files,
+            method,
+            connections: 1,
+            token: None,
+            timeout: Duration::from_secs(30),
+            raw: false,
+            sizes: ChunkSizes::default(),
+            pages: false,
+        }
+    }
+
+    /// Refuses settings that cannot work together.
+    pub fn check(&self) -> Result<()> {
+        if self.connections == 0 {
+            return Err(Error::usage(
+                "invalid --connections",
+                "it must be at least 1",
+            ));
+        }
+        self.sizes.check()?;
+        if self.raw && self.connections != 1 {
+            return Err(Error::usage(
+                "invalid --connections",
+                "a raw stream uses one connection per file, one after the other",
+            ));
+        }
+        if self.raw && self.token.is_some() {
+            return Err(Error::usage(
+                "cannot use a token with --raw",
+                "a raw stream has no handshake to prove it",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a connection sets up once, before any file's timed window: the buffer and the pipe.
+struct Gear {
+    buf: AlignedBuf,
+    pipe: Option<(OwnedFd, OwnedFd)>,
+}
+
+impl Gear {
+    fn new(cfg: &SendConfig) -> Result<Gear> {
+        Ok(Gear {
+            buf: AlignedBuf::new(if cfg.method == SendMethod::Read {
+                cfg.sizes.chunk
+            } else {
+                1
+            }),
+            pipe: if cfg.method == SendMethod::Splice {
+                Some(
+                    crate::sys::net::pipe()
+                        .map_err(|e| Error::failed("pipe failed", describe_io(&e)))?,
+                )
+            } else {
+                None
+            },
+        })
+    }
 }
 
 /// A file ready to send: opened, sized, hashed.
@@ -116,12 +193,7 @@ pub fn hash_file(file: &File, size: u64) -> std::io::Result<[u8; 32]> {
 /// Accepts `cfg.connections` receivers on `listener` and sends every file, file i over
 /// connection i % N. Waits at most `cfg.timeout` for each connection.
 pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
-    if cfg.connections == 0 {
-        return Err(Error::usage(
-            "invalid --connections",
-            "it must be at least 1",
-        ));
-    }
+    cfg.check()?;
     let files = prepare(cfg)?;
     let local = listener
         .local_addr()
@@ -130,40 +202,14 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
     listener
         .set_nonblocking(true)
         .map_err(|e| Error::failed("cannot listen", describe_io(&e)).on(&local))?;
-    let mut streams = Vec::new();
     let mut rejected = Vec::new();
+    if cfg.raw {
+        return serve_raw(&listener, cfg, &files, local, rejected);
+    }
+    let mut streams = Vec::new();
     let mut started = None;
     for _ in 0..cfg.connections {
-        let deadline = Instant::now() + cfg.timeout;
-        let stream = loop {
-            match listener.accept() {
-                // A connection that fails the handshake (garbage, a wrong token) is dropped and
-                // the sender keeps waiting for the real receiver until the deadline.
-                Ok((s, from)) => match greet(s, cfg) {
-                    Ok(s) => break s,
-                    Err(e) => rejected.push(format!("{from}: {e}")),
-                },
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
-                {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    let secs = cfg.timeout.as_secs_f64();
-                    let why = match rejected.first() {
-                        None => format!("nobody connected within {secs:.0} s"),
-                        Some(first) => format!(
-                            "no receiver passed the handshake within {secs:.0} s ({} connection(s) dropped; the first: {first})",
-                            rejected.len()
-                        ),
-                    };
-                    return Err(Error::failed("no receiver", why)
-                        .on(&local)
-                        .hint("start iolab recv --connect this address, or raise --timeout"));
-                }
-                Err(e) => return Err(Error::failed("accept failed", describe_io(&e)).on(&local)),
-            }
-        };
+        let stream = accept_one(&listener, cfg, &mut rejected, &local)?;
         started.get_or_insert_with(Instant::now);
         streams.push(stream);
     }
@@ -188,6 +234,119 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
         cpu_user: user,
         cpu_sys: sys,
         rejected,
+        raw: false,
+        sizes: cfg.sizes,
+        pages_note: pages_note(cfg),
+    })
+}
+
+fn pages_note(cfg: &SendConfig) -> Option<String> {
+    if !cfg.pages {
+        None
+    } else if cfg.method != SendMethod::Mmap {
+        Some(format!(
+            "--pages describes mapped windows; the {} method maps none",
+            cfg.method.name()
+        ))
+    } else {
+        describe_limit()
+    }
+}
+
+/// Waits for the next receiver (at most `cfg.timeout`), dropping connections that fail the
+/// handshake (garbage, a wrong token) and keeping on until the deadline. A raw stream has no
+/// handshake: the first connection is the receiver.
+fn accept_one(
+    listener: &TcpListener,
+    cfg: &SendConfig,
+    rejected: &mut Vec<String>,
+    local: &str,
+) -> Result<TcpStream> {
+    let deadline = Instant::now() + cfg.timeout;
+    loop {
+        match listener.accept() {
+            Ok((s, from)) => match greet(s, cfg) {
+                Ok(s) => return Ok(s),
+                Err(e) => rejected.push(format!("{from}: {e}")),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let secs = cfg.timeout.as_secs_f64();
+                let why = match rejected.first() {
+                    None => format!("nobody connected within {secs:.0} s"),
+                    Some(first) => format!(
+                        "no receiver passed the handshake within {secs:.0} s ({} connection(s) dropped; the first: {first})",
+                        rejected.len()
+                    ),
+                };
+                return Err(Error::failed("no receiver", why)
+                    .on(local)
+                    .hint("start iolab recv --connect this address, or raise --timeout"));
+            }
+            Err(e) => return Err(Error::failed("accept failed", describe_io(&e)).on(local)),
+        }
+    }
+}
+
+/// The raw stream: for each file in order, accept one connection, send the bytes, close.
+fn serve_raw(
+    listener: &TcpListener,
+    cfg: &SendConfig,
+    files: &[Outgoing],
+    local: String,
+    mut rejected: Vec<String>,
+) -> Result<SideReport> {
+    let cpu = crate::sys::net::rusage_thread();
+    let mut gear = Gear::new(cfg)?;
+    let mut records = Vec::new();
+    let mut started = None;
+    for f in files {
+        let mut sock = accept_one(listener, cfg, &mut rejected, &local)?;
+        started.get_or_insert_with(Instant::now);
+        let peer = sock
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "receiver".into());
+        let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer)?;
+        // End of file = end of stream. Read what the peer may have sent (nothing, normally) so
+        // the close is a FIN, not a reset that could cut the bytes still in flight.
+        let _ = sock.shutdown(std::net::Shutdown::Write);
+        let _ = sock.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut sink = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut sock, &mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        let mut rec = FileRecord::new(
+            &Header {
+                name: f.name.clone(),
+                size: f.size,
+                hash: f.hash,
+            },
+            cfg.method.name(),
+            time,
+            f.hash_time,
+        );
+        rec.pages = pages;
+        records.push(rec);
+    }
+    let (user, sys) = cpu_since(&cpu);
+    Ok(SideReport {
+        role: "send".into(),
+        method: cfg.method.name().into(),
+        peer: local,
+        connections: 1,
+        files: records,
+        wall: started.map(|s| s.elapsed()).unwrap_or_default(),
+        cpu_user: user,
+        cpu_sys: sys,
+        rejected,
+        raw: true,
+        sizes: cfg.sizes,
+        pages_note: pages_note(cfg),
     })
 }
 
@@ -202,7 +361,9 @@ fn greet(mut sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
     let _ = sock.set_read_timeout(Some(limit));
     let _ = sock.set_write_timeout(Some(limit));
     let _ = sock.set_nodelay(true);
-    handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    if !cfg.raw {
+        handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    }
     let _ = sock.set_read_timeout(Some(cfg.timeout));
     let _ = sock.set_write_timeout(Some(cfg.timeout));
     Ok(sock)
@@ -219,19 +380,19 @@ fn connection(
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "receiver".into());
     let mut records = Vec::new();
+    // Set up once, before any file's window: each window holds that file's transfer only.
+    let mut gear = Gear::new(cfg)?;
     for (i, f) in files {
-        let t = Instant::now();
         let header = Header {
             name: f.name.clone(),
             size: f.size,
             hash: f.hash,
         };
         protocol::send_all(&mut sock, &header.encode(), &peer)?;
-        send_content(&mut sock, f, cfg.method, &peer)?;
-        records.push((
-            *i,
-            FileRecord::new(&header, cfg.method.name(), t.elapsed(), f.hash_time),
-        ));
+        let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer)?;
+        let mut rec = FileRecord::new(&header, cfg.method.name(), time, f.hash_time);
+        rec.pages = pages;
+        records.push((*i, rec));
     }
     protocol::send_all(&mut sock, &[protocol::FRAME_END], &peer)?;
     // The receiver verifies and answers one byte: 0 all stored and verified.
@@ -276,11 +437,18 @@ fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()
     Ok(())
 }
 
-const CHUNK: usize = 1 << 20;
-
-fn send_content(sock: &mut TcpStream, f: &Outgoing, method: SendMethod, peer: &str) -> Result<()> {
+/// Sends one file's bytes; returns the time of the transfer alone (set-up before the clock, the
+/// page walk of `--pages` taken out) and the page descriptors asked for.
+fn send_content(
+    sock: &mut TcpStream,
+    f: &Outgoing,
+    cfg: &SendConfig,
+    gear: &mut Gear,
+    peer: &str,
+) -> Result<(Duration, Vec<PageDesc>)> {
+    let mut pages = Vec::new();
     if f.size == 0 {
-        return Ok(());
+        return Ok((Duration::ZERO, pages));
     }
     let fail = |e: std::io::Error| {
         Error::failed(
@@ -289,68 +457,106 @@ fn send_content(sock: &mut TcpStream, f: &Outgoing, method: SendMethod, peer: &s
         )
         .on(peer)
     };
-    match method {
+    let shrank =
+        || Error::failed("send failed", format!("{} shrank while sending", f.name)).at(&f.path);
+    let chunk = cfg.sizes.chunk;
+    let mut paused = Duration::ZERO;
+    let mut walk = |addr: usize, len: usize, off: u64, pages: &mut Vec<PageDesc>| {
+        if cfg.pages {
+            let t = Instant::now();
+            if let Ok(p) = describe_range(addr, len, off) {
+                pages.extend(p);
+            }
+            paused += t.elapsed();
+        }
+    };
+    let t;
+    match cfg.method {
         SendMethod::Read => {
-            let mut buf = crate::sys::buf::AlignedBuf::new(CHUNK);
+            t = Instant::now();
+            let buf = gear.buf.as_mut_slice();
             let mut off = 0u64;
             while off < f.size {
-                let want = (f.size - off).min(CHUNK as u64) as usize;
-                let n = crate::engine::pread_full(&f.file, &mut buf.as_mut_slice()[..want], off)
-                    .map_err(fail)?;
+                let want = (f.size - off).min(chunk as u64) as usize;
+                let n = crate::engine::pread_full(&f.file, &mut buf[..want], off).map_err(fail)?;
                 if n < want {
-                    return Err(Error::failed(
-                        "send failed",
-                        format!("{} shrank while sending", f.name),
-                    )
-                    .at(&f.path));
+                    return Err(shrank());
                 }
-                sock.write_all(&buf.as_slice()[..n]).map_err(fail)?;
+                sock.write_all(&buf[..n]).map_err(fail)?;
                 off += n as u64;
             }
         }
-        SendMethod::Mmap => {
-            let map = Mapping::new(&f.file, f.size as usize, false)
-                .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
-            for chunk in map.as_slice().chunks(CHUNK) {
-                sock.write_all(chunk).map_err(fail)?;
+        SendMethod::Mmap => match cfg.sizes.map_size {
+            None => {
+                // The whole file in one mapping, made before the clock; the chunk is the size of
+                // each send from it.
+                let map = Mapping::new(&f.file, f.size as usize, false)
+                    .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
+                t = Instant::now();
+                for part in map.as_slice().chunks(chunk) {
+                    sock.write_all(part).map_err(fail)?;
+                }
+                walk(map.addr(), map.len(), 0, &mut pages);
+                if map.sigbus_hits() > 0 {
+                    return Err(Error::failed(
+                        "send failed",
+                        "the file was truncated while mapped",
+                    )
+                    .at(&f.path));
+                }
             }
-            if map.sigbus_hits() > 0 {
-                return Err(
-                    Error::failed("send failed", "the file was truncated while mapped").at(&f.path),
-                );
+            Some(window) => {
+                // The course's way: map a window, send it, unmap, next: the mapping is the
+                // method's cost, inside the clock.
+                t = Instant::now();
+                let mut off = 0u64;
+                while off < f.size {
+                    let len = (f.size - off).min(window as u64) as usize;
+                    let map = Mapping::window(&f.file, off, len)
+                        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
+                    for part in map.as_slice().chunks(chunk) {
+                        sock.write_all(part).map_err(fail)?;
+                    }
+                    walk(map.addr(), len, off, &mut pages);
+                    if map.sigbus_hits() > 0 {
+                        return Err(Error::failed(
+                            "send failed",
+                            "the file was truncated while mapped",
+                        )
+                        .at(&f.path));
+                    }
+                    off += len as u64;
+                }
             }
-        }
+        },
         SendMethod::Sendfile => {
+            // The kernel moves it: up to 1 GiB per call, whatever --chunk says.
+            t = Instant::now();
             let mut off = 0u64;
             while off < f.size {
                 let len = (f.size - off).min(1 << 30) as usize;
                 let n = crate::sys::net::sendfile(sock, &f.file, &mut off, len).map_err(fail)?;
                 if n == 0 {
-                    return Err(Error::failed(
-                        "send failed",
-                        format!("{} shrank while sending", f.name),
-                    )
-                    .at(&f.path));
+                    return Err(shrank());
                 }
             }
         }
         SendMethod::Splice => {
-            let (r, w) = crate::sys::net::pipe().map_err(fail)?;
+            let Some((r, w)) = gear.pipe.as_ref() else {
+                return Err(Error::failed("send failed", "no pipe for splice"));
+            };
+            t = Instant::now();
             let mut off = 0u64;
             while off < f.size {
-                let len = (f.size - off).min(CHUNK as u64) as usize;
-                let n = crate::sys::net::splice(&f.file, Some(&mut off), &w, None, len)
-                    .map_err(fail)?;
+                let len = (f.size - off).min(chunk as u64) as usize;
+                let n =
+                    crate::sys::net::splice(&f.file, Some(&mut off), w, None, len).map_err(fail)?;
                 if n == 0 {
-                    return Err(Error::failed(
-                        "send failed",
-                        format!("{} shrank while sending", f.name),
-                    )
-                    .at(&f.path));
+                    return Err(shrank());
                 }
                 let mut left = n;
                 while left > 0 {
-                    let m = crate::sys::net::splice(&r, None, sock, None, left).map_err(fail)?;
+                    let m = crate::sys::net::splice(r, None, sock, None, left).map_err(fail)?;
                     if m == 0 {
                         return Err(Error::failed(
                             "send failed",
@@ -363,5 +569,5 @@ fn send_content(sock: &mut TcpStream, f: &Outgoing, method: SendMethod, peer: &s
             }
         }
     }
-    Ok(())
+    Ok((t.elapsed().saturating_sub(paused), pages))
 }

@@ -37,6 +37,7 @@ impl Entry for Transfer {
             connections: 1,
             sync: false,
             discard: false,
+            sizes: Default::default(),
         };
         run_transfer(&cfg, ctx.command_line, obs)
     }
