@@ -42,7 +42,7 @@ fn every_read_engine_agrees_with_the_plain_xor() {
                             seed: 9,
                             threads,
                         };
-                        let opts = EngineOptions { depth: 4 };
+                        let opts = EngineOptions::with_depth(4);
                         match read_all(method, &src, &w, &opts) {
                             Ok(m) => {
                                 assert_eq!(

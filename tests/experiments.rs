@@ -112,12 +112,20 @@ fn access_classic_form_prints_took_and_iops() {
             .into_iter()
             .chain(words.into_iter().filter(|w| !w.is_empty()))
             .collect();
+        // The original's lines: whole milliseconds, and iops with two decimals (%.2f).
         iolab()
             .args(&args)
             .assert()
             .success()
             .stdout(predicate::str::is_match(r"(?m)^took \d+ms$").unwrap())
-            .stdout(predicate::str::is_match(r"(?m)^iops : [0-9.]+$").unwrap())
+            .stdout(predicate::str::is_match(r"(?m)^iops : [0-9]+\.[0-9]{2}$").unwrap())
+            .stdout(predicate::str::contains("Xor value").not());
+        // It touched one byte per block, so it has no XOR to print; --work xor has.
+        iolab()
+            .args(&args)
+            .args(["--work", "xor"])
+            .assert()
+            .success()
             .stdout(predicate::str::contains(format!(
                 "Xor value is {:08x}",
                 plain_xor(&data)
@@ -129,6 +137,66 @@ fn access_classic_form_prints_took_and_iops() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("apply to mmap"));
+}
+
+#[test]
+fn classic_access_touches_one_byte_per_whole_block_and_reads_every_block() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 MiB and a partial block, which the original never read (it read size / bs blocks).
+    let f = write_file(dir.path(), "t", &bytes((8 << 20) + 100, 31));
+    let p = f.to_str().unwrap();
+    // Cold, with MADV_RANDOM (no read-around): touching one byte of each 1 MiB block brings one
+    // page per block from the device, one major fault each; XORing the block brings all of it.
+    let cold = |work: &str| {
+        iolab().args(["cache", "evict", p]).assert().success();
+        let v = json(&[
+            "access",
+            p,
+            "seq",
+            "mmap",
+            "adv_random",
+            "--bs",
+            "1M",
+            "--work",
+            work,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(v["blocks"], 8, "whole blocks only");
+        assert_eq!(v["rows"][0]["runs"][0]["moved"]["blocks"], 8);
+        assert!(v["config"]["duration"].is_null(), "no time limit");
+        assert_eq!(v["config"]["classic"], true);
+        assert_eq!(v["xor"].is_null(), work == "touch", "{v}");
+        let c = &v["rows"][0]["runs"][0]["counters"];
+        (
+            c["major_faults"].as_u64().unwrap(),
+            c["device_read_bytes"].as_u64(),
+        )
+    };
+    let (touch, touch_dev) = cold("touch");
+    let (xor, xor_dev) = cold("xor");
+    assert!(
+        (8..=16).contains(&touch) && xor >= 1024,
+        "major faults: touch {touch} (one per block), xor {xor} (one per page)"
+    );
+    if let (Some(t), Some(x)) = (touch_dev, xor_dev) {
+        assert!(
+            t < 1 << 20 && x >= 8 << 20,
+            "device bytes: touch {t}, xor {x}"
+        );
+    }
+    // Cold, every block is read once, whatever it takes: the device delivers the whole file.
+    iolab().args(["cache", "evict", p]).assert().success();
+    let v = json(&["access", p, "random", "read", "--format", "json"]);
+    let run = &v["rows"][0]["runs"][0];
+    assert_eq!(run["moved"]["blocks"], 2048);
+    assert_eq!(run["cache"]["residency"]["resident_pages"], 0, "{run}");
+    if let Some(dev) = run["counters"]["device_read_bytes"].as_u64() {
+        assert!(
+            dev >= 8 << 20,
+            "read every block from the device: {dev} bytes"
+        );
+    }
 }
 
 #[test]

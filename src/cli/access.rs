@@ -6,7 +6,7 @@ use super::{Ctx, out, usage, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
-use iolab::engine::ReadMethod;
+use iolab::engine::{ReadMethod, Work};
 use iolab::experiments::access::{AccessConfig, run_access};
 use iolab::report::{self, Format};
 use iolab::workload::Pattern;
@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Sequential vs random block access per method and cache state: KIOPS and latency.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
+    after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe classic form does the original's work: one byte touched per block, no file hint,\nevery whole block read once, no time limit (--work xor and --duration change that).\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
 )]
 pub struct AccessArgs {
     /// A regular file to read
@@ -44,9 +44,14 @@ pub struct AccessArgs {
     /// Operations per run (default: every block once)
     #[arg(long, value_parser = args::count)]
     pub ops: Option<u64>,
-    /// Each run stops after this long (cold random reads are slow)
-    #[arg(long, default_value = "10s", value_parser = args::duration)]
-    pub duration: Duration,
+    /// Each run stops after this long (cold random reads are slow) [default: 10s; the classic
+    /// form: none, every block is read]
+    #[arg(long, value_parser = args::duration)]
+    pub duration: Option<Duration>,
+    /// What each block is used for: xor every word, or touch one byte as the classic benchmark
+    /// did [default: xor; the classic form: touch]
+    #[arg(long, value_enum)]
+    pub work: Option<Work>,
     /// Seed of the random order
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -87,11 +92,13 @@ impl AccessArgs {
             depth: self.engine.depth,
             ops: self.ops,
             cold_ops: None,
-            duration: Some(self.duration),
+            duration: Some(self.duration.unwrap_or(Duration::from_secs(10))),
             repeat: self.repeat,
             warmup: self.warmup,
             seed: self.seed,
             drop_all: self.drop_all,
+            work: self.work.unwrap_or(Work::Xor),
+            classic: false,
         };
         if !self.classic.is_empty() {
             let words: Vec<&str> = self.classic.iter().map(|s| s.as_str()).collect();
@@ -109,6 +116,11 @@ impl AccessArgs {
             cfg.caches = vec![CacheMode::Asis];
             cfg.repeat = 1;
             cfg.warmup = 0;
+            // The original's work: one touched byte per block, no file hint, every whole block
+            // read once, no time limit.
+            cfg.classic = true;
+            cfg.work = self.work.unwrap_or(Work::Touch);
+            cfg.duration = self.duration;
         }
         Ok(cfg)
     }

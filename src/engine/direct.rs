@@ -3,12 +3,11 @@
 //! so any block size and an unaligned file tail work.
 
 use super::{
-    DIRECT_ALIGN, EngineInfo, Job, MAX_IO, PieceDone, ReadEngine, Source, SyncWorker, Workers,
+    DIRECT_ALIGN, EngineInfo, Job, MAX_IO, PieceDone, ReadEngine, Source, SyncWorker, Work, Workers,
 };
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Block, Workload};
-use crate::xor::xor_at;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -63,6 +62,7 @@ pub(crate) fn xor_direct_piece(
     buf: &mut [u8],
     piece: Block,
     path: &Path,
+    work: Work,
 ) -> Result<u32> {
     let (start, len) = aligned_cover(piece);
     let want = (piece.offset - start + piece.len) as usize;
@@ -84,13 +84,14 @@ pub(crate) fn xor_direct_piece(
         return Err(super::shrank(path, start + done as u64));
     }
     let skip = (piece.offset - start) as usize;
-    Ok(xor_at(piece.offset, &dst[skip..skip + piece.len as usize]))
+    Ok(work.digest(piece.offset, &dst[skip..skip + piece.len as usize]))
 }
 
 struct DirectWorker {
     file: Arc<File>,
     buf: AlignedBuf,
     path: PathBuf,
+    work: Work,
 }
 
 impl ReadEngine for Direct {
@@ -107,6 +108,7 @@ impl ReadEngine for Direct {
                 file,
                 buf: AlignedBuf::new(len),
                 path,
+                work: job.opts.work,
             })
         })
     }
@@ -114,7 +116,13 @@ impl ReadEngine for Direct {
 
 impl SyncWorker for DirectWorker {
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
-        let xor = xor_direct_piece(&self.file, self.buf.as_mut_slice(), piece, &self.path)?;
+        let xor = xor_direct_piece(
+            &self.file,
+            self.buf.as_mut_slice(),
+            piece,
+            &self.path,
+            self.work,
+        )?;
         Ok(PieceDone { xor, ops: 1 })
     }
 }

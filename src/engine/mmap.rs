@@ -2,11 +2,10 @@
 //! (`mmap` uses none, i.e. MADV_NORMAL), or MAP_POPULATE. A file truncated while mapped becomes an
 //! error through the SIGBUS guard.
 
-use super::{EngineInfo, Job, PieceDone, ReadEngine, SyncWorker, Workers};
+use super::{EngineInfo, Job, PieceDone, ReadEngine, SyncWorker, Work, Workers};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::Mapping;
 use crate::workload::Block;
-use crate::xor::xor_at;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -82,6 +81,7 @@ impl LazyMap {
 
 struct MmapWorker {
     map: Arc<LazyMap>,
+    work: Work,
 }
 
 impl ReadEngine for Mmap {
@@ -105,7 +105,12 @@ impl ReadEngine for Mmap {
         if !self.populate {
             lazy.get()?;
         }
-        job.each_thread(|| Ok(MmapWorker { map: lazy.clone() }))
+        job.each_thread(|| {
+            Ok(MmapWorker {
+                map: lazy.clone(),
+                work: job.opts.work,
+            })
+        })
     }
 }
 
@@ -119,7 +124,7 @@ impl SyncWorker for MmapWorker {
         let bytes = self.map.get()?.as_slice();
         let s = &bytes[piece.offset as usize..(piece.offset + piece.len) as usize];
         Ok(PieceDone {
-            xor: xor_at(piece.offset, s),
+            xor: self.work.digest(piece.offset, s),
             ops: 0,
         })
     }

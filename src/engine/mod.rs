@@ -146,16 +146,65 @@ impl Job<'_> {
     }
 }
 
+crate::named_enum! {
+    /// What a reader does with each block it moved.
+    pub enum Work {
+        /// XOR every 32-bit word (DESIGN §2): the data is really used.
+        Xor = "xor",
+        /// Touch one byte per block, as the classic access benchmark did (`bogus += data[b*B]`):
+        /// a mapping faults the page in, a read copies the block, nothing else.
+        Touch = "touch",
+    }
+}
+
+// named_enum! declares the enum, so the default cannot be derived there.
+#[allow(clippy::derivable_impls)]
+impl Default for Work {
+    fn default() -> Self {
+        Work::Xor
+    }
+}
+
+impl Work {
+    /// What the piece of `bytes` at file `offset` contributes: its XOR, or its first byte.
+    #[inline]
+    pub fn digest(self, offset: u64, bytes: &[u8]) -> u32 {
+        match self {
+            Work::Xor => crate::xor::xor_at(offset, bytes),
+            Work::Touch => bytes.first().map_or(0, |b| *b as u32),
+        }
+    }
+}
+
 /// Engine settings beyond the workload.
 #[derive(Debug, Clone, Copy)]
 pub struct EngineOptions {
     /// io_uring queue depth per thread.
     pub depth: u32,
+    /// What each block's bytes are used for.
+    pub work: Work,
+    /// Syscall engines give the kernel the pattern's `posix_fadvise` hint, as fio does; the
+    /// classic access benchmark gave none.
+    pub file_hint: bool,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { depth: 32 }
+        EngineOptions {
+            depth: 32,
+            work: Work::Xor,
+            file_hint: true,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// The defaults with `depth` requests in flight per thread.
+    pub fn with_depth(depth: u32) -> EngineOptions {
+        EngineOptions {
+            depth,
+            ..Default::default()
+        }
     }
 }
 
@@ -269,8 +318,12 @@ pub(crate) fn shrank(path: &Path, offset: u64) -> Error {
 /// A descriptor of its own for a syscall engine, with the access-pattern hint fio also gives by
 /// default: `POSIX_FADV_SEQUENTIAL` (a larger readahead window) or `POSIX_FADV_RANDOM` (none).
 /// Its own descriptor, so the hint never leaks into other methods' runs on the same file.
-pub(crate) fn open_advised(src: &Source, w: &Workload) -> Result<File> {
+pub(crate) fn open_advised(job: &Job<'_>) -> Result<File> {
+    let (src, w) = (job.src, job.w);
     let file = File::open(&src.path).map_err(|e| Error::io("cannot open", &src.path, &e))?;
+    if !job.opts.file_hint {
+        return Ok(file);
+    }
     let advice = match w.pattern {
         crate::workload::Pattern::Seq => libc::POSIX_FADV_SEQUENTIAL,
         crate::workload::Pattern::Random => libc::POSIX_FADV_RANDOM,

@@ -1,6 +1,6 @@
 //! `pread`: pread(2) at each piece's offset into a page-aligned buffer; no seeks needed.
 
-use super::{Job, PieceDone, ReadEngine, SyncWorker, Workers, pread_full, shrank};
+use super::{Job, PieceDone, ReadEngine, SyncWorker, Work, Workers, pread_full, shrank};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::Block;
@@ -15,18 +15,20 @@ struct PreadWorker {
     file: Arc<File>,
     buf: AlignedBuf,
     path: PathBuf,
+    work: Work,
 }
 
 impl ReadEngine for Pread {
     fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
         // One descriptor for all threads: pread(2) has no file position to share.
-        let file = Arc::new(super::open_advised(job.src, job.w)?);
+        let file = Arc::new(super::open_advised(job)?);
         let path = &job.src.path;
         job.each_thread(|| {
             Ok(PreadWorker {
                 file: file.clone(),
                 buf: job.buffer(),
                 path: path.clone(),
+                work: job.opts.work,
             })
         })
     }
@@ -40,6 +42,9 @@ impl SyncWorker for PreadWorker {
         if n < buf.len() {
             return Err(shrank(&self.path, piece.offset + n as u64));
         }
-        Ok(PieceDone::one_call(piece.offset, buf))
+        Ok(PieceDone {
+            xor: self.work.digest(piece.offset, buf),
+            ops: 1,
+        })
     }
 }

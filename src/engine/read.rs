@@ -1,11 +1,10 @@
 //! `read`: read(2) into a page-aligned buffer; `lseek` before a piece that does not follow the
 //! last one (random order).
 
-use super::{Job, PieceDone, ReadEngine, SyncWorker, Workers, shrank};
+use super::{Job, PieceDone, ReadEngine, SyncWorker, Work, Workers, shrank};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::Block;
-use crate::xor::xor_at;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -19,13 +18,14 @@ struct ReadWorker {
     path: PathBuf,
     /// The file position: where the last piece ended.
     pos: u64,
+    work: Work,
 }
 
 impl ReadEngine for ReadSyscall {
     fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
         // Each thread its own descriptor: read(2) advances a file position.
         job.each_thread(|| {
-            let file = super::open_advised(job.src, job.w)?;
+            let file = super::open_advised(job)?;
             let path = job.src.path.clone();
             let pos = u64::MAX;
             Ok(ReadWorker {
@@ -33,6 +33,7 @@ impl ReadEngine for ReadSyscall {
                 buf: job.buffer(),
                 path,
                 pos,
+                work: job.opts.work,
             })
         })
     }
@@ -59,7 +60,7 @@ impl SyncWorker for ReadWorker {
             ops += 1;
         }
         self.pos = piece.offset + piece.len;
-        let xor = xor_at(piece.offset, buf);
+        let xor = self.work.digest(piece.offset, buf);
         Ok(PieceDone { xor, ops })
     }
 }

@@ -9,13 +9,13 @@
 use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
 use super::driver::pieces;
 use super::{
-    EngineInfo, Job, MAX_IO, Moved, ReadEngine, Worker, Workers, buffer_len, pread_full, shrank,
+    EngineInfo, Job, MAX_IO, Moved, ReadEngine, Work, Worker, Workers, buffer_len, pread_full,
+    shrank,
 };
 use crate::error::{Error, Result, describe_io};
 use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
 use crate::workload::{Block, Part};
-use crate::xor::xor_at;
 use io_uring::{IoUring, opcode, types};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -94,6 +94,7 @@ struct UringWorker {
     depth: usize,
     direct: bool,
     path: PathBuf,
+    work: Work,
 }
 
 impl ReadEngine for Uring {
@@ -132,6 +133,7 @@ impl ReadEngine for Uring {
                     depth: depth as usize,
                     direct: self.direct,
                     path: src.path.clone(),
+                    work: opts.work,
                 }) as Box<dyn Worker>)
             })
             .collect()
@@ -167,12 +169,12 @@ impl UringWorker {
         let want = skip + piece.len as usize;
         if n >= want {
             let b = &self.slot(slot)[skip..want];
-            return Ok(xor_at(piece.offset, b));
+            return Ok(self.work.digest(piece.offset, b));
         }
         if self.direct {
             // A short O_DIRECT read: finish synchronously through the same aligned path.
             let buf = slot_of(&mut self.bufs, self.slot_len, slot);
-            return xor_direct_piece(&self.file, buf, piece, &self.path);
+            return xor_direct_piece(&self.file, buf, piece, &self.path, self.work);
         }
         let buf = &mut slot_of(&mut self.bufs, self.slot_len, slot)[..want];
         let rest = pread_full(&self.file, &mut buf[n..], start + n as u64)
@@ -180,7 +182,7 @@ impl UringWorker {
         if n + rest < want {
             return Err(shrank(&self.path, start + (n + rest) as u64));
         }
-        Ok(xor_at(piece.offset, &buf[skip..want]))
+        Ok(self.work.digest(piece.offset, &buf[skip..want]))
     }
 }
 

@@ -5,7 +5,7 @@
 use super::Observer;
 use super::host::{Host, host_facts};
 use crate::cache::{self, CacheMode, CacheState};
-use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits, Work};
 use crate::error::{Error, Result};
 use crate::measure::latency::{Histogram, LatencySummary};
 use crate::measure::stats::{Summary, summarize};
@@ -48,6 +48,13 @@ pub struct AccessConfig {
     pub seed: u64,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
     pub drop_all: bool,
+    /// What each block's bytes are used for: XOR (default) or one touched byte (classic).
+    #[serde(default)]
+    pub work: Work,
+    /// The classic benchmark's conditions: no `posix_fadvise` hint, and whole blocks only (it
+    /// read `size / bs` blocks, dropping a partial last one).
+    #[serde(default)]
+    pub classic: bool,
 }
 
 /// One run of one cell.
@@ -197,11 +204,21 @@ pub fn run_access(
     }
     let total = (cfg.warmup + cfg.repeat) * cells.len();
     let mut done = 0;
-    let opts = EngineOptions { depth: cfg.depth };
+    let opts = EngineOptions {
+        depth: cfg.depth,
+        work: cfg.work,
+        file_hint: !cfg.classic,
+    };
+    // The classic benchmark read size / bs whole blocks.
+    let len = if cfg.classic {
+        src.size - src.size % cfg.bs
+    } else {
+        src.size
+    };
     let mut whole_xor: Option<u32> = None;
     let blocks = Workload {
         bs: cfg.bs,
-        len: src.size,
+        len,
         pattern: Pattern::Seq,
         seed: 0,
         threads: 1,
@@ -216,7 +233,7 @@ pub fn run_access(
             }
             let w = Workload {
                 bs: cfg.bs,
-                len: src.size,
+                len,
                 pattern: cell.pattern,
                 seed: cfg.seed,
                 threads: cfg.threads,
@@ -242,7 +259,8 @@ pub fn run_access(
             let (out, counters) = measure(|| prepared.run_limited(limits));
             let (moved, hist) = out?;
             let hist = hist.unwrap_or_default();
-            if moved.blocks == blocks && blocks > 0 {
+            // Touching one byte per block says nothing of the file's XOR.
+            if moved.blocks == blocks && blocks > 0 && cfg.work == Work::Xor {
                 match whole_xor {
                     None => whole_xor = Some(moved.xor),
                     Some(x) if x != moved.xor => {

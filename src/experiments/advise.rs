@@ -99,6 +99,8 @@ pub fn run_advise(
             pattern,
         )),
         duration: Some(Duration::from_millis(500)),
+        work: Default::default(),
+        classic: false,
         repeat: 3,
         warmup: 1,
         seed: 1,

@@ -156,9 +156,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
             seed: 0,
             threads: choice.threads,
         };
-        let opts = EngineOptions {
-            depth: choice.depth,
-        };
+        let opts = EngineOptions::with_depth(choice.depth);
         let moved = match engine::read_all(choice.method, &src, &w, &opts) {
             Err(e) if cfg.method.is_none() && e.what == "cannot map" => {
                 // Auto never fails for lack of a mapping: fall back to buffered pread.

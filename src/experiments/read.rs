@@ -208,9 +208,7 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
     let w = cfg.shape.workload(cfg.bs, len);
-    let opts = EngineOptions {
-        depth: cfg.shape.depth,
-    };
+    let opts = EngineOptions::with_depth(cfg.shape.depth);
     let runs = Runs::measure(cfg.runs, "read", obs, || {
         // Cache state is established and verified right before each run, outside the timing.
         let state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;

@@ -265,7 +265,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
                 return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
             }
             let size = src.size;
-            let opts = EngineOptions { depth: cfg.depth };
+            let opts = EngineOptions::with_depth(cfg.depth);
             let (shape, drop_all) = (cfg.shape(), cfg.drop_all);
             (
                 size,

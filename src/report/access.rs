@@ -106,11 +106,15 @@ pub fn classic_lines(r: &AccessResult) -> String {
     let Some(run) = row.runs.iter().rfind(|x| !x.warmup) else {
         return String::new();
     };
-    format!(
-        "took {:.0}ms\niops : {:.3}\n",
-        run.counters.wall.as_secs_f64() * 1000.0,
+    // As the original computed it: whole milliseconds (chrono's duration_cast truncates), and
+    // blocks per millisecond with two decimals.
+    let ms = run.counters.wall.as_millis();
+    let iops = if ms > 0 {
+        run.moved.blocks as f64 / ms as f64
+    } else {
         run.kiops()
-    )
+    };
+    format!("took {ms}ms\niops : {iops:.2}\n")
 }
 
 /// `iolab advise` output: the measured table, then the answer per cache state.

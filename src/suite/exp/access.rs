@@ -45,6 +45,8 @@ impl Entry for Access {
             ops: None,
             cold_ops: None,
             duration: Some(ctx.scale(Duration::from_millis(200), Duration::from_secs(3))),
+            work: Default::default(),
+            classic: false,
             repeat: 3,
             warmup: ctx.scale(0, 1),
             seed: 1,
