@@ -231,3 +231,75 @@ fn page_cache_change_and_residency_map() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["mem_total"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn part_b_measures_the_five_ways_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "lab.bin", &bytes(1 << 20, 77));
+    let o = iolab()
+        .args(["vm", f.to_str().unwrap(), "--part-b", "--size", "256K"])
+        .args(["--repeat", "3", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for cell in [
+        "read",
+        "mmap_read",
+        "write_fsync_each",
+        "mmap_write_msync_end",
+        "write_fsync_end",
+    ] {
+        let c = &v[cell]["mib_s"];
+        assert_eq!(c["n"], 3, "{cell}: {v}");
+        assert!(c["median"].as_f64().unwrap() > 0.0, "{cell}");
+    }
+    // One write and one fsync per 4 KiB block; the mapping makes no calls.
+    assert_eq!(v["write_fsync_each"]["syscalls"], 128);
+    assert!(v["read"]["syscalls"].as_u64().unwrap() >= 256);
+    assert_eq!(v["mmap_read"]["syscalls"], 0);
+    for when in ["free_before", "free_after_reads", "free_after_writes"] {
+        assert!(v[when]["total"].as_u64().unwrap() > 0, "{when}");
+    }
+    // Every claim in the explanation rests on a ratio that was computed.
+    let text: Vec<String> = v["explanation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    let lab = &v["lab_ratio"];
+    let lab_clear = lab["runs"].as_u64().unwrap() >= 3 && lab["ci"][0].as_f64().unwrap() >= 1.05;
+    assert_eq!(
+        text.iter()
+            .any(|l| l.starts_with("This is the lab's direction")),
+        lab_clear,
+        "{text:?} {lab}"
+    );
+    assert_eq!(
+        names(dir.path()),
+        ["lab.bin"],
+        "the scratch file is removed"
+    );
+    // The text form has the free -m table.
+    iolab()
+        .args(["vm", f.to_str().unwrap(), "--part-b", "--size", "64K"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Mem: after writes"))
+        .stdout(predicate::str::contains("write() + fsync per block"));
+    // Part B's options need --part-b.
+    iolab()
+        .args(["vm", f.to_str().unwrap(), "--bs", "8K"])
+        .assert()
+        .code(2);
+}
+
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}

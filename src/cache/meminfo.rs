@@ -21,6 +21,48 @@ pub struct PageCache {
     pub active_file: u64,
     /// Inactive(file), bytes.
     pub inactive_file: u64,
+    /// MemFree, bytes.
+    #[serde(default)]
+    pub mem_free: u64,
+    /// Shmem (tmpfs and shared memory), bytes.
+    #[serde(default)]
+    pub shmem: u64,
+    /// SReclaimable (reclaimable slab, counted in buff/cache by `free`), bytes.
+    #[serde(default)]
+    pub sreclaimable: u64,
+}
+
+/// The `Mem:` line of `free -m`, in MiB, computed as procps computes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreeLine {
+    /// total.
+    pub total: u64,
+    /// used = total - available (procps-ng 4; older versions printed total - free - buff/cache).
+    pub used: u64,
+    /// free.
+    pub free: u64,
+    /// shared (Shmem).
+    pub shared: u64,
+    /// buff/cache = Buffers + Cached + SReclaimable.
+    pub buff_cache: u64,
+    /// available.
+    pub available: u64,
+}
+
+impl PageCache {
+    /// What `free -m` would print on its `Mem:` line.
+    pub fn free_m(&self) -> FreeLine {
+        let mib = |b: u64| b >> 20;
+        let cache = self.buffers + self.cached + self.sreclaimable;
+        FreeLine {
+            total: mib(self.mem_total),
+            used: mib(self.mem_total.saturating_sub(self.mem_available)),
+            free: mib(self.mem_free),
+            shared: mib(self.shmem),
+            buff_cache: mib(cache),
+            available: mib(self.mem_available),
+        }
+    }
 }
 
 /// Parses meminfo text (values in kB).
@@ -45,6 +87,9 @@ pub fn parse(text: &str) -> PageCache {
             "Writeback" => p.writeback = v,
             "Active(file)" => p.active_file = v,
             "Inactive(file)" => p.inactive_file = v,
+            "MemFree" => p.mem_free = v,
+            "Shmem" => p.shmem = v,
+            "SReclaimable" => p.sreclaimable = v,
             _ => {}
         }
     }
@@ -73,5 +118,17 @@ mod tests {
         assert_eq!(p.inactive_file, 20 * 1024);
         assert_eq!(p.dirty, 3 * 1024);
         assert!(read().mem_total > 0);
+    }
+
+    #[test]
+    fn free_m_computes_as_procps() {
+        // Taken on this machine kind together with `free -m` (procps-ng 4.0), which printed
+        // Mem: 24105 275 23911 8 101 23830
+        let s = "MemTotal:       24684084 kB\nMemFree:        24485416 kB\nMemAvailable:   24402156 kB\nBuffers:            1628 kB\nCached:            91668 kB\nShmem:              8872 kB\nSReclaimable:      10720 kB\n";
+        let f = parse(s).free_m();
+        assert_eq!(
+            (f.total, f.used, f.free, f.shared, f.buff_cache, f.available),
+            (24105, 275, 23911, 8, 101, 23830)
+        );
     }
 }

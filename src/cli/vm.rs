@@ -4,6 +4,7 @@ use super::Ctx;
 use super::args::{self, OutputArgs};
 use clap::Args;
 use iolab::Error;
+use iolab::experiments::partb::{PartBConfig, run_partb};
 use iolab::experiments::vm::{VmConfig, create_file, run_vm};
 use iolab::report;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 /// The pmap lab: VM size and RSS of a mapped file stage by stage, with page descriptors.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab vm data.bin --create 10M\n  iolab vm data.bin --touch 0,10000,4M --write\n  iolab vm data.bin --page-cache --format json\n\nWith --write every touched byte is written back unchanged through a MAP_SHARED mapping:\nthe pages turn dirty, the content stays the same. PFNs and kpageflags need root."
+    after_help = "Examples:\n  iolab vm data.bin --create 10M\n  iolab vm data.bin --touch 0,10000,4M --write\n  iolab vm data.bin --page-cache --format json\n  iolab vm data.bin --part-b --bs 4K --size 16M   (the lab's Part B: read vs mmap, write+fsync vs mmap+msync)\n\nWith --write every touched byte is written back unchanged through a MAP_SHARED mapping:\nthe pages turn dirty, the content stays the same. PFNs and kpageflags need root."
 )]
 pub struct VmArgs {
     /// The file to map
@@ -37,6 +38,19 @@ pub struct VmArgs {
     /// Also show /proc/meminfo before and after reading the whole file
     #[arg(long)]
     pub page_cache: bool,
+    /// The lab's Part B instead: read() vs mmap reading, write() with an fsync per block vs a
+    /// mapping with one msync (and write() with one fsync), with free -m before and after
+    #[arg(long)]
+    pub part_b: bool,
+    /// Part B: block size of every read and write
+    #[arg(long, default_value = "4K", value_parser = args::size, requires = "part_b")]
+    pub bs: u64,
+    /// Part B: bytes written per run [default: 16MiB, at most the file's size]
+    #[arg(long, value_parser = args::size, requires = "part_b")]
+    pub size: Option<u64>,
+    /// Part B: counted rounds (each runs every way once, interleaved)
+    #[arg(long, default_value_t = PartBConfig::DEFAULT_REPEAT, value_parser = args::positive, requires = "part_b")]
+    pub repeat: usize,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -46,6 +60,27 @@ impl VmArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         if let Some(size) = self.create {
             create_file(&self.file, size, self.force)?;
+        }
+        if self.part_b {
+            let file_size = std::fs::metadata(&self.file).map(|m| m.len()).unwrap_or(0);
+            let r = run_partb(
+                &PartBConfig {
+                    path: self.file,
+                    bs: self.bs,
+                    write_len: self
+                        .size
+                        .unwrap_or(PartBConfig::DEFAULT_WRITE_LEN.min(file_size.max(1))),
+                    repeat: self.repeat,
+                    warmup: 1,
+                },
+                &ctx.command_line,
+                &ctx.progress,
+            )?;
+            ctx.emit(
+                self.output.format,
+                &report::vm::partb_report(&r, self.output.format),
+            );
+            return Ok(());
         }
         let r = run_vm(&VmConfig {
             path: self.file,

@@ -176,3 +176,79 @@ fn stages_csv(r: &VmResult) -> String {
     }
     out
 }
+
+/// `iolab vm --part-b`: the five ways side by side, `free -m` before and after, the explanation.
+pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let mut rows = vec![
+        ["how", "MiB/s", "min", "max", "calls/run", "faults/run"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for c in [
+        &r.read,
+        &r.mmap_read,
+        &r.write_fsync_each,
+        &r.mmap_write_msync_end,
+        &r.write_fsync_end,
+    ] {
+        rows.push(vec![
+            c.name.clone(),
+            format!("{:.1}", c.mib_s.median),
+            format!("{:.1}", c.mib_s.min),
+            format!("{:.1}", c.mib_s.max),
+            c.syscalls.to_string(),
+            c.faults.to_string(),
+        ]);
+    }
+    let mut free = vec![
+        [
+            "free -m",
+            "total",
+            "used",
+            "free",
+            "shared",
+            "buff/cache",
+            "available",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (when, f) in [
+        ("before", &r.free_before),
+        ("after reads", &r.free_after_reads),
+        ("after writes", &r.free_after_writes),
+    ] {
+        free.push(vec![
+            format!("Mem: {when}"),
+            f.total.to_string(),
+            f.used.to_string(),
+            f.free.to_string(),
+            f.shared.to_string(),
+            f.buff_cache.to_string(),
+            f.available.to_string(),
+        ]);
+    }
+    match format {
+        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Markdown => format!(
+            "{}\n{}\n{}\n",
+            markdown_table(&rows),
+            markdown_table(&free),
+            r.explanation.join("\n\n")
+        ),
+        _ => format!(
+            "Part B: {} ({}), blocks of {}, writes of {}, {} round(s)\n\n{}\n{}\n{}\n",
+            r.config.path.display(),
+            format_size(r.read_len),
+            format_size(r.config.bs),
+            format_size(r.config.write_len),
+            r.config.repeat,
+            table(&rows),
+            table(&free),
+            r.explanation.join("\n")
+        ),
+    }
+}
