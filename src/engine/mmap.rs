@@ -129,6 +129,19 @@ impl SyncWorker for MmapWorker {
         })
     }
 
+    #[inline]
+    fn next_is(&mut self, current: Block, next: Block) {
+        // Out of order only (in order, the hardware prefetcher is ahead already): one load of
+        // the next block's first byte, its value unused, so the CPU walks the page table and
+        // fetches the line while this block is XORed (a prefetch, in safe code).
+        if next.offset != current.offset + current.len
+            && let Some(Ok(map)) = self.map.map.get()
+            && let Some(b) = map.as_slice().get(next.offset as usize)
+        {
+            std::hint::black_box(*b);
+        }
+    }
+
     fn finish(&mut self) -> Result<()> {
         let Some(Ok(map)) = self.map.map.get() else {
             return Ok(());

@@ -239,7 +239,7 @@ pub fn run_access(
                 threads: cfg.threads,
             };
             let state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
-            let prepared = match engine::prepare(cell.method, &src, &w, &opts) {
+            let mut prepared = match engine::prepare(cell.method, &src, &w, &opts) {
                 Ok(p) => p,
                 Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
                     cell.unsupported = Some(e.cause.clone());
@@ -257,6 +257,8 @@ pub fn run_access(
                 latencies: true,
             };
             let (out, counters) = measure(|| prepared.run_limited(limits));
+            // Unmapped and closed after the clock, as the classic benchmark did.
+            drop(prepared);
             let (moved, hist) = out?;
             let hist = hist.unwrap_or_default();
             // Touching one byte per block says nothing of the file's XOR.

@@ -16,6 +16,8 @@ pub struct Histogram {
     min: u64,
     max: u64,
     sum: u128,
+    /// Operations that happened but were not timed (sampling).
+    untimed: u64,
 }
 
 impl Default for Histogram {
@@ -26,6 +28,7 @@ impl Default for Histogram {
             min: u64::MAX,
             max: 0,
             sum: 0,
+            untimed: 0,
         }
     }
 }
@@ -70,6 +73,7 @@ impl Histogram {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.sum += other.sum;
+        self.untimed += other.untimed;
     }
 
     /// Latencies recorded.
@@ -109,6 +113,7 @@ impl Histogram {
             p99_ns: self.quantile(0.99),
             p999_ns: self.quantile(0.999),
             max_ns: self.max,
+            untimed_ops: self.untimed,
         }
     }
 }
@@ -132,6 +137,10 @@ pub struct LatencySummary {
     pub p999_ns: u64,
     /// Slowest, ns.
     pub max_ns: u64,
+    /// Operations done but not timed: short operations are timed one in about 16 (after the
+    /// first 64), so the percentiles come from that sample.
+    #[serde(default)]
+    pub untimed_ops: u64,
 }
 
 /// What an engine does around each operation: time it into a histogram, and stop at a deadline.
@@ -141,9 +150,26 @@ pub struct OpLog {
     hist: Option<Histogram>,
     deadline: Option<Instant>,
     started: Option<Instant>,
+    /// Mean operations between two timed ones: 1 times all of them.
+    every: u32,
+    /// Operations still to skip before the next timed one.
+    skip: u32,
+    /// Operations not timed.
+    untimed: u64,
+    /// State of the generator of gaps between timed operations.
+    rng: u32,
 }
 
 impl OpLog {
+    /// Operations timed one by one before deciding whether to sample.
+    pub const PROBE_OPS: u64 = 64;
+    /// Operations shorter than this on average are timed one in [`OpLog::SAMPLE_EVERY`]: two
+    /// clock reads (with the serialising read of the time-stamp counter) cost up to a fifth of
+    /// a 1 us operation, more than the 5% iolab allows itself.
+    pub const SAMPLE_BELOW_NS: u64 = 20_000;
+    /// Mean gap between timed operations when sampling.
+    pub const SAMPLE_EVERY: u32 = 16;
+
     /// A log that records nothing and reads no clock.
     pub fn off() -> OpLog {
         OpLog::default()
@@ -155,6 +181,10 @@ impl OpLog {
             hist: record.then(Histogram::default),
             deadline,
             started: None,
+            every: 1,
+            skip: 0,
+            untimed: 0,
+            rng: 0x9e37_79b9,
         }
     }
 
@@ -165,12 +195,16 @@ impl OpLog {
     /// Before an operation.
     #[inline]
     pub fn begin(&mut self) {
-        if self.active() {
+        if self.skip > 0 {
+            self.skip -= 1;
+            self.untimed += 1;
+        } else if self.active() {
             self.started = Some(Instant::now());
         }
     }
 
-    /// After an operation: records its latency; false once the deadline has passed.
+    /// After an operation: records its latency; false once the deadline has passed (checked
+    /// on timed operations, so at most a few microseconds late when sampling).
     #[inline]
     pub fn end(&mut self) -> bool {
         let Some(start) = self.started.take() else {
@@ -179,8 +213,27 @@ impl OpLog {
         let now = Instant::now();
         if let Some(h) = &mut self.hist {
             h.record(now.duration_since(start).as_nanos() as u64);
+            if self.every == 1
+                && h.n == Self::PROBE_OPS
+                && (h.sum / h.n as u128) < Self::SAMPLE_BELOW_NS as u128
+            {
+                self.every = Self::SAMPLE_EVERY;
+            }
+        }
+        if self.every > 1 {
+            // Gaps drawn uniformly from 0..2*every-1 (mean every-1 skipped), so that no
+            // periodic pattern in the workload lines up with the timed operations.
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 17;
+            self.rng ^= self.rng << 5;
+            self.skip = self.rng % (2 * self.every - 1);
         }
         self.deadline.is_none_or(|d| now < d)
+    }
+
+    /// Operations that were not timed (sampling short operations).
+    pub fn untimed(&self) -> u64 {
+        self.untimed
     }
 
     /// Records a latency measured elsewhere (io_uring: submission to completion).
@@ -200,15 +253,53 @@ impl OpLog {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
-    /// The latencies, when recorded.
+    /// The latencies, when recorded (with the count of operations not timed).
     pub fn into_histogram(self) -> Option<Histogram> {
-        self.hist
+        let untimed = self.untimed;
+        self.hist.map(|mut h| {
+            h.untimed += untimed;
+            h
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_operations_are_sampled_and_long_ones_all_timed() {
+        let mut log = OpLog::new(true, None);
+        let total = 16_064;
+        for _ in 0..total {
+            log.begin();
+            assert!(log.end());
+        }
+        let untimed = log.untimed();
+        let h = log.into_histogram().unwrap();
+        assert_eq!(
+            h.count() + untimed,
+            total,
+            "every operation is timed or counted"
+        );
+        let timed_after_probe = h.count() - OpLog::PROBE_OPS;
+        assert!(
+            (500..=1500).contains(&timed_after_probe),
+            "about one in {}: {timed_after_probe} of 16000",
+            OpLog::SAMPLE_EVERY
+        );
+        assert_eq!(h.summary().untimed_ops, untimed);
+        // Operations above the threshold: every one is timed.
+        let mut log = OpLog::new(true, None);
+        for _ in 0..100 {
+            log.begin();
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_nanos(OpLog::SAMPLE_BELOW_NS + 1000) {}
+            log.end();
+        }
+        assert_eq!(log.untimed(), 0);
+        assert_eq!(log.into_histogram().unwrap().count(), 100);
+    }
 
     #[test]
     fn buckets_are_tight_and_ordered() {

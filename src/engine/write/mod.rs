@@ -269,10 +269,10 @@ pub fn prepare_write(
 
 impl PreparedWrite {
     /// Writes every part (one thread each) and finishes with the sync mode's last step.
-    pub fn run(self) -> Result<Moved> {
+    pub fn run(mut self) -> Result<Moved> {
         let (total, _) = run_parts(
-            self.workers,
-            self.parts,
+            &mut self.workers,
+            &self.parts,
             RunLimits::default(),
             "write failed",
         )?;
