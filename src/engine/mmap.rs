@@ -82,6 +82,7 @@ impl LazyMap {
 struct MmapWorker {
     map: Arc<LazyMap>,
     work: Work,
+    prefetch: bool,
 }
 
 impl ReadEngine for Mmap {
@@ -109,6 +110,7 @@ impl ReadEngine for Mmap {
             Ok(MmapWorker {
                 map: lazy.clone(),
                 work: job.opts.work,
+                prefetch: job.opts.prefetch,
             })
         })
     }
@@ -131,14 +133,15 @@ impl SyncWorker for MmapWorker {
 
     #[inline]
     fn next_is(&mut self, current: Block, next: Block) {
-        // Out of order only (in order, the hardware prefetcher is ahead already): one load of
-        // the next block's first byte, its value unused, so the CPU walks the page table and
-        // fetches the line while this block is XORed (a prefetch, in safe code).
-        if next.offset != current.offset + current.len
+        // Out of order only (in order, the hardware prefetcher is ahead already): a prefetch of
+        // the next block's first line, so the page walk and the fetch overlap this block's XOR,
+        // as a plain loop over a precomputed order lets the CPU do by itself. A prefetch never
+        // faults: a page not in memory is faulted in, and timed, by its own block.
+        if self.prefetch
+            && next.offset != current.offset + current.len
             && let Some(Ok(map)) = self.map.map.get()
-            && let Some(b) = map.as_slice().get(next.offset as usize)
         {
-            std::hint::black_box(*b);
+            map.prefetch(next.offset as usize);
         }
     }
 

@@ -208,6 +208,7 @@ pub fn run_access(
         depth: cfg.depth,
         work: cfg.work,
         file_hint: !cfg.classic,
+        prefetch: !cfg.classic,
     };
     // The classic benchmark read size / bs whole blocks.
     let len = if cfg.classic {

@@ -128,6 +128,7 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     // The course program gave the kernel no access hint: neither does its imitation.
     let opts = EngineOptions {
         file_hint: false,
+        prefetch: false,
         ..EngineOptions::with_depth(cfg.shape.depth)
     };
     let (moved, counters) = measure(|| -> Result<Moved> {
