@@ -639,3 +639,111 @@ fn a_stray_connection_does_not_end_the_sender() {
         std::fs::read(&f).unwrap()
     );
 }
+
+#[test]
+fn a_sender_that_drips_is_cut_off_by_the_handshake_deadline_and_the_floor_rate() {
+    let out = tempfile::tempdir().unwrap();
+    // One hello byte every 100 ms: 2.8 s for the hello, each read well inside --timeout.
+    let (addr, h) = bad_sender(|s| {
+        for b in hello(1) {
+            if s.write_all(&[b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let t = std::time::Instant::now();
+    let err = receive(&RecvConfig {
+        handshake_timeout: Duration::from_secs(1),
+        ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+    })
+    .unwrap_err();
+    let _ = h.join();
+    assert!(
+        err.to_string()
+            .contains("the handshake took longer than 1 s"),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+    // A proper hello and header, then the content at 20 bytes a second.
+    for method in [RecvMethod::Write, RecvMethod::Mmap, RecvMethod::Splice] {
+        let (addr, h) = bad_sender(|s| {
+            let _ = s.write_all(&hello(1));
+            swallow_hello(s);
+            let _ = s.write_all(&header(b"slow.bin", 100_000));
+            for _ in 0..200 {
+                if s.write_all(&[7]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let t = std::time::Instant::now();
+        let err = receive(&RecvConfig {
+            timeout: Duration::from_millis(300),
+            min_rate: 1000,
+            ..recv_cfg(&addr, out.path(), method)
+        })
+        .unwrap_err();
+        let _ = h.join();
+        assert!(
+            err.to_string().contains("slower than --min-rate 1000"),
+            "{method:?}: {err}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(
+            std::fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "nothing kept"
+        );
+    }
+}
+
+#[test]
+fn a_receiver_that_drips_is_dropped_and_one_that_stalls_ends_the_sender() {
+    let src = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "big.bin", &bytes(32 << 20, 51));
+    let (listener, addr) = {
+        let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let a = l.local_addr().unwrap().to_string();
+        (l, a)
+    };
+    let cfg = SendConfig {
+        timeout: Duration::from_secs(3),
+        handshake_timeout: Duration::from_secs(1),
+        min_rate: 1 << 20,
+        ..send_cfg(&[f], SendMethod::Read)
+    };
+    let t = std::time::Instant::now();
+    let err = std::thread::scope(|sc| {
+        let h = sc.spawn(|| serve(listener, &cfg));
+        // First a peer that answers the hello a byte at a time: dropped after 1 s, while the
+        // sender keeps waiting for a real receiver.
+        let mut drip = std::net::TcpStream::connect(&addr).unwrap();
+        swallow_hello(&mut drip);
+        for b in hello(1) {
+            if drip.write_all(&[b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Then one that passes the handshake but never reads the content.
+        let mut stall = std::net::TcpStream::connect(&addr).unwrap();
+        swallow_hello(&mut stall);
+        stall.write_all(&hello(1)).unwrap();
+        let r = h.join().unwrap();
+        drop(stall);
+        r
+    })
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("idle past the timeout") || text.contains("slower than --min-rate"),
+        "{text}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+}

@@ -127,6 +127,12 @@ pub struct NetArgs {
     /// Give up on a peer idle this long
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub timeout: Duration,
+    /// Longest time for the handshake and for each file header, however the bytes trickle in
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub handshake_timeout: Duration,
+    /// After --timeout, give up on a file moving slower than this per second (0: never)
+    #[arg(long, default_value = "64K", value_parser = size)]
+    pub min_rate: u64,
     /// A raw byte stream, as nc and the course's programs speak: no hello, header or checksum;
     /// one connection per file, in order; a file ends when the sender closes
     #[arg(long)]
@@ -191,6 +197,8 @@ impl NetArgs {
             connections: self.connections,
             token: self.token(),
             timeout: self.timeout,
+            handshake_timeout: self.handshake_timeout,
+            min_rate: self.min_rate,
             raw: self.raw,
             sizes: self.sizes.sizes(),
             pages: self.pages,
@@ -208,6 +216,8 @@ impl NetArgs {
             connections: self.connections,
             token: self.token(),
             timeout: self.timeout,
+            handshake_timeout: self.handshake_timeout,
+            min_rate: self.min_rate,
             raw: self.raw,
             sizes: self.sizes.sizes(),
             pages: self.pages,

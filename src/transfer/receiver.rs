@@ -4,7 +4,7 @@
 //! there is no handshake, header or status: one connection per file named by the receiver, and
 //! the file ends when the sender closes.
 
-use super::protocol::{self, Frame, Header, Hello};
+use super::protocol::{self, Bounded, Frame, Header, Hello, Pace};
 use super::{ChunkSizes, ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
@@ -35,6 +35,10 @@ pub struct RecvConfig {
     pub token: Option<String>,
     /// Give up on a peer idle this long.
     pub timeout: Duration,
+    /// Longest time for the handshake and for each header.
+    pub handshake_timeout: Duration,
+    /// Content floor once `timeout` has passed, bytes per second (0: none).
+    pub min_rate: u64,
     /// Largest file accepted; `None`: the free space of the output filesystem.
     pub max_size: Option<u64>,
     /// Replace existing files.
@@ -66,7 +70,9 @@ impl RecvConfig {
             method,
             connections: 1,
             token: None,
-            timeout: Duration::from_secs(30),
+            timeout: Pace::DEFAULT.idle,
+            handshake_timeout: Pace::DEFAULT.handshake,
+            min_rate: Pace::DEFAULT.min_rate,
             max_size: None,
             force: false,
             sync: false,
@@ -76,6 +82,15 @@ impl RecvConfig {
             exact: false,
             sizes: ChunkSizes::default(),
             pages: false,
+        }
+    }
+
+    /// What a slow sender is allowed.
+    pub fn pace(&self) -> Pace {
+        Pace {
+            idle: self.timeout,
+            handshake: self.handshake_timeout,
+            min_rate: self.min_rate,
         }
     }
 
@@ -139,14 +154,19 @@ struct Incoming {
     name: String,
     size: Option<u64>,
     hash: Option<[u8; 32]>,
+    /// When its bytes began to come, and how slow they may come.
+    began: Instant,
+    pace: Pace,
 }
 
 impl Incoming {
-    fn framed(h: &Header) -> Incoming {
+    fn framed(h: &Header, pace: Pace) -> Incoming {
         Incoming {
             name: h.name.clone(),
             size: Some(h.size),
             hash: Some(h.hash),
+            began: Instant::now(),
+            pace,
         }
     }
 }
@@ -284,6 +304,8 @@ fn receive_raw(cfg: &RecvConfig) -> Result<SideReport> {
             name,
             size: None,
             hash: None,
+            began: Instant::now(),
+            pace: cfg.pace(),
         };
         files.push(store(&mut sock, &inc, i, cfg, &cfg.connect, &mut gear)?);
     }
@@ -304,7 +326,7 @@ fn receive_raw(cfg: &RecvConfig) -> Result<SideReport> {
     })
 }
 
-fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
+fn handshake(sock: &mut (impl Read + Write), token: Option<&str>, peer: &str) -> Result<()> {
     let theirs = protocol::read_hello(sock, "sender", peer)?;
     let mine = Hello::ours(token);
     protocol::send_all(sock, &mine.encode(), peer)?;
@@ -325,7 +347,11 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
     let peer = cfg.connect.clone();
     let _ = sock.set_read_timeout(Some(cfg.timeout));
     let _ = sock.set_write_timeout(Some(cfg.timeout));
-    handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+    let pace = cfg.pace();
+    // The whole exchange within --handshake-timeout: dripping bytes cannot hold it open.
+    let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
+    handshake(&mut b, cfg.token.as_deref(), &peer)?;
+    b.finish();
     let mut gear = Gear::new(cfg)?;
     let mut records = Vec::new();
     let mut j = 0usize;
@@ -337,7 +363,10 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
         0
     };
     let out = loop {
-        let header = match protocol::read_frame(&mut sock, &peer) {
+        let mut b = Bounded::new(&sock, &pace, pace.handshake, "a header");
+        let frame = protocol::read_frame(&mut b, &peer);
+        b.finish();
+        let header = match frame {
             Ok(Frame::End) if cfg.exact && j < mine => {
                 break Err(Error::failed(
                     "too few files",
@@ -369,7 +398,7 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
         }
         match store(
             &mut sock,
-            &Incoming::framed(&header),
+            &Incoming::framed(&header, pace),
             index,
             cfg,
             &peer,
@@ -566,7 +595,13 @@ fn read_some(
                     None => Ok(0),
                 };
             }
-            Ok(k) => return Ok(k),
+            Ok(k) => {
+                // A sender that drips bytes never trips the idle timeout: the floor rate does.
+                inc.pace
+                    .check(got + k as u64, inc.began)
+                    .map_err(|e| lost(inc, got, peer, &e))?;
+                return Ok(k);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 return Err(lost(inc, got, peer, &e));
@@ -774,6 +809,9 @@ fn recv_splice(
             crate::sys::net::splice(r, None, file, Some(&mut got), left)
         })
         .map_err(|e| Error::io("write failed", Path::new(&inc.name), &e))?;
+        inc.pace
+            .check(got, inc.began)
+            .map_err(|e| lost(inc, got, peer, &e))?;
         if got > max {
             return Err(too_big(&inc.name, max, peer, None));
         }

@@ -2,14 +2,14 @@
 //! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
-use super::protocol::{self, Header, Hello};
+use super::protocol::{self, Bounded, Header, Hello, Pace};
 use super::{ChunkSizes, ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::sys::map::Mapping;
 use crate::vm::pagemap::{PageDesc, describe_limit, describe_range};
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -28,6 +28,10 @@ pub struct SendConfig {
     pub token: Option<String>,
     /// Give up on a peer idle this long.
     pub timeout: Duration,
+    /// Longest time for the handshake and for each header.
+    pub handshake_timeout: Duration,
+    /// Content floor once `timeout` has passed, bytes per second (0: none).
+    pub min_rate: u64,
     /// A raw stream: no hello, header or status; one connection per file, in order, closed at
     /// its end (what `nc -l` or the course's programs send).
     pub raw: bool,
@@ -46,10 +50,21 @@ impl SendConfig {
             method,
             connections: 1,
             token: None,
-            timeout: Duration::from_secs(30),
+            timeout: Pace::DEFAULT.idle,
+            handshake_timeout: Pace::DEFAULT.handshake,
+            min_rate: Pace::DEFAULT.min_rate,
             raw: false,
             sizes: ChunkSizes::default(),
             pages: false,
+        }
+    }
+
+    /// What a slow receiver is allowed.
+    pub fn pace(&self) -> Pace {
+        Pace {
+            idle: self.timeout,
+            handshake: self.handshake_timeout,
+            min_rate: self.min_rate,
         }
     }
 
@@ -350,22 +365,21 @@ fn serve_raw(
     })
 }
 
-/// Sets up an accepted connection and runs the handshake, within at most 10 s (or `--timeout`).
-fn greet(mut sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
+/// Sets up an accepted connection and runs the handshake, within `--handshake-timeout` in all
+/// (a peer dripping bytes cannot hold it longer).
+fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
     let peer = sock
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "receiver".into());
-    let limit = cfg.timeout.min(Duration::from_secs(10));
     let _ = sock.set_nonblocking(false);
-    let _ = sock.set_read_timeout(Some(limit));
-    let _ = sock.set_write_timeout(Some(limit));
     let _ = sock.set_nodelay(true);
+    let pace = cfg.pace();
+    let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
     if !cfg.raw {
-        handshake(&mut sock, cfg.token.as_deref(), &peer)?;
+        handshake(&mut b, cfg.token.as_deref(), &peer)?;
     }
-    let _ = sock.set_read_timeout(Some(cfg.timeout));
-    let _ = sock.set_write_timeout(Some(cfg.timeout));
+    b.finish();
     Ok(sock)
 }
 
@@ -388,7 +402,10 @@ fn connection(
             size: f.size,
             hash: f.hash,
         };
-        protocol::send_all(&mut sock, &header.encode(), &peer)?;
+        let pace = cfg.pace();
+        let mut b = Bounded::new(&sock, &pace, pace.handshake, "sending a header");
+        protocol::send_all(&mut b, &header.encode(), &peer)?;
+        b.finish();
         let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer)?;
         let mut rec = FileRecord::new(&header, cfg.method.name(), time, f.hash_time);
         rec.pages = pages;
@@ -421,7 +438,7 @@ fn connection(
 }
 
 /// Sender side of the hello exchange: hello out, the receiver's hello (and proof) in, our proof out.
-fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()> {
+fn handshake(sock: &mut (impl Read + Write), token: Option<&str>, peer: &str) -> Result<()> {
     let mine = Hello::ours(token);
     protocol::send_all(sock, &mine.encode(), peer)?;
     let theirs = protocol::read_hello(sock, "receiver", peer)?;
@@ -433,6 +450,30 @@ fn handshake(sock: &mut TcpStream, token: Option<&str>, peer: &str) -> Result<()
             protocol::proof(t, b"send", &theirs.nonce).as_bytes(),
             peer,
         )?;
+    }
+    Ok(())
+}
+
+/// Writes all of `data`, counting into `sent`, and fails once the transfer falls below the
+/// floor rate (a receiver that reads a byte a second would otherwise hold the sender forever).
+fn put(
+    sock: &mut TcpStream,
+    mut data: &[u8],
+    pace: &Pace,
+    begun: Instant,
+    sent: &mut u64,
+) -> std::io::Result<()> {
+    while !data.is_empty() {
+        match sock.write(data) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                data = &data[n..];
+                *sent += n as u64;
+                pace.check(*sent, begun)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
@@ -460,6 +501,9 @@ fn send_content(
     let shrank =
         || Error::failed("send failed", format!("{} shrank while sending", f.name)).at(&f.path);
     let chunk = cfg.sizes.chunk;
+    let pace = cfg.pace();
+    let begun = Instant::now();
+    let mut sent = 0u64;
     let mut paused = Duration::ZERO;
     let mut walk = |addr: usize, len: usize, off: u64, pages: &mut Vec<PageDesc>| {
         if cfg.pages {
@@ -482,7 +526,7 @@ fn send_content(
                 if n < want {
                     return Err(shrank());
                 }
-                sock.write_all(&buf[..n]).map_err(fail)?;
+                put(sock, &buf[..n], &pace, begun, &mut sent).map_err(fail)?;
                 off += n as u64;
             }
         }
@@ -494,7 +538,7 @@ fn send_content(
                     .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
                 t = Instant::now();
                 for part in map.as_slice().chunks(chunk) {
-                    sock.write_all(part).map_err(fail)?;
+                    put(sock, part, &pace, begun, &mut sent).map_err(fail)?;
                 }
                 walk(map.addr(), map.len(), 0, &mut pages);
                 if map.sigbus_hits() > 0 {
@@ -515,7 +559,7 @@ fn send_content(
                     let map = Mapping::window(&f.file, off, len)
                         .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
                     for part in map.as_slice().chunks(chunk) {
-                        sock.write_all(part).map_err(fail)?;
+                        put(sock, part, &pace, begun, &mut sent).map_err(fail)?;
                     }
                     walk(map.addr(), len, off, &mut pages);
                     if map.sigbus_hits() > 0 {
@@ -539,6 +583,7 @@ fn send_content(
                 if n == 0 {
                     return Err(shrank());
                 }
+                pace.check(off, begun).map_err(fail)?;
             }
         }
         SendMethod::Splice => {
@@ -566,6 +611,7 @@ fn send_content(
                     }
                     left -= m;
                 }
+                pace.check(off, begun).map_err(fail)?;
             }
         }
     }
