@@ -747,3 +747,90 @@ fn a_receiver_that_drips_is_dropped_and_one_that_stalls_ends_the_sender() {
     );
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
+
+#[test]
+fn the_sender_says_why_the_receiver_refused() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "doc.txt", &bytes(4 << 20, 61));
+    std::fs::write(out.path().join("doc.txt"), b"the user's own").unwrap();
+    let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let scfg = send_cfg(&[f], SendMethod::Read);
+    let (sent, got) = std::thread::scope(|sc| {
+        let h = sc.spawn(|| serve(l, &scfg));
+        let got = receive(&recv_cfg(&addr, out.path(), RecvMethod::Write));
+        (h.join().unwrap(), got)
+    });
+    let got = got.unwrap_err();
+    assert!(got.to_string().contains("refusing to overwrite"), "{got}");
+    let sent = sent.unwrap_err().to_string();
+    assert!(
+        sent.contains("the receiver reported a failure: ")
+            && sent.contains("refusing to overwrite"),
+        "not a bare Broken pipe: {sent}"
+    );
+    assert_eq!(
+        std::fs::read(out.path().join("doc.txt")).unwrap(),
+        b"the user's own"
+    );
+}
+
+#[test]
+fn mismatched_connections_fail_the_handshake_on_both_sides() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "a.bin", &bytes(1000, 62));
+    let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let scfg = SendConfig {
+        timeout: Duration::from_secs(2),
+        ..send_cfg(&[f], SendMethod::Read)
+    };
+    let t = std::time::Instant::now();
+    let (sent, got) = std::thread::scope(|sc| {
+        let h = sc.spawn(|| serve(l, &scfg));
+        let got = receive(&RecvConfig {
+            connections: 2,
+            ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+        });
+        (h.join().unwrap(), got)
+    });
+    let got = got.unwrap_err().to_string();
+    assert!(
+        got.contains("the sender uses 1 connection(s), this side 2"),
+        "{got}"
+    );
+    let sent = sent.unwrap_err().to_string();
+    assert!(
+        sent.contains("the receiver uses 2 connection(s), this side 1"),
+        "{sent}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_second_file_of_one_name_from_the_sender_is_a_peer_failure() {
+    let out = tempfile::tempdir().unwrap();
+    let (addr, h) = bad_sender(|s| {
+        let _ = s.write_all(&hello(1));
+        swallow_hello(s);
+        for _ in 0..2 {
+            let mut hd = header(b"dup", 3);
+            let n = hd.len();
+            hd[n - 32..].copy_from_slice(blake3::hash(b"abc").as_bytes());
+            let _ = s.write_all(&hd);
+            let _ = s.write_all(b"abc");
+        }
+        let _ = s.write_all(&[0]);
+        let mut status = [0u8; 64];
+        let _ = s.read(&mut status);
+    });
+    let err = receive(&recv_cfg(&addr, out.path(), RecvMethod::Write)).unwrap_err();
+    let _ = h.join();
+    assert!(err.to_string().contains("a second file named dup"), "{err}");
+    assert_eq!(err.exit_code(), 1, "the peer's fault, not a usage error");
+    assert_eq!(std::fs::read(out.path().join("dup")).unwrap(), b"abc");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+}

@@ -12,6 +12,8 @@ pub const MAGIC: [u8; 8] = *b"IOLABXFR";
 pub const VERSION: u16 = 1;
 /// Hello flag: this side holds a token.
 pub const FLAG_TOKEN: u16 = 1;
+/// Hello flags, bits 8-15: the number of connections this side uses (0: not said).
+pub const CONNECTIONS_SHIFT: u32 = 8;
 /// Longest file name accepted, bytes.
 pub const MAX_NAME: usize = 255;
 
@@ -30,12 +32,34 @@ pub struct Hello {
 pub const HELLO_LEN: usize = 8 + 2 + 2 + 16;
 
 impl Hello {
-    /// This side's hello: the version, whether it holds a token, a fresh nonce.
-    pub fn ours(token: Option<&str>) -> Hello {
+    /// This side's hello: the version, whether it holds a token, how many connections it
+    /// uses (up to 255 said), a fresh nonce.
+    pub fn ours(token: Option<&str>, connections: usize) -> Hello {
+        let conns = if connections <= 255 { connections } else { 0 } as u16;
         Hello {
             version: VERSION,
-            flags: if token.is_some() { FLAG_TOKEN } else { 0 },
+            flags: (if token.is_some() { FLAG_TOKEN } else { 0 }) | conns << CONNECTIONS_SHIFT,
             nonce: nonce(),
+        }
+    }
+
+    /// The connections the peer said it uses, if it said.
+    pub fn connections(&self) -> Option<usize> {
+        Some((self.flags >> CONNECTIONS_SHIFT) as usize).filter(|n| *n > 0)
+    }
+
+    /// Refuses a peer that uses another number of connections: the files would go round-robin
+    /// over connections one side never opens or never serves.
+    pub fn check_connections(&self, ours: usize, peer_role: &str, peer: &str) -> Result<()> {
+        match self.connections() {
+            Some(theirs) if theirs != ours => Err(Error::failed(
+                "handshake failed",
+                format!(
+                    "the {peer_role} uses {theirs} connection(s), this side {ours}: give both the same --connections"
+                ),
+            )
+            .on(peer)),
+            _ => Ok(()),
         }
     }
 
@@ -428,6 +452,57 @@ pub fn expect_proof(
         return Err(Error::failed("handshake failed", "wrong token").on(peer));
     }
     Ok(())
+}
+
+/// Longest failure reason a receiver sends after its status byte.
+pub const MAX_REASON: usize = 1000;
+
+/// The receiver's answer after the end marker (or when it gives up): 0 for all stored and
+/// verified; 1, a little-endian u16 length and that many bytes of UTF-8 saying why.
+pub fn status_bytes(failure: Option<&str>) -> Vec<u8> {
+    match failure {
+        None => vec![0],
+        Some(why) => {
+            let mut cut = why.len().min(MAX_REASON);
+            while !why.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let mut b = vec![1];
+            b.extend_from_slice(&(cut as u16).to_le_bytes());
+            b.extend_from_slice(&why.as_bytes()[..cut]);
+            b
+        }
+    }
+}
+
+/// Reads a receiver's status: `Ok(None)` all stored, `Ok(Some(reason))` a failure (a reason may
+/// be empty from an older receiver), `Err` when none came.
+pub fn read_status(r: &mut impl Read) -> io::Result<Option<String>> {
+    let mut s = [0u8; 1];
+    if read_full(r, &mut s)? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the receiver closed the connection before confirming",
+        ));
+    }
+    if s[0] == 0 {
+        return Ok(None);
+    }
+    let mut len = [0u8; 2];
+    if read_full(r, &mut len)? < 2 {
+        return Ok(Some(String::new()));
+    }
+    let n = (u16::from_le_bytes(len) as usize).min(MAX_REASON);
+    let mut why = vec![0u8; n];
+    let got = read_full(r, &mut why)?;
+    why.truncate(got);
+    // The peer's words go to a terminal: no control characters (escape sequences) pass.
+    Ok(Some(
+        String::from_utf8_lossy(&why)
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect(),
+    ))
 }
 
 /// Writes all of `b`, naming the peer on failure.

@@ -123,6 +123,14 @@ impl RecvConfig {
                 ));
             }
         }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self.names.iter().find(|n| !seen.insert(*n)) {
+            return Err(Error::usage(
+                "two outputs of one name",
+                "each file needs its own output name",
+            )
+            .at(dup));
+        }
         if self.exact && self.names.is_empty() {
             return Err(Error::usage("no files named", "give at least one name"));
         }
@@ -175,10 +183,15 @@ impl Incoming {
 struct Gear {
     buf: AlignedBuf,
     pipe: Option<(OwnedFd, OwnedFd)>,
+    /// The outputs this transfer has taken, over all its connections: a second file of one
+    /// name is the sender's fault, not the user's.
+    claimed: Claimed,
 }
 
+type Claimed = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>;
+
 impl Gear {
-    fn new(cfg: &RecvConfig) -> Result<Gear> {
+    fn new(cfg: &RecvConfig, claimed: &Claimed) -> Result<Gear> {
         let copies = cfg.discard || cfg.method == RecvMethod::Write;
         Ok(Gear {
             buf: AlignedBuf::new(if copies { cfg.sizes.chunk } else { 1 }),
@@ -190,6 +203,7 @@ impl Gear {
             } else {
                 None
             },
+            claimed: claimed.clone(),
         })
     }
 }
@@ -262,8 +276,9 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
         .map(|_| connect(cfg))
         .collect::<Result<_>>()?;
     let n = socks.len();
+    let claimed = Claimed::default();
     let (files, user, sys) = run_connections(socks, "receive failed", |c, sock| {
-        connection(sock, c, n, cfg)
+        connection(sock, c, n, cfg, &claimed)
     })?;
     Ok(SideReport {
         role: "recv".into(),
@@ -285,7 +300,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
 fn receive_raw(cfg: &RecvConfig) -> Result<SideReport> {
     let cpu = crate::sys::net::rusage_thread();
     let started = Instant::now();
-    let mut gear = Gear::new(cfg)?;
+    let mut gear = Gear::new(cfg, &Claimed::default())?;
     let mut files = Vec::new();
     for (i, dest) in cfg.names.iter().enumerate() {
         let name = dest
@@ -326,11 +341,17 @@ fn receive_raw(cfg: &RecvConfig) -> Result<SideReport> {
     })
 }
 
-fn handshake(sock: &mut (impl Read + Write), token: Option<&str>, peer: &str) -> Result<()> {
+fn handshake(
+    sock: &mut (impl Read + Write),
+    token: Option<&str>,
+    connections: usize,
+    peer: &str,
+) -> Result<()> {
     let theirs = protocol::read_hello(sock, "sender", peer)?;
-    let mine = Hello::ours(token);
+    let mine = Hello::ours(token, connections);
     protocol::send_all(sock, &mine.encode(), peer)?;
     theirs.check_token_use(token, peer)?;
+    theirs.check_connections(connections, "sender", peer)?;
     if let Some(t) = token {
         protocol::send_all(
             sock,
@@ -342,7 +363,13 @@ fn handshake(sock: &mut (impl Read + Write), token: Option<&str>, peer: &str) ->
     Ok(())
 }
 
-fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Result<ConnOut> {
+fn connection(
+    mut sock: TcpStream,
+    c: usize,
+    n: usize,
+    cfg: &RecvConfig,
+    claimed: &Claimed,
+) -> Result<ConnOut> {
     let cpu = crate::sys::net::rusage_thread();
     let peer = cfg.connect.clone();
     let _ = sock.set_read_timeout(Some(cfg.timeout));
@@ -350,9 +377,9 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
     let pace = cfg.pace();
     // The whole exchange within --handshake-timeout: dripping bytes cannot hold it open.
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
-    handshake(&mut b, cfg.token.as_deref(), &peer)?;
+    handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
     b.finish();
-    let mut gear = Gear::new(cfg)?;
+    let mut gear = Gear::new(cfg, claimed)?;
     let mut records = Vec::new();
     let mut j = 0usize;
     // With `exact`, this connection carries files c, c + n, ... of the N named.
@@ -408,8 +435,18 @@ fn connection(mut sock: TcpStream, c: usize, n: usize, cfg: &RecvConfig) -> Resu
             Err(e) => break Err(e),
         }
     };
-    // Tell the sender how it went (it may already be gone after a failure).
-    let _ = sock.write_all(&[if out.is_ok() { 0 } else { 1 }]);
+    // Tell the sender how it went, and why not (it may already be gone after a failure). Then
+    // take what it still sends for a moment, so that closing does not reset the connection
+    // and discard the reason before the sender reads it.
+    let why = out.as_ref().err().map(|e| e.to_string());
+    let _ = sock.write_all(&protocol::status_bytes(why.as_deref()));
+    if out.is_err() {
+        let _ = sock.shutdown(std::net::Shutdown::Write);
+        let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+        let until = Instant::now() + Duration::from_millis(500);
+        let mut sink = [0u8; 64 << 10];
+        while Instant::now() < until && matches!(sock.read(&mut sink), Ok(n) if n > 0) {}
+    }
     out?;
     Ok((records, cpu_since(&cpu)))
 }
@@ -489,6 +526,21 @@ fn store(
             time,
             Duration::ZERO,
         ));
+    }
+    let fresh = gear
+        .claimed
+        .lock()
+        .map(|mut c| c.insert(dest.clone()))
+        .unwrap_or(true);
+    if !fresh {
+        return Err(Error::failed(
+            "refused",
+            format!(
+                "the sender sent a second file named {}; only the first is kept",
+                inc.name
+            ),
+        )
+        .on(peer));
     }
     crate::output::refuse_existing(&dest, cfg.force)?;
     let tmp = crate::output::temp_path(&dest, &index.to_string())?;

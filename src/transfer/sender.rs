@@ -377,7 +377,7 @@ fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
     let pace = cfg.pace();
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
     if !cfg.raw {
-        handshake(&mut b, cfg.token.as_deref(), &peer)?;
+        handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
     }
     b.finish();
     Ok(sock)
@@ -394,6 +394,46 @@ fn connection(
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "receiver".into());
     let mut records = Vec::new();
+    let sent = send_files(&mut sock, files, cfg, &peer, &mut records);
+    // The receiver answers a status, and with a failure its reason: after the end marker, or
+    // as soon as it gave up (then a write here failed first: the reason is what to report).
+    let wait = if sent.is_ok() {
+        cfg.timeout
+    } else {
+        cfg.timeout.min(Duration::from_secs(2))
+    };
+    let _ = sock.set_read_timeout(Some(wait));
+    let status = protocol::read_status(&mut sock);
+    match (sent, status) {
+        (_, Ok(Some(why))) => {
+            let why = if why.is_empty() {
+                "see its message".to_string()
+            } else {
+                why
+            };
+            Err(Error::failed(
+                "transfer failed",
+                format!("the receiver reported a failure: {why}"),
+            )
+            .on(&peer))
+        }
+        (Err(e), _) => Err(e),
+        (Ok(()), Ok(None)) => Ok((records, cpu_since(&cpu))),
+        (Ok(()), Err(e)) => {
+            Err(Error::failed("transfer failed", protocol::timeout_text(&e)).on(&peer))
+        }
+    }
+}
+
+/// Sends this connection's files and the end marker.
+fn send_files(
+    sock: &mut TcpStream,
+    files: &[(usize, &Outgoing)],
+    cfg: &SendConfig,
+    peer: &str,
+    records: &mut Vec<(usize, FileRecord)>,
+) -> Result<()> {
+    let peer = peer.to_string();
     // Set up once, before any file's window: each window holds that file's transfer only.
     let mut gear = Gear::new(cfg)?;
     for (i, f) in files {
@@ -403,46 +443,30 @@ fn connection(
             hash: f.hash,
         };
         let pace = cfg.pace();
-        let mut b = Bounded::new(&sock, &pace, pace.handshake, "sending a header");
+        let mut b = Bounded::new(sock, &pace, pace.handshake, "sending a header");
         protocol::send_all(&mut b, &header.encode(), &peer)?;
         b.finish();
-        let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer)?;
+        let (time, pages) = send_content(sock, f, cfg, &mut gear, &peer)?;
         let mut rec = FileRecord::new(&header, cfg.method.name(), time, f.hash_time);
         rec.pages = pages;
         records.push((*i, rec));
     }
-    protocol::send_all(&mut sock, &[protocol::FRAME_END], &peer)?;
-    // The receiver verifies and answers one byte: 0 all stored and verified.
-    let mut status = [0u8; 1];
-    match protocol::read_full(&mut sock, &mut status) {
-        Ok(1) if status[0] == 0 => {}
-        Ok(1) => {
-            return Err(Error::failed(
-                "transfer failed",
-                "the receiver reported a failed file (see its message)",
-            )
-            .on(&peer));
-        }
-        Ok(_) => {
-            return Err(Error::failed(
-                "transfer failed",
-                "the receiver closed the connection before confirming",
-            )
-            .on(&peer));
-        }
-        Err(e) => {
-            return Err(Error::failed("transfer failed", protocol::timeout_text(&e)).on(&peer));
-        }
-    }
-    Ok((records, cpu_since(&cpu)))
+    protocol::send_all(sock, &[protocol::FRAME_END], &peer)?;
+    Ok(())
 }
 
 /// Sender side of the hello exchange: hello out, the receiver's hello (and proof) in, our proof out.
-fn handshake(sock: &mut (impl Read + Write), token: Option<&str>, peer: &str) -> Result<()> {
-    let mine = Hello::ours(token);
+fn handshake(
+    sock: &mut (impl Read + Write),
+    token: Option<&str>,
+    connections: usize,
+    peer: &str,
+) -> Result<()> {
+    let mine = Hello::ours(token, connections);
     protocol::send_all(sock, &mine.encode(), peer)?;
     let theirs = protocol::read_hello(sock, "receiver", peer)?;
     theirs.check_token_use(token, peer)?;
+    theirs.check_connections(connections, "receiver", peer)?;
     if let Some(t) = token {
         protocol::expect_proof(sock, t, b"recv", &mine.nonce, peer)?;
         protocol::send_all(
