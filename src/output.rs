@@ -3,7 +3,65 @@
 
 use crate::error::{Error, Result};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Outputs being made right now: temporary files and directories that an interrupt must not
+/// leave behind.
+static PARTIAL: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Keeps a path on the list of partial outputs while it lives (track it before creating it).
+#[must_use = "the path is tracked only while the guard lives"]
+#[derive(Debug)]
+pub struct Partial(u64);
+
+/// Puts `path` on the list of partial outputs until the returned guard is dropped: an interrupt
+/// in between removes it ([`remove_partial_outputs_for_exit`]). Call it before creating the path,
+/// so that nothing can exist untracked.
+pub fn track(path: &Path) -> Partial {
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut list) = PARTIAL.lock() {
+        list.push((id, path.to_path_buf()));
+    }
+    Partial(id)
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if let Ok(mut list) = PARTIAL.lock() {
+            list.retain(|(id, _)| *id != self.0);
+        }
+    }
+}
+
+/// Removes every partial output (files, and directories with what is in them) and returns how
+/// many there were. For a process about to exit on a signal: the list stays locked afterwards,
+/// so no thread can start a new output (tracking comes before creating) in the meantime.
+pub fn remove_partial_outputs_for_exit() -> usize {
+    let list = match PARTIAL.lock() {
+        Ok(l) => l,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let mut removed = 0;
+    // Twice, a moment apart: a thread may have been between tracking a path and creating it.
+    for pass in 0..2 {
+        for (_, p) in list.iter() {
+            let gone = match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(p).is_ok(),
+                Ok(_) => std::fs::remove_file(p).is_ok(),
+                Err(_) => false,
+            };
+            removed += gone as usize;
+        }
+        if pass == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    std::mem::forget(list);
+    removed
+}
 
 /// Refuses an existing `path` unless `force`.
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
@@ -63,6 +121,7 @@ pub fn place(tmp: &Path, path: &Path, force: bool) -> Result<()> {
 pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     refuse_existing(path, force)?;
     let tmp = temp_path(path, "")?;
+    let _partial = track(&tmp);
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -75,13 +134,38 @@ pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     })
 }
 
-/// A new, empty directory under the system's temporary directory; the caller removes it.
-pub fn temp_dir(prefix: &str) -> Result<std::path::PathBuf> {
+/// A new, empty directory under the system's temporary directory, removed with what it holds
+/// when dropped (or on an interrupt).
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+    _partial: Partial,
+}
+
+impl TempDir {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A new, empty directory under the system's temporary directory: `PREFIX-PID-N`.
+pub fn temp_dir(prefix: &str) -> Result<TempDir> {
     let base = std::env::temp_dir();
     for i in 0..1000 {
         let p = base.join(format!("{prefix}-{}-{i}", std::process::id()));
+        let partial = track(&p);
         if std::fs::create_dir(&p).is_ok() {
-            return Ok(p);
+            return Ok(TempDir {
+                path: p,
+                _partial: partial,
+            });
         }
     }
     Err(Error::failed("cannot create a temporary directory", "1000 names taken").at(&base))
@@ -180,6 +264,7 @@ pub fn save_dir(
         out.to_path_buf()
     };
     let tmp = temp_path(&target, "dir")?;
+    let _partial = track(&tmp);
     let old = temp_path(&target, "old")?;
     let write = || -> std::io::Result<()> {
         for (rel, bytes) in files {

@@ -53,7 +53,6 @@ impl SuiteArgs {
         }
         // The guard removes the data it made when dropped, on every path out of here.
         let data = DataDir::new(self.dir.clone(), parent, self.keep_data)?;
-        iolab::sys::catch_interrupts();
         let cfg = SuiteConfig {
             dir: data.path().to_path_buf(),
             size: self.size,
@@ -62,12 +61,6 @@ impl SuiteArgs {
             wait_quiet: self.wait_quiet.as_secs_f64(),
         };
         let r = run_suite(&cfg, &data, &ctx.command_line, &ctx.progress)?;
-        if iolab::sys::interrupted() {
-            return Err(Error::failed(
-                "interrupted",
-                "stopped by a signal; no report was written",
-            ));
-        }
         let saved = save_report(&self.out, std::slice::from_ref(&r), self.force)?;
         drop(data);
         for (name, o) in &r.experiments {

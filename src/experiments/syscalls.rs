@@ -93,7 +93,8 @@ pub fn run_syscalls(
 ) -> Result<SyscallsResult> {
     let samples = samples.max(1);
     // A cached file to read: the user's, or 1 MiB of our own in a temporary directory.
-    let scratch;
+    // Removed when dropped, at the end of this function.
+    let mut _scratch = None;
     let path: PathBuf = match file {
         Some(p) => {
             let src = crate::engine::open_source(p)?;
@@ -107,19 +108,16 @@ pub fn run_syscalls(
             p.to_path_buf()
         }
         None => {
-            scratch = crate::output::temp_dir("iolab-syscalls")?;
-            let p = scratch.join("iolab-syscalls.bin");
+            let dir = crate::output::temp_dir("iolab-syscalls")?;
+            let p = dir.path().join("iolab-syscalls.bin");
+            _scratch = Some(dir);
             let mut data = vec![0u8; 1 << 20];
             crate::workload::fill_random(&mut data, 7);
             std::fs::write(&p, &data).map_err(|e| Error::io("cannot create", &p, &e))?;
             p
         }
     };
-    let result = measure_all(&path, samples, obs);
-    if file.is_none() {
-        let _ = std::fs::remove_dir_all(path.parent().unwrap_or(Path::new("/nonexistent")));
-    }
-    let rows = result?;
+    let rows = measure_all(&path, samples, obs)?;
     let read_ns = rows
         .iter()
         .find(|r| r.name == "read-1b")

@@ -110,7 +110,7 @@ pub fn run_once(
         sync,
         discard,
         sizes,
-        ..RecvConfig::new(addr.to_string(), out.clone(), r)
+        ..RecvConfig::new(addr.to_string(), out.path().to_path_buf(), r)
     };
     let result = std::thread::scope(|sc| {
         let sender = sc.spawn(|| serve(listener, &scfg));
@@ -123,7 +123,7 @@ pub fn run_once(
             (_, Err(e)) | (Err(e), _) => Err(e),
         }
     });
-    let _ = std::fs::remove_dir_all(&out);
+    drop(out);
     result
 }
 

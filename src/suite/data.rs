@@ -31,6 +31,8 @@ pub struct DataDir {
     made_dir: bool,
     keep: bool,
     made: RefCell<Vec<PathBuf>>,
+    /// What it made, on the list an interrupt removes (unless the data is to be kept).
+    tracked: RefCell<Vec<crate::output::Partial>>,
 }
 
 impl DataDir {
@@ -54,11 +56,16 @@ impl DataDir {
                 (d, true)
             }
         };
+        let tracked = RefCell::new(Vec::new());
+        if made_dir && !keep {
+            tracked.borrow_mut().push(crate::output::track(&path));
+        }
         Ok(DataDir {
             path,
             made_dir,
             keep,
             made: RefCell::new(Vec::new()),
+            tracked,
         })
     }
 
@@ -80,6 +87,9 @@ impl DataDir {
             .hint("give --dir an empty or new directory"));
         }
         self.made.borrow_mut().push(p.clone());
+        if !self.keep && !self.made_dir {
+            self.tracked.borrow_mut().push(crate::output::track(&p));
+        }
         Ok(p)
     }
 

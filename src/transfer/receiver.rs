@@ -544,6 +544,7 @@ fn store(
     }
     crate::output::refuse_existing(&dest, cfg.force)?;
     let tmp = crate::output::temp_path(&dest, &index.to_string())?;
+    let _tracked = crate::output::track(&tmp);
     let file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -155,6 +155,8 @@ pub struct WriteTarget {
     /// Replace a file that is (or appears) at `path`.
     force: bool,
     committed: bool,
+    /// On the list of partial outputs that an interrupt removes.
+    _partial: crate::output::Partial,
 }
 
 /// Prepares to write `path`: refuses an existing file without `force` (leaving it untouched) and
@@ -171,6 +173,7 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
             .map_err(|e| Error::io("cannot open", path, &e))?;
     }
     let tmp = crate::output::temp_path(path, "")?;
+    let partial = crate::output::track(&tmp);
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -183,6 +186,7 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
         file,
         force,
         committed: false,
+        _partial: partial,
     })
 }
 

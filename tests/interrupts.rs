@@ -1,0 +1,170 @@
+//! Ctrl-C and kill: every command that makes outputs removes its partial ones and exits 130
+//! (SIGINT) or 143 (SIGTERM), promptly.
+
+mod common;
+
+use common::{bytes, write_file};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn iolab(dir: &Path) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("iolab"));
+    c.current_dir(dir)
+        .env_remove("IOLAB_NO_ROOT")
+        .env_remove("IOLAB_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits until `ready()` (at most 20 s), sends `sig`, and returns the exit code, the time the
+/// process took to go after the signal, and its stderr.
+fn signal_when(
+    mut child: Child,
+    sig: &str,
+    ready: impl Fn() -> bool,
+) -> (Option<i32>, Duration, String) {
+    let t = Instant::now();
+    while !ready() {
+        assert!(t.elapsed() < Duration::from_secs(20), "never got ready");
+        if let Ok(Some(st)) = child.try_wait() {
+            let mut e = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut e);
+            panic!("ended before the signal: {st:?} {e}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    let st = child.wait().unwrap();
+    let took = sent.elapsed();
+    let mut e = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut e);
+    (st.code(), took, e)
+}
+
+fn has_temp(dir: &Path) -> bool {
+    names(dir).iter().any(|n| n.contains(".iolab-"))
+}
+
+#[test]
+fn write_interrupted_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = iolab(dir.path())
+        .args([
+            "write", "big.bin", "--size", "1G", "--bs", "4K", "--sync", "each",
+        ])
+        .spawn()
+        .unwrap();
+    let (code, took, err) = signal_when(child, "-TERM", || has_temp(dir.path()));
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("removed 1 partial output"), "{err}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+}
+
+#[test]
+fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
+    for method in ["write", "mmap", "splice"] {
+        let out = tempfile::tempdir().unwrap();
+        // A sender announcing 1 GiB that sends a little and then waits.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut hello = b"IOLABXFR".to_vec();
+            hello.extend_from_slice(&1u16.to_le_bytes());
+            hello.extend_from_slice(&0u16.to_le_bytes());
+            hello.extend_from_slice(&[3; 16]);
+            let _ = s.write_all(&hello);
+            let mut theirs = [0u8; 28];
+            let _ = s.read_exact(&mut theirs);
+            let mut hd = vec![1u8];
+            hd.extend_from_slice(&8u16.to_le_bytes());
+            hd.extend_from_slice(b"huge.bin");
+            hd.extend_from_slice(&(1u64 << 30).to_le_bytes());
+            hd.extend_from_slice(&[0; 32]);
+            let _ = s.write_all(&hd);
+            let _ = s.write_all(&bytes(100_000, 5));
+            std::thread::sleep(Duration::from_secs(5));
+        });
+        let child = iolab(out.path())
+            .args(["recv", "--connect", &addr, "--method", method, "--out", "."])
+            .spawn()
+            .unwrap();
+        let (code, took, err) = signal_when(child, "-INT", || has_temp(out.path()));
+        assert_eq!(code, Some(130), "{method}: {err}");
+        assert!(took < Duration::from_secs(2), "{method}: {took:?}");
+        assert!(
+            names(out.path()).is_empty(),
+            "{method}: {:?}",
+            names(out.path())
+        );
+        let _ = h.join();
+    }
+}
+
+#[test]
+fn the_suite_stops_within_a_second_and_removes_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = iolab(dir.path())
+        .args(["suite", "--quick", "--size", "64M", "--out", "rep"])
+        .spawn()
+        .unwrap();
+    // Once its data exists, the suite is measuring.
+    let (code, took, err) = signal_when(child, "-INT", || {
+        names(dir.path())
+            .iter()
+            .any(|n| n.starts_with(".iolab-data-"))
+    });
+    assert_eq!(code, Some(130), "{err}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+    // A user's file in --dir survives.
+    let data = dir.path().join("mine");
+    std::fs::create_dir(&data).unwrap();
+    write_file(&data, "notes.txt", b"keep me");
+    let child = iolab(dir.path())
+        .args([
+            "suite", "--quick", "--size", "64M", "--out", "rep2", "--dir", "mine",
+        ])
+        .spawn()
+        .unwrap();
+    let (code, _, err) = signal_when(child, "-TERM", || names(&data).len() > 1);
+    assert_eq!(code, Some(143), "{err}");
+    assert_eq!(names(&data), ["notes.txt"]);
+}
+
+#[test]
+fn a_transfer_interrupted_removes_its_scratch_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "f.bin", &bytes(32 << 20, 9));
+    let child = iolab(dir.path())
+        .env("TMPDIR", tmp.path())
+        .args(["transfer", "f.bin", "--repeat", "50", "--sync"])
+        .spawn()
+        .unwrap();
+    let (code, _, err) = signal_when(child, "-INT", || {
+        names(tmp.path())
+            .iter()
+            .any(|n| n.starts_with("iolab-transfer-"))
+    });
+    assert_eq!(code, Some(130), "{err}");
+    assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+    assert_eq!(names(dir.path()), ["f.bin"]);
+}
