@@ -508,6 +508,8 @@ fn bad_sizes_and_raw_combinations_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let f = write_file(dir.path(), "f", b"abc");
     let f = f.to_str().unwrap();
+    let tok = write_file(dir.path(), "tok", b"t\n");
+    let tok = tok.to_str().unwrap();
     for (args, needle) in [
         (
             vec!["send", f, "--map-size", "1000"],
@@ -518,7 +520,10 @@ fn bad_sizes_and_raw_combinations_are_usage_errors() {
             vec!["send", f, "--raw", "--connections", "2"],
             "one connection per file",
         ),
-        (vec!["send", f, "--raw", "--token", "t"], "no handshake"),
+        (
+            vec!["send", f, "--raw", "--token-file", tok],
+            "no handshake",
+        ),
         (vec!["recv", "--raw"], "needs the output names"),
         (
             vec!["send", f, "--classic-sizes", "--chunk", "4K"],

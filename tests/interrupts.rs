@@ -87,7 +87,7 @@ fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
         let h = std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
             let mut hello = b"IOLABXFR".to_vec();
-            hello.extend_from_slice(&1u16.to_le_bytes());
+            hello.extend_from_slice(&iolab::transfer::protocol::VERSION.to_le_bytes());
             hello.extend_from_slice(&0u16.to_le_bytes());
             hello.extend_from_slice(&[3; 16]);
             let _ = s.write_all(&hello);

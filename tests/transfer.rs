@@ -5,6 +5,7 @@ mod common;
 use common::iolab;
 
 use common::{bytes, write_file};
+use iolab::transfer::protocol::VERSION;
 use iolab::transfer::receiver::{RecvConfig, receive};
 use iolab::transfer::sender::{SendConfig, bind, serve};
 use iolab::transfer::{RecvMethod, SendMethod};
@@ -173,7 +174,7 @@ fn bad_senders_are_refused_and_leave_nothing() {
     ];
     for (bytes_out, needle) in cases {
         let (a, h) = bad_sender(move |s| {
-            let _ = s.write_all(&hello(1));
+            let _ = s.write_all(&hello(VERSION));
             swallow_hello(s);
             let _ = s.write_all(&bytes_out);
             std::thread::sleep(Duration::from_millis(50));
@@ -183,7 +184,7 @@ fn bad_senders_are_refused_and_leave_nothing() {
     }
     // A sender that stalls mid-file past the timeout.
     let (a, h) = bad_sender(|s| {
-        let _ = s.write_all(&hello(1));
+        let _ = s.write_all(&hello(VERSION));
         swallow_hello(s);
         let _ = s.write_all(&[header(b"slow", 100), vec![1u8; 10]].concat());
         std::thread::sleep(Duration::from_millis(1500));
@@ -645,7 +646,7 @@ fn a_sender_that_drips_is_cut_off_by_the_handshake_deadline_and_the_floor_rate()
     let out = tempfile::tempdir().unwrap();
     // One hello byte every 100 ms: 2.8 s for the hello, each read well inside --timeout.
     let (addr, h) = bad_sender(|s| {
-        for b in hello(1) {
+        for b in hello(VERSION) {
             if s.write_all(&[b]).is_err() {
                 return;
             }
@@ -672,7 +673,7 @@ fn a_sender_that_drips_is_cut_off_by_the_handshake_deadline_and_the_floor_rate()
     // A proper hello and header, then the content at 20 bytes a second.
     for method in [RecvMethod::Write, RecvMethod::Mmap, RecvMethod::Splice] {
         let (addr, h) = bad_sender(|s| {
-            let _ = s.write_all(&hello(1));
+            let _ = s.write_all(&hello(VERSION));
             swallow_hello(s);
             let _ = s.write_all(&header(b"slow.bin", 100_000));
             for _ in 0..200 {
@@ -725,7 +726,7 @@ fn a_receiver_that_drips_is_dropped_and_one_that_stalls_ends_the_sender() {
         // sender keeps waiting for a real receiver.
         let mut drip = std::net::TcpStream::connect(&addr).unwrap();
         swallow_hello(&mut drip);
-        for b in hello(1) {
+        for b in hello(VERSION) {
             if drip.write_all(&[b]).is_err() {
                 break;
             }
@@ -734,7 +735,7 @@ fn a_receiver_that_drips_is_dropped_and_one_that_stalls_ends_the_sender() {
         // Then one that passes the handshake but never reads the content.
         let mut stall = std::net::TcpStream::connect(&addr).unwrap();
         swallow_hello(&mut stall);
-        stall.write_all(&hello(1)).unwrap();
+        stall.write_all(&hello(VERSION)).unwrap();
         let r = h.join().unwrap();
         drop(stall);
         r
@@ -814,7 +815,7 @@ fn mismatched_connections_fail_the_handshake_on_both_sides() {
 fn a_second_file_of_one_name_from_the_sender_is_a_peer_failure() {
     let out = tempfile::tempdir().unwrap();
     let (addr, h) = bad_sender(|s| {
-        let _ = s.write_all(&hello(1));
+        let _ = s.write_all(&hello(VERSION));
         swallow_hello(s);
         for _ in 0..2 {
             let mut hd = header(b"dup", 3);
@@ -833,4 +834,106 @@ fn a_second_file_of_one_name_from_the_sender_is_a_peer_failure() {
     assert_eq!(err.exit_code(), 1, "the peer's fault, not a usage error");
     assert_eq!(std::fs::read(out.path().join("dup")).unwrap(), b"abc");
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn the_token_comes_from_a_file_and_a_token_on_the_command_line_is_warned_about() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "doc.txt", &bytes(10_000, 71));
+    let tok = write_file(src.path(), "token", b"s3cret-from-a-file\n");
+    let port = free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let sender = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .env_remove("IOLAB_TOKEN")
+        .arg("send")
+        .arg(&f)
+        .args(["--port", &port, "--token-file", tok.to_str().unwrap()])
+        .output_async();
+    // The receiver gives the same secret on its command line: it works, with a warning.
+    let o = iolab()
+        .args([
+            "recv",
+            "--connect",
+            &addr,
+            "--out",
+            out.path().to_str().unwrap(),
+        ])
+        .args(["--retry", "10s", "--token", "s3cret-from-a-file"])
+        .output()
+        .unwrap();
+    let s = sender.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--token is visible to every local user"));
+    assert!(!String::from_utf8_lossy(&s.stderr).contains("warning: --token"));
+    assert_eq!(
+        std::fs::read(out.path().join("doc.txt")).unwrap(),
+        std::fs::read(&f).unwrap()
+    );
+    // An empty or missing token file is refused before anything listens.
+    let empty = write_file(src.path(), "empty", b"\n");
+    for (file, code) in [(empty.to_str().unwrap(), 2), ("/nonexistent/token", 1)] {
+        let o = iolab()
+            .args(["send", f.to_str().unwrap(), "--token-file", file])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn with_a_token_a_frame_without_this_connections_tag_is_refused() {
+    use iolab::transfer::protocol::{Session, proof};
+    let out = tempfile::tempdir().unwrap();
+    // A sender that holds the token and passes the handshake, then sends one header as it would
+    // be without the tag (as someone who took over the connection after the proofs would).
+    for tagged in [true, false] {
+        let (addr, h) = bad_sender(move |s| {
+            let ns = [5u8; 16];
+            let mut hello = b"IOLABXFR".to_vec();
+            hello.extend_from_slice(&VERSION.to_le_bytes());
+            hello.extend_from_slice(&1u16.to_le_bytes());
+            hello.extend_from_slice(&ns);
+            let _ = s.write_all(&hello);
+            let mut theirs = [0u8; 28];
+            let _ = s.read_exact(&mut theirs);
+            let nr: [u8; 16] = theirs[12..].try_into().unwrap();
+            let mut p = [0u8; 32];
+            let _ = s.read_exact(&mut p);
+            let _ = s.write_all(proof("tok", b"send", &ns, &nr).as_bytes());
+            let mut session = Session::new(Some("tok"), &ns, &nr);
+            let mut hd = header(b"x.bin", 3);
+            let n = hd.len();
+            hd[n - 32..].copy_from_slice(blake3::hash(b"abc").as_bytes());
+            let frame = if tagged {
+                session.seal(b"send", &hd)
+            } else {
+                hd
+            };
+            let _ = s.write_all(&frame);
+            let _ = s.write_all(b"abc");
+            let _ = s.write_all(&session.seal(b"send", &[0]));
+            let mut status = [0u8; 64];
+            let _ = s.read(&mut status);
+        });
+        let r = receive(&RecvConfig {
+            token: Some("tok".into()),
+            ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+        });
+        let _ = h.join();
+        if tagged {
+            assert!(r.is_ok(), "{r:?}");
+            std::fs::remove_file(out.path().join("x.bin")).unwrap();
+        } else {
+            let err = r.unwrap_err().to_string();
+            assert!(err.contains("tag does not match"), "{err}");
+            assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+        }
+    }
 }

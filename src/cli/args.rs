@@ -121,7 +121,10 @@ pub struct NetArgs {
     /// Parallel connections (files go round-robin)
     #[arg(long, default_value = "1", value_parser = positive)]
     pub connections: usize,
-    /// A shared secret both sides must prove (or IOLAB_TOKEN)
+    /// A file holding the shared secret both sides must prove (or set IOLAB_TOKEN)
+    #[arg(long, conflicts_with = "token")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// The secret itself: visible to every local user in the process list; prefer --token-file
     #[arg(long)]
     pub token: Option<String>,
     /// Give up on a peer idle this long
@@ -190,19 +193,19 @@ impl NetArgs {
         &self,
         files: Vec<std::path::PathBuf>,
         method: iolab::transfer::SendMethod,
-    ) -> iolab::transfer::sender::SendConfig {
-        iolab::transfer::sender::SendConfig {
+    ) -> Result<iolab::transfer::sender::SendConfig, iolab::Error> {
+        Ok(iolab::transfer::sender::SendConfig {
             files,
             method,
             connections: self.connections,
-            token: self.token(),
+            token: self.token()?,
             timeout: self.timeout,
             handshake_timeout: self.handshake_timeout,
             min_rate: self.min_rate,
             raw: self.raw,
             sizes: self.sizes.sizes(),
             pages: self.pages,
-        }
+        })
     }
 
     /// The receiver's settings, from `connect` into `out` by `method`.
@@ -211,10 +214,10 @@ impl NetArgs {
         connect: String,
         out: std::path::PathBuf,
         method: iolab::transfer::RecvMethod,
-    ) -> iolab::transfer::receiver::RecvConfig {
-        iolab::transfer::receiver::RecvConfig {
+    ) -> Result<iolab::transfer::receiver::RecvConfig, iolab::Error> {
+        Ok(iolab::transfer::receiver::RecvConfig {
             connections: self.connections,
-            token: self.token(),
+            token: self.token()?,
             timeout: self.timeout,
             handshake_timeout: self.handshake_timeout,
             min_rate: self.min_rate,
@@ -222,14 +225,30 @@ impl NetArgs {
             sizes: self.sizes.sizes(),
             pages: self.pages,
             ..iolab::transfer::receiver::RecvConfig::new(connect, out, method)
-        }
+        })
     }
 
-    /// `--token`, else a non-empty IOLAB_TOKEN.
-    pub fn token(&self) -> Option<String> {
-        self.token
-            .clone()
-            .or_else(|| std::env::var("IOLAB_TOKEN").ok().filter(|t| !t.is_empty()))
+    /// The token: from `--token-file` (its first line), `--token` (with a warning: every local
+    /// user sees it in /proc/PID/cmdline), else a non-empty IOLAB_TOKEN.
+    pub fn token(&self) -> Result<Option<String>, iolab::Error> {
+        if let Some(path) = &self.token_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| iolab::Error::io("cannot read the token", path, &e))?;
+            let t = text.lines().next().unwrap_or("").trim_end_matches('\r');
+            if t.is_empty() {
+                return Err(
+                    iolab::Error::usage("empty token", "the file's first line is empty").at(path),
+                );
+            }
+            return Ok(Some(t.to_string()));
+        }
+        if self.token.is_some() {
+            eprintln!(
+                "iolab: warning: --token is visible to every local user (ps, /proc/PID/cmdline); use --token-file FILE or IOLAB_TOKEN"
+            );
+            return Ok(self.token.clone());
+        }
+        Ok(std::env::var("IOLAB_TOKEN").ok().filter(|t| !t.is_empty()))
     }
 }
 

@@ -94,7 +94,7 @@ impl ClassicArgs {
         } else {
             SendMethod::Read
         };
-        let cfg = self.net.send_config(c.files, method);
+        let cfg = self.net.send_config(c.files, method)?;
         serve(ctx, addr, &cfg, self.net.output.format, !self.verbose)
     }
 
@@ -118,7 +118,7 @@ impl ClassicArgs {
             retry: Duration::from_secs(5),
             ..self
                 .net
-                .recv_config(format!("{host}:{}", self.port), ".".into(), method)
+                .recv_config(format!("{host}:{}", self.port), ".".into(), method)?
         };
         let r = receiver::receive(&cfg)?;
         if let Some(n) = &r.pages_note {

@@ -57,7 +57,7 @@ impl RecvArgs {
             sync: self.sync,
             discard: self.discard,
             retry: self.retry,
-            ..self.net.recv_config(self.connect, self.out, self.method)
+            ..self.net.recv_config(self.connect, self.out, self.method)?
         };
         let r = receiver::receive(&cfg)?;
         if let Some(n) = &r.pages_note {

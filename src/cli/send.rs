@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 /// Serve files to a receiver over TCP (listens; default 127.0.0.1:2325).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token s3cret --connections 2\n  iolab send a.txt --raw --classic-sizes      (then: nc 127.0.0.1 2325 > a.txt)\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
+    after_help = "Examples:\n  iolab send big.bin --method sendfile\n  iolab send a b c --listen 0.0.0.0:2325 --token-file ~/.iolab-token --connections 2\n  iolab send a.txt --raw --classic-sizes      (then: nc 127.0.0.1 2325 > a.txt)\n\nThe token may also come from IOLAB_TOKEN. Only 127.0.0.1 is used unless --listen says otherwise."
 )]
 pub struct SendArgs {
     #[command(flatten)]
@@ -87,7 +87,7 @@ impl SendArgs {
     /// Serves the files.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
-        let cfg = self.net.send_config(self.files.files, self.method);
+        let cfg = self.net.send_config(self.files.files, self.method)?;
         serve(ctx, addr, &cfg, self.net.output.format, false)
     }
 }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 /// The first bytes of every hello.
 pub const MAGIC: [u8; 8] = *b"IOLABXFR";
-/// The protocol version spoken.
-pub const VERSION: u16 = 1;
+/// The protocol version spoken. 2: proofs over both nonces, and with a token every header, the
+/// end marker and the status carry a tag keyed from the token and both nonces.
+pub const VERSION: u16 = 2;
 /// Hello flag: this side holds a token.
 pub const FLAG_TOKEN: u16 = 1;
 /// Hello flags, bits 8-15: the number of connections this side uses (0: not said).
@@ -246,13 +247,87 @@ pub fn read_frame(r: &mut impl Read, peer: &str) -> Result<Frame> {
     Ok(Frame::File(Header { name, size, hash }))
 }
 
-/// The proof of a token for a nonce and a role.
-pub fn proof(token: &str, role: &[u8], nonce: &[u8; 16]) -> blake3::Hash {
-    let key = blake3::derive_key("iolab transfer token v1", token.as_bytes());
+/// The proof of a token for a role over both hellos' nonces (the sender's first): neither side
+/// can choose all of what the other proves, and a proof is good for one connection only.
+pub fn proof(token: &str, role: &[u8], sender: &[u8; 16], receiver: &[u8; 16]) -> blake3::Hash {
+    let key = blake3::derive_key("iolab transfer token v2", token.as_bytes());
     let mut h = blake3::Hasher::new_keyed(&key);
     h.update(role);
-    h.update(nonce);
+    h.update(sender);
+    h.update(receiver);
     h.finalize()
+}
+
+/// What ties the frames of one connection to the handshake that opened it: with a token, a key
+/// derived from the token and both nonces, which tags every header, the end marker and the
+/// status with a running count (so nothing can be changed, dropped, replayed or reordered by
+/// someone who does not hold the token); without one, nothing.
+#[derive(Debug, Clone)]
+pub struct Session {
+    key: Option<[u8; 32]>,
+    sent: u64,
+    received: u64,
+}
+
+/// Bytes of a frame's tag.
+pub const TAG_LEN: usize = 32;
+
+impl Session {
+    /// The session of a connection whose hellos carried `sender` and `receiver` nonces.
+    pub fn new(token: Option<&str>, sender: &[u8; 16], receiver: &[u8; 16]) -> Session {
+        let key = token.map(|t| {
+            let base = blake3::derive_key("iolab transfer session v2", t.as_bytes());
+            let mut h = blake3::Hasher::new_keyed(&base);
+            h.update(sender);
+            h.update(receiver);
+            *h.finalize().as_bytes()
+        });
+        Session {
+            key,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    fn tag(&self, role: &[u8], n: u64, bytes: &[u8]) -> Option<blake3::Hash> {
+        self.key.map(|k| {
+            let mut h = blake3::Hasher::new_keyed(&k);
+            h.update(role);
+            h.update(&n.to_le_bytes());
+            h.update(bytes);
+            h.finalize()
+        })
+    }
+
+    /// `bytes` followed by their tag (when there is a key), for sending by `role`.
+    pub fn seal(&mut self, role: &[u8], bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        if let Some(t) = self.tag(role, self.sent, bytes) {
+            out.extend_from_slice(t.as_bytes());
+        }
+        self.sent += 1;
+        out
+    }
+
+    /// Reads and checks the tag of `bytes` just received from `role` (nothing without a key).
+    pub fn open(&mut self, r: &mut impl Read, role: &[u8], bytes: &[u8], peer: &str) -> Result<()> {
+        let n = self.received;
+        self.received += 1;
+        let Some(want) = self.tag(role, n, bytes) else {
+            return Ok(());
+        };
+        let mut got = [0u8; TAG_LEN];
+        let k = read_full(r, &mut got)
+            .map_err(|e| Error::failed("receive failed", timeout_text(&e)).on(peer))?;
+        if k < TAG_LEN || blake3::Hash::from_bytes(got) != want {
+            return Err(Error::failed(
+                "refused",
+                "a frame's tag does not match the token and this connection's handshake (altered, replayed or injected)",
+            )
+            .on(peer));
+        }
+        Ok(())
+    }
 }
 
 /// Sixteen fresh random bytes.
@@ -425,13 +500,13 @@ pub fn read_hello(r: &mut impl Read, who: &str, peer: &str) -> Result<Hello> {
     Hello::decode(&b).map_err(|w| Error::failed("handshake failed", w).on(peer))
 }
 
-/// Reads the peer's proof of `token` for `role` over our nonce, and checks it in constant time
+/// Reads the peer's proof of `token` for `role` over both nonces, and checks it in constant time
 /// (`blake3::Hash` equality).
 pub fn expect_proof(
     r: &mut impl Read,
     token: &str,
     role: &[u8],
-    our_nonce: &[u8; 16],
+    nonces: (&[u8; 16], &[u8; 16]),
     peer: &str,
 ) -> Result<()> {
     let mut p = [0u8; 32];
@@ -448,7 +523,7 @@ pub fn expect_proof(
             .on(peer));
         }
     }
-    if blake3::Hash::from_bytes(p) != proof(token, role, our_nonce) {
+    if blake3::Hash::from_bytes(p) != proof(token, role, nonces.0, nonces.1) {
         return Err(Error::failed("handshake failed", "wrong token").on(peer));
     }
     Ok(())
@@ -475,9 +550,17 @@ pub fn status_bytes(failure: Option<&str>) -> Vec<u8> {
     }
 }
 
-/// Reads a receiver's status: `Ok(None)` all stored, `Ok(Some(reason))` a failure (a reason may
-/// be empty from an older receiver), `Err` when none came.
-pub fn read_status(r: &mut impl Read) -> io::Result<Option<String>> {
+/// A receiver's status as read: `reason` is `None` when all was stored, else why not (possibly
+/// empty); `bytes` is what came on the wire, for checking its tag.
+pub struct Status {
+    /// Why the receiver failed, or `None`.
+    pub reason: Option<String>,
+    /// The status as it came.
+    pub bytes: Vec<u8>,
+}
+
+/// Reads a receiver's status; `Err` when none came.
+pub fn read_status(r: &mut impl Read) -> io::Result<Status> {
     let mut s = [0u8; 1];
     if read_full(r, &mut s)? == 0 {
         return Err(io::Error::new(
@@ -486,23 +569,35 @@ pub fn read_status(r: &mut impl Read) -> io::Result<Option<String>> {
         ));
     }
     if s[0] == 0 {
-        return Ok(None);
+        return Ok(Status {
+            reason: None,
+            bytes: vec![0],
+        });
     }
     let mut len = [0u8; 2];
-    if read_full(r, &mut len)? < 2 {
-        return Ok(Some(String::new()));
+    let got = read_full(r, &mut len)?;
+    let mut bytes = vec![s[0]];
+    bytes.extend_from_slice(&len[..got]);
+    if got < 2 {
+        return Ok(Status {
+            reason: Some(String::new()),
+            bytes,
+        });
     }
     let n = (u16::from_le_bytes(len) as usize).min(MAX_REASON);
     let mut why = vec![0u8; n];
     let got = read_full(r, &mut why)?;
     why.truncate(got);
+    bytes.extend_from_slice(&why);
     // The peer's words go to a terminal: no control characters (escape sequences) pass.
-    Ok(Some(
-        String::from_utf8_lossy(&why)
-            .chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .collect(),
-    ))
+    let reason = String::from_utf8_lossy(&why)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    Ok(Status {
+        reason: Some(reason),
+        bytes,
+    })
 }
 
 /// Writes all of `b`, naming the peer on failure.
@@ -610,11 +705,40 @@ mod tests {
     }
 
     #[test]
-    fn proofs_depend_on_token_role_and_nonce() {
-        let n = [1u8; 16];
-        assert_eq!(proof("s", b"recv", &n), proof("s", b"recv", &n));
-        assert_ne!(proof("s", b"recv", &n), proof("t", b"recv", &n));
-        assert_ne!(proof("s", b"recv", &n), proof("s", b"send", &n));
-        assert_ne!(proof("s", b"recv", &n), proof("s", b"recv", &[2; 16]));
+    fn proofs_depend_on_token_role_and_both_nonces() {
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        let p = |t: &str, role: &[u8], x: &[u8; 16], y: &[u8; 16]| proof(t, role, x, y);
+        assert_eq!(p("s", b"recv", &a, &b), p("s", b"recv", &a, &b));
+        assert_ne!(p("s", b"recv", &a, &b), p("t", b"recv", &a, &b));
+        assert_ne!(p("s", b"recv", &a, &b), p("s", b"send", &a, &b));
+        assert_ne!(p("s", b"recv", &a, &b), p("s", b"recv", &[3; 16], &b));
+        assert_ne!(p("s", b"recv", &a, &b), p("s", b"recv", &a, &[3; 16]));
+        assert_ne!(p("s", b"recv", &a, &b), p("s", b"recv", &b, &a));
+    }
+
+    #[test]
+    fn session_tags_bind_frames_to_the_connection_and_their_order() {
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        let mut tx = Session::new(Some("tok"), &a, &b);
+        let one = tx.seal(b"send", b"frame one");
+        let two = tx.seal(b"send", b"frame two");
+        assert_eq!(one.len(), 9 + TAG_LEN);
+        // In order, with the same key: accepted.
+        let mut rx = Session::new(Some("tok"), &a, &b);
+        rx.open(&mut &one[9..], b"send", b"frame one", "p").unwrap();
+        rx.open(&mut &two[9..], b"send", b"frame two", "p").unwrap();
+        // Replayed, reordered, altered, another connection's nonces or another token: refused.
+        let mut rx = Session::new(Some("tok"), &a, &b);
+        assert!(rx.open(&mut &two[9..], b"send", b"frame two", "p").is_err());
+        let mut rx = Session::new(Some("tok"), &a, &b);
+        assert!(rx.open(&mut &one[9..], b"send", b"frame 0ne", "p").is_err());
+        let mut rx = Session::new(Some("tok"), &a, &[9; 16]);
+        assert!(rx.open(&mut &one[9..], b"send", b"frame one", "p").is_err());
+        let mut rx = Session::new(Some("other"), &a, &b);
+        assert!(rx.open(&mut &one[9..], b"send", b"frame one", "p").is_err());
+        // Without a token nothing is added or read.
+        let mut plain = Session::new(None, &a, &b);
+        assert_eq!(plain.seal(b"send", b"x"), b"x");
+        plain.open(&mut &[][..], b"send", b"x", "p").unwrap();
     }
 }

@@ -4,7 +4,7 @@
 //! there is no handshake, header or status: one connection per file named by the receiver, and
 //! the file ends when the sender closes.
 
-use super::protocol::{self, Bounded, Frame, Header, Hello, Pace};
+use super::protocol::{self, Bounded, Frame, Header, Hello, Pace, Session};
 use super::{ChunkSizes, ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
@@ -346,21 +346,24 @@ fn handshake(
     token: Option<&str>,
     connections: usize,
     peer: &str,
-) -> Result<()> {
+) -> Result<Session> {
     let theirs = protocol::read_hello(sock, "sender", peer)?;
     let mine = Hello::ours(token, connections);
     protocol::send_all(sock, &mine.encode(), peer)?;
     theirs.check_token_use(token, peer)?;
     theirs.check_connections(connections, "sender", peer)?;
+    let nonces = (&theirs.nonce, &mine.nonce);
     if let Some(t) = token {
+        // This side connected: it proves first, over both nonces (its own fresh one among
+        // them, so a hostile sender cannot collect proofs for nonces it chose).
         protocol::send_all(
             sock,
-            protocol::proof(t, b"recv", &theirs.nonce).as_bytes(),
+            protocol::proof(t, b"recv", nonces.0, nonces.1).as_bytes(),
             peer,
         )?;
-        protocol::expect_proof(sock, t, b"send", &mine.nonce, peer)?;
+        protocol::expect_proof(sock, t, b"send", nonces, peer)?;
     }
-    Ok(())
+    Ok(Session::new(token, nonces.0, nonces.1))
 }
 
 fn connection(
@@ -377,7 +380,7 @@ fn connection(
     let pace = cfg.pace();
     // The whole exchange within --handshake-timeout: dripping bytes cannot hold it open.
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
-    handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
+    let mut session = handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
     b.finish();
     let mut gear = Gear::new(cfg, claimed)?;
     let mut records = Vec::new();
@@ -391,7 +394,14 @@ fn connection(
     };
     let out = loop {
         let mut b = Bounded::new(&sock, &pace, pace.handshake, "a header");
-        let frame = protocol::read_frame(&mut b, &peer);
+        // With a token, each frame's tag must match this connection's handshake.
+        let frame = protocol::read_frame(&mut b, &peer).and_then(|f| {
+            let bytes = match &f {
+                Frame::File(h) => h.encode(),
+                Frame::End => vec![protocol::FRAME_END],
+            };
+            session.open(&mut b, b"send", &bytes, &peer).map(|()| f)
+        });
         b.finish();
         let header = match frame {
             Ok(Frame::End) if cfg.exact && j < mine => {
@@ -439,7 +449,7 @@ fn connection(
     // take what it still sends for a moment, so that closing does not reset the connection
     // and discard the reason before the sender reads it.
     let why = out.as_ref().err().map(|e| e.to_string());
-    let _ = sock.write_all(&protocol::status_bytes(why.as_deref()));
+    let _ = sock.write_all(&session.seal(b"recv", &protocol::status_bytes(why.as_deref())));
     if out.is_err() {
         let _ = sock.shutdown(std::net::Shutdown::Write);
         let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));

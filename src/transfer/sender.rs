@@ -2,7 +2,7 @@
 //! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
-use super::protocol::{self, Bounded, Header, Hello, Pace};
+use super::protocol::{self, Bounded, Header, Hello, Pace, Session};
 use super::{ChunkSizes, ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
@@ -230,7 +230,7 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
     }
     let started = started.unwrap_or_else(Instant::now);
     let n = streams.len();
-    let work = |c: usize, stream: TcpStream| {
+    let work = |c: usize, stream: (TcpStream, Session)| {
         let mine: Vec<(usize, &Outgoing)> = files
             .iter()
             .enumerate()
@@ -276,7 +276,7 @@ fn accept_one(
     cfg: &SendConfig,
     rejected: &mut Vec<String>,
     local: &str,
-) -> Result<TcpStream> {
+) -> Result<(TcpStream, Session)> {
     let deadline = Instant::now() + cfg.timeout;
     loop {
         match listener.accept() {
@@ -318,7 +318,7 @@ fn serve_raw(
     let mut records = Vec::new();
     let mut started = None;
     for f in files {
-        let mut sock = accept_one(listener, cfg, &mut rejected, &local)?;
+        let (mut sock, _) = accept_one(listener, cfg, &mut rejected, &local)?;
         started.get_or_insert_with(Instant::now);
         let peer = sock
             .peer_addr()
@@ -367,7 +367,7 @@ fn serve_raw(
 
 /// Sets up an accepted connection and runs the handshake, within `--handshake-timeout` in all
 /// (a peer dripping bytes cannot hold it longer).
-fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
+fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<(TcpStream, Session)> {
     let peer = sock
         .peer_addr()
         .map(|a| a.to_string())
@@ -376,15 +376,17 @@ fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<TcpStream> {
     let _ = sock.set_nodelay(true);
     let pace = cfg.pace();
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
-    if !cfg.raw {
-        handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
-    }
+    let session = if cfg.raw {
+        Session::new(None, &[0; 16], &[0; 16])
+    } else {
+        handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?
+    };
     b.finish();
-    Ok(sock)
+    Ok((sock, session))
 }
 
 fn connection(
-    mut sock: TcpStream,
+    (mut sock, mut session): (TcpStream, Session),
     files: &[(usize, &Outgoing)],
     cfg: &SendConfig,
 ) -> Result<ConnOut> {
@@ -394,7 +396,7 @@ fn connection(
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "receiver".into());
     let mut records = Vec::new();
-    let sent = send_files(&mut sock, files, cfg, &peer, &mut records);
+    let sent = send_files(&mut sock, &mut session, files, cfg, &peer, &mut records);
     // The receiver answers a status, and with a failure its reason: after the end marker, or
     // as soon as it gave up (then a write here failed first: the reason is what to report).
     let wait = if sent.is_ok() {
@@ -403,7 +405,13 @@ fn connection(
         cfg.timeout.min(Duration::from_secs(2))
     };
     let _ = sock.set_read_timeout(Some(wait));
-    let status = protocol::read_status(&mut sock);
+    let status = protocol::read_status(&mut sock).and_then(|s| {
+        // Only the receiver that proved the token can say "all stored".
+        match session.open(&mut sock, b"recv", &s.bytes, &peer) {
+            Ok(()) => Ok(s.reason),
+            Err(e) => Err(std::io::Error::other(e.cause)),
+        }
+    });
     match (sent, status) {
         (_, Ok(Some(why))) => {
             let why = if why.is_empty() {
@@ -428,6 +436,7 @@ fn connection(
 /// Sends this connection's files and the end marker.
 fn send_files(
     sock: &mut TcpStream,
+    session: &mut Session,
     files: &[(usize, &Outgoing)],
     cfg: &SendConfig,
     peer: &str,
@@ -444,14 +453,14 @@ fn send_files(
         };
         let pace = cfg.pace();
         let mut b = Bounded::new(sock, &pace, pace.handshake, "sending a header");
-        protocol::send_all(&mut b, &header.encode(), &peer)?;
+        protocol::send_all(&mut b, &session.seal(b"send", &header.encode()), &peer)?;
         b.finish();
         let (time, pages) = send_content(sock, f, cfg, &mut gear, &peer)?;
         let mut rec = FileRecord::new(&header, cfg.method.name(), time, f.hash_time);
         rec.pages = pages;
         records.push((*i, rec));
     }
-    protocol::send_all(sock, &[protocol::FRAME_END], &peer)?;
+    protocol::send_all(sock, &session.seal(b"send", &[protocol::FRAME_END]), &peer)?;
     Ok(())
 }
 
@@ -461,21 +470,24 @@ fn handshake(
     token: Option<&str>,
     connections: usize,
     peer: &str,
-) -> Result<()> {
+) -> Result<Session> {
     let mine = Hello::ours(token, connections);
     protocol::send_all(sock, &mine.encode(), peer)?;
     let theirs = protocol::read_hello(sock, "receiver", peer)?;
     theirs.check_token_use(token, peer)?;
     theirs.check_connections(connections, "receiver", peer)?;
+    let nonces = (&mine.nonce, &theirs.nonce);
     if let Some(t) = token {
-        protocol::expect_proof(sock, t, b"recv", &mine.nonce, peer)?;
+        // The receiver, which connected, proves first; this side, which accepted, proves last,
+        // so a stranger that connects learns nothing before it has proved the token.
+        protocol::expect_proof(sock, t, b"recv", nonces, peer)?;
         protocol::send_all(
             sock,
-            protocol::proof(t, b"send", &theirs.nonce).as_bytes(),
+            protocol::proof(t, b"send", nonces.0, nonces.1).as_bytes(),
             peer,
         )?;
     }
-    Ok(())
+    Ok(Session::new(token, nonces.0, nonces.1))
 }
 
 /// Writes all of `data`, counting into `sent`, and fails once the transfer falls below the
