@@ -66,11 +66,16 @@ pub fn remove_partial_outputs_for_exit() -> usize {
 /// Refuses an existing `path` unless `force`.
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
     if !force && std::fs::symlink_metadata(path).is_ok() {
-        return Err(Error::usage("refusing to overwrite", "the file exists")
-            .at(path)
-            .hint("add --force to overwrite it"));
+        return Err(exists(path));
     }
     Ok(())
+}
+
+/// The error for an output that exists: `--force` to overwrite.
+pub fn exists(path: &Path) -> Error {
+    Error::usage("refusing to overwrite", "the file exists")
+        .at(path)
+        .hint("add --force to overwrite it")
 }
 
 /// The hidden temporary name beside `path` that an output is written under:
@@ -105,7 +110,12 @@ pub fn place(tmp: &Path, path: &Path, force: bool) -> Result<()> {
     } else {
         crate::sys::rename_noreplace(tmp, path)
     };
-    r.map_err(|e| match e.raw_os_error() {
+    r.map_err(|e| not_placed(path, e))
+}
+
+/// The error of a rename into place that failed: EEXIST says a file appeared meanwhile.
+pub fn not_placed(path: &Path, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
         Some(libc::EEXIST) => Error::failed(
             "refusing to overwrite",
             "a file of that name appeared while the output was being written",
@@ -114,7 +124,7 @@ pub fn place(tmp: &Path, path: &Path, force: bool) -> Result<()> {
         .hint("add --force to replace it")
         .with_source(e),
         _ => Error::io("cannot rename into place", path, &e),
-    })
+    }
 }
 
 /// Writes `bytes` to `path` under a temporary name, then [`place`]s it.

@@ -937,3 +937,52 @@ fn with_a_token_a_frame_without_this_connections_tag_is_refused() {
         }
     }
 }
+
+#[test]
+fn swapping_out_for_a_symlink_mid_transfer_redirects_nothing() {
+    let top = tempfile::tempdir().unwrap();
+    let out = top.path().join("out");
+    let elsewhere = top.path().join("elsewhere");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    let content = bytes(64 << 10, 81);
+    let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let (addr, h) = {
+        let go = go.clone();
+        let content = content.clone();
+        bad_sender(move |s| {
+            let _ = s.write_all(&hello(VERSION));
+            swallow_hello(s);
+            let mut hd = header(b"doc.bin", content.len() as u64);
+            let n = hd.len();
+            hd[n - 32..].copy_from_slice(blake3::hash(&content).as_bytes());
+            let _ = s.write_all(&hd);
+            let _ = s.write_all(&content[..1000]);
+            // The receiver has made its temporary file by now; the path is swapped meanwhile.
+            go.wait();
+            go.wait();
+            let _ = s.write_all(&content[1000..]);
+            let _ = s.write_all(&[0]);
+            let mut status = [0u8; 64];
+            let _ = s.read(&mut status);
+        })
+    };
+    let rcfg = recv_cfg(&addr, &out, RecvMethod::Write);
+    let r = std::thread::scope(|sc| {
+        let r = sc.spawn(|| receive(&rcfg));
+        go.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::rename(&out, top.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &out).unwrap();
+        go.wait();
+        r.join().unwrap()
+    });
+    let _ = h.join();
+    r.unwrap();
+    assert_eq!(
+        std::fs::read(top.path().join("moved/doc.bin")).unwrap(),
+        content,
+        "the file went where --out was when the receiver opened it"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

@@ -3,6 +3,7 @@
 
 pub mod buf;
 pub mod calls;
+pub mod dir;
 pub mod map;
 pub mod net;
 pub mod sigbus;

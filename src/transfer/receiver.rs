@@ -8,13 +8,16 @@ use super::protocol::{self, Bounded, Frame, Header, Hello, Pace, Session};
 use super::{ChunkSizes, ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
+use crate::sys::dir::Dir;
 use crate::sys::map::WritableMapping;
 use crate::vm::pagemap::{PageDesc, describe_limit, describe_range};
-use std::fs::{File, OpenOptions};
+use std::ffi::OsString;
+use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What the receiver does.
@@ -186,12 +189,15 @@ struct Gear {
     /// The outputs this transfer has taken, over all its connections: a second file of one
     /// name is the sender's fault, not the user's.
     claimed: Claimed,
+    /// `--out`, opened once: files are made and renamed through this handle, so swapping the
+    /// directory's path for a symlink meanwhile redirects nothing.
+    out: Option<Arc<Dir>>,
 }
 
 type Claimed = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>;
 
 impl Gear {
-    fn new(cfg: &RecvConfig, claimed: &Claimed) -> Result<Gear> {
+    fn new(cfg: &RecvConfig, claimed: &Claimed, out: &Option<Arc<Dir>>) -> Result<Gear> {
         let copies = cfg.discard || cfg.method == RecvMethod::Write;
         Ok(Gear {
             buf: AlignedBuf::new(if copies { cfg.sizes.chunk } else { 1 }),
@@ -204,6 +210,7 @@ impl Gear {
                 None
             },
             claimed: claimed.clone(),
+            out: out.clone(),
         })
     }
 }
@@ -219,14 +226,15 @@ struct Stored {
 
 /// Removes a temporary file unless it was renamed into place.
 struct Partial {
-    path: PathBuf,
+    dir: Arc<Dir>,
+    name: OsString,
     keep: bool,
 }
 
 impl Drop for Partial {
     fn drop(&mut self) {
         if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = self.dir.remove(&self.name);
         }
     }
 }
@@ -268,8 +276,15 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
     if !cfg.discard && !cfg.out_dir.is_dir() {
         return Err(Error::usage("invalid output directory", "not a directory").at(&cfg.out_dir));
     }
+    let out = if cfg.discard {
+        None
+    } else {
+        Some(Arc::new(Dir::open(&cfg.out_dir).map_err(|e| {
+            Error::io("cannot open the output directory", &cfg.out_dir, &e)
+        })?))
+    };
     if cfg.raw {
-        return receive_raw(cfg);
+        return receive_raw(cfg, &out);
     }
     let started = Instant::now();
     let socks: Vec<TcpStream> = (0..cfg.connections)
@@ -278,7 +293,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
     let n = socks.len();
     let claimed = Claimed::default();
     let (files, user, sys) = run_connections(socks, "receive failed", |c, sock| {
-        connection(sock, c, n, cfg, &claimed)
+        connection(sock, c, n, cfg, &claimed, &out)
     })?;
     Ok(SideReport {
         role: "recv".into(),
@@ -297,10 +312,10 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
 }
 
 /// The raw stream: for each name in order, connect, take bytes until the sender closes, store.
-fn receive_raw(cfg: &RecvConfig) -> Result<SideReport> {
+fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
     let cpu = crate::sys::net::rusage_thread();
     let started = Instant::now();
-    let mut gear = Gear::new(cfg, &Claimed::default())?;
+    let mut gear = Gear::new(cfg, &Claimed::default(), out)?;
     let mut files = Vec::new();
     for (i, dest) in cfg.names.iter().enumerate() {
         let name = dest
@@ -372,6 +387,7 @@ fn connection(
     n: usize,
     cfg: &RecvConfig,
     claimed: &Claimed,
+    out: &Option<Arc<Dir>>,
 ) -> Result<ConnOut> {
     let cpu = crate::sys::net::rusage_thread();
     let peer = cfg.connect.clone();
@@ -382,7 +398,7 @@ fn connection(
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
     let mut session = handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
     b.finish();
-    let mut gear = Gear::new(cfg, claimed)?;
+    let mut gear = Gear::new(cfg, claimed, out)?;
     let mut records = Vec::new();
     let mut j = 0usize;
     // With `exact`, this connection carries files c, c + n, ... of the N named.
@@ -486,14 +502,16 @@ fn store(
         .get(index)
         .cloned()
         .unwrap_or_else(|| cfg.out_dir.join(&inc.name));
-    let max = match cfg.max_size {
-        Some(m) => m,
-        None if cfg.discard => u64::MAX,
-        None => free_space(
-            dest.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new(".")),
-        ),
+    // Where it goes, by handle: --out opened once, or the directory of a name the user gave.
+    let place = if cfg.discard {
+        None
+    } else {
+        Some(output_dir(cfg, index, &dest, gear)?)
+    };
+    let max = match (cfg.max_size, &place) {
+        (Some(m), _) => m,
+        (None, None) => u64::MAX,
+        (None, Some((dir, _))) => dir.free_bytes().unwrap_or(u64::MAX),
     };
     if let Some(size) = inc.size.filter(|s| *s > max) {
         return Err(too_big(&inc.name, max, peer, Some(size)));
@@ -552,17 +570,23 @@ fn store(
         )
         .on(peer));
     }
-    crate::output::refuse_existing(&dest, cfg.force)?;
-    let tmp = crate::output::temp_path(&dest, &index.to_string())?;
-    let _tracked = crate::output::track(&tmp);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
+    let Some((dir, name)) = place else {
+        return Err(Error::failed("receive failed", "no output directory"));
+    };
+    if !cfg.force && dir.exists(&name) {
+        return Err(crate::output::exists(&dest));
+    }
+    let tmp = crate::output::temp_path(&dest, &index.to_string())?
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    let _tracked = crate::output::track(&dir.handle_path(&tmp));
+    let file = dir
+        .create_new(&tmp)
         .map_err(|e| Error::io("cannot create", &dest, &e))?;
     let mut partial = Partial {
-        path: tmp.clone(),
+        dir: dir.clone(),
+        name: tmp.clone(),
         keep: false,
     };
     let stored = match cfg.method {
@@ -580,7 +604,8 @@ fn store(
         .map_err(|e| Error::io("verify failed", &dest, &e))?;
     let verify = v.elapsed();
     check_hash(inc, &hash, peer).map_err(|e| e.at(&dest))?;
-    crate::output::place(&tmp, &dest, cfg.force)?;
+    dir.rename(&tmp, &name, cfg.force)
+        .map_err(|e| crate::output::not_placed(&dest, e))?;
     partial.keep = true;
     let mut rec = record(stored.got, hash, cfg.method.name(), time, verify);
     rec.pages = stored.pages;
@@ -610,11 +635,29 @@ fn want(inc: &Incoming, got: u64, step: usize) -> usize {
     }
 }
 
-fn free_space(dir: &Path) -> u64 {
-    File::open(dir)
-        .ok()
-        .and_then(|f| crate::sys::fs_free_bytes(&f).ok())
-        .unwrap_or(u64::MAX)
+/// The directory handle and file name a file goes to: `--out` (opened once) for a sender's
+/// name; for a name the user gave, its own directory, opened now.
+fn output_dir(
+    cfg: &RecvConfig,
+    index: usize,
+    dest: &Path,
+    gear: &Gear,
+) -> Result<(Arc<Dir>, OsString)> {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_os_string())
+        .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(dest))?;
+    if cfg.names.get(index).is_none()
+        && let Some(out) = &gear.out
+    {
+        return Ok((out.clone(), name));
+    }
+    let parent = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = Dir::open(parent).map_err(|e| Error::io("cannot open", parent, &e))?;
+    Ok((Arc::new(dir), name))
 }
 
 fn cut_short(inc: &Incoming, got: u64, size: u64, peer: &str) -> Error {
