@@ -986,3 +986,193 @@ fn swapping_out_for_a_symlink_mid_transfer_redirects_nothing() {
     );
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
+
+/// Every message a receiver sends (hello, proof, status), wrong, short, oversized and slow:
+/// the sender fails with a clear error, or drops the connection and keeps waiting, and never
+/// reports success it did not get.
+#[test]
+fn hostile_receivers_cannot_fool_or_hold_the_sender() {
+    use iolab::transfer::protocol::{Session, proof};
+    let src = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "f.bin", &bytes(5000, 91));
+    type Script = Box<dyn FnOnce(&mut std::net::TcpStream) + Send>;
+    let status_after = |status: Vec<u8>| -> Script {
+        Box::new(move |s: &mut std::net::TcpStream| {
+            swallow_hello(s);
+            let _ = s.write_all(&hello(VERSION));
+            // Read the header, content and end marker, then answer.
+            let mut sink = vec![0u8; 1 + 2 + 5 + 40 + 5000 + 1];
+            let _ = s.read_exact(&mut sink);
+            let _ = s.write_all(&status);
+        })
+    };
+    let cases: Vec<(Option<&str>, Script, &str)> = vec![
+        (
+            None,
+            Box::new(|s: &mut std::net::TcpStream| {
+                swallow_hello(s);
+                let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n");
+            }),
+            "wrong magic",
+        ),
+        (
+            None,
+            Box::new(|s: &mut std::net::TcpStream| {
+                swallow_hello(s);
+                let _ = s.write_all(&hello(VERSION)[..5]);
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }),
+            "5 of 28 hello bytes",
+        ),
+        (
+            Some("tok"),
+            Box::new(|s: &mut std::net::TcpStream| {
+                swallow_hello(s);
+                let mut h = hello(VERSION);
+                h[10] = 1;
+                let _ = s.write_all(&h);
+                let _ = s.write_all(&[0u8; 32]);
+            }),
+            "wrong token",
+        ),
+        (
+            Some("tok"),
+            Box::new(|s: &mut std::net::TcpStream| {
+                swallow_hello(s);
+                let mut h = hello(VERSION);
+                h[10] = 1;
+                let _ = s.write_all(&h);
+                let _ = s.write_all(&[1u8; 7]);
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }),
+            "wrong token",
+        ),
+    ];
+    // Handshake failures: each stray is dropped and the sender ends saying why, after --timeout.
+    for (token, script, needle) in cases {
+        let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let cfg = SendConfig {
+            token: token.map(String::from),
+            timeout: Duration::from_secs(1),
+            ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+        };
+        let err = std::thread::scope(|sc| {
+            let h = sc.spawn(|| serve(l, &cfg));
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            script(&mut s);
+            let r = h.join().unwrap();
+            drop(s);
+            r
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("no receiver passed the handshake"), "{err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // Status answers: garbage, a failure with an oversized length and an escape sequence, none.
+    let mut long = vec![1u8];
+    long.extend_from_slice(&u16::MAX.to_le_bytes());
+    long.extend_from_slice(b"disk \x1b[31mfull");
+    for (status, needle) in [
+        (vec![7u8], "the receiver reported a failure"),
+        (long, "the receiver reported a failure: disk ?[31mfull"),
+        (vec![], "closed the connection before confirming"),
+    ] {
+        let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let cfg = SendConfig {
+            timeout: Duration::from_secs(2),
+            ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+        };
+        let script = status_after(status);
+        let err = std::thread::scope(|sc| {
+            let h = sc.spawn(|| serve(l, &cfg));
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            script(&mut s);
+            drop(s);
+            h.join().unwrap()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // With a token, an untagged "all stored" (someone else's) is not taken as success.
+    let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let cfg = SendConfig {
+        token: Some("tok".into()),
+        timeout: Duration::from_secs(2),
+        ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+    };
+    let err = std::thread::scope(|sc| {
+        let h = sc.spawn(|| serve(l, &cfg));
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let mut theirs = [0u8; 28];
+        s.read_exact(&mut theirs).unwrap();
+        let ns: [u8; 16] = theirs[12..].try_into().unwrap();
+        let mut mine = hello(VERSION);
+        mine[10] = 1;
+        s.write_all(&mine).unwrap();
+        let nr = [9u8; 16];
+        s.write_all(proof("tok", b"recv", &ns, &nr).as_bytes())
+            .unwrap();
+        let _ = Session::new(Some("tok"), &ns, &nr);
+        let mut sink = vec![0u8; 32 + 1 + 2 + 5 + 40 + 32 + 5000 + 1 + 32];
+        let _ = s.read_exact(&mut sink);
+        let _ = s.write_all(&[0]);
+        let _ = s.write_all(&[0u8; 32]);
+        let r = h.join().unwrap();
+        drop(s);
+        r
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("tag does not match"), "{err}");
+}
+
+/// The sender's messages not covered above: an unknown frame, an oversized name, a header that
+/// trickles past the header deadline, a missing end marker.
+#[test]
+fn more_hostile_senders_are_refused() {
+    let out = tempfile::tempdir().unwrap();
+    let mut long_name = vec![1u8];
+    long_name.extend_from_slice(&300u16.to_le_bytes());
+    long_name.extend_from_slice(&[b'a'; 300]);
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (vec![9u8], "unknown frame type 9"),
+        (long_name, "a file name of 300 bytes"),
+        (vec![], "before the end marker"),
+    ];
+    for (bytes_out, needle) in cases {
+        let (a, h) = bad_sender(move |s| {
+            let _ = s.write_all(&hello(VERSION));
+            swallow_hello(s);
+            let _ = s.write_all(&bytes_out);
+            std::thread::sleep(Duration::from_millis(50));
+        });
+        expect_failure(&a, out.path(), needle);
+        h.join().unwrap();
+    }
+    let (a, h) = bad_sender(|s| {
+        let _ = s.write_all(&hello(VERSION));
+        swallow_hello(s);
+        for b in header(b"drip", 10) {
+            if s.write_all(&[b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let err = receive(&RecvConfig {
+        handshake_timeout: Duration::from_secs(1),
+        ..recv_cfg(&a, out.path(), RecvMethod::Write)
+    })
+    .unwrap_err();
+    let _ = h.join();
+    assert!(
+        err.to_string().contains("a header took longer than 1 s"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
