@@ -79,11 +79,19 @@ fn write_interrupted_leaves_nothing() {
 
 #[test]
 fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
-    for method in ["write", "mmap", "splice"] {
+    // SIGKILL too: the received file has no name until it is complete (O_TMPFILE).
+    for (method, sig, code) in [
+        ("write", "-INT", Some(130)),
+        ("mmap", "-TERM", Some(143)),
+        ("splice", "-INT", Some(130)),
+        ("mmap", "-KILL", None),
+    ] {
         let out = tempfile::tempdir().unwrap();
         // A sender announcing 1 GiB that sends a little and then waits.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = sent.clone();
         let h = std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
             let mut hello = b"IOLABXFR".to_vec();
@@ -100,18 +108,22 @@ fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
             hd.extend_from_slice(&[0; 32]);
             let _ = s.write_all(&hd);
             let _ = s.write_all(&bytes(100_000, 5));
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
             std::thread::sleep(Duration::from_secs(5));
         });
         let child = iolab(out.path())
             .args(["recv", "--connect", &addr, "--method", method, "--out", "."])
             .spawn()
             .unwrap();
-        let (code, took, err) = signal_when(child, "-INT", || has_temp(out.path()));
-        assert_eq!(code, Some(130), "{method}: {err}");
+        let (got, took, err) = signal_when(child, sig, || {
+            sent.load(std::sync::atomic::Ordering::SeqCst)
+        });
+        assert_eq!(got, code, "{method} {sig}: {err}");
         assert!(took < Duration::from_secs(2), "{method}: {took:?}");
         assert!(
             names(out.path()).is_empty(),
-            "{method}: {:?}",
+            "{method} {sig}: {:?}",
             names(out.path())
         );
         let _ = h.join();

@@ -460,6 +460,32 @@ fn send_and_recv_with_a_token_from_the_environment_and_json() {
         "the sender hears of the failure"
     );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+    // With --force it is replaced, and nothing else is left.
+    std::fs::write(out.path().join("doc.txt"), b"old").unwrap();
+    let sender = std::process::Command::new(&bin)
+        .args(["send", f.to_str().unwrap(), "--port", &port])
+        .args(["--timeout", "5s"])
+        .output_async();
+    let o = iolab()
+        .args([
+            "recv",
+            "--connect",
+            &addr,
+            "--force",
+            "--retry",
+            "10s",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(sender.join().unwrap().status.success());
+    assert_eq!(
+        std::fs::read(out.path().join("doc.txt")).unwrap(),
+        std::fs::read(&f).unwrap()
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
     // Nobody listening: one line, exit 1.
     iolab()
         .args(["recv", "--connect", &format!("127.0.0.1:{}", free_port())])

@@ -89,6 +89,40 @@ impl Dir {
         Ok(unsafe { File::from_raw_fd(fd) })
     }
 
+    /// An unnamed file in this directory (`O_TMPFILE`): it has no name until [`Dir::link`] gives
+    /// it one, so a process killed even by SIGKILL leaves nothing. `None` where the file system
+    /// does not support it (then use a named temporary).
+    pub fn create_unnamed(&self) -> Option<File> {
+        let flags = libc::O_RDWR | libc::O_TMPFILE | libc::O_CLOEXEC;
+        // SAFETY: a valid directory descriptor and a static NUL-terminated name ("."); the mode
+        // is passed as openat expects for O_TMPFILE.
+        let fd = unsafe { libc::openat(self.file.as_raw_fd(), c".".as_ptr(), flags, 0o666) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd is a fresh descriptor that nothing else owns.
+        Some(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Gives the unnamed `file` (from [`Dir::create_unnamed`]) the name `to` here; fails with
+    /// EEXIST if `to` exists (it never replaces).
+    pub fn link(&self, file: &File, to: &OsStr) -> io::Result<()> {
+        let t = name_c(to)?;
+        let src = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: valid descriptors and NUL-terminated paths; AT_SYMLINK_FOLLOW makes the
+        // /proc link resolve to the open file (linking it by handle needs no privilege).
+        check(unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                src.as_ptr(),
+                self.file.as_raw_fd(),
+                t.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        })
+    }
+
     /// Renames `from` to `to`, both in this directory: replacing `to` only with `replace`
     /// (otherwise `renameat2(RENAME_NOREPLACE)`, or `linkat` + `unlinkat` where the file system
     /// lacks the flag; either fails with EEXIST rather than replace).
@@ -161,5 +195,21 @@ mod tests {
         d.remove(OsStr::new("b")).unwrap();
         assert!(!d.exists(OsStr::new("b")));
         assert!(d.handle_path(OsStr::new("file")).exists());
+        // An unnamed file appears only when linked, and never over an existing name.
+        if let Some(mut f) = d.create_unnamed() {
+            std::io::Write::write_all(&mut f, b"unnamed").unwrap();
+            let before = std::fs::read_dir(top.path().join("moved")).unwrap().count();
+            let e = d.link(&f, OsStr::new("file")).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+            d.link(&f, OsStr::new("named")).unwrap();
+            assert_eq!(
+                std::fs::read_dir(top.path().join("moved")).unwrap().count(),
+                before + 1
+            );
+            assert_eq!(
+                std::fs::read(top.path().join("moved/named")).unwrap(),
+                b"unnamed"
+            );
+        }
     }
 }

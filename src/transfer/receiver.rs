@@ -580,14 +580,23 @@ fn store(
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_default();
-    let _tracked = crate::output::track(&dir.handle_path(&tmp));
-    let file = dir
-        .create_new(&tmp)
-        .map_err(|e| Error::io("cannot create", &dest, &e))?;
-    let mut partial = Partial {
-        dir: dir.clone(),
-        name: tmp.clone(),
-        keep: false,
+    // Unnamed (O_TMPFILE) where the file system can: until it is linked in place it has no name,
+    // so nothing is left even if the process is killed outright. Else a named temporary, removed
+    // on failure and on interrupts.
+    let (file, mut partial, _tracked) = match dir.create_unnamed() {
+        Some(f) => (f, None, None),
+        None => {
+            let tracked = crate::output::track(&dir.handle_path(&tmp));
+            let f = dir
+                .create_new(&tmp)
+                .map_err(|e| Error::io("cannot create", &dest, &e))?;
+            let partial = Partial {
+                dir: dir.clone(),
+                name: tmp.clone(),
+                keep: false,
+            };
+            (f, Some(partial), Some(tracked))
+        }
     };
     let stored = match cfg.method {
         RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer)?,
@@ -604,9 +613,18 @@ fn store(
         .map_err(|e| Error::io("verify failed", &dest, &e))?;
     let verify = v.elapsed();
     check_hash(inc, &hash, peer).map_err(|e| e.at(&dest))?;
-    dir.rename(&tmp, &name, cfg.force)
-        .map_err(|e| crate::output::not_placed(&dest, e))?;
-    partial.keep = true;
+    let placed = match (&mut partial, cfg.force) {
+        (Some(p), _) => dir
+            .rename(&tmp, &name, cfg.force)
+            .inspect(|_| p.keep = true),
+        (None, false) => dir.link(&file, &name),
+        (None, true) => dir.link(&file, &tmp).and_then(|_| {
+            dir.rename(&tmp, &name, true).inspect_err(|_| {
+                let _ = dir.remove(&tmp);
+            })
+        }),
+    };
+    placed.map_err(|e| crate::output::not_placed(&dest, e))?;
     let mut rec = record(stored.got, hash, cfg.method.name(), time, verify);
     rec.pages = stored.pages;
     Ok(rec)
