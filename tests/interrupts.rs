@@ -62,19 +62,29 @@ fn has_temp(dir: &Path) -> bool {
 }
 
 #[test]
-fn write_interrupted_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let child = iolab(dir.path())
-        .args([
-            "write", "big.bin", "--size", "1G", "--bs", "4K", "--sync", "each",
-        ])
-        .spawn()
-        .unwrap();
-    let (code, took, err) = signal_when(child, "-TERM", || has_temp(dir.path()));
-    assert_eq!(code, Some(143), "{err}");
-    assert!(err.contains("removed 1 partial output"), "{err}");
-    assert!(took < Duration::from_secs(2), "{took:?}");
-    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+fn write_interrupted_or_killed_leaves_nothing() {
+    // The file being written has no name until it is complete (O_TMPFILE): TERM, INT and even
+    // KILL leave nothing behind.
+    for (sig, code) in [("-TERM", Some(143)), ("-INT", Some(130)), ("-KILL", None)] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = iolab(dir.path())
+            .args([
+                "write", "big.bin", "--size", "1G", "--bs", "4K", "--sync", "each",
+            ])
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let (got, took, err) = signal_when(child, sig, || {
+            started.elapsed() > Duration::from_millis(700)
+        });
+        assert_eq!(got, code, "{sig}: {err}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        assert!(
+            names(dir.path()).is_empty(),
+            "{sig}: {:?}",
+            names(dir.path())
+        );
+    }
 }
 
 #[test]

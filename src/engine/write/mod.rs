@@ -14,6 +14,7 @@ use crate::sys::buf::AlignedBuf;
 use crate::sys::map::MapHandle;
 use crate::workload::{Part, Workload, WrittenData};
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -148,15 +149,22 @@ impl Finish {
 pub struct WriteTarget {
     /// The user's path; errors name it.
     pub path: PathBuf,
-    /// The temporary file actually written.
+    /// A path that opens the temporary file: `/proc/self/fd/N` for an unnamed one, else its
+    /// hidden name beside `path`.
     pub tmp: PathBuf,
     /// The open temporary file.
     pub file: File,
     /// Replace a file that is (or appears) at `path`.
     force: bool,
     committed: bool,
-    /// On the list of partial outputs that an interrupt removes.
-    _partial: crate::output::Partial,
+    /// The directory of `path`, by handle, and the names in it.
+    dir: crate::sys::dir::Dir,
+    name: std::ffi::OsString,
+    tmp_name: std::ffi::OsString,
+    /// An unnamed file (O_TMPFILE): nothing to remove, ever; linked into place by commit.
+    unnamed: bool,
+    /// On the list of partial outputs that an interrupt removes (named temporaries only).
+    _partial: Option<crate::output::Partial>,
 }
 
 /// Prepares to write `path`: refuses an existing file without `force` (leaving it untouched) and
@@ -173,19 +181,45 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
             .map_err(|e| Error::io("cannot open", path, &e))?;
     }
     let tmp = crate::output::temp_path(path, "")?;
-    let partial = crate::output::track(&tmp);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| Error::io("cannot create", path, &e))?;
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir =
+        crate::sys::dir::Dir::open(parent).map_err(|e| Error::io("cannot open", parent, &e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(path))?;
+    let tmp_name = tmp
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    // Unnamed where the file system can (even SIGKILL then leaves nothing), else named and
+    // tracked for interrupts.
+    let (file, tmp, unnamed, partial) = match dir.create_unnamed() {
+        Some(f) => {
+            let p = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+            (f, p, true, None)
+        }
+        None => {
+            let partial = crate::output::track(&tmp);
+            let f = dir
+                .create_new(&tmp_name)
+                .map_err(|e| Error::io("cannot create", path, &e))?;
+            (f, tmp, false, Some(partial))
+        }
+    };
     Ok(WriteTarget {
         path: path.to_path_buf(),
         tmp,
         file,
         force,
         committed: false,
+        dir,
+        name,
+        tmp_name,
+        unnamed,
         _partial: partial,
     })
 }
@@ -204,9 +238,19 @@ impl WriteTarget {
         }
     }
 
-    /// Renames the finished file over the user's path.
+    /// Puts the finished file at the user's path (over an existing one only with `force`).
     pub fn commit(mut self) -> Result<()> {
-        crate::output::place(&self.tmp, &self.path, self.force)?;
+        let (dir, name, tmp) = (&self.dir, &self.name, &self.tmp_name);
+        let placed = match (self.unnamed, self.force) {
+            (false, force) => dir.rename(tmp, name, force),
+            (true, false) => dir.link(&self.file, name),
+            (true, true) => dir.link(&self.file, tmp).and_then(|_| {
+                dir.rename(tmp, name, true).inspect_err(|_| {
+                    let _ = dir.remove(tmp);
+                })
+            }),
+        };
+        placed.map_err(|e| crate::output::not_placed(&self.path, e))?;
         self.committed = true;
         Ok(())
     }
@@ -223,8 +267,8 @@ impl WriteTarget {
 
 impl Drop for WriteTarget {
     fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.tmp);
+        if !self.committed && !self.unnamed {
+            let _ = self.dir.remove(&self.tmp_name);
         }
     }
 }
