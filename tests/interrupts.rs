@@ -57,10 +57,6 @@ fn signal_when(
     (st.code(), took, e)
 }
 
-fn has_temp(dir: &Path) -> bool {
-    names(dir).iter().any(|n| n.contains(".iolab-"))
-}
-
 #[test]
 fn write_interrupted_or_killed_leaves_nothing() {
     // The file being written has no name until it is complete (O_TMPFILE): TERM, INT and even
