@@ -110,11 +110,43 @@ impl Workload {
                     count: end - first,
                     order: match self.pattern {
                         Pattern::Seq => None,
-                        Pattern::Random => Some(Permutation::new(end - first, self.seed ^ i)),
+                        Pattern::Random => {
+                            Some(Order::new(Permutation::new(end - first, self.seed ^ i)))
+                        }
                     },
                 }
             })
             .collect()
+    }
+}
+
+/// A random visiting order: looked up in a table made before the run (as a plain loop over a
+/// shuffled array does, so computing the order costs nothing inside the timed window), or for
+/// parts too large for a table, computed block by block.
+#[derive(Debug, Clone)]
+enum Order {
+    Table(std::sync::Arc<[u32]>),
+    Computed(Permutation),
+}
+
+impl Order {
+    /// Parts of up to this many blocks get a table (16 MiB of u32).
+    const TABLE_MAX: u64 = 4 << 20;
+
+    fn new(p: Permutation) -> Order {
+        if p.n <= Self::TABLE_MAX {
+            Order::Table((0..p.n).map(|i| p.apply(i) as u32).collect())
+        } else {
+            Order::Computed(p)
+        }
+    }
+
+    #[inline]
+    fn apply(&self, i: u64) -> u64 {
+        match self {
+            Order::Table(t) => t[i as usize] as u64,
+            Order::Computed(p) => p.apply(i),
+        }
     }
 }
 
@@ -125,7 +157,7 @@ pub struct Part {
     len: u64,
     first: u64,
     count: u64,
-    order: Option<Permutation>,
+    order: Option<Order>,
 }
 
 impl Part {
@@ -322,6 +354,17 @@ pub fn fill_random(buf: &mut [u8], seed: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_order_is_the_computed_order() {
+        for n in [1u64, 2, 7, 2049, 65_536] {
+            let p = Permutation::new(n, 42);
+            let Order::Table(t) = Order::new(p.clone()) else {
+                panic!("small parts get a table");
+            };
+            assert!((0..n).all(|i| t[i as usize] as u64 == p.apply(i)), "n {n}");
+        }
+    }
     use std::collections::HashSet;
 
     fn all_blocks(w: &Workload) -> Vec<Block> {
