@@ -23,26 +23,9 @@ fn one_line(e: &clap::Error) -> String {
     }
 }
 
-/// On SIGINT or SIGTERM: remove every partial output (temporary files, the suite's data and
-/// half-written report, a transfer's scratch directory), say so, and exit 128 + the signal.
-fn on_signal(sig: i32) {
-    let n = iolab::output::remove_partial_outputs_for_exit();
-    let what = if sig == libc::SIGTERM {
-        "terminated"
-    } else {
-        "interrupted"
-    };
-    if n > 0 {
-        eprintln!("\niolab: {what}: removed {n} partial output(s)");
-    } else {
-        eprintln!("\niolab: {what}");
-    }
-    std::process::exit(128 + sig);
-}
-
 fn main() {
-    // First, before any thread starts: the signals go to one thread that cleans up.
-    if let Err(e) = iolab::sys::handle_interrupts(on_signal) {
+    // SIGINT/SIGTERM remove the partial outputs and exit 130/143 (see sys::cleanup).
+    if let Err(e) = iolab::sys::cleanup::install() {
         eprintln!(
             "iolab: warning: cannot handle interrupts ({e}); Ctrl-C may leave partial outputs"
         );

@@ -4,63 +4,25 @@
 use crate::error::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Outputs being made right now: temporary files and directories that an interrupt must not
-/// leave behind.
-static PARTIAL: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
-static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Keeps a path on the list of partial outputs while it lives (track it before creating it).
 #[must_use = "the path is tracked only while the guard lives"]
 #[derive(Debug)]
-pub struct Partial(u64);
+pub struct Partial(Option<usize>);
 
-/// Puts `path` on the list of partial outputs until the returned guard is dropped: an interrupt
-/// in between removes it ([`remove_partial_outputs_for_exit`]). Call it before creating the path,
-/// so that nothing can exist untracked.
+/// Puts `path` on the list of partial outputs until the returned guard is dropped: a SIGINT or
+/// SIGTERM in between removes it (with what it holds, if a directory) before the process exits
+/// ([`crate::sys::cleanup`]). Call it before creating the path, so nothing exists untracked.
 pub fn track(path: &Path) -> Partial {
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    if let Ok(mut list) = PARTIAL.lock() {
-        list.push((id, path.to_path_buf()));
-    }
-    Partial(id)
+    Partial(crate::sys::cleanup::register(path))
 }
 
 impl Drop for Partial {
     fn drop(&mut self) {
-        if let Ok(mut list) = PARTIAL.lock() {
-            list.retain(|(id, _)| *id != self.0);
+        if let Some(i) = self.0 {
+            crate::sys::cleanup::unregister(i);
         }
     }
-}
-
-/// Removes every partial output (files, and directories with what is in them) and returns how
-/// many there were. For a process about to exit on a signal: the list stays locked afterwards,
-/// so no thread can start a new output (tracking comes before creating) in the meantime.
-pub fn remove_partial_outputs_for_exit() -> usize {
-    let list = match PARTIAL.lock() {
-        Ok(l) => l,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let mut removed = 0;
-    // Twice, a moment apart: a thread may have been between tracking a path and creating it.
-    for pass in 0..2 {
-        for (_, p) in list.iter() {
-            let gone = match std::fs::symlink_metadata(p) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(p).is_ok(),
-                Ok(_) => std::fs::remove_file(p).is_ok(),
-                Err(_) => false,
-            };
-            removed += gone as usize;
-        }
-        if pass == 0 {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-    std::mem::forget(list);
-    removed
 }
 
 /// Refuses an existing `path` unless `force`.

@@ -3,6 +3,7 @@
 
 pub mod buf;
 pub mod calls;
+pub mod cleanup;
 pub mod dir;
 pub mod map;
 pub mod net;
@@ -194,44 +195,7 @@ pub fn sync_all_filesystems() {
     unsafe { libc::sync() };
 }
 
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Blocks SIGINT and SIGTERM in the calling thread and in every thread it starts afterwards (call
-/// it first thing in `main`), and starts a thread that waits for them: on one, [`interrupted`]
-/// turns true and `on_signal(signal number)` runs there, outside any signal handler, so it may
-/// remove files and exit. A second signal while it runs waits (the process is about to exit).
-pub fn handle_interrupts(on_signal: fn(i32)) -> io::Result<()> {
-    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it before any use.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t we own; these calls only write it.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-    }
-    // SAFETY: blocks the two signals for this thread (inherited by threads it creates); `set`
-    // is initialised and the old mask is not asked for.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    std::thread::Builder::new()
-        .name("iolab-signals".into())
-        .spawn(move || {
-            loop {
-                let mut sig: libc::c_int = 0;
-                // SAFETY: waits for one of the blocked signals in `set`, writing its number to
-                // `sig`, a local we own.
-                if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
-                    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-                    on_signal(sig);
-                }
-            }
-        })?;
-    Ok(())
-}
-
-/// Whether SIGINT or SIGTERM arrived (with [`handle_interrupts`] in place).
+/// Whether SIGINT or SIGTERM arrived (with [`cleanup::install`] in place).
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    cleanup::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
