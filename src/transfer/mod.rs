@@ -95,6 +95,37 @@ impl ChunkSizes {
     }
 }
 
+/// The checks both sides make of their settings: at least one connection, sane sizes, and a raw
+/// stream on one connection without a token (it has no handshake to prove one).
+pub(crate) fn check_link(
+    connections: usize,
+    sizes: &ChunkSizes,
+    raw: bool,
+    token: bool,
+) -> crate::error::Result<()> {
+    use crate::error::Error;
+    if connections == 0 {
+        return Err(Error::usage(
+            "invalid --connections",
+            "it must be at least 1",
+        ));
+    }
+    sizes.check()?;
+    if raw && connections != 1 {
+        return Err(Error::usage(
+            "invalid --connections",
+            "a raw stream uses one connection per file, one after the other",
+        ));
+    }
+    if raw && token {
+        return Err(Error::usage(
+            "cannot use a token with --raw",
+            "a raw stream has no handshake to prove it",
+        ));
+    }
+    Ok(())
+}
+
 /// One file moved, as one side saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileRecord {

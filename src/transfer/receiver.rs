@@ -99,32 +99,17 @@ impl RecvConfig {
 
     /// Refuses settings that cannot work together.
     pub fn check(&self) -> Result<()> {
-        if self.connections == 0 {
+        super::check_link(
+            self.connections,
+            &self.sizes,
+            self.raw,
+            self.token.is_some(),
+        )?;
+        if self.raw && self.names.is_empty() {
             return Err(Error::usage(
-                "invalid --connections",
-                "it must be at least 1",
+                "--raw needs the output names",
+                "a raw stream carries no names: give one name per file, in order",
             ));
-        }
-        self.sizes.check()?;
-        if self.raw {
-            if self.connections != 1 {
-                return Err(Error::usage(
-                    "invalid --connections",
-                    "a raw stream uses one connection per file, one after the other",
-                ));
-            }
-            if self.token.is_some() {
-                return Err(Error::usage(
-                    "cannot use a token with --raw",
-                    "a raw stream has no handshake to prove it",
-                ));
-            }
-            if self.names.is_empty() {
-                return Err(Error::usage(
-                    "--raw needs the output names",
-                    "a raw stream carries no names: give one name per file, in order",
-                ));
-            }
         }
         let mut seen = std::collections::HashSet::new();
         if let Some(dup) = self.names.iter().find(|n| !seen.insert(*n)) {

@@ -70,26 +70,12 @@ impl SendConfig {
 
     /// Refuses settings that cannot work together.
     pub fn check(&self) -> Result<()> {
-        if self.connections == 0 {
-            return Err(Error::usage(
-                "invalid --connections",
-                "it must be at least 1",
-            ));
-        }
-        self.sizes.check()?;
-        if self.raw && self.connections != 1 {
-            return Err(Error::usage(
-                "invalid --connections",
-                "a raw stream uses one connection per file, one after the other",
-            ));
-        }
-        if self.raw && self.token.is_some() {
-            return Err(Error::usage(
-                "cannot use a token with --raw",
-                "a raw stream has no handshake to prove it",
-            ));
-        }
-        Ok(())
+        super::check_link(
+            self.connections,
+            &self.sizes,
+            self.raw,
+            self.token.is_some(),
+        )
     }
 }
 
