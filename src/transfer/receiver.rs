@@ -200,6 +200,18 @@ impl Gear {
     }
 }
 
+impl Stored {
+    /// Bytes stored from `start`, with no page walk to take out.
+    fn plain(got: u64, start: Instant) -> Stored {
+        Stored {
+            got,
+            start,
+            paused: Duration::ZERO,
+            pages: Vec::new(),
+        }
+    }
+}
+
 /// What storing one file's bytes gave: bytes, when the clock started, time to take out of it
 /// (the page walk of `--pages`), and the page descriptors.
 struct Stored {
@@ -747,12 +759,7 @@ fn recv_write(
             return Err(too_big(&inc.name, max, peer, None));
         }
     }
-    Ok(Stored {
-        got,
-        start,
-        paused: Duration::ZERO,
-        pages: Vec::new(),
-    })
+    Ok(Stored::plain(got, start))
 }
 
 /// Sizes the file to `len` bytes with its blocks allocated (so a full disk is an error here, not
@@ -925,12 +932,7 @@ fn recv_splice(
             return Err(too_big(&inc.name, max, peer, None));
         }
     }
-    Ok(Stored {
-        got,
-        start,
-        paused: Duration::ZERO,
-        pages: Vec::new(),
-    })
+    Ok(Stored::plain(got, start))
 }
 
 /// Moves `k` bytes out of the pipe with `splice_out(bytes left)`, which returns how many it moved.
