@@ -37,10 +37,51 @@ fn well_formed(xml: &str) -> Result<usize, String> {
     }
 }
 
+/// report.md as a CommonMark viewer sees it: every `## ` line of the text is a level-2 heading,
+/// every plot an image, and no code block swallows what follows it.
+fn check_markdown(md: &str) {
+    use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
+    let wanted: Vec<&str> = md.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+    let mut headings = Vec::new();
+    let mut images = 0;
+    let mut in_h2 = false;
+    let mut in_code = false;
+    let mut text = String::new();
+    for ev in Parser::new(md) {
+        match ev {
+            Event::Start(Tag::Heading { level, .. }) if level == HeadingLevel::H2 => {
+                in_h2 = true;
+                text.clear();
+            }
+            Event::End(TagEnd::Heading(HeadingLevel::H2)) => {
+                in_h2 = false;
+                headings.push(text.clone());
+            }
+            Event::Start(Tag::CodeBlock(_)) => in_code = true,
+            Event::End(TagEnd::CodeBlock) => in_code = false,
+            Event::Start(Tag::Image { .. }) => images += 1,
+            Event::Text(t) if in_h2 => text.push_str(&t),
+            Event::Text(t) if in_code => assert!(
+                !t.lines()
+                    .any(|l| l.starts_with("## ") || l.starts_with("![")),
+                "a code block swallowed a section: {t}"
+            ),
+            _ => {}
+        }
+    }
+    assert_eq!(headings.len(), wanted.len(), "{headings:?} vs {wanted:?}");
+    let plots = md.lines().filter(|l| l.starts_with("![")).count();
+    assert!(
+        plots > 0 && images == plots,
+        "{images} images of {plots} plot lines"
+    );
+}
+
 fn check_report(dir: &Path) -> serde_json::Value {
     for f in ["results.json", "report.md", "report.html"] {
         assert!(dir.join(f).is_file(), "missing {f}");
     }
+    check_markdown(&std::fs::read_to_string(dir.join("report.md")).unwrap());
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     // The documented schema's required keys and outcome shapes.

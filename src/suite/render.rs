@@ -109,7 +109,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             md.push_str(&format!("![{}](plots/{p}.svg)\n\n", s.title));
         }
         if let Some(t) = &s.table {
-            md.push_str(&format!("```text\n{}```\n", t));
+            md.push_str(&fenced(t));
         }
         if let Some(e) = &s.error {
             md.push_str(&format!("**Not measured:** {e}\n"));
@@ -195,5 +195,28 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         markdown: md,
         html,
         plots,
+    }
+}
+
+/// `text` as a CommonMark fenced code block: the fence on lines of its own (a table without a
+/// final newline once ended the fence on its last line, and everything after rendered as code),
+/// and longer than any run of backticks inside.
+pub(crate) fn fenced(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let nl = if text.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}text\n{text}{nl}{fence}\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fenced;
+
+    #[test]
+    fn fences_close_on_their_own_line_and_outlast_backticks_inside() {
+        assert_eq!(fenced("a\nb"), "```text\na\nb\n```\n\n");
+        assert_eq!(fenced("a\n"), "```text\na\n```\n\n");
+        let f = fenced("x ``` y\n");
+        assert!(f.starts_with("````text\n") && f.ends_with("\n````\n\n"), "{f}");
     }
 }
