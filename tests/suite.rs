@@ -49,7 +49,10 @@ fn check_markdown(md: &str) {
     let mut text = String::new();
     for ev in Parser::new(md) {
         match ev {
-            Event::Start(Tag::Heading { level, .. }) if level == HeadingLevel::H2 => {
+            Event::Start(Tag::Heading {
+                level: HeadingLevel::H2,
+                ..
+            }) => {
                 in_h2 = true;
                 text.clear();
             }

@@ -217,6 +217,9 @@ mod tests {
         assert_eq!(fenced("a\nb"), "```text\na\nb\n```\n\n");
         assert_eq!(fenced("a\n"), "```text\na\n```\n\n");
         let f = fenced("x ``` y\n");
-        assert!(f.starts_with("````text\n") && f.ends_with("\n````\n\n"), "{f}");
+        assert!(
+            f.starts_with("````text\n") && f.ends_with("\n````\n\n"),
+            "{f}"
+        );
     }
 }
