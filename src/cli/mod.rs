@@ -98,6 +98,7 @@ impl Ctx {
     /// doing since the command started); other formats are printed as they are, with a warning on
     /// stderr when the machine was busy.
     pub fn emit(&self, format: Format, text: &str) {
+        self.progress.clear();
         let interference = self.probe.finish();
         if format == Format::Json
             && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(text)
@@ -142,12 +143,22 @@ pub struct Progress {
     tty: bool,
 }
 
+impl Progress {
+    /// Clears the progress line, so what is printed next starts on a clean line.
+    pub fn clear(&self) {
+        if self.tty {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
 impl Observer for Progress {
     fn progress(&self, what: &str, done: usize, total: usize) {
         if self.tty {
+            // The line is cleared first: a shorter line must not leave the end of a longer one.
             eprint!(
-                "\r{what}: run {done} of {total}{}",
-                if done == total { "\r\x1b[K" } else { "" }
+                "\r\x1b[K{what}: {done} of {total}{}",
+                if done >= total { "\r\x1b[K" } else { "" }
             );
         }
     }

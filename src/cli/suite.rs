@@ -61,6 +61,7 @@ impl SuiteArgs {
             wait_quiet: self.wait_quiet.as_secs_f64(),
         };
         let r = run_suite(&cfg, &data, &ctx.command_line, &ctx.progress)?;
+        ctx.progress.clear();
         let saved = save_report(&self.out, std::slice::from_ref(&r), self.force)?;
         drop(data);
         for (name, o) in &r.experiments {

@@ -203,6 +203,8 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         steps.push(Run2Step { count, run });
         obs.progress("run2", steps.len(), MAX_STEPS);
         if t >= cfg.min && t <= cfg.max {
+            // Done early: the count ends where the search did, not at the ceiling.
+            obs.progress("run2", steps.len(), steps.len());
             break Run2Outcome::Found;
         }
         if t < cfg.min {

@@ -96,13 +96,15 @@ impl Stepped<'_> {
 impl Observer for Stepped<'_> {
     fn progress(&self, what: &str, done: usize, total: usize) {
         let i = self.step.get();
+        let step = self.steps[i];
+        // "run2: run2" said the same twice: the experiment's own name is left out.
+        let what = if what == step {
+            String::new()
+        } else {
+            format!(": {what}")
+        };
         self.obs.progress(
-            &format!(
-                "suite [{}/{}] {}: {what}",
-                i + 1,
-                self.steps.len(),
-                self.steps[i]
-            ),
+            &format!("suite [{}/{}] {step}{what}", i + 1, self.steps.len()),
             done,
             total,
         );
