@@ -427,7 +427,7 @@ impl<'a> Bounded<'a> {
             sock,
             until: Instant::now() + within,
             idle: pace.idle,
-            what: format!("{what} took longer than {:.0} s", within.as_secs_f64()),
+            what: format!("{what} took longer than {}", seconds(within)),
         }
     }
 
@@ -462,6 +462,16 @@ impl<'a> Bounded<'a> {
     pub fn finish(self) {
         let _ = self.sock.set_read_timeout(Some(self.idle));
         let _ = self.sock.set_write_timeout(Some(self.idle));
+    }
+}
+
+/// "10 s", "0.5 s": whole seconds without decimals (a 0.5 s deadline once read "0 s").
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
     }
 }
 
@@ -714,6 +724,12 @@ mod tests {
         assert_ne!(p("s", b"recv", &a, &b), p("s", b"recv", &[3; 16], &b));
         assert_ne!(p("s", b"recv", &a, &b), p("s", b"recv", &a, &[3; 16]));
         assert_ne!(p("s", b"recv", &a, &b), p("s", b"recv", &b, &a));
+    }
+
+    #[test]
+    fn deadlines_read_as_given() {
+        assert_eq!(seconds(Duration::from_secs(10)), "10 s");
+        assert_eq!(seconds(Duration::from_millis(500)), "0.5 s");
     }
 
     #[test]

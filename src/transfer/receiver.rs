@@ -523,24 +523,11 @@ fn store(
     };
     if cfg.discard {
         let mut hasher = blake3::Hasher::new();
-        let buf = gear.buf.as_mut_slice();
         let t = Instant::now();
-        let mut got = 0u64;
-        loop {
-            let want = want(inc, got, buf.len());
-            if want == 0 {
-                break;
-            }
-            let k = read_some(sock, &mut buf[..want], inc, got, peer)?;
-            if k == 0 {
-                break;
-            }
-            hasher.update(&buf[..k]);
-            got += k as u64;
-            if got > max {
-                return Err(too_big(&inc.name, max, peer, None));
-            }
-        }
+        let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
+            hasher.update(b);
+            Ok(())
+        })?;
         let time = t.elapsed();
         let hash = hasher.finalize();
         check_hash(inc, hash.as_bytes(), peer)?;
@@ -739,27 +726,41 @@ fn recv_write(
     gear: &mut Gear,
     peer: &str,
 ) -> Result<Stored> {
-    let buf = gear.buf.as_mut_slice();
     let mut w = file;
-    let mut got = 0u64;
     let start = Instant::now();
+    let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
+        w.write_all(b)
+            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))
+    })?;
+    Ok(Stored::plain(got, start))
+}
+
+/// Moves the stream through `buf` into `sink` until the announced size, or for a raw stream
+/// until the sender closes; refuses more than `max` bytes. Returns the bytes moved.
+fn pump(
+    sock: &mut TcpStream,
+    buf: &mut [u8],
+    inc: &Incoming,
+    max: u64,
+    peer: &str,
+    mut sink: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<u64> {
+    let mut got = 0u64;
     loop {
         let want = want(inc, got, buf.len());
         if want == 0 {
-            break;
+            return Ok(got);
         }
         let k = read_some(sock, &mut buf[..want], inc, got, peer)?;
         if k == 0 {
-            break;
+            return Ok(got);
         }
-        w.write_all(&buf[..k])
-            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))?;
+        sink(&buf[..k])?;
         got += k as u64;
         if got > max {
             return Err(too_big(&inc.name, max, peer, None));
         }
     }
-    Ok(Stored::plain(got, start))
 }
 
 /// Sizes the file to `len` bytes with its blocks allocated (so a full disk is an error here, not
