@@ -5,7 +5,7 @@ mod common;
 
 use common::{bytes, plain_xor, write_file};
 use iolab::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
-use iolab::engine::{EngineOptions, ReadMethod, open_source, read_all};
+use iolab::engine::{EngineOptions, ReadMethod, RunLimits, open_source, prepare, read_all};
 use iolab::error::ErrorKind;
 use iolab::workload::{Pattern, Workload};
 
@@ -70,6 +70,41 @@ fn every_read_engine_agrees_with_the_plain_xor() {
         eprintln!("skipped (unsupported here): {u}");
     }
     assert!(checked > 3000, "only {checked} combinations ran");
+}
+
+#[test]
+fn a_prepared_run_runs_again_on_another_thread() {
+    // io_uring rings with a single issuer belong to the thread that first submits: a second
+    // run of the same workers from another thread must still work (and give the same XOR).
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(3 << 20, 5);
+    let path = write_file(dir.path(), "again", &data);
+    let src = open_source(&path).unwrap();
+    let w = Workload {
+        bs: 4096,
+        len: data.len() as u64,
+        pattern: Pattern::Random,
+        seed: 2,
+        threads: 2,
+    };
+    for method in ReadMethod::ALL {
+        let mut prepared = match prepare(method, &src, &w, &EngineOptions::with_depth(8)) {
+            Ok(p) => p,
+            Err(e) if e.kind == ErrorKind::Unsupported => continue,
+            Err(e) => panic!("{}: {e}", method.name()),
+        };
+        let first = prepared.run_limited(RunLimits::default()).unwrap().0;
+        let second = std::thread::scope(|s| {
+            s.spawn(|| prepared.run_limited(RunLimits::default()))
+                .join()
+                .unwrap()
+        })
+        .unwrap()
+        .0;
+        assert_eq!(first.xor, plain_xor(&data), "{}", method.name());
+        assert_eq!(second.xor, first.xor, "{} on another thread", method.name());
+        assert_eq!(second.bytes, data.len() as u64);
+    }
 }
 
 #[test]
