@@ -120,6 +120,29 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// Sequential parts covering bytes `start..end` of the file (`start` a multiple of `bs`,
+    /// `end` at most `len`), split between up to `threads` threads, each a contiguous run of
+    /// whole blocks; parts without a block are left out.
+    pub fn range_parts(&self, start: u64, end: u64) -> Vec<Part> {
+        debug_assert!(start.is_multiple_of(self.bs.max(1)) && end <= self.len);
+        let bs = self.bs.max(1);
+        let (first, last) = (start / bs, end.div_ceil(bs));
+        let n = last.saturating_sub(first);
+        let t = self.threads.max(1) as u64;
+        (0..t)
+            .map(|i| Part {
+                bs,
+                len: end,
+                first: first + n * i / t,
+                count: n * (i + 1) / t - n * i / t,
+                order: None,
+            })
+            .filter(|p| p.count > 0)
+            .collect()
+    }
+}
+
 /// A random visiting order: looked up in a table made before the run (as a plain loop over a
 /// shuffled array does, so computing the order costs nothing inside the timed window), or for
 /// parts too large for a table, computed block by block.
@@ -353,6 +376,39 @@ pub fn fill_random(buf: &mut [u8], seed: u64) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn range_parts_cover_a_range_once_in_whole_blocks() {
+        let w = Workload {
+            bs: 4096,
+            len: 100_000,
+            pattern: Pattern::Random,
+            seed: 1,
+            threads: 3,
+        };
+        for (start, end) in [
+            (0u64, 100_000u64),
+            (8192, 50_000),
+            (4096, 8192),
+            (98_304, 100_000),
+        ] {
+            let parts = w.range_parts(start, end);
+            let mut blocks: Vec<Block> = parts
+                .iter()
+                .flat_map(|p| p.iter().collect::<Vec<_>>())
+                .collect();
+            blocks.sort_by_key(|b| b.offset);
+            let mut at = start;
+            for b in &blocks {
+                assert_eq!(b.offset, at, "{start}..{end}: contiguous and in order");
+                at += b.len;
+            }
+            assert_eq!(at, end, "{start}..{end}: ends at the range's end");
+            assert!(parts.len() <= 3 && parts.iter().all(|p| p.block_count() > 0));
+        }
+        assert!(w.range_parts(4096, 4096).is_empty());
+    }
+
     use super::*;
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// Read the whole file as fast as this machine allows and print its XOR.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab fast big.bin\n  iolab fast big.bin --method mmap --threads 2\n\nThe XOR goes to stdout; the chosen method, cache state, time and MiB/s to stderr."
+    after_help = "Examples:\n  iolab fast big.bin\n  iolab fast big.bin --method mmap --threads 2\n  iolab fast big.bin --explain\n\nThe XOR goes to stdout; the chosen method, cache state, time and MiB/s to stderr."
 )]
 pub struct FastArgs {
     /// A regular file to read whole
@@ -30,6 +30,13 @@ pub struct FastArgs {
     /// Force an io_uring depth
     #[arg(long, value_parser = args::depth)]
     pub depth: Option<u32>,
+    /// Probe the candidates on the resident or the non-resident part when it is at least this
+    /// large (smaller parts are read by the rule)
+    #[arg(long, value_parser = args::size, default_value = "1GiB", value_name = "SIZE")]
+    pub probe_from: u64,
+    /// Print what was chosen for each part of the file and why, with the probe's figures
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -43,8 +50,12 @@ impl FastArgs {
             threads: self.threads,
             bs: self.bs,
             depth: self.depth,
+            probe_from: self.probe_from,
         })?;
         eprintln!("{}", report::classic::fast_talk(&r));
+        if self.explain {
+            eprint!("{}", report::classic::fast_explain(&r));
+        }
         match self.output.format {
             Format::Json => ctx.emit(Format::Json, &report::json(&r)),
             format => ctx.emit(

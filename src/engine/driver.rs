@@ -188,6 +188,27 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// Runs the workers over other parts of the same file (at most one part per worker), as
+    /// `fast` reads a file range by range with the method each range suits.
+    pub fn run_over(&mut self, parts: &[Part]) -> Result<Moved> {
+        if parts.len() > self.workers.len() {
+            return Err(Error::failed(
+                "read failed",
+                format!("{} parts for {} workers", parts.len(), self.workers.len()),
+            ));
+        }
+        let n = parts.len();
+        run_parts(
+            &mut self.workers[..n],
+            parts,
+            RunLimits::default(),
+            "read failed",
+        )
+        .map(|(m, _)| m)
+    }
+}
+
 /// Runs `workers[i]` over `parts[i]`, each on its own thread (the first on the calling thread),
 /// and adds up what they moved; `failed` names the work in the error of a panicking thread.
 pub fn run_parts(

@@ -3,12 +3,13 @@
 //! behind it are in docs/methodology.md. Timed from open to close, choice included.
 
 use crate::cache;
-use crate::engine::{self, EngineOptions, ReadMethod};
+use crate::engine::{self, EngineOptions, Prepared, ReadMethod, Source};
 use crate::error::{Error, Result};
 use crate::measure::{Counters, measure};
 use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// What `iolab fast` may be told.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,12 +24,92 @@ pub struct FastConfig {
     pub bs: Option<u64>,
     /// Forced io_uring depth; `None` is auto.
     pub depth: Option<u32>,
+    /// Parts (warm or cold) at least this large are probed ([`PROBE_FROM`] unless a test wants
+    /// the probe on a small file).
+    #[serde(default = "probe_from_default")]
+    pub probe_from: u64,
+}
+
+fn probe_from_default() -> u64 {
+    PROBE_FROM
+}
+
+impl FastConfig {
+    /// Auto for everything.
+    pub fn new(path: PathBuf) -> FastConfig {
+        FastConfig {
+            path,
+            method: None,
+            threads: None,
+            bs: None,
+            depth: None,
+            probe_from: PROBE_FROM,
+        }
+    }
+}
+
+/// A way to read: method, threads, block size, depth.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The method.
+    pub method: ReadMethod,
+    /// Threads.
+    pub threads: usize,
+    /// Block size.
+    pub bs: u64,
+    /// io_uring depth.
+    pub depth: u32,
+}
+
+impl Plan {
+    fn label(&self) -> String {
+        let mut s = format!(
+            "{} x{} bs {}",
+            self.method.name(),
+            self.threads,
+            crate::size::format_size(self.bs)
+        );
+        if self.method.engine().info().uses_depth {
+            s.push_str(&format!(" depth {}", self.depth));
+        }
+        s
+    }
+}
+
+/// One candidate tried on a slice of the file of its own (its bytes count towards the XOR).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// What was tried.
+    pub plan: Plan,
+    /// Whether the slice was resident (the warm choice) or not (the cold one).
+    pub warm: bool,
+    /// Where the slice starts.
+    pub offset: u64,
+    /// Its length.
+    pub bytes: u64,
+    /// How long reading it took, preparation included.
+    pub secs: f64,
+    /// Its rate over the slice's second half (the first half starts the pipeline).
+    pub mib_s: f64,
+}
+
+/// How the resident (warm) or the non-resident (cold) part of the file was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Use {
+    /// Resident part or not.
+    pub warm: bool,
+    /// The plan that read it (after the probe).
+    pub plan: Plan,
+    /// Bytes of the file in this part (probe slices included).
+    pub bytes: u64,
+    /// Why this plan.
+    pub why: String,
 }
 
 /// What auto chose and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Choice {
-    /// The method.
+    /// The method (of the part with the most bytes).
     pub method: ReadMethod,
     /// Threads.
     pub threads: usize,
@@ -38,6 +119,16 @@ pub struct Choice {
     pub depth: u32,
     /// Why, in words.
     pub reason: String,
+    /// Each part (warm, cold) and its plan; one entry when the file is all one state.
+    #[serde(default)]
+    pub uses: Vec<Use>,
+    /// The candidates tried, each on its own slice.
+    #[serde(default)]
+    pub probes: Vec<Probe>,
+    /// Time the probes cost beyond reading their slices with the winners at the winners' probe
+    /// rates (0 without a probe).
+    #[serde(default)]
+    pub probe_cost_secs: f64,
 }
 
 /// What `iolab fast` did.
@@ -86,39 +177,382 @@ impl FastSeries {
 pub const SMALL: u64 = 1 << 20;
 /// Each extra thread needs at least this much of the file to pay for itself.
 pub const PER_THREAD: u64 = 32 << 20;
-/// Resident fraction from which the file counts as warm.
+/// Resident fraction from which a range counts as warm.
 pub const WARM: f64 = 0.9;
+/// Residency is mapped in chunks of this size (a multiple of every probed block size).
+pub const CHUNK: u64 = 8 << 20;
+/// A part (warm or cold) at least this large is probed rather than read by the rule.
+pub const PROBE_FROM: u64 = 1 << 30;
+/// Probe slices are apart by this much, so one candidate's readahead does not serve the next.
+pub const PROBE_GAP: u64 = 16 << 20;
+const ALIGN: u64 = 4 << 20;
 
-/// The auto rule (see docs/methodology.md).
+/// The auto rule without a probe (see docs/methodology.md): one pread for a small file, else
+/// mmap with one thread per [`PER_THREAD`] up to the cores.
 pub fn choose(size: u64, resident: f64, cores: usize) -> Choice {
-    let threads_for = |size: u64| (size / PER_THREAD).clamp(1, cores.max(1) as u64) as usize;
     if size < SMALL {
-        return Choice {
+        let plan = Plan {
             method: ReadMethod::Pread,
             threads: 1,
             bs: SMALL,
             depth: 1,
-            reason: format!(
-                "small file (< {}): one pread",
-                crate::size::format_size(SMALL)
-            ),
         };
+        let why = format!(
+            "small file (< {}): one pread",
+            crate::size::format_size(SMALL)
+        );
+        return choice_of(plan, why, Vec::new(), Vec::new(), 0.0);
     }
-    let threads = threads_for(size);
+    let plan = mmap_plan(size, cores);
     let state = if resident >= WARM { "warm" } else { "cold" };
+    let why = format!(
+        "{state} ({:.0}% resident): mmap, XOR in place, {} thread(s) each faulting its own part",
+        resident * 100.0,
+        plan.threads
+    );
+    choice_of(plan, why, Vec::new(), Vec::new(), 0.0)
+}
+
+fn choice_of(plan: Plan, reason: String, uses: Vec<Use>, probes: Vec<Probe>, cost: f64) -> Choice {
     Choice {
-        method: ReadMethod::Mmap,
-        threads,
-        bs: 4 << 20,
-        depth: 1,
-        reason: format!(
-            "{state} ({:.0}% resident): mmap, XOR in place, {threads} thread(s) each faulting its own part",
-            resident * 100.0
-        ),
+        method: plan.method,
+        threads: plan.threads,
+        bs: plan.bs,
+        depth: plan.depth,
+        reason,
+        uses,
+        probes,
+        probe_cost_secs: cost,
     }
 }
 
-/// Reads the whole file with the chosen (or forced) method; timed from open to close, choice included.
+fn threads_for(bytes: u64, cores: usize) -> usize {
+    (bytes / PER_THREAD).clamp(1, cores.max(1) as u64) as usize
+}
+
+fn mmap_plan(bytes: u64, cores: usize) -> Plan {
+    Plan {
+        method: ReadMethod::Mmap,
+        threads: threads_for(bytes, cores),
+        bs: 4 << 20,
+        depth: 1,
+    }
+}
+
+/// The candidates for a part of `bytes` bytes, in the order they are tried, each as (the plan
+/// its probe runs, the plan that reads the rest if it wins): resident data mapped or copied by
+/// pread (small page-cache folios can make the copy win; probed on one thread, as a warm probe
+/// must be short); data on the device read with O_DIRECT through io_uring at depth 32 (tried
+/// first: no readahead of its own to leave behind) or mapped, the kernel's readahead feeding
+/// each thread.
+pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
+    let threads = threads_for(bytes, cores);
+    if warm {
+        let mmap = mmap_plan(bytes, cores);
+        let pread = Plan {
+            method: ReadMethod::Pread,
+            threads,
+            bs: 1 << 20,
+            depth: 1,
+        };
+        [mmap, pread]
+            .into_iter()
+            .map(|p| (Plan { threads: 1, ..p }, p))
+            .collect()
+    } else {
+        let direct = Plan {
+            method: ReadMethod::UringDirect,
+            threads: 1,
+            bs: 1 << 20,
+            depth: 32,
+        };
+        let mmap = mmap_plan(bytes, cores);
+        vec![(direct, direct), (mmap, mmap)]
+    }
+}
+
+/// The probe slice of each candidate for a part of `bytes`: 1/64 of it, at least 32 MiB, when
+/// cold; 1/512, at least 8 MiB, when warm (in-memory rates differ by whole factors, and a warm
+/// read is over in milliseconds). In whole 4 MiB units, so each half starts on a block.
+pub fn probe_len(warm: bool, bytes: u64) -> u64 {
+    let (div, min) = if warm { (512, 8 << 20) } else { (64, 32 << 20) };
+    ((bytes / div).max(min) / ALIGN) * ALIGN
+}
+
+/// Contiguous runs of the file that are resident (`true`) or not, in [`CHUNK`]s.
+fn segments(src: &Source, resident: f64) -> Vec<(u64, u64, bool)> {
+    let size = src.size;
+    let whole = |warm| vec![(0, size, warm)];
+    if resident >= 1.0 || resident <= 0.0 {
+        return whole(resident >= WARM);
+    }
+    let page = crate::sys::page_size() as u64;
+    let mut out: Vec<(u64, u64, bool)> = Vec::new();
+    let mut off = 0;
+    while off < size {
+        let len = CHUNK.min(size - off);
+        let Some((cached, _)) = crate::sys::map::cachestat(&src.file, off, len) else {
+            return whole(resident >= WARM);
+        };
+        let warm = cached as f64 >= WARM * len.div_ceil(page) as f64;
+        match out.last_mut() {
+            Some(last) if last.2 == warm => last.1 = off + len,
+            _ => out.push((off, off + len, warm)),
+        }
+        off += len;
+    }
+    out
+}
+
+/// `ranges` minus the (sorted, disjoint) `holes`.
+fn minus(ranges: &[(u64, u64)], holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(mut s, e) in ranges {
+        for &(hs, he) in holes {
+            if he <= s || hs >= e {
+                continue;
+            }
+            if hs > s {
+                out.push((s, hs));
+            }
+            s = s.max(he);
+        }
+        if s < e {
+            out.push((s, e));
+        }
+    }
+    out
+}
+
+fn workload(plan: &Plan, size: u64) -> Workload {
+    Workload {
+        bs: plan.bs,
+        len: size,
+        pattern: Pattern::Seq,
+        seed: 0,
+        threads: plan.threads,
+    }
+}
+
+/// Reads `ranges` with `prepared` (made for `plan`), range by range.
+fn read_ranges(
+    prepared: &mut Prepared,
+    plan: &Plan,
+    size: u64,
+    ranges: &[(u64, u64)],
+) -> Result<engine::Moved> {
+    let w = workload(plan, size);
+    let mut moved = engine::Moved::default();
+    for &(s, e) in ranges {
+        moved.add(prepared.run_over(&w.range_parts(s, e))?);
+    }
+    Ok(moved)
+}
+
+/// Reads one part (all warm or all cold runs of the file): probes the candidates when it is large
+/// enough and has room for their slices, else uses the rule; then reads the rest with the winner.
+fn read_part(
+    src: &Source,
+    probe_from: u64,
+    warm: bool,
+    ranges: &[(u64, u64)],
+    cores: usize,
+    probes: &mut Vec<Probe>,
+) -> Result<(engine::Moved, Use, f64)> {
+    let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
+    let cands = candidates(warm, bytes, cores);
+    let p = probe_len(warm, bytes);
+    let need = cands.len() as u64 * (p + PROBE_GAP);
+    // The probe slices go into the largest run, if it has room; they start on 4 MiB boundaries.
+    let room = ranges
+        .iter()
+        .map(|&(s, e)| (s.next_multiple_of(ALIGN), e))
+        .filter(|(s, e)| e > s && e - s >= need)
+        .max_by_key(|(s, e)| e - s);
+    let mut moved = engine::Moved::default();
+    let (plan, why, holes, mut prepared, cost) = match room {
+        Some((start, _)) if bytes >= probe_from => {
+            let mut tried = Vec::new();
+            let mut skipped = Vec::new();
+            for (k, (plan, _)) in cands.iter().enumerate() {
+                let at = start + k as u64 * (p + PROBE_GAP);
+                match probe(src, plan, at, p) {
+                    Ok((prepared, m, secs, mib_s)) => {
+                        moved.add(m);
+                        probes.push(Probe {
+                            plan: *plan,
+                            warm,
+                            offset: at,
+                            bytes: p,
+                            secs,
+                            mib_s,
+                        });
+                        tried.push((prepared, (at, at + p), k));
+                    }
+                    // A candidate this file or kernel cannot use (O_DIRECT on tmpfs, no
+                    // io_uring) is left out; its slice is read by the winner.
+                    Err(e) => skipped.push(format!("{} skipped ({})", plan.method.name(), e.cause)),
+                }
+            }
+            if tried.is_empty() {
+                return Err(Error::failed(
+                    "read failed",
+                    format!("no method could read it: {}", skipped.join("; ")),
+                )
+                .at(&src.path));
+            }
+            let mine = &probes[probes.len() - tried.len()..];
+            let best = (0..mine.len())
+                .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
+                .unwrap_or(0);
+            let best_rate = mine[best].mib_s * (1 << 20) as f64;
+            let cost: f64 = mine
+                .iter()
+                .map(|pr| (pr.secs - pr.bytes as f64 / best_rate).max(0.0))
+                .sum();
+            let mut why = format!(
+                "probed {}: {} fastest",
+                mine.iter()
+                    .map(|pr| format!("{} {:.0} MiB/s", pr.plan.label(), pr.mib_s))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                mine[best].plan.method.name()
+            );
+            for s in &skipped {
+                why.push_str("; ");
+                why.push_str(s);
+            }
+            let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
+            holes.sort_unstable();
+            let (prepared, _, k) = tried.swap_remove(best);
+            let (probed, plan) = cands[k];
+            let prepared = if probed == plan {
+                prepared
+            } else {
+                drop(prepared);
+                drop(tried);
+                prepare_plan(src, &plan)?
+            };
+            (plan, why, holes, prepared, cost)
+        }
+        _ => {
+            let plan = mmap_plan(bytes, cores);
+            let why = if bytes < probe_from {
+                format!(
+                    "rule: under {} to probe, mmap",
+                    crate::size::format_size(probe_from)
+                )
+            } else {
+                "rule: no run long enough for the probe slices, mmap".to_string()
+            };
+            (plan, why, Vec::new(), prepare_plan(src, &plan)?, 0.0)
+        }
+    };
+    moved.add(read_ranges(
+        &mut prepared,
+        &plan,
+        src.size,
+        &minus(ranges, &holes),
+    )?);
+    let used = Use {
+        warm,
+        plan,
+        bytes,
+        why,
+    };
+    Ok((moved, used, cost))
+}
+
+/// Tries `plan` on `p` bytes at `at`: the first half starts the pipeline (readahead windows grow,
+/// the queue fills); the rate is the second half's, as the rest of the part would run. Returns
+/// the prepared workers, what was read, the whole time (preparation included) and the rate.
+fn probe(
+    src: &Source,
+    plan: &Plan,
+    at: u64,
+    p: u64,
+) -> Result<(Prepared, engine::Moved, f64, f64)> {
+    let t = Instant::now();
+    let mut prepared = prepare_plan(src, plan)?;
+    let half = at + (p / 2) / ALIGN * ALIGN;
+    let mut moved = read_ranges(&mut prepared, plan, src.size, &[(at, half)])?;
+    let t2 = Instant::now();
+    moved.add(read_ranges(
+        &mut prepared,
+        plan,
+        src.size,
+        &[(half, at + p)],
+    )?);
+    let steady = t2.elapsed().as_secs_f64();
+    let rate = crate::size::mib_per_s(at + p - half, steady);
+    Ok((prepared, moved, t.elapsed().as_secs_f64(), rate))
+}
+
+fn prepare_plan(src: &Source, plan: &Plan) -> Result<Prepared> {
+    engine::prepare(
+        plan.method,
+        src,
+        &workload(plan, src.size),
+        &EngineOptions::with_depth(plan.depth),
+    )
+}
+
+/// Auto: each part of the file (resident or not) read by the plan that measured fastest on it.
+fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine::Moved)> {
+    let cores = crate::sys::cpus();
+    if src.size < SMALL {
+        let c = choose(src.size, resident, cores);
+        let plan = Plan {
+            method: c.method,
+            threads: c.threads,
+            bs: c.bs,
+            depth: c.depth,
+        };
+        let moved = prepare_plan(src, &plan)?.run()?;
+        return Ok((c, moved));
+    }
+    let segs = segments(src, resident);
+    let mut moved = engine::Moved::default();
+    let mut uses = Vec::new();
+    let mut probes = Vec::new();
+    let mut cost = 0.0;
+    for warm in [true, false] {
+        let ranges: Vec<(u64, u64)> = segs
+            .iter()
+            .filter(|s| s.2 == warm)
+            .map(|s| (s.0, s.1))
+            .collect();
+        if ranges.is_empty() {
+            continue;
+        }
+        let (m, used, c) = read_part(src, probe_from, warm, &ranges, cores, &mut probes)?;
+        moved.add(m);
+        uses.push(used);
+        cost += c;
+    }
+    let main = uses
+        .iter()
+        .max_by_key(|u| u.bytes)
+        .map(|u| u.plan)
+        .unwrap_or_else(|| mmap_plan(src.size, cores));
+    let reason = uses
+        .iter()
+        .map(|u| {
+            format!(
+                "{} {} ({}): {}",
+                if u.warm { "warm" } else { "cold" },
+                crate::size::format_size(u.bytes),
+                u.plan.label(),
+                u.why
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok((choice_of(main, reason, uses, probes, cost), moved))
+}
+
+/// Reads the whole file with the chosen (or forced) method; timed from open to close, choice
+/// and probe included.
 pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     if cfg.threads == Some(0) {
         return Err(Error::usage(
@@ -132,40 +566,53 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
             "it must be at least 1 byte",
         ));
     }
+    let forced =
+        cfg.method.is_some() || cfg.threads.is_some() || cfg.bs.is_some() || cfg.depth.is_some();
     let (out, counters) = measure(|| -> Result<(Choice, f64, engine::Moved)> {
         let src = engine::open_source(&cfg.path)?;
         let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
+        if !forced {
+            let auto = auto(&src, resident, cfg.probe_from);
+            return match auto {
+                Err(e) if e.what == "cannot map" => {
+                    // Auto never fails for lack of a mapping: fall back to buffered pread.
+                    let mut choice = choose(src.size, resident, crate::sys::cpus());
+                    choice.reason = format!("{} ({}); fell back to pread", choice.reason, e.cause);
+                    choice.method = ReadMethod::Pread;
+                    let plan = Plan {
+                        method: ReadMethod::Pread,
+                        threads: choice.threads,
+                        bs: 1 << 20,
+                        depth: 1,
+                    };
+                    choice.bs = plan.bs;
+                    let moved = prepare_plan(&src, &plan)?.run()?;
+                    Ok((choice, resident, moved))
+                }
+                r => r.map(|(c, m)| (c, resident, m)),
+            };
+        }
         let mut choice = choose(src.size, resident, crate::sys::cpus());
         if let Some(m) = cfg.method {
             choice.method = m;
             choice.reason = "method forced with --method".into();
+        } else {
+            choice.reason = format!("{} (forced settings: no probe)", choice.reason);
         }
-        if let Some(t) = cfg.threads {
-            choice.threads = t;
-        }
-        if let Some(b) = cfg.bs {
-            choice.bs = b;
-        }
-        if let Some(d) = cfg.depth {
-            choice.depth = d;
-        }
-        let w = Workload {
-            bs: choice.bs,
-            len: src.size,
-            pattern: Pattern::Seq,
-            seed: 0,
-            threads: choice.threads,
+        let plan = Plan {
+            method: choice.method,
+            threads: cfg.threads.unwrap_or(choice.threads),
+            bs: cfg.bs.unwrap_or(choice.bs),
+            depth: cfg
+                .depth
+                .unwrap_or(if choice.method.engine().info().uses_depth {
+                    32
+                } else {
+                    choice.depth
+                }),
         };
-        let opts = EngineOptions::with_depth(choice.depth);
-        let moved = match engine::read_all(choice.method, &src, &w, &opts) {
-            Err(e) if cfg.method.is_none() && e.what == "cannot map" => {
-                // Auto never fails for lack of a mapping: fall back to buffered pread.
-                choice.reason = format!("{} ({}); fell back to pread", choice.reason, e.cause);
-                choice.method = ReadMethod::Pread;
-                engine::read_all(choice.method, &src, &w, &opts)?
-            }
-            r => r?,
-        };
+        (choice.threads, choice.bs, choice.depth) = (plan.threads, plan.bs, plan.depth);
+        let moved = prepare_plan(&src, &plan)?.run()?;
         Ok((choice, resident, moved))
     });
     let (choice, resident, moved) = out?;
@@ -181,6 +628,45 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minus_leaves_exactly_what_the_holes_do_not_cover() {
+        let r = [(0, 100), (200, 300)];
+        assert_eq!(minus(&r, &[]), r.to_vec());
+        assert_eq!(
+            minus(&r, &[(10, 20), (40, 50)]),
+            vec![(0, 10), (20, 40), (50, 100), (200, 300)]
+        );
+        assert_eq!(minus(&r, &[(0, 100)]), vec![(200, 300)]);
+        assert_eq!(minus(&r, &[(90, 210)]), vec![(0, 90), (210, 300)]);
+    }
+
+    #[test]
+    fn probe_slices_split_into_whole_blocks() {
+        for warm in [true, false] {
+            for bytes in [0u64, 1 << 20, 1 << 30, 3 << 30, 100 << 30] {
+                let p = probe_len(warm, bytes);
+                assert!(p >= 8 << 20 && p.is_multiple_of(ALIGN), "{warm} {bytes}: {p}");
+                let half = (p / 2) / ALIGN * ALIGN;
+                assert!(half > 0 && half < p);
+                for (probe, run) in candidates(warm, bytes, 2) {
+                    assert_eq!(ALIGN % probe.bs, 0, "a probe's half starts on a block");
+                    assert_eq!(probe.method, run.method);
+                }
+            }
+        }
+        // Cold: direct and buffered are both tried; warm: mapped and copied.
+        let cold: Vec<ReadMethod> = candidates(false, 1 << 31, 2)
+            .iter()
+            .map(|c| c.0.method)
+            .collect();
+        assert_eq!(cold, vec![ReadMethod::UringDirect, ReadMethod::Mmap]);
+        let warm: Vec<ReadMethod> = candidates(true, 1 << 31, 2)
+            .iter()
+            .map(|c| c.1.method)
+            .collect();
+        assert_eq!(warm, vec![ReadMethod::Mmap, ReadMethod::Pread]);
+    }
 
     #[test]
     fn rule_picks_by_size_residency_and_cores() {

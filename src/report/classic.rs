@@ -43,6 +43,76 @@ pub fn fast_talk(r: &FastResult) -> String {
     )
 }
 
+/// `iolab fast --explain`: each part of the file, the plan that read it and why; each probe.
+pub fn fast_explain(r: &FastResult) -> String {
+    let c = &r.choice;
+    let mut out = format!(
+        "explain: {:.1}% of the file resident at open; {}\n",
+        r.resident * 100.0,
+        c.reason
+    );
+    if !c.uses.is_empty() {
+        let mut rows = vec![vec![
+            "part".to_string(),
+            "bytes".into(),
+            "method".into(),
+            "threads".into(),
+            "bs".into(),
+            "depth".into(),
+            "why".into(),
+        ]];
+        for u in &c.uses {
+            rows.push(vec![
+                if u.warm { "resident" } else { "not resident" }.into(),
+                format_size(u.bytes),
+                u.plan.method.name().into(),
+                u.plan.threads.to_string(),
+                format_size(u.plan.bs),
+                u.plan.depth.to_string(),
+                u.why.clone(),
+            ]);
+        }
+        out.push_str(&crate::report::table(&rows));
+    }
+    if c.probes.is_empty() {
+        out.push_str("no probe: forced settings, a small file, or parts too small to probe\n");
+        return out;
+    }
+    let mut rows = vec![vec![
+        "probe".to_string(),
+        "part".into(),
+        "slice at".into(),
+        "bytes".into(),
+        "secs".into(),
+        "MiB/s (2nd half)".into(),
+    ]];
+    for p in &c.probes {
+        rows.push(vec![
+            format!(
+                "{} x{} bs {} depth {}",
+                p.plan.method.name(),
+                p.plan.threads,
+                format_size(p.plan.bs),
+                p.plan.depth
+            ),
+            if p.warm { "resident" } else { "not resident" }.into(),
+            format_size(p.offset),
+            format_size(p.bytes),
+            format!("{:.4}", p.secs),
+            format!("{:.0}", p.mib_s),
+        ]);
+    }
+    out.push_str(&crate::report::table(&rows));
+    let wall = r.counters.wall.as_secs_f64();
+    out.push_str(&format!(
+        "probe cost: {:.1} ms beyond reading the slices with the winners ({:.1}% of the {:.3} s run)\n",
+        c.probe_cost_secs * 1e3,
+        100.0 * c.probe_cost_secs / wall.max(1e-9),
+        wall
+    ));
+    out
+}
+
 /// A series of `fast` runs: each run's line, then the median and its interval.
 pub fn fast_series(s: &crate::experiments::fast::FastSeries) -> String {
     let mut out: String = s.runs.iter().map(|r| fast_talk(r) + "\n").collect();

@@ -50,13 +50,7 @@ impl Entry for Fast {
             let src = crate::engine::open_source(file)?;
             crate::cache::prepare(&src.file, src.size, file, self.cache, false)?;
             drop(src);
-            runs.push(run_fast(&FastConfig {
-                path: file.to_path_buf(),
-                method: None,
-                threads: None,
-                bs: None,
-                depth: None,
-            })?);
+            runs.push(run_fast(&FastConfig::new(file.to_path_buf()))?);
             obs.progress("fast", i + 1, RUNS);
         }
         Ok(FastSeries::of(runs))

@@ -1,0 +1,122 @@
+//! `fast` auto: the probe and the partly resident file, through the library. Each claim the
+//! choice makes (this method measured fastest, these bytes read this way) is checked against the
+//! figures it reports, and the XOR against an independent computation.
+
+mod common;
+
+use common::{bytes, plain_xor, write_file};
+use iolab::cache;
+use iolab::experiments::fast::{CHUNK, FastConfig, FastResult, run_fast};
+use std::io::{Read, Seek, SeekFrom};
+
+fn check_claims(r: &FastResult, size: u64) {
+    let c = &r.choice;
+    assert_eq!(r.bytes, size, "every byte read once");
+    assert_eq!(
+        c.uses.iter().map(|u| u.bytes).sum::<u64>(),
+        size,
+        "the parts cover the file: {c:?}"
+    );
+    // Probe slices are disjoint and inside the file.
+    let mut slices: Vec<(u64, u64)> = c
+        .probes
+        .iter()
+        .map(|p| (p.offset, p.offset + p.bytes))
+        .collect();
+    slices.sort_unstable();
+    for w in slices.windows(2) {
+        assert!(w[0].1 <= w[1].0, "overlapping probe slices {slices:?}");
+    }
+    assert!(slices.last().is_none_or(|s| s.1 <= size));
+    // Each probed part is read by the candidate that measured fastest on it.
+    for u in &c.uses {
+        let mine: Vec<_> = c.probes.iter().filter(|p| p.warm == u.warm).collect();
+        if mine.is_empty() {
+            assert!(u.why.starts_with("rule"), "{}", u.why);
+            continue;
+        }
+        let best = mine
+            .iter()
+            .max_by(|a, b| a.mib_s.total_cmp(&b.mib_s))
+            .unwrap();
+        assert_eq!(best.plan.method, u.plan.method, "{}", u.why);
+        assert!(
+            u.why
+                .contains(&format!("{} fastest", best.plan.method.name()))
+        );
+    }
+    let wall = r.counters.wall.as_secs_f64();
+    assert!(c.probe_cost_secs >= 0.0 && c.probe_cost_secs < wall);
+    let probe_secs: f64 = c.probes.iter().map(|p| p.secs).sum();
+    assert!(probe_secs <= wall, "the probe is inside the reported time");
+}
+
+#[test]
+fn a_warm_file_is_probed_and_read_by_the_faster_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(64 << 20, 7);
+    let f = write_file(dir.path(), "w", &data);
+    let src = iolab::engine::open_source(&f).unwrap();
+    cache::load(&src.file, src.size, &f).unwrap();
+    let cfg = FastConfig {
+        probe_from: 16 << 20,
+        ..FastConfig::new(f.clone())
+    };
+    let r = run_fast(&cfg).unwrap();
+    assert_eq!(r.xor, plain_xor(&data));
+    check_claims(&r, data.len() as u64);
+    if r.resident >= 0.999 {
+        assert_eq!(r.choice.uses.len(), 1);
+        assert!(r.choice.uses[0].warm);
+        assert_eq!(
+            r.choice.probes.len(),
+            2,
+            "mmap and pread tried: {:?}",
+            r.choice
+        );
+    }
+}
+
+#[test]
+fn a_partly_resident_file_reads_each_part_its_own_way_with_the_right_xor() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 160usize << 20;
+    let data = bytes(size, 9);
+    let f = write_file(dir.path(), "p", &data);
+    let src = iolab::engine::open_source(&f).unwrap();
+    let want = plain_xor(&data);
+    for round in 0..2 {
+        cache::evict(&src.file, &f, false).unwrap();
+        // Bring the last 4 chunks back (readahead may add a little more before them).
+        let mut h = std::fs::File::open(&f).unwrap();
+        let from = size as u64 - 4 * CHUNK;
+        h.seek(SeekFrom::Start(from)).unwrap();
+        let mut sink = Vec::new();
+        h.read_to_end(&mut sink).unwrap();
+        let cfg = FastConfig {
+            probe_from: if round == 0 { 64 << 20 } else { u64::MAX },
+            ..FastConfig::new(f.clone())
+        };
+        let r = run_fast(&cfg).unwrap();
+        assert_eq!(r.xor, want, "round {round}: {:?}", r.choice);
+        check_claims(&r, size as u64);
+        if r.resident > 0.0 && r.resident < 1.0 {
+            let states: Vec<bool> = r.choice.uses.iter().map(|u| u.warm).collect();
+            assert_eq!(states, vec![true, false], "{:?}", r.choice);
+            let warm = &r.choice.uses[0];
+            assert!(
+                warm.bytes >= 4 * CHUNK && warm.bytes < size as u64 / 2,
+                "{warm:?}"
+            );
+        }
+        if round == 0 {
+            // The cold part (over 96 MiB) had room for both slices: O_DIRECT and mmap tried,
+            // unless O_DIRECT is refused here, which the reason then says.
+            let cold: Vec<_> = r.choice.probes.iter().filter(|p| !p.warm).collect();
+            assert!(!cold.is_empty(), "{:?}", r.choice);
+            assert!(cold.len() == 2 || r.choice.reason.contains("skipped"));
+        } else {
+            assert!(r.choice.probes.is_empty(), "no probe below probe_from");
+        }
+    }
+}
