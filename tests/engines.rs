@@ -73,6 +73,54 @@ fn every_read_engine_agrees_with_the_plain_xor() {
 }
 
 #[test]
+fn mappings_made_per_run_read_the_same_bytes() {
+    // fast maps each part's span inside the run (map_each_run): spans that start mid-page,
+    // parts of one block, random orders and tiny files must XOR as the whole-file mapping does.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = EngineOptions {
+        map_each_run: true,
+        ..EngineOptions::default()
+    };
+    let mut checked = 0;
+    for size in [1usize, 4097, (1 << 20) + 3] {
+        let data = bytes(size, size as u64);
+        let path = write_file(dir.path(), &format!("m{size}"), &data);
+        let src = open_source(&path).unwrap();
+        for method in ReadMethod::ALL.iter().filter(|m| m.is_mmap()) {
+            for pattern in [Pattern::Seq, Pattern::Random] {
+                for threads in [1usize, 3] {
+                    for bs in [3u64, 4096, 5000, 1 << 20] {
+                        let w = Workload {
+                            bs,
+                            len: size as u64,
+                            pattern,
+                            seed: 4,
+                            threads,
+                        };
+                        let mut p = match prepare(*method, &src, &w, &opts) {
+                            Ok(p) => p,
+                            Err(e) if e.kind == ErrorKind::Unsupported => continue,
+                            Err(e) => panic!("{}: {e}", method.name()),
+                        };
+                        for round in 0..2 {
+                            let m = p.run_limited(RunLimits::default()).unwrap().0;
+                            assert_eq!(
+                                m.xor,
+                                plain_xor(&data),
+                                "{} {pattern:?} x{threads} bs {bs} size {size} round {round}",
+                                method.name()
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 200, "{checked}");
+}
+
+#[test]
 fn a_prepared_run_runs_again_on_another_thread() {
     // io_uring rings with a single issuer belong to the thread that first submits: a second
     // run of the same workers from another thread must still work (and give the same XOR).

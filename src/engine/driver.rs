@@ -56,6 +56,11 @@ pub trait SyncWorker: Send {
     /// loop over a precomputed order lets the CPU do by itself.
     fn next_is(&mut self, _current: Block, _next: Block) {}
 
+    /// Before the part's first block (a worker that maps each run's span maps it here).
+    fn begin(&mut self, _part: &Part) -> Result<()> {
+        Ok(())
+    }
+
     /// After the part: a last check (a mapping whose file shrank under it).
     fn finish(&mut self) -> Result<()> {
         Ok(())
@@ -68,6 +73,7 @@ struct SyncLoop<R>(R);
 impl<R: SyncWorker> Worker for SyncLoop<R> {
     fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let max = self.0.max_piece();
+        self.0.begin(part)?;
         let mut moved = Moved::default();
         let mut blocks = part.iter().peekable();
         while let Some(block) = blocks.next() {

@@ -5,7 +5,7 @@
 use super::{EngineInfo, Job, PieceDone, ReadEngine, SyncWorker, Work, Workers};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::map::Mapping;
-use crate::workload::Block;
+use crate::workload::{Block, Part};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -55,27 +55,30 @@ struct LazyMap {
 impl LazyMap {
     fn get(&self) -> Result<&Mapping> {
         self.map
-            .get_or_init(|| {
-                let map = Mapping::new(&self.file, self.len, self.populate).map_err(|e| {
-                    Error::failed("cannot map", describe_io(&e))
-                        .at(&self.path)
-                        .hint("use --method read for files that cannot be mapped")
-                        .with_source(e)
-                })?;
-                if let Some((advice, name)) = self.advice {
-                    map.advise(advice).map_err(|e| {
-                        Error::unsupported(
-                            format!("madvise({name}) unsupported"),
-                            format!("the kernel refused the hint: {}", describe_io(&e)),
-                        )
-                        .at(&self.path)
-                        .with_source(e)
-                    })?;
-                }
-                Ok(map)
-            })
+            .get_or_init(|| self.map_range(0, self.len))
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// Maps `len` bytes from `offset` (page aligned) with this variant's flag and hint.
+    fn map_range(&self, offset: u64, len: usize) -> Result<Mapping> {
+        let map = Mapping::range(&self.file, offset, len, self.populate).map_err(|e| {
+            Error::failed("cannot map", describe_io(&e))
+                .at(&self.path)
+                .hint("use --method read for files that cannot be mapped")
+                .with_source(e)
+        })?;
+        if let Some((advice, name)) = self.advice {
+            map.advise(advice).map_err(|e| {
+                Error::unsupported(
+                    format!("madvise({name}) unsupported"),
+                    format!("the kernel refused the hint: {}", describe_io(&e)),
+                )
+                .at(&self.path)
+                .with_source(e)
+            })?;
+        }
+        Ok(map)
     }
 }
 
@@ -83,6 +86,20 @@ struct MmapWorker {
     map: Arc<LazyMap>,
     work: Work,
     prefetch: bool,
+    /// Map each run's span in the run ([`super::EngineOptions::map_each_run`]).
+    each_run: bool,
+    /// With `each_run`: this run's mapping and the file offset it starts at.
+    own: Option<(Mapping, u64)>,
+}
+
+impl MmapWorker {
+    /// The mapping to read and the file offset of its first byte.
+    fn mapping(&self) -> Result<(&Mapping, u64)> {
+        match &self.own {
+            Some((m, base)) => Ok((m, *base)),
+            None => Ok((self.map.get()?, 0)),
+        }
+    }
 }
 
 impl ReadEngine for Mmap {
@@ -103,7 +120,8 @@ impl ReadEngine for Mmap {
             path: src.path.clone(),
             map: OnceLock::new(),
         });
-        if !self.populate {
+        let each_run = job.opts.map_each_run;
+        if !self.populate && !each_run {
             lazy.get()?;
         }
         job.each_thread(|| {
@@ -111,6 +129,8 @@ impl ReadEngine for Mmap {
                 map: lazy.clone(),
                 work: job.opts.work,
                 prefetch: job.opts.prefetch,
+                each_run,
+                own: None,
             })
         })
     }
@@ -122,9 +142,24 @@ impl SyncWorker for MmapWorker {
         u64::MAX
     }
 
+    fn begin(&mut self, part: &Part) -> Result<()> {
+        if !self.each_run {
+            return Ok(());
+        }
+        self.own = None;
+        let (s, e) = part.span();
+        let page = crate::sys::page_size() as u64;
+        let base = s / page * page;
+        if e > base {
+            self.own = Some((self.map.map_range(base, (e - base) as usize)?, base));
+        }
+        Ok(())
+    }
+
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
-        let bytes = self.map.get()?.as_slice();
-        let s = &bytes[piece.offset as usize..(piece.offset + piece.len) as usize];
+        let (map, base) = self.mapping()?;
+        let at = (piece.offset - base) as usize;
+        let s = &map.as_slice()[at..at + piece.len as usize];
         Ok(PieceDone {
             xor: self.work.digest(piece.offset, s),
             ops: 0,
@@ -137,19 +172,29 @@ impl SyncWorker for MmapWorker {
         // the next block's first line, so the page walk and the fetch overlap this block's XOR,
         // as a plain loop over a precomputed order lets the CPU do by itself. A prefetch never
         // faults: a page not in memory is faulted in, and timed, by its own block.
-        if self.prefetch
-            && next.offset != current.offset + current.len
-            && let Some(Ok(map)) = self.map.map.get()
-        {
-            map.prefetch(next.offset as usize);
+        if !self.prefetch || next.offset == current.offset + current.len {
+            return;
+        }
+        match &self.own {
+            Some((map, base)) => map.prefetch(next.offset.saturating_sub(*base) as usize),
+            None => {
+                if let Some(Ok(map)) = self.map.map.get() {
+                    map.prefetch(next.offset as usize);
+                }
+            }
         }
     }
 
     fn finish(&mut self) -> Result<()> {
-        let Some(Ok(map)) = self.map.map.get() else {
-            return Ok(());
+        // A run's own mapping is released here, in this worker's thread.
+        let hits = match self.own.take() {
+            Some((map, _)) => map.sigbus_hits(),
+            None => match self.map.map.get() {
+                Some(Ok(map)) => map.sigbus_hits(),
+                _ => 0,
+            },
         };
-        if map.sigbus_hits() > 0 {
+        if hits > 0 {
             return Err(Error::failed(
                 "read failed",
                 "the file was truncated while mapped (SIGBUS caught; bytes past its new end were not read)",
@@ -167,23 +212,32 @@ mod tests {
 
     #[test]
     fn truncation_while_mapped_is_an_error_not_a_crash() {
-        let (_dir, path) = crate::testutil::file_with("f", &vec![7u8; 1 << 20]);
-        let src = open_source(&path).unwrap();
-        let w = Workload {
-            bs: 4096,
-            len: src.size,
-            pattern: Pattern::Seq,
-            seed: 0,
-            threads: 1,
-        };
-        let prepared = prepare(ReadMethod::Mmap, &src, &w, &EngineOptions::default()).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(4096)
-            .unwrap();
-        let err = prepared.run().unwrap_err();
-        assert!(err.to_string().contains("truncated while mapped"), "{err}");
+        for map_each_run in [false, true] {
+            let (_dir, path) = crate::testutil::file_with("f", &vec![7u8; 1 << 20]);
+            let src = open_source(&path).unwrap();
+            let w = Workload {
+                bs: 4096,
+                len: src.size,
+                pattern: Pattern::Seq,
+                seed: 0,
+                threads: 1,
+            };
+            let opts = EngineOptions {
+                map_each_run,
+                ..EngineOptions::default()
+            };
+            let prepared = prepare(ReadMethod::Mmap, &src, &w, &opts).unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(4096)
+                .unwrap();
+            let err = prepared.run().unwrap_err();
+            assert!(
+                err.to_string().contains("truncated while mapped"),
+                "{map_each_run}: {err}"
+            );
+        }
     }
 }

@@ -209,6 +209,7 @@ pub fn run_access(
         work: cfg.work,
         file_hint: !cfg.classic,
         prefetch: !cfg.classic,
+        map_each_run: false,
     };
     // The classic benchmark read size / bs whole blocks.
     let len = if cfg.classic {

@@ -118,7 +118,12 @@ impl Mapping {
     /// Maps `len` (> 0) bytes of `file` from `offset` (a multiple of the page size) for reading:
     /// one window of a file mapped piece by piece.
     pub fn window(file: &File, offset: u64, len: usize) -> io::Result<Self> {
-        RawMap::new(file, offset, len, false, false).map(|raw| Mapping { raw })
+        Self::range(file, offset, len, false)
+    }
+
+    /// As [`Mapping::window`], with MAP_POPULATE when `populate`.
+    pub fn range(file: &File, offset: u64, len: usize, populate: bool) -> io::Result<Self> {
+        RawMap::new(file, offset, len, false, populate).map(|raw| Mapping { raw })
     }
 
     /// The address of the first mapped byte (for page descriptors).
