@@ -114,6 +114,7 @@ impl Workload {
                             Some(Order::new(Permutation::new(end - first, self.seed ^ i)))
                         }
                     },
+                    cursor: None,
                 }
             })
             .collect()
@@ -137,8 +138,33 @@ impl Workload {
                 first: first + n * i / t,
                 count: n * (i + 1) / t - n * i / t,
                 order: None,
+                cursor: None,
             })
             .filter(|p| p.count > 0)
+            .collect()
+    }
+
+    /// Bytes `start..end` in order, handed out block by block to whichever of up to `threads`
+    /// threads is free: each of the parts returned spans the whole range, and together they
+    /// visit each block once. A thread that meets slower pages (small folios, a cold chunk) takes
+    /// fewer blocks instead of holding the others up (halves of a warm file differed by 20 ms in
+    /// 80 here). Same conditions as [`Workload::range_parts`].
+    pub fn shared_parts(&self, start: u64, end: u64) -> Vec<Part> {
+        debug_assert!(start.is_multiple_of(self.bs.max(1)) && end <= self.len);
+        let bs = self.bs.max(1);
+        let (first, last) = (start / bs, end.div_ceil(bs));
+        let count = last.saturating_sub(first);
+        let cursor = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let t = (self.threads.max(1) as u64).min(count);
+        (0..t)
+            .map(|_| Part {
+                bs,
+                len: end,
+                first,
+                count,
+                order: None,
+                cursor: Some(cursor.clone()),
+            })
             .collect()
     }
 }
@@ -181,6 +207,8 @@ pub struct Part {
     first: u64,
     count: u64,
     order: Option<Order>,
+    /// Shared by the parts of [`Workload::shared_parts`]: the next block to hand out.
+    cursor: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Part {
@@ -221,9 +249,19 @@ impl Part {
         }
     }
 
-    /// The part's blocks in visiting order.
+    /// The part's blocks in visiting order (for a shared part: those this thread is handed).
     pub fn iter(&self) -> impl Iterator<Item = Block> + '_ {
-        (0..self.count).map(move |i| self.block(i))
+        let mut own = 0..self.count;
+        std::iter::from_fn(move || {
+            let i = match &self.cursor {
+                None => own.next()?,
+                Some(c) => {
+                    let i = c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    (i < self.count).then_some(i)?
+                }
+            };
+            Some(self.block(i))
+        })
     }
 }
 
@@ -407,6 +445,39 @@ mod tests {
             assert!(parts.len() <= 3 && parts.iter().all(|p| p.block_count() > 0));
         }
         assert!(w.range_parts(4096, 4096).is_empty());
+    }
+
+    #[test]
+    fn shared_parts_hand_out_each_block_once_between_threads() {
+        let w = Workload {
+            bs: 4096,
+            len: 1_000_000,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 3,
+        };
+        let parts = w.shared_parts(8192, 1_000_000);
+        assert_eq!(parts.len(), 3);
+        let got: Vec<Vec<Block>> = std::thread::scope(|s| {
+            let hs: Vec<_> = parts
+                .iter()
+                .map(|p| s.spawn(move || p.iter().collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<Block> = got.into_iter().flatten().collect();
+        all.sort_by_key(|b| b.offset);
+        let mut at = 8192;
+        for b in &all {
+            assert_eq!(b.offset, at, "each block once, none missing");
+            at += b.len;
+        }
+        assert_eq!(at, 1_000_000);
+        assert_eq!(
+            w.shared_parts(0, 4096).len(),
+            1,
+            "no more parts than blocks"
+        );
     }
 
     use super::*;

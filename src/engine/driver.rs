@@ -215,6 +215,33 @@ impl Prepared {
     }
 }
 
+/// Runs the first worker of `a` over `pa` and the first worker of `b` over `pb` at the same
+/// time, `b` on a thread of its own; returns what each moved and the CPU time its thread spent.
+/// Over two [`crate::workload::Workload::shared_parts`] of one range the two take blocks from the
+/// same cursor, so they meet the same pages, and CPU time makes the rates fair even when the
+/// two threads share a core.
+pub fn race(a: &mut Prepared, pa: &Part, b: &mut Prepared, pb: &Part) -> Result<[(Moved, f64); 2]> {
+    let (Some(wa), Some(wb)) = (a.workers.first_mut(), b.workers.first_mut()) else {
+        return Err(Error::failed("read failed", "nothing to race"));
+    };
+    let timed = |w: &mut Box<dyn Worker>, p: &Part| -> Result<(Moved, f64)> {
+        let cpu = crate::sys::thread_cpu_secs;
+        let t = cpu();
+        let mut log = OpLog::new(false, None);
+        let m = w.run(p, &mut log)?;
+        Ok((m, cpu() - t))
+    };
+    let (ra, rb) = std::thread::scope(|s| {
+        let h = s.spawn(|| timed(wb, pb));
+        let ra = timed(wa, pa);
+        let rb = h
+            .join()
+            .unwrap_or_else(|_| Err(Error::failed("read failed", "a worker thread panicked")));
+        (ra, rb)
+    });
+    Ok([ra?, rb?])
+}
+
 /// Runs `workers[i]` over `parts[i]`, each on its own thread (the first on the calling thread),
 /// and adds up what they moved; `failed` names the work in the error of a panicking thread.
 pub fn run_parts(

@@ -35,6 +35,11 @@ impl ReadEngine for Pread {
 }
 
 impl SyncWorker for PreadWorker {
+    /// Pieces fit the buffer, even when the parts come from another workload (fast's race).
+    fn max_piece(&self) -> u64 {
+        (self.buf.len() as u64).min(super::MAX_IO)
+    }
+
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
         let n = pread_full(&self.file, buf, piece.offset)

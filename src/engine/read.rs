@@ -40,6 +40,11 @@ impl ReadEngine for ReadSyscall {
 }
 
 impl SyncWorker for ReadWorker {
+    /// Pieces fit the buffer, even when the parts come from another workload (fast's race).
+    fn max_piece(&self) -> u64 {
+        (self.buf.len() as u64).min(super::MAX_IO)
+    }
+
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let mut ops = 0;
         if piece.offset != self.pos {

@@ -89,8 +89,13 @@ pub struct Probe {
     pub bytes: u64,
     /// How long reading it took, preparation included.
     pub secs: f64,
-    /// Its rate over the slice's second half (the first half starts the pipeline).
+    /// Its rate over the slice's second half (the first half starts the pipeline); for a race,
+    /// its bytes per CPU second.
     pub mib_s: f64,
+    /// Raced: the candidates read one slice side by side, block by block, each taking the next
+    /// free block (`bytes` is what this one read, `secs` its thread's CPU time).
+    #[serde(default)]
+    pub raced: bool,
 }
 
 /// How the resident (warm) or the non-resident (cold) part of the file was read.
@@ -241,8 +246,8 @@ fn mmap_plan(bytes: u64, cores: usize) -> Plan {
 
 /// The candidates for a part of `bytes` bytes, in the order they are tried, each as (the plan
 /// its probe runs, the plan that reads the rest if it wins): resident data mapped or copied by
-/// pread (small page-cache folios can make the copy win; probed on one thread, as a warm probe
-/// must be short); data on the device read with O_DIRECT through io_uring at depth 32 (tried
+/// pread (small page-cache folios can make the copy win; the two race on one thread each); data
+/// on the device read with O_DIRECT through io_uring at depth 32 (tried
 /// first: no readahead of its own to leave behind) or mapped, the kernel's readahead feeding
 /// each thread.
 pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
@@ -255,10 +260,7 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
             bs: 1 << 20,
             depth: 1,
         };
-        [mmap, pread]
-            .into_iter()
-            .map(|p| (Plan { threads: 1, ..p }, p))
-            .collect()
+        [mmap, pread].into_iter().map(|p| (p, p)).collect()
     } else {
         let direct = Plan {
             method: ReadMethod::UringDirect,
@@ -272,10 +274,10 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
 }
 
 /// The probe slice of each candidate for a part of `bytes`: 1/64 of it, at least 32 MiB, when
-/// cold; 1/512, at least 8 MiB, when warm (in-memory rates differ by whole factors, and a warm
-/// read is over in milliseconds). In whole 4 MiB units, so each half starts on a block.
+/// cold; when warm the one slice both candidates race over, 1/16 of it, at least 32 MiB. In
+/// whole 4 MiB units, so each half starts on a block.
 pub fn probe_len(warm: bool, bytes: u64) -> u64 {
-    let (div, min) = if warm { (512, 8 << 20) } else { (64, 32 << 20) };
+    let (div, min) = if warm { (16, 32 << 20) } else { (64, 32 << 20) };
     ((bytes / div).max(min) / ALIGN) * ALIGN
 }
 
@@ -334,7 +336,8 @@ fn workload(plan: &Plan, size: u64) -> Workload {
     }
 }
 
-/// Reads `ranges` with `prepared` (made for `plan`), range by range.
+/// Reads `ranges` with `prepared` (made for `plan`), range by range, each range's blocks handed
+/// to whichever thread is free.
 fn read_ranges(
     prepared: &mut Prepared,
     plan: &Plan,
@@ -344,7 +347,7 @@ fn read_ranges(
     let w = workload(plan, size);
     let mut moved = engine::Moved::default();
     for &(s, e) in ranges {
-        moved.add(prepared.run_over(&w.range_parts(s, e))?);
+        moved.add(prepared.run_over(&w.shared_parts(s, e))?);
     }
     Ok(moved)
 }
@@ -362,7 +365,11 @@ fn read_part(
     let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
     let cands = candidates(warm, bytes, cores);
     let p = probe_len(warm, bytes);
-    let need = cands.len() as u64 * (p + PROBE_GAP);
+    let need = if warm {
+        p
+    } else {
+        cands.len() as u64 * (p + PROBE_GAP)
+    };
     // The probe slices go into the largest run, if it has room; they start on 4 MiB boundaries.
     let room = ranges
         .iter()
@@ -371,6 +378,14 @@ fn read_part(
         .max_by_key(|(s, e)| e - s);
     let mut moved = engine::Moved::default();
     let (plan, why, holes, mut prepared, cost) = match room {
+        Some((s, e)) if bytes >= probe_from && warm => {
+            // In the middle of the run: a file's first megabytes sit in the small folios of
+            // readahead's first windows and would speak for the copy, not for the file.
+            let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
+            let (plan, why, prepared, cost, m) = race_warm(src, &cands, start, p, probes)?;
+            moved.add(m);
+            (plan, why, vec![(start, start + p)], prepared, cost)
+        }
         Some((start, _)) if bytes >= probe_from => {
             let mut tried = Vec::new();
             let mut skipped = Vec::new();
@@ -386,6 +401,7 @@ fn read_part(
                             bytes: p,
                             secs,
                             mib_s,
+                            raced: false,
                         });
                         tried.push((prepared, (at, at + p), k));
                     }
@@ -461,6 +477,88 @@ fn read_part(
         why,
     };
     Ok((moved, used, cost))
+}
+
+/// Resident data: the two candidates (full plans, their first workers) race over `p` bytes at
+/// `start`, taking blocks from one cursor, so both meet the same folios (the small folios at a
+/// file's start, where readahead was still ramping up, made a mapped probe slice there 4x slower
+/// than the mapping of the rest). Rated by bytes per CPU second of each thread. Nothing is read
+/// twice, and the cost is the loser's share read at its slower rate.
+fn race_warm(
+    src: &Source,
+    cands: &[(Plan, Plan)],
+    start: u64,
+    p: u64,
+    probes: &mut Vec<Probe>,
+) -> Result<(Plan, String, Prepared, f64, engine::Moved)> {
+    let [(_, a), (_, b)] = cands else {
+        return Err(Error::failed("read failed", "a race needs two candidates"));
+    };
+    let mut pa = prepare_plan(src, a)?;
+    let mut pb = prepare_plan(src, b)?;
+    // Blocks both engines take whole (a copying engine's buffer holds its own block size).
+    let w = Workload {
+        threads: 2,
+        bs: a.bs.min(b.bs),
+        ..workload(a, src.size)
+    };
+    let parts = w.shared_parts(start, start + p);
+    let mut moved = engine::Moved::default();
+    let rates = match parts.as_slice() {
+        [x, y] => {
+            let [ra, rb] = engine::race(&mut pa, x, &mut pb, y)?;
+            moved.add(ra.0);
+            moved.add(rb.0);
+            [ra, rb]
+        }
+        _ => return Err(Error::failed("read failed", "no room to race")),
+    };
+    let rated: Vec<Probe> = [a, b]
+        .iter()
+        .zip(rates.iter())
+        .map(|(plan, (m, cpu))| Probe {
+            plan: Plan {
+                threads: 1,
+                ..**plan
+            },
+            warm: true,
+            offset: start,
+            bytes: m.bytes,
+            secs: *cpu,
+            mib_s: crate::size::mib_per_s(m.bytes, cpu.max(1e-9)),
+            raced: true,
+        })
+        .collect();
+    // A side that got only a few blocks (its thread started late) cannot be rated: the first
+    // candidate (the rule's choice) keeps the part.
+    let few = 4 * w.bs;
+    let conclusive = rated.iter().all(|r| r.bytes >= few);
+    let best = usize::from(conclusive && rated[1].mib_s > rated[0].mib_s);
+    let (loser, winner) = (&rated[1 - best], &rated[best]);
+    // The loser's bytes cost its CPU time minus what the winner would have spent on them.
+    let cost = (loser.secs - loser.bytes as f64 / (winner.mib_s * (1 << 20) as f64)).max(0.0)
+        / cands.len() as f64;
+    let verdict = if conclusive {
+        format!("{} faster", winner.plan.method.name())
+    } else {
+        format!(
+            "inconclusive (a side read under {}), {} by the rule",
+            crate::size::format_size(few),
+            winner.plan.method.name()
+        )
+    };
+    let why = format!(
+        "raced {} {:.0} MiB/s against {} {:.0} MiB/s (per CPU second, block by block over {} at {}): {verdict}",
+        rated[0].plan.label(),
+        rated[0].mib_s,
+        rated[1].plan.label(),
+        rated[1].mib_s,
+        crate::size::format_size(p),
+        crate::size::format_size(start),
+    );
+    probes.extend(rated);
+    let (plan, prepared) = if best == 0 { (*a, pa) } else { (*b, pb) };
+    Ok((plan, why, prepared, cost, moved))
 }
 
 /// Tries `plan` on `p` bytes at `at`: the first half starts the pipeline (readahead windows grow,
@@ -614,7 +712,12 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
                 }),
         };
         (choice.threads, choice.bs, choice.depth) = (plan.threads, plan.bs, plan.depth);
-        let moved = prepare_plan(&src, &plan)?.run()?;
+        let moved = read_ranges(
+            &mut prepare_plan(&src, &plan)?,
+            &plan,
+            src.size,
+            &[(0, src.size)],
+        )?;
         Ok((choice, resident, moved))
     });
     let (choice, resident, moved) = out?;
