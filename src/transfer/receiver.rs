@@ -208,6 +208,7 @@ impl Stored {
             start,
             paused: Duration::ZERO,
             pages: Vec::new(),
+            hash: None,
         }
     }
 }
@@ -219,6 +220,9 @@ struct Stored {
     start: Instant,
     paused: Duration,
     pages: Vec<PageDesc>,
+    /// BLAKE3 of the bytes as they were written, where they passed through this process's
+    /// memory (write): the verification needs no second pass over the file.
+    hash: Option<[u8; 32]>,
 }
 
 /// Removes a temporary file unless it was renamed into place.
@@ -593,8 +597,11 @@ fn store(
     }
     let time = stored.start.elapsed().saturating_sub(stored.paused);
     let v = Instant::now();
-    let hash = super::sender::hash_file(&file, stored.got)
-        .map_err(|e| Error::io("verify failed", &dest, &e))?;
+    let hash = match stored.hash {
+        Some(h) => h,
+        None => super::sender::hash_file(&file, stored.got)
+            .map_err(|e| Error::io("verify failed", &dest, &e))?,
+    };
     let verify = v.elapsed();
     check_hash(inc, &hash, peer).map_err(|e| e.at(&dest))?;
     let placed = match (&mut partial, cfg.force) {
@@ -727,12 +734,18 @@ fn recv_write(
     peer: &str,
 ) -> Result<Stored> {
     let mut w = file;
+    let mut h = blake3::Hasher::new();
     let start = Instant::now();
     let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
         w.write_all(b)
-            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))
+            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))?;
+        h.update(b);
+        Ok(())
     })?;
-    Ok(Stored::plain(got, start))
+    Ok(Stored {
+        hash: Some(*h.finalize().as_bytes()),
+        ..Stored::plain(got, start)
+    })
 }
 
 /// Moves the stream through `buf` into `sink` until the announced size, or for a raw stream
@@ -889,6 +902,7 @@ fn recv_mmap(
         start,
         paused,
         pages,
+        hash: None,
     })
 }
 

@@ -196,6 +196,29 @@ pub fn hash_file(file: &File, size: u64) -> std::io::Result<[u8; 32]> {
 pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
     cfg.check()?;
     let files = prepare(cfg)?;
+    serve_prepared(listener, cfg, files)
+}
+
+/// The files opened and hashed, ready to be served (the hashing is not part of the transfer).
+pub struct Prepared(Vec<Outgoing>);
+
+/// Opens and hashes `cfg`'s files, so that a receiver started afterwards does not wait for the
+/// hashing inside its own timing (as `iolab transfer` does).
+pub fn prepare_files(cfg: &SendConfig) -> Result<Prepared> {
+    cfg.check()?;
+    prepare(cfg).map(Prepared)
+}
+
+/// [`serve`] with the files already prepared.
+pub fn serve_files(listener: TcpListener, cfg: &SendConfig, files: Prepared) -> Result<SideReport> {
+    serve_prepared(listener, cfg, files.0)
+}
+
+fn serve_prepared(
+    listener: TcpListener,
+    cfg: &SendConfig,
+    files: Vec<Outgoing>,
+) -> Result<SideReport> {
     let local = listener
         .local_addr()
         .map(|a| a.to_string())
