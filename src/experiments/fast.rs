@@ -422,9 +422,13 @@ fn read_part(
                 .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
                 .unwrap_or(0);
             let best_rate = mine[best].mib_s * (1 << 20) as f64;
+            // The winner's own slice was read by the winner (its start-up is paid once in any
+            // run); each loser's slice cost what it took beyond the winner's rate.
             let cost: f64 = mine
                 .iter()
-                .map(|pr| (pr.secs - pr.bytes as f64 / best_rate).max(0.0))
+                .enumerate()
+                .filter(|(k, _)| *k != best)
+                .map(|(_, pr)| (pr.secs - pr.bytes as f64 / best_rate).max(0.0))
                 .sum();
             let mut why = format!(
                 "probed {}: {} fastest",

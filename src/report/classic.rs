@@ -105,7 +105,7 @@ pub fn fast_explain(r: &FastResult) -> String {
     out.push_str(&crate::report::table(&rows));
     let wall = r.counters.wall.as_secs_f64();
     out.push_str(&format!(
-        "probe cost: {:.1} ms beyond reading the slices with the winners ({:.1}% of the {:.3} s run)\n",
+        "probe cost: {:.1} ms (the losers' slices beyond the winner's rate; {:.1}% of the {:.3} s run)\n",
         c.probe_cost_secs * 1e3,
         100.0 * c.probe_cost_secs / wall.max(1e-9),
         wall
