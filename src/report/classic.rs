@@ -84,7 +84,7 @@ pub fn fast_explain(r: &FastResult) -> String {
         "slice at".into(),
         "bytes".into(),
         "secs".into(),
-        "MiB/s (2nd half)".into(),
+        "MiB/s".into(),
     ]];
     for p in &c.probes {
         rows.push(vec![
@@ -103,6 +103,9 @@ pub fn fast_explain(r: &FastResult) -> String {
         ]);
     }
     out.push_str(&crate::report::table(&rows));
+    out.push_str(
+        "(MiB/s: a slice's second half, or its first when it stopped there; raced: bytes per CPU second)\n",
+    );
     let wall = r.counters.wall.as_secs_f64();
     out.push_str(&format!(
         "probe cost: {:.1} ms (the losers' slices beyond the winner's rate; {:.1}% of the {:.3} s run)\n",
