@@ -85,12 +85,13 @@ fn drain(mut busy: usize, mut wait: impl FnMut() -> std::io::Result<usize>) -> b
     true
 }
 
-/// O_DIRECT requests are handed to the kernel in batches of this many as they are queued, not
-/// all free slots at once: on this project's virtio disk, refilling 32 slots in one submission
-/// held random 4 KiB reads at 0.83x fio (which submits each request as it is queued), batches of
-/// 1-8 matched it. Buffered reads served from the page cache complete during submission, and
-/// there one submission for all free slots is 15-30% faster than one per 4.
-pub const DIRECT_BATCH: usize = 4;
+/// O_DIRECT requests are handed to the kernel as they are queued (as fio does by default), not
+/// all free slots at once: on this project's virtual disk, refilling 32 slots in one submission
+/// held random 4 KiB reads at 0.83x fio (each request took 40% longer in the device); in five
+/// interleaved rounds batches of 1, 2, 4 and 8 gave 65-69, 60-66, 59-64 and 59-63 KIOPS against
+/// fio's 63-71. Buffered reads served from the page cache complete during submission, and there
+/// one submission for all free slots is 15-30% faster than one per 4.
+pub const DIRECT_BATCH: usize = 1;
 
 /// How a worker's ring was set up: what fio does at its best, where the kernel has it.
 #[derive(Debug, Clone, Copy, Default)]
