@@ -244,13 +244,13 @@ fn mmap_plan(bytes: u64, cores: usize) -> Plan {
     }
 }
 
-/// The candidates for a part of `bytes` bytes, in the order they are tried, each as (the plan
-/// its probe runs, the plan that reads the rest if it wins): resident data mapped or copied by
+/// The candidates for a part of `bytes` bytes, in the order they are tried (each probed with the
+/// plan that reads the rest if it wins): resident data mapped or copied by
 /// pread (small page-cache folios can make the copy win; the two race on one thread each); data
 /// on the device mapped, the kernel's readahead feeding each thread (tried first, the usual
 /// winner on this project's virtual disk, so that O_DIRECT through io_uring at depth 32, tried
 /// second, can stop at half its slice when it is hopelessly behind).
-pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
+pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
     let threads = threads_for(bytes, cores);
     if warm {
         let mmap = mmap_plan(bytes, cores);
@@ -260,7 +260,7 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
             bs: 1 << 20,
             depth: 1,
         };
-        [mmap, pread].into_iter().map(|p| (p, p)).collect()
+        vec![mmap, pread]
     } else {
         let direct = Plan {
             method: ReadMethod::UringDirect,
@@ -269,7 +269,7 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<(Plan, Plan)> {
             depth: 32,
         };
         let mmap = mmap_plan(bytes, cores);
-        vec![(mmap, mmap), (direct, direct)]
+        vec![mmap, direct]
     }
 }
 
@@ -390,7 +390,7 @@ fn read_part(
             let mut tried = Vec::new();
             let mut skipped = Vec::new();
             let first_probe = probes.len();
-            for (k, (plan, _)) in cands.iter().enumerate() {
+            for (k, plan) in cands.iter().enumerate() {
                 let at = start + k as u64 * (p + PROBE_GAP);
                 let beat = probes[first_probe..]
                     .iter()
@@ -450,15 +450,7 @@ fn read_part(
             let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
             holes.sort_unstable();
             let (prepared, _, k) = tried.swap_remove(best);
-            let (probed, plan) = cands[k];
-            let prepared = if probed == plan {
-                prepared
-            } else {
-                drop(prepared);
-                drop(tried);
-                prepare_plan(src, &plan)?
-            };
-            (plan, why, holes, prepared, cost)
+            (cands[k], why, holes, prepared, cost)
         }
         _ => {
             let plan = mmap_plan(bytes, cores);
@@ -495,12 +487,12 @@ fn read_part(
 /// twice, and the cost is the loser's share read at its slower rate.
 fn race_warm(
     src: &Source,
-    cands: &[(Plan, Plan)],
+    cands: &[Plan],
     start: u64,
     p: u64,
     probes: &mut Vec<Probe>,
 ) -> Result<(Plan, String, Prepared, f64, engine::Moved)> {
-    let [(_, a), (_, b)] = cands else {
+    let [a, b] = cands else {
         return Err(Error::failed("read failed", "a race needs two candidates"));
     };
     let mut pa = prepare_plan(src, a)?;
@@ -777,21 +769,20 @@ mod tests {
                 );
                 let half = (p / 2) / ALIGN * ALIGN;
                 assert!(half > 0 && half < p);
-                for (probe, run) in candidates(warm, bytes, 2) {
-                    assert_eq!(ALIGN % probe.bs, 0, "a probe's half starts on a block");
-                    assert_eq!(probe.method, run.method);
+                for plan in candidates(warm, bytes, 2) {
+                    assert_eq!(ALIGN % plan.bs, 0, "a probe's half starts on a block");
                 }
             }
         }
         // Cold: mapped (the usual winner) first, then O_DIRECT; warm: mapped and copied.
         let cold: Vec<ReadMethod> = candidates(false, 1 << 31, 2)
             .iter()
-            .map(|c| c.0.method)
+            .map(|c| c.method)
             .collect();
         assert_eq!(cold, vec![ReadMethod::Mmap, ReadMethod::UringDirect]);
         let warm: Vec<ReadMethod> = candidates(true, 1 << 31, 2)
             .iter()
-            .map(|c| c.1.method)
+            .map(|c| c.method)
             .collect();
         assert_eq!(warm, vec![ReadMethod::Mmap, ReadMethod::Pread]);
     }
