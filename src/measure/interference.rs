@@ -20,8 +20,9 @@ pub struct Interference {
     pub seconds: f64,
     /// CPU used by other processes (not kernel threads), in cores on average.
     pub other_cpu_cores: f64,
-    /// CPU used by kernel threads (write-back, readahead, softirq work: often on iolab's
-    /// behalf), in cores on average; reported, not judged.
+    /// CPU used by kernel threads and interrupts (write-back, readahead, softirq work: often on
+    /// iolab's behalf), in cores on average: the machine's busy time (/proc/stat) beyond this
+    /// process and the other processes; reported, not judged.
     #[serde(default)]
     pub kernel_cpu_cores: f64,
     /// Share of CPU time the hypervisor stole, percent.
@@ -66,8 +67,9 @@ pub fn parse_pid_stat(text: &str) -> Option<(bool, u64)> {
     Some((kthread, ticks))
 }
 
-/// CPU ticks of every other process now, by pid: `(kernel thread, ticks)`.
-fn processes() -> std::collections::HashMap<u32, (bool, u64)> {
+/// CPU ticks of every other process now, by pid: `(kernel thread, ticks)`, leaving out the pids
+/// that `skip` names.
+fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, (bool, u64)> {
     let me = std::process::id();
     let mut out = std::collections::HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -77,7 +79,7 @@ fn processes() -> std::collections::HashMap<u32, (bool, u64)> {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if pid == me {
+        if pid == me || skip(pid) {
             continue;
         }
         if let Some(v) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -135,10 +137,16 @@ struct Sample {
     psi: [Option<u64>; 3],
     procs: std::collections::HashMap<u32, (bool, u64)>,
     ivcsw: u64,
+    /// This process's CPU time (all threads), µs.
+    own_us: u64,
 }
 
 impl Sample {
     fn now() -> Sample {
+        Self::taken(processes(|_| false))
+    }
+
+    fn taken(procs: std::collections::HashMap<u32, (bool, u64)>) -> Sample {
         let u = crate::sys::rusage_self();
         Sample {
             at: Instant::now(),
@@ -146,8 +154,9 @@ impl Sample {
                 .ok()
                 .and_then(|s| parse_cpu_line(&s)),
             psi: psi_totals(),
-            procs: processes(),
+            procs,
             ivcsw: u.ivcsw,
+            own_us: u.user_us + u.sys_us,
         }
     }
 }
@@ -168,12 +177,11 @@ impl Probe {
 
     /// What else ran since the start.
     pub fn finish(&self) -> Interference {
-        between(
-            &self.start,
-            &Sample::now(),
-            load_1m(),
-            crate::sys::clock_ticks(),
-        )
+        // Kernel threads seen at the start are not read again: their time is derived from
+        // /proc/stat (about 1 ms less per command here, most of /proc being kernel threads).
+        let start = &self.start.procs;
+        let end = Sample::taken(processes(|pid| start.get(&pid).is_some_and(|p| p.0)));
+        between(&self.start, &end, load_1m(), crate::sys::clock_ticks())
     }
 }
 
@@ -192,7 +200,18 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         }
         _ => 0.0,
     };
-    let (user, kernel) = used(&a.procs, &b.procs);
+    let (user, kernel_read) = used(&a.procs, &b.procs);
+    // The kernel threads' time: what the whole machine was busy (/proc/stat) beyond this process
+    // and the other processes (interrupts included); without /proc/stat, the kernel threads read.
+    let kernel = match (a.cpu, b.cpu) {
+        (Some((ab, _, _)), Some((bb, _, _))) => {
+            let own = b.own_us.saturating_sub(a.own_us) * ticks / 1_000_000;
+            bb.saturating_sub(ab)
+                .saturating_sub(own)
+                .saturating_sub(user)
+        }
+        _ => kernel_read,
+    };
     // Clock ticks are coarse (10 ms): over a short window one tick is a large share, so the
     // figure is capped at the machine's cores.
     let cpus = crate::sys::cpus() as f64;
@@ -327,12 +346,15 @@ mod tests {
     }
 
     fn sample(at: Instant, steal: u64, total: u64, procs: &[(u32, bool, u64)]) -> Sample {
+        // The machine's busy ticks are those of the processes listed (this one used none).
+        let busy = procs.iter().map(|p| p.2).sum();
         Sample {
             at,
-            cpu: Some((0, steal, total)),
+            cpu: Some((busy, steal, total)),
             psi: [Some(0), None, Some(0)],
             procs: procs.iter().map(|&(p, k, t)| (p, (k, t))).collect(),
             ivcsw: 0,
+            own_us: 0,
         }
     }
 
