@@ -121,6 +121,37 @@ fn mappings_made_per_run_read_the_same_bytes() {
 }
 
 #[test]
+fn parts_of_another_workload_are_cut_to_each_engines_buffer() {
+    // fast races engines over parts made for another block size: a block larger than an
+    // engine's buffer must be read in pieces, never index past it.
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes((3 << 20) + 5, 8);
+    let path = write_file(dir.path(), "foreign", &data);
+    let src = open_source(&path).unwrap();
+    let small = Workload {
+        bs: 4096,
+        len: data.len() as u64,
+        pattern: Pattern::Seq,
+        seed: 0,
+        threads: 2,
+    };
+    let big = Workload {
+        bs: 1 << 20,
+        ..small
+    };
+    for method in ReadMethod::ALL {
+        let mut p = match prepare(method, &src, &small, &EngineOptions::with_depth(4)) {
+            Ok(p) => p,
+            Err(e) if e.kind == ErrorKind::Unsupported => continue,
+            Err(e) => panic!("{}: {e}", method.name()),
+        };
+        let m = p.run_over(&big.shared_parts(0, data.len() as u64)).unwrap();
+        assert_eq!(m.xor, plain_xor(&data), "{}", method.name());
+        assert_eq!(m.bytes, data.len() as u64, "{}", method.name());
+    }
+}
+
+#[test]
 fn a_prepared_run_runs_again_on_another_thread() {
     // io_uring rings with a single issuer belong to the thread that first submits: a second
     // run of the same workers from another thread must still work (and give the same XOR).

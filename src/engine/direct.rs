@@ -56,6 +56,15 @@ pub(crate) fn direct_buffer_len(w: &Workload) -> usize {
     (piece.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN + DIRECT_ALIGN) as usize
 }
 
+/// The longest piece whose aligned cover fits a buffer of `buf_len` bytes (one alignment unit
+/// is kept for a piece that starts mid-unit).
+pub(crate) fn direct_piece_max(buf_len: usize) -> u64 {
+    (buf_len as u64)
+        .saturating_sub(DIRECT_ALIGN)
+        .max(1)
+        .min(MAX_IO)
+}
+
 /// Reads `piece` through an O_DIRECT descriptor and returns its XOR.
 pub(crate) fn xor_direct_piece(
     file: &File,
@@ -115,6 +124,11 @@ impl ReadEngine for Direct {
 }
 
 impl SyncWorker for DirectWorker {
+    /// Pieces whose aligned cover fits the buffer, even for parts of another workload.
+    fn max_piece(&self) -> u64 {
+        direct_piece_max(self.buf.len())
+    }
+
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let xor = xor_direct_piece(
             &self.file,

@@ -192,9 +192,7 @@ impl Prepared {
     pub fn run_limited(&mut self, limits: RunLimits) -> Result<(Moved, Option<Histogram>)> {
         run_parts(&mut self.workers, &self.parts, limits, "read failed")
     }
-}
 
-impl Prepared {
     /// Runs the workers over other parts of the same file (at most one part per worker), as
     /// `fast` reads a file range by range with the method each range suits.
     pub fn run_over(&mut self, parts: &[Part]) -> Result<Moved> {

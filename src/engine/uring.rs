@@ -6,7 +6,9 @@
 //! buffer address, and the rule that makes it sound (the buffer lives, untouched, until its
 //! completion is reaped, which [`drain`] guarantees even on failure) is this loop's own state.
 
-use super::direct::{aligned_cover, direct_buffer_len, open_direct, xor_direct_piece};
+use super::direct::{
+    aligned_cover, direct_buffer_len, direct_piece_max, open_direct, xor_direct_piece,
+};
 use super::driver::pieces;
 use super::{
     EngineInfo, Job, MAX_IO, Moved, ReadEngine, Work, Worker, Workers, buffer_len, pread_full,
@@ -315,7 +317,13 @@ impl Worker for UringWorker {
         }
         self.claim()?;
         let mut moved = Moved::default();
-        let mut todo = part.iter().flat_map(|b| pieces(b, MAX_IO));
+        // Pieces fit a slot, even for parts of another workload (`Prepared::run_over`).
+        let max = if self.direct {
+            direct_piece_max(self.slot_len)
+        } else {
+            (self.slot_len as u64).min(MAX_IO)
+        };
+        let mut todo = part.iter().flat_map(|b| pieces(b, max));
         let mut in_flight: Vec<Option<Block>> = vec![None; self.depth];
         let mut free: Vec<usize> = (0..self.depth).rev().collect();
         let mut busy = 0usize;
