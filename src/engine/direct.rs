@@ -61,8 +61,7 @@ pub(crate) fn direct_buffer_len(w: &Workload) -> usize {
 pub(crate) fn direct_piece_max(buf_len: usize) -> u64 {
     (buf_len as u64)
         .saturating_sub(DIRECT_ALIGN)
-        .max(1)
-        .min(MAX_IO)
+        .clamp(1, MAX_IO)
 }
 
 /// Reads `piece` through an O_DIRECT descriptor and returns its XOR.
