@@ -137,7 +137,8 @@ pub struct FileRecord {
     pub method: String,
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
     pub time: Duration,
-    /// Hashing: before the timed window on the sender, after it on the receiver.
+    /// Hashing: before the timed window on the sender, after it on an mmap or splice receiver;
+    /// a write receiver hashes while it writes (inside `time`), leaving only the final step here.
     pub hash_time: Duration,
     /// BLAKE3 of the content, hex.
     pub blake3: String,
