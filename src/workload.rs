@@ -122,6 +122,24 @@ impl Workload {
 }
 
 impl Workload {
+    /// One part per thread, as [`Workload::parts`], but each part's blocks drawn at random with
+    /// replacement from the part's range (as many draws as the part has blocks): the order of
+    /// mmapbench and of most larger-than-memory studies, where a block may be read again while
+    /// still cached. `seed` makes a new set of draws (one per lap of a timed run).
+    pub fn uniform_parts(&self, seed: u64) -> Vec<Part> {
+        self.parts()
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut p)| {
+                p.order = Some(Order::Uniform {
+                    n: p.count.max(1),
+                    seed: splitmix64(&mut (seed ^ (i as u64).wrapping_mul(0xa076_1d64_78bd_642f))),
+                });
+                p
+            })
+            .collect()
+    }
+
     /// Sequential parts covering bytes `start..end` of the file (`start` a multiple of `bs`,
     /// `end` at most `len`), split between up to `threads` threads, each a contiguous run of
     /// whole blocks; parts without a block are left out.
@@ -176,6 +194,12 @@ impl Workload {
 enum Order {
     Table(std::sync::Arc<[u32]>),
     Computed(Permutation),
+    /// Draws with replacement, uniform over `0..n`: some blocks come twice, others never, as
+    /// mmapbench's random reads do (`p[rnd(gen)]`).
+    Uniform {
+        n: u64,
+        seed: u64,
+    },
 }
 
 impl Order {
@@ -195,6 +219,11 @@ impl Order {
         match self {
             Order::Table(t) => t[i as usize] as u64,
             Order::Computed(p) => p.apply(i),
+            Order::Uniform { n, seed } => {
+                let mut st = seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                // The high half of x * n: uniform over 0..n without the bias of `% n`.
+                ((splitmix64(&mut st) as u128 * *n as u128) >> 64) as u64
+            }
         }
     }
 }
@@ -414,6 +443,38 @@ pub fn fill_random(buf: &mut [u8], seed: u64) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn uniform_parts_draw_with_replacement_inside_each_part() {
+        let w = Workload {
+            bs: 4096,
+            len: 4096 * 1000,
+            pattern: Pattern::Random,
+            seed: 1,
+            threads: 2,
+        };
+        let parts = w.uniform_parts(7);
+        assert_eq!(parts.len(), 2);
+        let mut hits = vec![0u32; 1000];
+        for p in &parts {
+            let (start, end) = p.span();
+            assert_eq!(p.iter().count() as u64, p.block_count());
+            for b in p.iter() {
+                assert!(b.offset >= start && b.offset < end && b.len == 4096);
+                hits[(b.offset / 4096) as usize] += 1;
+            }
+        }
+        // 1000 draws over 1000 blocks: about 1/e of them never drawn, some drawn twice or more.
+        let never = hits.iter().filter(|h| **h == 0).count();
+        assert!((280..460).contains(&never), "{never} blocks never drawn");
+        assert!(hits.iter().any(|h| *h >= 2));
+        // Another seed, other draws; the same seed, the same draws.
+        let again: Vec<u64> = w.uniform_parts(7)[0].iter().map(|b| b.offset).collect();
+        let other: Vec<u64> = w.uniform_parts(8)[0].iter().map(|b| b.offset).collect();
+        let first: Vec<u64> = parts[0].iter().map(|b| b.offset).collect();
+        assert_eq!(first, again);
+        assert_ne!(first, other);
+    }
 
     #[test]
     fn range_parts_cover_a_range_once_in_whole_blocks() {
