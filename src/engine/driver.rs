@@ -8,6 +8,8 @@ use super::{EngineOptions, MAX_IO, Moved, ReadMethod, Source};
 use crate::error::{Error, Result};
 use crate::measure::latency::{Histogram, OpLog};
 use crate::workload::{Block, Part, Workload};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 /// One thread's state for moving its part: buffers, descriptors, rings.
@@ -168,7 +170,7 @@ pub fn prepare(
 }
 
 /// How a run is bounded and observed.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunLimits {
     /// Operations in all (shared out between the parts); `None`: every block.
     pub max_ops: Option<u64>,
@@ -176,6 +178,8 @@ pub struct RunLimits {
     pub deadline: Option<Instant>,
     /// Record each operation's latency.
     pub latencies: bool,
+    /// Count finished blocks here while the run goes on (for a time series).
+    pub progress: Option<Arc<AtomicU64>>,
 }
 
 impl Prepared {
@@ -196,6 +200,16 @@ impl Prepared {
     /// Runs the workers over other parts of the same file (at most one part per worker), as
     /// `fast` reads a file range by range with the method each range suits.
     pub fn run_over(&mut self, parts: &[Part]) -> Result<Moved> {
+        self.run_over_limited(parts, RunLimits::default())
+            .map(|(m, _)| m)
+    }
+
+    /// [`Prepared::run_over`] within `limits`.
+    pub fn run_over_limited(
+        &mut self,
+        parts: &[Part],
+        limits: RunLimits,
+    ) -> Result<(Moved, Option<Histogram>)> {
         if parts.len() > self.workers.len() {
             return Err(Error::failed(
                 "read failed",
@@ -203,13 +217,7 @@ impl Prepared {
             ));
         }
         let n = parts.len();
-        run_parts(
-            &mut self.workers[..n],
-            parts,
-            RunLimits::default(),
-            "read failed",
-        )
-        .map(|(m, _)| m)
+        run_parts(&mut self.workers[..n], parts, limits, "read failed")
     }
 }
 
@@ -260,7 +268,8 @@ pub fn run_parts(
             p.limit(max * (i + 1) / n - max * i / n);
         }
     }
-    let log = || OpLog::new(limits.latencies, limits.deadline);
+    let log =
+        || OpLog::new(limits.latencies, limits.deadline).with_progress(limits.progress.clone());
     let (first, rest) = workers.split_at_mut(1);
     let first = &mut first[0];
     let results: Vec<Result<(Moved, OpLog)>> = std::thread::scope(|s| {

@@ -418,6 +418,7 @@ impl Worker for UringWorker {
                         moved.bytes += piece.len;
                         moved.ops += 1;
                         moved.blocks += 1;
+                        log.tally();
                     }
                     Err(e) => failure = Some(e),
                 }

@@ -257,6 +257,7 @@ pub fn run_access(
                 },
                 deadline: cfg.duration.map(|d| Instant::now() + d),
                 latencies: true,
+                progress: None,
             };
             let (out, counters) = measure(|| prepared.run_limited(limits));
             // Unmapped and closed after the clock, as the classic benchmark did.

@@ -2,6 +2,8 @@
 //! within 1/16 of its bucket's bounds) and [`OpLog`], which engines call around each operation.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const SUB_BITS: u32 = 4;
@@ -158,6 +160,10 @@ pub struct OpLog {
     untimed: u64,
     /// State of the generator of gaps between timed operations.
     rng: u32,
+    /// Where finished operations are counted while the run goes on (a time series reads it).
+    progress: Option<Arc<AtomicU64>>,
+    /// Operations finished but not yet added to `progress`.
+    pending: u64,
 }
 
 impl OpLog {
@@ -185,6 +191,31 @@ impl OpLog {
             skip: 0,
             untimed: 0,
             rng: 0x9e37_79b9,
+            progress: None,
+            pending: 0,
+        }
+    }
+
+    /// Operations added to `counter` as they finish (in batches of [`OpLog::TALLY_BATCH`], and
+    /// the rest when the log is dropped), so another thread can sample the rate during the run.
+    pub fn with_progress(mut self, counter: Option<Arc<AtomicU64>>) -> OpLog {
+        self.progress = counter;
+        self
+    }
+
+    /// Operations counted locally before one shared add: one atomic add per operation on a
+    /// line that several threads share would cost more than a cached 4 KiB read.
+    pub const TALLY_BATCH: u64 = 16;
+
+    /// One operation finished (a block moved), for the progress counter.
+    #[inline]
+    pub fn tally(&mut self) {
+        if let Some(p) = &self.progress {
+            self.pending += 1;
+            if self.pending >= Self::TALLY_BATCH {
+                p.fetch_add(self.pending, Ordering::Relaxed);
+                self.pending = 0;
+            }
         }
     }
 
@@ -207,6 +238,7 @@ impl OpLog {
     /// on timed operations, so at most a few microseconds late when sampling).
     #[inline]
     pub fn end(&mut self) -> bool {
+        self.tally();
         let Some(start) = self.started.take() else {
             return true;
         };
@@ -254,12 +286,22 @@ impl OpLog {
     }
 
     /// The latencies, when recorded (with the count of operations not timed).
-    pub fn into_histogram(self) -> Option<Histogram> {
+    pub fn into_histogram(mut self) -> Option<Histogram> {
         let untimed = self.untimed;
-        self.hist.map(|mut h| {
+        self.hist.take().map(|mut h| {
             h.untimed += untimed;
             h
         })
+    }
+}
+
+impl Drop for OpLog {
+    fn drop(&mut self) {
+        if let Some(p) = &self.progress
+            && self.pending > 0
+        {
+            p.fetch_add(self.pending, Ordering::Relaxed);
+        }
     }
 }
 
