@@ -2,6 +2,7 @@
 //! `posix_fadvise(DONTNEED)`, and as root `drop_caches`), loading it, and `/proc/meminfo`.
 //! Root-only steps are detected; without root they are skipped with the reason.
 
+pub mod cgroup;
 pub mod meminfo;
 
 use crate::engine::pread_full;

@@ -7,12 +7,48 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 
 const SLOTS: usize = 1024;
 
 static TABLE: [AtomicPtr<libc::c_char>; SLOTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+/// Child processes to end before the paths are removed (a child inside a cgroup keeps the
+/// group's directory busy): pids, 0 for a free slot.
+static CHILDREN: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+
+/// Puts child `pid` in the table, so that a signal kills and reaps it before the paths are
+/// removed; returns its slot (`None` when the table is full).
+pub fn register_child(pid: u32) -> Option<usize> {
+    let pid = i32::try_from(pid).ok()?;
+    CHILDREN.iter().position(|slot| {
+        slot.compare_exchange(0, pid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    })
+}
+
+/// Takes child slot `i` out of the table (the child has been waited for).
+pub fn unregister_child(i: usize) {
+    if let Some(slot) = CHILDREN.get(i) {
+        slot.store(0, Ordering::SeqCst);
+    }
+}
+
+/// Kills and reaps every registered child. Async-signal-safe.
+fn end_children() {
+    for slot in CHILDREN.iter() {
+        let pid = slot.swap(0, Ordering::SeqCst);
+        if pid > 0 {
+            // SAFETY: kill and waitpid are async-signal-safe; `pid` is our own child, which
+            // stays unreaped (a zombie at worst) until this waitpid, so the id cannot be reused.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}
 
 /// Set when SIGINT or SIGTERM arrived.
 pub(super) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -128,6 +164,7 @@ fn say(parts: &[&[u8]]) {
 
 extern "C" fn on_signal(sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    end_children();
     let n = remove_all();
     let what: &[u8] = if sig == libc::SIGTERM {
         b"\niolab: terminated"
@@ -167,6 +204,18 @@ pub fn install() -> std::io::Result<()> {
             libc::sigaction(sig, &sa, std::ptr::null_mut())
         };
         if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// From now on SIGINT and SIGTERM are ignored: for a helper process whose parent ends it (and
+/// cleans up) when the user interrupts.
+pub fn ignore_interrupts() -> std::io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: setting a signal's disposition to SIG_IGN has no memory effects.
+        if unsafe { libc::signal(sig, libc::SIG_IGN) } == libc::SIG_ERR {
             return Err(std::io::Error::last_os_error());
         }
     }
