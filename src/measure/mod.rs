@@ -3,6 +3,7 @@
 
 pub mod interference;
 pub mod latency;
+pub mod series;
 pub mod stats;
 
 use crate::sys::{Usage, rusage_self};
