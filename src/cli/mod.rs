@@ -14,6 +14,7 @@ mod report;
 mod run;
 mod run2;
 mod send;
+mod squeeze;
 mod suite;
 mod sweep;
 mod syscalls;
@@ -57,6 +58,10 @@ pub enum Command {
     Send(send::SendArgs),
     Recv(recv::RecvArgs),
     Transfer(transfer::TransferArgs),
+    Squeeze(squeeze::SqueezeArgs),
+    /// Internal: one method of `squeeze`, run inside its memory cgroup.
+    #[command(hide = true, name = "squeeze-worker")]
+    SqueezeWorker(squeeze::WorkerArgs),
     #[command(subcommand)]
     Cache(cache::CacheCommand),
     /// The classic sender: master N f1 .. fN fcntl|mmap (port 2325).
@@ -135,6 +140,8 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Master(a) => a.run_master(ctx),
         Command::Slave(a) => a.run_slave(ctx),
         Command::Transfer(a) => a.run(ctx),
+        Command::Squeeze(a) => a.run(ctx),
+        Command::SqueezeWorker(a) => a.run(),
     }
 }
 

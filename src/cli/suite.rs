@@ -59,6 +59,7 @@ impl SuiteArgs {
             quick: self.quick,
             keep_data: self.keep_data,
             wait_quiet: self.wait_quiet.as_secs_f64(),
+            worker: std::env::current_exe().ok(),
         };
         let r = run_suite(&cfg, &data, &ctx.command_line, &ctx.progress)?;
         ctx.progress.clear();

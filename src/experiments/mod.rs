@@ -10,6 +10,7 @@ pub mod host;
 pub mod partb;
 pub mod read;
 pub mod run2;
+pub mod squeeze;
 pub mod sweep;
 pub mod syscalls;
 pub mod transfer;

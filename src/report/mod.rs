@@ -4,6 +4,7 @@
 pub mod access;
 pub mod classic;
 pub mod runs;
+pub mod squeeze;
 pub mod svg;
 pub mod sweep;
 pub mod syscalls;

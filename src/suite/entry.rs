@@ -28,6 +28,10 @@ pub struct SuiteConfig {
     /// Wait up to this many seconds for a quiet machine before each experiment (0: do not wait).
     #[serde(default)]
     pub wait_quiet: f64,
+    /// The iolab program, for experiments that run parts of themselves in a child process
+    /// (squeeze); without it they say so. Not part of the result.
+    #[serde(skip)]
+    pub worker: Option<PathBuf>,
 }
 
 /// One experiment's outcome: its result (as its `--format json` prints it), or why there is none.

@@ -8,10 +8,11 @@ use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::experiments::access::AccessRow;
 use crate::experiments::fast::FastSeries;
+use crate::experiments::squeeze::{MethodSeries, SqueezeResult};
 use crate::experiments::sweep::{CellKind, SweepCell};
 use crate::experiments::syscalls::SyscallsResult;
 use crate::experiments::transfer::TransferResult;
-use crate::measure::stats::{Ratio, Summary};
+use crate::measure::stats::{Ratio, Summary, summarize};
 use crate::transfer::{RecvMethod, SendMethod};
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
@@ -363,6 +364,58 @@ pub fn transfer_best(t: &TransferResult) -> Option<Finding> {
         side(best),
         side(base),
     )
+}
+
+/// Larger than memory: uring-direct against mmap in their steady states (the paper's pair; the
+/// first two methods with a steady state when either is missing). Each second of the steady
+/// window is one measurement; the methods ran one after the other, so the ratio is unpaired.
+pub fn squeeze(r: &SqueezeResult) -> Option<Finding> {
+    let steady: Vec<&MethodSeries> = r.methods.iter().filter(|m| m.steady.is_some()).collect();
+    let find = |m: ReadMethod| steady.iter().copied().find(|x| x.method == m);
+    let (a, b) = match (find(ReadMethod::UringDirect), find(ReadMethod::Mmap)) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (*steady.first()?, *steady.get(1)?),
+    };
+    let pattern = r.config.pattern.name();
+    let bs = crate::size::format_size(r.config.bs);
+    let side = |m: &MethodSeries| Side {
+        name: m.method.name().into(),
+        s: m.steady
+            .as_ref()
+            .map(|s| s.kiops.clone())
+            .unwrap_or_else(|| summarize(&[])),
+        cite: format!("squeeze: {} {pattern}", m.method.name()),
+    };
+    let what = format!(
+        "the file {:.1}x larger than memory, {pattern} {bs} reads, steady state (per second)",
+        r.oversize
+    );
+    let mut f = compare(
+        &format!("squeeze-{pattern}-{}", r.config.bs),
+        &what,
+        "KIOPS",
+        Better::Higher,
+        false,
+        side(a),
+        side(b),
+    )?;
+    let shootdowns: Vec<String> = [a, b]
+        .iter()
+        .filter_map(|m| {
+            let s = m.steady.as_ref()?;
+            Some(match s.tlb_per_s {
+                Some(t) => format!("{} {:.0} TLB shootdowns/s", m.method.name(), t),
+                None => format!("{} TLB shootdowns not counted here", m.method.name()),
+            })
+        })
+        .collect();
+    // Each measurement here is one second of the steady state, not a separate run.
+    f.text = format!(
+        "{}; {}",
+        f.text.replace(" runs)", " seconds)"),
+        shootdowns.join(", ")
+    );
+    Some(f)
 }
 
 #[cfg(test)]

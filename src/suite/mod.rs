@@ -38,6 +38,7 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::syscalls::Syscalls,
     &exp::vm::Vm,
     &exp::transfer::Transfer,
+    &exp::squeeze::Squeeze,
 ];
 
 fn interrupted() -> Error {
@@ -236,6 +237,7 @@ mod tests {
                 quick: true,
                 keep_data: false,
                 wait_quiet: 0.0,
+                worker: None,
             },
             data: DataSet {
                 random_file: "d/random.bin".into(),

@@ -4,6 +4,7 @@ pub mod access;
 pub mod fast;
 pub mod run;
 pub mod run2;
+pub mod squeeze;
 pub mod sweep;
 pub mod syscalls;
 pub mod transfer;

@@ -1,0 +1,120 @@
+//! `iolab squeeze FILE --memory SIZE`: each method inside a memory cgroup smaller than the file,
+//! a row per second; and the hidden `squeeze-worker` that runs one method inside the group.
+
+use super::args::{self, OutputArgs};
+use super::{Ctx, usage, warn_all};
+use clap::Args;
+use iolab::Error;
+use iolab::engine::ReadMethod;
+use iolab::experiments::squeeze::{
+    SqueezeConfig, SqueezePattern, WorkerConfig, run_squeeze, run_worker,
+};
+use iolab::report;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Read a file larger than the memory allowed: mmap vs pread vs O_DIRECT under eviction.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab squeeze big.bin --memory 128M\n  iolab squeeze big.bin --memory 128M --methods mmap,uring-direct --seconds 10\n  iolab squeeze big.bin --memory 256M --pattern uniform --threads 4 --format csv > series.csv\n  iolab squeeze big.bin --memory 128M --plot squeeze.svg\n\nEach method runs in a fresh memory cgroup limited to --memory (cgroup v2 where its\nhierarchy has the memory controller, else v1), made under the hierarchy's root (needs\nroot) or under --cgroup-parent, and removed afterwards, also on Ctrl-C. The file's pages\nare evicted before each method, so the page cache it fills is charged to its group.\nThe file must be larger than --memory; 8x shows the effect well (the CIDR 2022 paper\n\"Are You Sure You Want to Use MMAP in Your DBMS?\" used data far larger than memory)."
+)]
+pub struct SqueezeArgs {
+    /// A regular file larger than --memory
+    pub file: PathBuf,
+    /// The memory limit of each method's cgroup (page cache included)
+    #[arg(long, value_parser = args::size, value_name = "SIZE")]
+    pub memory: u64,
+    /// Methods, each in a group of its own, one after the other
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = SqueezeConfig::DEFAULT_METHODS)]
+    pub methods: Vec<ReadMethod>,
+    /// random: a new permutation of the blocks per pass; uniform: draws with replacement (as
+    /// mmapbench); seq: in file order
+    #[arg(long, value_enum, default_value_t = SqueezePattern::Random)]
+    pub pattern: SqueezePattern,
+    /// Bytes per read
+    #[arg(long, default_value = "4K", value_parser = args::size)]
+    pub bs: u64,
+    /// Reading threads [default: the CPU count]
+    #[arg(long, value_parser = args::threads)]
+    pub threads: Option<usize>,
+    /// io_uring requests in flight per thread
+    #[arg(long, default_value_t = 32, value_parser = args::depth)]
+    pub depth: u32,
+    /// How long each method runs
+    #[arg(long, default_value = "20s", value_parser = args::duration)]
+    pub seconds: Duration,
+    /// Seed of the random order
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Make the groups under this cgroup directory (a subtree delegated to you) instead of the
+    /// hierarchy's root
+    #[arg(long, value_name = "DIR")]
+    pub cgroup_parent: Option<PathBuf>,
+    /// Also write the plot (throughput per second per method, TLB shootdowns below) as SVG
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Overwrite the --plot file if it exists
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl SqueezeArgs {
+    /// Runs every method and prints the series, the steady states and the finding.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        if self.seconds < Duration::from_millis(500) {
+            return Err(usage("--seconds must be at least 0.5s".into()));
+        }
+        if let Some(p) = &self.plot {
+            iolab::output::refuse_existing(p, self.force)?;
+        }
+        let worker = std::env::current_exe()
+            .map_err(|e| Error::failed("cannot find iolab's own program", e.to_string()))?;
+        let mut cfg = SqueezeConfig::new(self.file, self.memory, worker);
+        cfg.methods = self.methods;
+        cfg.pattern = self.pattern;
+        cfg.bs = self.bs;
+        if let Some(t) = self.threads {
+            cfg.threads = t;
+        }
+        cfg.depth = self.depth;
+        cfg.seconds = self.seconds.as_secs_f64();
+        cfg.seed = self.seed;
+        cfg.cgroup_parent = self.cgroup_parent;
+        let r = run_squeeze(&cfg, &ctx.progress)?;
+        ctx.progress.clear();
+        warn_all(&r.warnings);
+        let finding = iolab::suite::findings::squeeze(&r);
+        if let Some(p) = &self.plot {
+            iolab::output::save(p, report::squeeze::squeeze_plot(&r).as_bytes(), self.force)?;
+        }
+        ctx.emit(
+            self.output.format,
+            &report::squeeze::squeeze_report(&r, finding.as_ref(), self.output.format),
+        );
+        Ok(())
+    }
+}
+
+/// Internal: runs one method of `squeeze` inside its group (started by `iolab squeeze`).
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The method and its settings, as JSON
+    pub config: String,
+}
+
+impl WorkerArgs {
+    /// Waits for "go" on stdin, then writes one JSON line per second to stdout.
+    pub fn run(self) -> Result<(), Error> {
+        // The parent ends this process on Ctrl-C and removes the group; nothing to clean here.
+        let _ = iolab::sys::cleanup::ignore_interrupts();
+        let cfg: WorkerConfig = serde_json::from_str(&self.config)
+            .map_err(|e| usage(format!("squeeze-worker: invalid configuration: {e}")))?;
+        let stdin = std::io::stdin();
+        let mut go = stdin.lock();
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        run_worker(&cfg, &mut go, &mut out)
+    }
+}

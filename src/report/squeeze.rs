@@ -1,0 +1,306 @@
+//! `iolab squeeze` report: per method a row per second, the steady states side by side, the
+//! finding; CSV is the time series itself (one row per method and second); a two-panel plot.
+
+use super::svg::{Plot, Point, Series, line_plot};
+use super::{Format, csv_line, json, markdown_table, table};
+use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick};
+use crate::size::format_size;
+use crate::suite::findings::Finding;
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn tick_cells(r: &SqueezeResult, t: &Tick) -> Vec<String> {
+    let per_s = |n: u64| n as f64 / t.secs;
+    vec![
+        format!("{:.1}", t.t),
+        format!("{:.2}", t.kiops),
+        format!("{:.1}", t.mib_s),
+        opt(t.dev_read_bytes.map(|b| b as f64 / t.secs / MIB), 1),
+        opt(t.tlb_shootdowns.map(per_s), 0),
+        format!("{:.0}", per_s(t.minor_faults)),
+        format!("{:.0}", per_s(t.major_faults)),
+        opt(t.mem_current.map(|b| b as f64 / MIB), 1),
+        opt(t.mem_peak.map(|b| b as f64 / MIB), 1),
+        opt(t.pressure_us.map(|us| us as f64 / 1e4 / t.secs), 1),
+        if r.companion_alone > 0.0 {
+            format!(
+                "{:.0}",
+                100.0 * t.cpu_work as f64 / t.secs / r.companion_alone
+            )
+        } else {
+            "-".into()
+        },
+    ]
+}
+
+const TICK_HEADER: [&str; 11] = [
+    "t s",
+    "KIOPS",
+    "MiB/s",
+    "dev MiB/s",
+    "TLB/s",
+    "minflt/s",
+    "majflt/s",
+    "mem MiB",
+    "peak MiB",
+    "PSI %",
+    "cpu left %",
+];
+
+fn header(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|s| s.to_string()).collect()
+}
+
+fn summary_rows(r: &SqueezeResult) -> Vec<Vec<String>> {
+    let mut rows = vec![header(&[
+        "method",
+        "KIOPS (steady)",
+        "interval",
+        "MiB/s",
+        "dev MiB/s",
+        "dev/needed",
+        "TLB/s",
+        "majflt/s",
+        "PSI %",
+        "cpu left %",
+        "peak MiB",
+        "steady from",
+    ])];
+    for m in &r.methods {
+        if let Some(why) = &m.unsupported {
+            let mut row = vec![m.method.name().to_string(), "unsupported".into()];
+            row.extend(std::iter::repeat_n(String::new(), 9));
+            row.push(why.clone());
+            rows.push(row);
+            continue;
+        }
+        let peak = opt(m.peak.map(|p| p as f64 / MIB), 1);
+        let amp = match (m.dev_read_bytes, m.needed_bytes) {
+            (Some(d), n) if n > 0 => format!("{:.2}", d as f64 / n as f64),
+            _ => "-".into(),
+        };
+        match &m.steady {
+            Some(s) => rows.push(vec![
+                m.method.name().to_string(),
+                format!("{:.2}", s.kiops.median),
+                format!("{:.2}-{:.2}", s.kiops.ci[0], s.kiops.ci[1]),
+                format!("{:.1}", s.mib_s.median),
+                opt(s.dev_mib_s, 1),
+                amp,
+                opt(s.tlb_per_s, 0),
+                format!("{:.0}", s.major_faults_per_s),
+                opt(s.pressure_pct, 1),
+                opt(s.cpu_left_pct, 0),
+                peak,
+                format!("{:.0} s", s.from_s),
+            ]),
+            None => {
+                let mut row = vec![m.method.name().to_string(), "no steady state".into()];
+                row.extend(std::iter::repeat_n(String::new(), 3));
+                row.push(amp);
+                row.extend(std::iter::repeat_n(String::new(), 4));
+                row.push(peak);
+                row.push("under 3 whole seconds after filling".into());
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+fn heading(r: &SqueezeResult) -> String {
+    format!(
+        "{}: {} in a {} memory cgroup ({} limit, the file {:.1}x larger), {} {} reads, {} thread(s), {:.0} s per method",
+        r.config.path.display(),
+        format_size(r.file_size),
+        r.cgroup.version.name(),
+        format_size(r.limit),
+        r.oversize,
+        r.config.pattern.name(),
+        format_size(r.config.bs),
+        r.config.threads,
+        r.config.seconds
+    )
+}
+
+fn method_heading(m: &MethodSeries) -> String {
+    let steady = m.steady.as_ref().map_or_else(
+        || "no steady state".to_string(),
+        |s| format!("steady from {:.0} s: {}", s.from_s, s.why),
+    );
+    format!(
+        "{} (resident before: {:.1}%; {steady})",
+        m.method.name(),
+        m.resident_before_pct
+    )
+}
+
+fn notes(r: &SqueezeResult) -> String {
+    let mut out = String::from(
+        "dev MiB/s: the file's device as /proc/diskstats counts it (machine-wide); dev/needed: device bytes over the distinct blocks the method read (readahead makes it above 1); TLB/s: machine-wide shootdown interrupts; cpu left: a CPU-bound companion thread's work per second against its rate alone",
+    );
+    if let Some(scope) = r
+        .methods
+        .iter()
+        .find_map(|m| m.done.as_ref().and_then(|d| d.pressure_scope.clone()))
+    {
+        out.push_str(&format!("; PSI: memory pressure of the {scope}"));
+    }
+    out.push('\n');
+    out
+}
+
+/// `iolab squeeze` in `format`, with its finding.
+pub fn squeeze_report(r: &SqueezeResult, finding: Option<&Finding>, format: Format) -> String {
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(r).unwrap_or_default();
+            if let serde_json::Value::Object(map) = &mut v {
+                map.insert("finding".into(), serde_json::json!(finding));
+            }
+            json(&v)
+        }
+        Format::Csv => {
+            let mut out = csv_line(
+                &std::iter::once("method".to_string())
+                    .chain(TICK_HEADER.iter().map(|s| s.to_string()))
+                    .collect::<Vec<_>>(),
+            );
+            for m in &r.methods {
+                for t in &m.ticks {
+                    let mut row = vec![m.method.name().to_string()];
+                    row.extend(tick_cells(r, t));
+                    out.push_str(&csv_line(&row));
+                }
+            }
+            out
+        }
+        Format::Markdown => {
+            let mut out = format!("{}\n\n{}\n", heading(r), markdown_table(&summary_rows(r)));
+            for m in &r.methods {
+                if m.ticks.is_empty() {
+                    continue;
+                }
+                out.push_str(&format!("\n**{}**\n\n", method_heading(m)));
+                let mut rows = vec![header(&TICK_HEADER)];
+                rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
+                out.push_str(&markdown_table(&rows));
+            }
+            if let Some(f) = finding {
+                out.push_str(&format!("\nFinding: {}\n", f.text));
+            }
+            out.push_str(&format!("\n{}", notes(r)));
+            out
+        }
+        Format::Text => {
+            let mut out = format!("{}\n", heading(r));
+            for m in &r.methods {
+                if m.ticks.is_empty() {
+                    continue;
+                }
+                out.push_str(&format!("\n{}\n", method_heading(m)));
+                let mut rows = vec![header(&TICK_HEADER)];
+                rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
+                out.push_str(&table(&rows));
+            }
+            out.push_str("\nSteady state (medians over its seconds):\n");
+            out.push_str(&table(&summary_rows(r)));
+            if let Some(f) = finding {
+                out.push_str(&format!("\nFinding: {}\n", f.text));
+            }
+            out.push_str(&notes(r));
+            out
+        }
+    }
+}
+
+/// Throughput over time per method, and below it TLB shootdowns per second: one SVG.
+pub fn squeeze_plot(r: &SqueezeResult) -> String {
+    let series = |f: &dyn Fn(&Tick) -> Option<f64>| -> Vec<Series> {
+        r.methods
+            .iter()
+            .filter(|m| !m.ticks.is_empty())
+            .map(|m| Series {
+                name: m.method.name().into(),
+                points: m
+                    .ticks
+                    .iter()
+                    .filter_map(|t| {
+                        f(t).map(|y| Point {
+                            x: t.t,
+                            y,
+                            lo: y,
+                            hi: y,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    let top = line_plot(&Plot {
+        title: format!(
+            "{} {} reads, file {:.1}x the memory limit",
+            r.config.pattern.name(),
+            format_size(r.config.bs),
+            r.oversize
+        ),
+        x_label: "seconds since the method started".into(),
+        y_label: "KIOPS".into(),
+        log2_x: false,
+        log_y: false,
+        series: series(&|t| Some(t.kiops)),
+    });
+    let bottom = line_plot(&Plot {
+        title: "TLB shootdowns (machine-wide)".into(),
+        x_label: "seconds since the method started".into(),
+        y_label: "shootdowns per second".into(),
+        log2_x: false,
+        log_y: false,
+        series: series(&|t| t.tlb_shootdowns.map(|n| n as f64 / t.secs)),
+    });
+    stack(&[top, bottom])
+}
+
+/// Stacks SVG panels vertically into one SVG (each keeps its own viewBox).
+fn stack(panels: &[String]) -> String {
+    let size = |svg: &str, attr: &str| -> f64 {
+        svg.split(&format!(" {attr}=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let width = panels.iter().map(|p| size(p, "width")).fold(0.0, f64::max);
+    let mut y = 0.0;
+    let mut inner = String::new();
+    for p in panels {
+        let h = size(p, "height");
+        inner.push_str(&p.replacen("<svg ", &format!("<svg y=\"{y}\" "), 1));
+        y += h;
+    }
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {y}" width="{width}" height="{y}">{inner}</svg>
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panels_stack_into_one_svg() {
+        let a = r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 860 500" width="860" height="500"><rect/></svg>"#;
+        let s = stack(&[a.to_string(), a.to_string()]);
+        assert!(
+            s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 860 1000\"")
+        );
+        assert_eq!(s.matches("<svg ").count(), 3);
+        assert!(s.contains("<svg y=\"500\" "));
+        assert!(s.trim_end().ends_with("</svg></svg>"));
+    }
+}

@@ -1,0 +1,53 @@
+//! Bigger than memory: each method in a memory cgroup an eighth of the data file.
+
+use crate::error::{Error, Result};
+use crate::experiments::Observer;
+use crate::experiments::squeeze::{SqueezeConfig, SqueezeResult, run_squeeze};
+use crate::report::Format;
+use crate::report::squeeze::{squeeze_plot, squeeze_report};
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
+use crate::suite::findings::{self, Finding};
+
+/// `squeeze` on the data file with `--memory` an eighth of it.
+pub struct Squeeze;
+
+/// The file is this many times the group's memory.
+pub const OVERSIZE: u64 = 8;
+
+impl Entry for Squeeze {
+    type Output = SqueezeResult;
+    fn about(&self) -> &'static About {
+        &About {
+            name: "squeeze",
+            title: "bigger than memory",
+            explains: "Each method reads random 4 KiB blocks of a file eight times larger than the memory its cgroup may use, so every new page evicts another; a mapping pays for eviction with page-table updates and TLB shootdowns, O_DIRECT with io_uring bypasses the cache altogether. The steady state starts once the group is full.",
+        }
+    }
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SqueezeResult> {
+        let worker = ctx.cfg.worker.clone().ok_or_else(|| {
+            Error::unsupported(
+                "cannot run squeeze",
+                "it runs each method in a process of its own and needs the iolab program (run by `iolab suite`)",
+            )
+        })?;
+        let size = std::fs::metadata(ctx.file()).map(|m| m.len()).unwrap_or(0);
+        let memory = (size / OVERSIZE).max(SqueezeConfig::MIN_MEMORY);
+        let mut cfg = SqueezeConfig::new(ctx.file().to_path_buf(), memory, worker);
+        // A steady state needs 3 whole seconds after the group fills (about a second).
+        cfg.seconds = ctx.scale(5.0, 10.0);
+        run_squeeze(&cfg, obs)
+    }
+
+    fn table(&self, out: &SqueezeResult) -> String {
+        squeeze_report(out, findings::squeeze(out).as_ref(), Format::Text)
+    }
+
+    fn plot(&self, out: &SqueezeResult) -> Option<String> {
+        Some(squeeze_plot(out))
+    }
+
+    fn findings(&self, out: &SqueezeResult, _: &SuiteResult) -> Vec<Finding> {
+        findings::squeeze(out).into_iter().collect()
+    }
+}

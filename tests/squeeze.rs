@@ -1,0 +1,344 @@
+//! `iolab squeeze`: a file larger than the memory cgroup each method runs in. As root: every
+//! default method's series, the group's peak within its limit, device bytes covering what had to
+//! come from the device, the groups removed (also on Ctrl-C). Without root: the reason, exit 1.
+
+mod common;
+
+use common::{bytes, iolab, is_root};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A file of `mib` MiB of random bytes, written in 1 MiB pieces.
+fn big_file(dir: &Path, mib: usize) -> PathBuf {
+    let p = dir.join("big.bin");
+    let mut f = std::fs::File::create(&p).unwrap();
+    for i in 0..mib {
+        f.write_all(&bytes(1 << 20, i as u64 + 1)).unwrap();
+    }
+    f.sync_all().unwrap();
+    p
+}
+
+/// The memory cgroup hierarchy's directory on this machine (v1 mount, or v2 with memory).
+fn memory_hierarchy() -> Option<PathBuf> {
+    let v1 = PathBuf::from("/sys/fs/cgroup/memory");
+    if v1.join("memory.limit_in_bytes").exists() {
+        return Some(v1);
+    }
+    for v2 in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+        let c = std::fs::read_to_string(Path::new(v2).join("cgroup.controllers")).ok()?;
+        if c.split_whitespace().any(|x| x == "memory") {
+            return Some(PathBuf::from(v2));
+        }
+    }
+    None
+}
+
+/// Groups this test's iolab processes made and left behind.
+fn leftover_groups(root: &Path, pid: u32) -> Vec<String> {
+    std::fs::read_dir(root)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("iolab-squeeze-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn root_with_memory_cgroup() -> Option<PathBuf> {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return None;
+    }
+    let h = memory_hierarchy();
+    if h.is_none() {
+        eprintln!("skipped: no memory cgroup controller here");
+    }
+    h
+}
+
+#[test]
+fn every_default_method_runs_under_its_limit_and_the_groups_go() {
+    let Some(hierarchy) = root_with_memory_cgroup() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 192);
+    let o = iolab()
+        .env_remove("IOLAB_NO_ROOT")
+        .args([
+            "squeeze",
+            file.to_str().unwrap(),
+            "--memory",
+            "24M",
+            "--seconds",
+            "5",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        (v["oversize"].as_f64().unwrap() - 8.0).abs() < 0.1,
+        "{}",
+        v["oversize"]
+    );
+    let limit = v["limit"].as_u64().unwrap();
+    assert!(limit <= 24 << 20 && limit > 23 << 20, "{limit}");
+    let methods = v["methods"].as_array().unwrap();
+    let names: Vec<&str> = methods
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mmap", "mmap-random", "pread", "uring-direct"]);
+    for m in methods {
+        let name = m["method"].as_str().unwrap();
+        if m["unsupported"].is_string() {
+            eprintln!("{name}: {}", m["unsupported"]);
+            continue;
+        }
+        let ticks = m["ticks"].as_array().unwrap();
+        assert!(
+            ticks.len() >= 3,
+            "{name}: a row per second: {}",
+            ticks.len()
+        );
+        assert!(
+            m["resident_before_pct"].as_f64().unwrap() < 5.0,
+            "{name}: evicted first"
+        );
+        // The group never holds much more than its limit.
+        let peak = m["peak"].as_u64().unwrap();
+        assert!(
+            peak as f64 <= 1.05 * limit as f64,
+            "{name}: peak {peak} over {limit}"
+        );
+        for t in ticks {
+            if let Some(cur) = t["mem_current"].as_u64() {
+                assert!(cur as f64 <= 1.05 * limit as f64, "{name}: {t}");
+            }
+        }
+        // Every read counted in some second; device bytes cover what had to come from it.
+        let done = &m["done"];
+        let reads: u64 = ticks.iter().map(|t| t["ops"].as_u64().unwrap()).sum();
+        assert_eq!(reads, done["moved"]["blocks"].as_u64().unwrap(), "{name}");
+        assert!(reads > 0, "{name}");
+        let needed = m["needed_bytes"].as_u64().unwrap();
+        assert!(needed > 0, "{name}");
+        if let Some(dev) = m["dev_read_bytes"].as_u64() {
+            assert!(dev >= needed, "{name}: device read {dev} < needed {needed}");
+        }
+        let own: u64 = ticks
+            .iter()
+            .filter_map(|t| t["own_read_bytes"].as_u64())
+            .sum();
+        assert!(
+            own >= needed / 2,
+            "{name}: own reads {own}, needed {needed}"
+        );
+    }
+    // The page cache a mapping fills is charged to its group: it fills to the limit.
+    let mmap_random = &methods[1];
+    if mmap_random["unsupported"].is_null() {
+        let most = mmap_random["ticks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["mem_current"].as_u64())
+            .max()
+            .unwrap();
+        assert!(
+            most as f64 >= 0.8 * limit as f64,
+            "filled to {most} of {limit}"
+        );
+    }
+    let f = &v["finding"];
+    assert!(f["text"].as_str().unwrap().contains("KIOPS"), "{f}");
+    assert!(f["ci"][0].as_f64().unwrap() <= f["ci"][1].as_f64().unwrap());
+    let left: Vec<String> = std::fs::read_dir(&hierarchy)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("iolab-squeeze-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn text_csv_and_plot_outputs() {
+    if root_with_memory_cgroup().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 40);
+    let plot = dir.path().join("sq.svg");
+    let o = iolab()
+        .env_remove("IOLAB_NO_ROOT")
+        .args([
+            "squeeze",
+            file.to_str().unwrap(),
+            "--memory",
+            "16M",
+            "--methods",
+            "mmap-random,pread",
+            "--pattern",
+            "uniform",
+            "--threads",
+            "1",
+            "--seconds",
+            "1.5s",
+            "--format",
+            "csv",
+            "--plot",
+            plot.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().starts_with("method,t s,KIOPS,MiB/s"));
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.iter().any(|r| r.starts_with("mmap-random,")));
+    assert!(rows.iter().any(|r| r.starts_with("pread,")));
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("TLB shootdowns"));
+    // The plot is not overwritten without --force.
+    let o = iolab()
+        .args([
+            "squeeze",
+            file.to_str().unwrap(),
+            "--memory",
+            "16M",
+            "--plot",
+            plot.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+}
+
+#[test]
+fn without_root_it_says_why_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 20);
+    let o = iolab()
+        .env("IOLAB_NO_ROOT", "1")
+        .args(["squeeze", file.to_str().unwrap(), "--memory", "16M"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("needs root") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_inputs_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 20);
+    let f = file.to_str().unwrap();
+    for (args, code, says) in [
+        (vec!["--memory", "64M"], 2, "fits in the memory limit"),
+        (vec!["--memory", "4M"], 2, "at least 16MiB"),
+        (vec!["--memory", "lots"], 2, "--memory"),
+        (
+            vec!["--memory", "16M", "--methods", "teleport"],
+            2,
+            "expected one of",
+        ),
+        (
+            vec!["--memory", "16M", "--seconds", "0.1s"],
+            2,
+            "at least 0.5s",
+        ),
+    ] {
+        let o = iolab()
+            .env("IOLAB_NO_ROOT", "1")
+            .arg("squeeze")
+            .arg(f)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    let o = iolab()
+        .args(["squeeze", "/nonexistent/file", "--memory", "16M"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+}
+
+#[test]
+fn ctrl_c_kills_the_method_and_removes_its_group() {
+    let Some(hierarchy) = root_with_memory_cgroup() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 64);
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .env_remove("IOLAB_NO_ROOT")
+        .args([
+            "squeeze",
+            file.to_str().unwrap(),
+            "--memory",
+            "16M",
+            "--methods",
+            "pread",
+            "--seconds",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t = Instant::now();
+    // Wait for the group to exist with the method inside it.
+    let group = loop {
+        assert!(t.elapsed() < Duration::from_secs(20), "no group appeared");
+        if let Some(g) = leftover_groups(&hierarchy, pid).first() {
+            let g = hierarchy.join(g);
+            let procs = std::fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
+            if !procs.trim().is_empty() {
+                break (g, procs.trim().to_string());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let st = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(st.code(), Some(130), "{err}");
+    assert!(!group.0.exists(), "group {} left behind", group.0.display());
+    for worker in group.1.lines() {
+        assert!(
+            !Path::new(&format!("/proc/{worker}")).exists(),
+            "the method's process {worker} still runs"
+        );
+    }
+}
