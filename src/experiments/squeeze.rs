@@ -377,6 +377,8 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
         start,
     };
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    // The first sample before any reading thread starts, so every read falls after it.
+    let mut last = sampler.snap();
     let result = std::thread::scope(|s| {
         s.spawn(|| companion(&stop, &work));
         let io = s.spawn(|| {
@@ -413,7 +415,6 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
             let _ = done_tx.send(());
             r.map(|()| (total, hist, laps))
         });
-        let mut last = sampler.snap();
         let mut k = 1u32;
         let mut sent: Result<()> = Ok(());
         loop {
