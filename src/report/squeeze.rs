@@ -265,7 +265,7 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
     stack(&[top, bottom])
 }
 
-/// Stacks SVG panels vertically into one SVG (each keeps its own viewBox).
+/// Stacks SVG panels vertically into one SVG element.
 fn stack(panels: &[String]) -> String {
     let size = |svg: &str, attr: &str| -> f64 {
         svg.split(&format!(" {attr}=\""))
@@ -279,11 +279,18 @@ fn stack(panels: &[String]) -> String {
     let mut inner = String::new();
     for p in panels {
         let h = size(p, "height");
-        inner.push_str(&p.replacen("<svg ", &format!("<svg y=\"{y}\" "), 1));
+        // The panel's content, without its own <svg> element, shifted down: one <svg> in all,
+        // as a page that inlines plots expects.
+        let body = p
+            .find("<svg")
+            .and_then(|at| p[at..].find('>').map(|end| at + end + 1))
+            .and_then(|start| p.rfind("</svg>").map(|end| &p[start..end]))
+            .unwrap_or("");
+        inner.push_str(&format!("<g transform=\"translate(0,{y})\">{body}</g>"));
         y += h;
     }
     format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {y}" width="{width}" height="{y}">{inner}</svg>
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {y}" width="{width}" height="{y}" font-family="sans-serif" font-size="12" role="img" aria-label="reads per second and TLB shootdowns over time">{inner}</svg>
 "#
     )
 }
@@ -299,8 +306,8 @@ mod tests {
         assert!(
             s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 860 1000\"")
         );
-        assert_eq!(s.matches("<svg ").count(), 3);
-        assert!(s.contains("<svg y=\"500\" "));
-        assert!(s.trim_end().ends_with("</svg></svg>"));
+        assert_eq!(s.matches("<svg").count(), 1, "one svg element: {s}");
+        assert!(s.contains("<g transform=\"translate(0,500)\"><rect/></g>"));
+        assert!(s.trim_end().ends_with("</g></svg>"));
     }
 }
