@@ -85,13 +85,13 @@ impl SqueezeArgs {
         let r = run_squeeze(&cfg, &ctx.progress)?;
         ctx.progress.clear();
         warn_all(&r.warnings);
-        let finding = iolab::suite::findings::squeeze(&r);
+        let findings = iolab::suite::findings::squeeze(&r);
         if let Some(p) = &self.plot {
             iolab::output::save(p, report::squeeze::squeeze_plot(&r).as_bytes(), self.force)?;
         }
         ctx.emit(
             self.output.format,
-            &report::squeeze::squeeze_report(&r, finding.as_ref(), self.output.format),
+            &report::squeeze::squeeze_report(&r, &findings, self.output.format),
         );
         Ok(())
     }

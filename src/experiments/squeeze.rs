@@ -533,6 +533,12 @@ pub struct SqueezeResult {
     pub methods: Vec<MethodSeries>,
     /// Warnings (a peak over the limit, a device that was not found).
     pub warnings: Vec<String>,
+    /// The file's device's readahead (`queue/read_ahead_kb`), in KiB, where sysfs shows it.
+    #[serde(default)]
+    pub read_ahead_kb: Option<u64>,
+    /// What the series say, computed from them (see [`explain`]).
+    #[serde(default)]
+    pub explanations: Vec<String>,
 }
 
 /// The group counts as full from the first second its memory reached this share of the limit.
@@ -685,6 +691,11 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
     let mut warnings = Vec::new();
     let mut limit = cfg.memory;
     let blocks = src.size / cfg.bs;
+    let read_ahead_kb = src
+        .file
+        .metadata()
+        .ok()
+        .and_then(|m| read_ahead_kb(std::os::unix::fs::MetadataExt::dev(&m)));
     for (i, &method) in cfg.methods.iter().enumerate() {
         if crate::sys::interrupted() {
             return Err(Error::failed("interrupted", "stopped by a signal"));
@@ -763,6 +774,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         }
         methods.push(m);
     }
+    let explanations = explain(&methods, cfg.bs, read_ahead_kb);
     Ok(SqueezeResult {
         config: cfg.clone(),
         file_size: src.size,
@@ -772,7 +784,65 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         companion_alone: alone,
         methods,
         warnings,
+        explanations,
+        read_ahead_kb,
     })
+}
+
+/// `queue/read_ahead_kb` of the block device `st_dev` names (for a partition, its disk's).
+pub fn read_ahead_kb(dev: u64) -> Option<u64> {
+    let (ma, mi) = series::dev_numbers(dev);
+    let base = PathBuf::from(format!("/sys/dev/block/{ma}:{mi}"));
+    [base.join("queue"), base.join("../queue")]
+        .iter()
+        .find_map(|q| std::fs::read_to_string(q.join("read_ahead_kb")).ok())
+        .and_then(|t| t.trim().parse().ok())
+}
+
+/// Device bytes read per byte used above which readahead is named as the cause.
+pub const AMPLIFIED: f64 = 4.0;
+
+/// Bytes the method's own process read from storage per byte it used (reads x block size),
+/// from the steady seconds when there are any, else the whole run.
+pub fn amplification(m: &MethodSeries, bs: u64) -> Option<f64> {
+    let from = m.steady.as_ref().map_or(0.0, |s| s.from_s);
+    let rows: Vec<&Tick> = m
+        .ticks
+        .iter()
+        .filter(|t| t.t - t.secs >= from - 1e-9)
+        .collect();
+    let used: u64 = rows.iter().map(|t| t.ops * bs).sum();
+    let read: u64 = rows
+        .iter()
+        .map(|t| t.own_read_bytes.or(t.dev_read_bytes))
+        .sum::<Option<u64>>()?;
+    (used > 0).then(|| read as f64 / used as f64)
+}
+
+/// What the series say, from the figures that produced them: a method that read from the device
+/// [`AMPLIFIED`] times or more the bytes it used is named, with readahead as the cause only when
+/// the device reads ahead more than one block.
+pub fn explain(methods: &[MethodSeries], bs: u64, read_ahead_kb: Option<u64>) -> Vec<String> {
+    methods
+        .iter()
+        .filter(|m| m.unsupported.is_none() && !m.method.is_direct())
+        .filter_map(|m| {
+            let amp = amplification(m, bs)?;
+            if amp < AMPLIFIED {
+                return None;
+            }
+            let cause = match read_ahead_kb {
+                Some(ra) if ra * 1024 > bs => format!(
+                    "the kernel reads ahead around each miss (read_ahead_kb {ra} on this device) and the group evicts most of it before it is used"
+                ),
+                _ => "the kernel reads ahead around each miss and the group evicts most of it before it is used".to_string(),
+            };
+            Some(format!(
+                "{}: {amp:.0}x the bytes it used came from the device: {cause}; a random hint (mmap-random, or pread's POSIX_FADV_RANDOM) reads just the block",
+                m.method.name()
+            ))
+        })
+        .collect()
 }
 
 /// Runs one method in a child inside `group`; returns its ticks and its last message (done or
@@ -907,6 +977,51 @@ mod tests {
         let s = steady_state(&ticks, limit, false, 0.0).unwrap();
         assert_eq!(s.seconds, 4);
         assert_eq!(s.kiops.min, 10.0);
+    }
+
+    fn series(method: ReadMethod, ticks: Vec<Tick>) -> MethodSeries {
+        MethodSeries {
+            method,
+            unsupported: None,
+            resident_before_pct: 0.0,
+            ticks,
+            done: None,
+            peak: None,
+            needed_bytes: 0,
+            dev_read_bytes: None,
+            steady: None,
+        }
+    }
+
+    #[test]
+    fn readahead_is_named_only_where_the_bytes_say_so() {
+        let mut amplified: Vec<Tick> = (0..4).map(|i| tick(i as f64 + 1.0, 0.2, 0)).collect();
+        for t in &mut amplified {
+            // 200 reads of 4 KiB a second, 8 MiB from the device for each.
+            t.own_read_bytes = Some(t.ops * (8 << 20));
+        }
+        let plain: Vec<Tick> = (0..4)
+            .map(|i| {
+                let mut t = tick(i as f64 + 1.0, 20.0, 0);
+                t.own_read_bytes = Some(t.ops * 4096);
+                t
+            })
+            .collect();
+        let methods = vec![
+            series(ReadMethod::Mmap, amplified.clone()),
+            series(ReadMethod::MmapRandom, plain),
+            series(ReadMethod::UringDirect, amplified),
+        ];
+        let amp = amplification(&methods[0], 4096).unwrap();
+        assert!((amp - 2048.0).abs() < 1.0, "{amp}");
+        let e = explain(&methods, 4096, Some(8192));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("mmap: 2048x") && e[0].contains("read_ahead_kb 8192"));
+        // No readahead figure: the cause without it.
+        let e = explain(&methods, 4096, None);
+        assert!(!e[0].contains("read_ahead_kb"));
+        // Nothing amplified: nothing said.
+        assert!(explain(&methods[1..2], 4096, Some(8192)).is_empty());
     }
 
     #[test]

@@ -155,12 +155,12 @@ fn notes(r: &SqueezeResult) -> String {
 }
 
 /// `iolab squeeze` in `format`, with its finding.
-pub fn squeeze_report(r: &SqueezeResult, finding: Option<&Finding>, format: Format) -> String {
+pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -> String {
     match format {
         Format::Json => {
             let mut v = serde_json::to_value(r).unwrap_or_default();
             if let serde_json::Value::Object(map) = &mut v {
-                map.insert("finding".into(), serde_json::json!(finding));
+                map.insert("findings".into(), serde_json::json!(findings));
             }
             json(&v)
         }
@@ -190,8 +190,11 @@ pub fn squeeze_report(r: &SqueezeResult, finding: Option<&Finding>, format: Form
                 rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
                 out.push_str(&markdown_table(&rows));
             }
-            if let Some(f) = finding {
+            for f in findings {
                 out.push_str(&format!("\nFinding: {}\n", f.text));
+            }
+            for e in &r.explanations {
+                out.push_str(&format!("\nWhy: {e}\n"));
             }
             out.push_str(&format!("\n{}", notes(r)));
             out
@@ -209,8 +212,11 @@ pub fn squeeze_report(r: &SqueezeResult, finding: Option<&Finding>, format: Form
             }
             out.push_str("\nSteady state (medians over its seconds):\n");
             out.push_str(&table(&summary_rows(r)));
-            if let Some(f) = finding {
+            for f in findings {
                 out.push_str(&format!("\nFinding: {}\n", f.text));
+            }
+            for e in &r.explanations {
+                out.push_str(&format!("Why: {e}\n"));
             }
             out.push_str(&notes(r));
             out

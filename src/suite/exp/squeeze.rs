@@ -40,7 +40,7 @@ impl Entry for Squeeze {
     }
 
     fn table(&self, out: &SqueezeResult) -> String {
-        squeeze_report(out, findings::squeeze(out).as_ref(), Format::Text)
+        squeeze_report(out, &findings::squeeze(out), Format::Text)
     }
 
     fn plot(&self, out: &SqueezeResult) -> Option<String> {
@@ -48,6 +48,6 @@ impl Entry for Squeeze {
     }
 
     fn findings(&self, out: &SqueezeResult, _: &SuiteResult) -> Vec<Finding> {
-        findings::squeeze(out).into_iter().collect()
+        findings::squeeze(out)
     }
 }
