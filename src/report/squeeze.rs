@@ -3,7 +3,7 @@
 
 use super::svg::{Plot, Point, Series, line_plot};
 use super::{Format, csv_line, json, markdown_table, table};
-use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick};
+use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick, amplification};
 use crate::size::format_size;
 use crate::suite::findings::Finding;
 
@@ -62,7 +62,7 @@ fn summary_rows(r: &SqueezeResult) -> Vec<Vec<String>> {
         "interval",
         "MiB/s",
         "dev MiB/s",
-        "dev/needed",
+        "read/used",
         "TLB/s",
         "majflt/s",
         "PSI %",
@@ -79,10 +79,7 @@ fn summary_rows(r: &SqueezeResult) -> Vec<Vec<String>> {
             continue;
         }
         let peak = opt(m.peak.map(|p| p as f64 / MIB), 1);
-        let amp = match (m.dev_read_bytes, m.needed_bytes) {
-            (Some(d), n) if n > 0 => format!("{:.2}", d as f64 / n as f64),
-            _ => "-".into(),
-        };
+        let amp = opt(amplification(m, r.config.bs), 2);
         match &m.steady {
             Some(s) => rows.push(vec![
                 m.method.name().to_string(),
@@ -141,7 +138,7 @@ fn method_heading(m: &MethodSeries) -> String {
 
 fn notes(r: &SqueezeResult) -> String {
     let mut out = String::from(
-        "dev MiB/s: the file's device as /proc/diskstats counts it (machine-wide); dev/needed: device bytes over the distinct blocks the method read (readahead makes it above 1); TLB/s: machine-wide shootdown interrupts; cpu left: a CPU-bound companion thread's work per second against its rate alone",
+        "dev MiB/s: the file's device as /proc/diskstats counts it (machine-wide); read/used: bytes the method's process read from storage per byte it used, in the steady state (readahead makes it above 1); TLB/s: machine-wide shootdown interrupts; cpu left: a CPU-bound companion thread's work per second against its rate alone",
     );
     if let Some(scope) = r
         .methods
