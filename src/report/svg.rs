@@ -52,6 +52,8 @@ const COLORS: [&str; 8] = [
     "#1f4e9c", "#c0392b", "#1e8449", "#7d3c98", "#d68910", "#117a65", "#5d6d7e", "#922b21",
 ];
 const DASHES: [&str; 4] = ["", "6,4", "2,3", "10,3,2,3"];
+/// A linear x axis with more distinct values than this gets round, evenly spaced ticks.
+const MAX_X_TICKS: usize = 12;
 
 use super::escape_html as esc;
 
@@ -184,16 +186,25 @@ pub fn line_plot(p: &Plot) -> String {
             }
         );
     }
-    // x ticks: each distinct x of the data.
+    // x ticks: each distinct x of the data, or, on a linear axis with many of them (a time
+    // series), evenly spaced round values, so that labels do not run into each other.
     let mut xs: Vec<f64> = pts().map(|q| q.x).collect();
     xs.sort_by(|a, b| a.total_cmp(b));
     xs.dedup();
+    if !p.log2_x && xs.len() > MAX_X_TICKS {
+        let step = nice_step(x1 - x0);
+        let first = (x0 / step).ceil() as i64;
+        let last = (x1 / step).floor() as i64;
+        xs = (first..=last).map(|i| i as f64 * step).collect();
+    }
     for x in xs {
         let px = sx(x);
         let label = if p.log2_x {
             bytes_label(x)
         } else {
-            format!("{x}")
+            // Three significant digits at most: 1.0003 is "1", 0.25 stays.
+            let v = format!("{:.3}", x);
+            v.trim_end_matches('0').trim_end_matches('.').to_string()
         };
         let _ = write!(
             o,
@@ -269,6 +280,69 @@ pub fn line_plot(p: &Plot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_time_series_gets_round_ticks() {
+        let points: Vec<Point> = (1..=20)
+            .map(|i| {
+                let x = i as f64 + 0.0003 * i as f64;
+                Point {
+                    x,
+                    y: 1.0,
+                    lo: 1.0,
+                    hi: 1.0,
+                }
+            })
+            .collect();
+        let svg = line_plot(&Plot {
+            title: "t".into(),
+            x_label: "seconds".into(),
+            y_label: "KIOPS".into(),
+            log2_x: false,
+            log_y: false,
+            series: vec![Series {
+                name: "a".into(),
+                points,
+            }],
+        });
+        let labels: Vec<&str> = svg
+            .split("text-anchor=\"middle\">")
+            .skip(1)
+            .filter_map(|t| t.split('<').next())
+            .filter(|t| t.parse::<f64>().is_ok())
+            .collect();
+        assert!(
+            labels.len() <= MAX_X_TICKS && labels.len() >= 3,
+            "{labels:?}"
+        );
+        assert!(labels.iter().all(|l| !l.contains('.')), "round: {labels:?}");
+        // Few distinct values keep one tick each, shortened.
+        let few = line_plot(&Plot {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            log2_x: false,
+            log_y: false,
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![
+                    Point {
+                        x: 1.0003,
+                        y: 1.0,
+                        lo: 1.0,
+                        hi: 1.0,
+                    },
+                    Point {
+                        x: 2.5,
+                        y: 1.0,
+                        lo: 1.0,
+                        hi: 1.0,
+                    },
+                ],
+            }],
+        });
+        assert!(few.contains(">1<") && few.contains(">2.5<"), "{few}");
+    }
 
     #[test]
     fn renders_series_axes_and_escapes() {
