@@ -178,14 +178,54 @@ fn every_default_method_runs_under_its_limit_and_the_groups_go() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-#[test]
-fn text_csv_and_plot_outputs() {
-    if root_with_memory_cgroup().is_none() {
-        return;
+/// A parent group of the test's own, removed when dropped (a delegated subtree stands for it).
+struct Parent(PathBuf);
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
     }
+}
+
+#[test]
+fn text_csv_and_plot_outputs_under_a_parent_group() {
+    let Some(hierarchy) = root_with_memory_cgroup() else {
+        return;
+    };
+    let parent = Parent(hierarchy.join(format!("iolab-test-parent-{}", std::process::id())));
+    std::fs::create_dir(&parent.0).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = big_file(dir.path(), 40);
     let plot = dir.path().join("sq.svg");
+    let o = iolab()
+        .env_remove("IOLAB_NO_ROOT")
+        .args([
+            "squeeze",
+            "--cgroup-parent",
+            parent.0.to_str().unwrap(),
+            "--format",
+            "json",
+            file.to_str().unwrap(),
+            "--memory",
+            "16M",
+            "--methods",
+            "pread",
+            "--seconds",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["cgroup"]["parent"], parent.0.to_str().unwrap());
+    assert_eq!(
+        std::fs::read_dir(&parent.0)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+            .count(),
+        0,
+        "its group was made under the parent and removed"
+    );
     let o = iolab()
         .env_remove("IOLAB_NO_ROOT")
         .args([

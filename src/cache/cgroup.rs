@@ -141,10 +141,14 @@ fn controller_as(parent: Option<&Path>, root: bool) -> Result<Controller> {
             )
             .at(p));
         };
-        return Ok(Controller {
+        let c = Controller {
             version,
             parent: p.to_path_buf(),
-        });
+        };
+        if version == Version::V2 {
+            hand_down_memory(&c.parent).map_err(unsupported)?;
+        }
+        return Ok(c);
     }
     if !root {
         return Err(unsupported(
@@ -163,21 +167,27 @@ fn controller_as(parent: Option<&Path>, root: bool) -> Result<Controller> {
     })
     .map_err(unsupported)?;
     if c.version == Version::V2 {
-        // Children get the memory controller only when the parent hands it down.
-        let sub = c.parent.join("cgroup.subtree_control");
-        let on = std::fs::read_to_string(&sub)
-            .is_ok_and(|t| t.split_whitespace().any(|x| x == "memory"));
-        if !on {
-            std::fs::write(&sub, "+memory").map_err(|e| {
-                unsupported(format!(
-                    "cannot enable memory in {}: {}",
-                    sub.display(),
-                    describe_io(&e)
-                ))
-            })?;
-        }
+        hand_down_memory(&c.parent).map_err(unsupported)?;
     }
     Ok(c)
+}
+
+/// On v2, children get the memory controller only when their parent hands it down: enables it in
+/// the parent's `cgroup.subtree_control` unless it is there already.
+fn hand_down_memory(parent: &Path) -> std::result::Result<(), String> {
+    let sub = parent.join("cgroup.subtree_control");
+    let on =
+        std::fs::read_to_string(&sub).is_ok_and(|t| t.split_whitespace().any(|x| x == "memory"));
+    if on {
+        return Ok(());
+    }
+    std::fs::write(&sub, "+memory").map_err(|e| {
+        format!(
+            "{} does not hand the memory controller down and it cannot be enabled there: {}",
+            sub.display(),
+            describe_io(&e)
+        )
+    })
 }
 
 /// The files of one memory group, as its members read them.
