@@ -156,6 +156,20 @@ pub fn prepare(
         )
         .at(&src.path));
     }
+    if method.is_direct() && !w.bs.is_multiple_of(super::DIRECT_ALIGN) {
+        // fio refuses these too: O_DIRECT moves whole aligned blocks, so an unaligned block
+        // would be widened silently (3000-byte blocks read 604 MiB for a 256 MiB file).
+        return Err(Error::usage(
+            "unaligned block size for O_DIRECT",
+            format!(
+                "{} bytes is not a multiple of {}: O_DIRECT reads whole aligned blocks",
+                w.bs,
+                super::DIRECT_ALIGN
+            ),
+        )
+        .at(&src.path)
+        .hint("use a block size such as 4K, 64K or 1M"));
+    }
     let (parts, sub) = nonempty_parts(w);
     if parts.is_empty() {
         return Ok(Prepared {
