@@ -38,6 +38,59 @@ pub fn format_xor(x: u32) -> String {
     format!("{x:08x}")
 }
 
+/// Serde for an XOR as JSON carries it: the 8-digit hex string that every other output prints
+/// (`"1c6f90aa"`). Reading also takes a plain number, as files written before this were.
+pub mod hex {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    /// Either form a results file may hold.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    pub(crate) enum Form {
+        Hex(String),
+        Number(u32),
+    }
+
+    impl Form {
+        pub(crate) fn value<E: Error>(self) -> Result<u32, E> {
+            match self {
+                Form::Number(n) => Ok(n),
+                Form::Hex(h) => u32::from_str_radix(h.trim_start_matches("0x"), 16)
+                    .map_err(|_| E::custom(format!("'{h}' is not an XOR in hex"))),
+            }
+        }
+    }
+
+    /// As `"%08x"`.
+    pub fn serialize<S: Serializer>(x: &u32, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_xor(*x))
+    }
+
+    /// From hex (or a number).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        Form::deserialize(d)?.value()
+    }
+
+    /// The same for an XOR that may be absent.
+    pub mod option {
+        use super::Form;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        /// As `"%08x"` or null.
+        pub fn serialize<S: Serializer>(x: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+            match x {
+                Some(x) => super::serialize(x, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// From hex, a number or null.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+            Option::<Form>::deserialize(d)?.map(Form::value).transpose()
+        }
+    }
+}
+
 /// Buffers from this size on use the AVX-512 kernel (where the CPU has it).
 const AVX512_FROM: usize = 64 << 10;
 

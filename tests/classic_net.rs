@@ -407,10 +407,7 @@ fn small_file_ms(method: &str, sizes: &[&str]) -> (f64, f64) {
             .as_array()
             .unwrap()
             .iter()
-            .map(|f| {
-                f["time"]["secs"].as_f64().unwrap() * 1e3
-                    + f["time"]["nanos"].as_f64().unwrap() / 1e6
-            })
+            .map(|f| f["time"].as_f64().unwrap() * 1e3)
             .collect();
         t.sort_by(f64::total_cmp);
         t[t.len() / 2]

@@ -287,6 +287,7 @@ pub struct Moved {
     /// Bytes moved.
     pub bytes: u64,
     /// Their XOR (DESIGN §2).
+    #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// I/O requests issued to the kernel: system calls, or io_uring entries (0 for mmap reads).
     pub ops: u64,

@@ -39,6 +39,7 @@ pub struct AccessConfig {
     #[serde(default)]
     pub cold_ops: Option<u64>,
     /// Each run stops after this long.
+    #[serde(default, with = "crate::measure::secs::option")]
     pub duration: Option<Duration>,
     /// Counted rounds (each visits every cell once).
     pub repeat: usize,
@@ -120,6 +121,7 @@ pub struct AccessResult {
     /// Blocks in the file at this block size.
     pub blocks: u64,
     /// The XOR of the whole file, when some run read every block.
+    #[serde(default, with = "crate::xor::hex::option")]
     pub xor: Option<u32>,
     /// One row per method x pattern x cache state.
     pub rows: Vec<AccessRow>,

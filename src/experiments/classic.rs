@@ -62,6 +62,7 @@ pub struct ClassicResult {
     /// `bs * count`, what was asked.
     pub asked_bytes: u64,
     /// XOR of the bytes as little-endian u32 words (DESIGN §2).
+    #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// Counters from open to close.
     pub counters: Counters,

@@ -146,9 +146,13 @@ pub struct FastResult {
     /// Bytes read (the whole file).
     pub bytes: u64,
     /// XOR of the bytes as little-endian u32 words (DESIGN §2).
+    #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// Counters from open to close.
     pub counters: Counters,
+    /// Throughput, whole process from open to close.
+    #[serde(default)]
+    pub mib_s: f64,
 }
 
 impl FastResult {
@@ -738,6 +742,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         resident,
         bytes: moved.bytes,
         xor: moved.xor,
+        mib_s: crate::size::mib_per_s(moved.bytes, counters.wall.as_secs_f64()),
         counters,
     })
 }

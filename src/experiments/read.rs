@@ -83,6 +83,7 @@ pub struct Runs {
     /// Counted runs then warm-ups are marked; statistics use counted runs only.
     pub runs: Vec<RunRecord>,
     /// MiB/s over the counted runs.
+    #[serde(rename = "mib_s", alias = "rate")]
     pub rate: Summary,
     /// Seconds over the counted runs.
     pub seconds: Summary,
@@ -161,6 +162,7 @@ pub struct ReadResult {
     /// Bytes read per run.
     pub bytes: u64,
     /// XOR of the bytes read (the same in every run).
+    #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// The runs and their statistics.
     #[serde(flatten)]

@@ -21,8 +21,10 @@ pub struct Run2Config {
     /// Block size in bytes.
     pub bs: u64,
     /// The shortest acceptable read.
+    #[serde(with = "crate::measure::secs")]
     pub min: Duration,
     /// The longest acceptable read.
+    #[serde(with = "crate::measure::secs")]
     pub max: Duration,
     /// The read method.
     pub method: ReadMethod,

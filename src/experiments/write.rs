@@ -45,6 +45,7 @@ pub struct WriteResult {
     /// Bytes written per run.
     pub bytes: u64,
     /// XOR of the bytes written.
+    #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// The file read back after the last run had the XOR that was written.
     pub verified: bool,

@@ -27,14 +27,74 @@ impl Snapshot {
     }
 }
 
+/// Serde for a duration as JSON carries it: a number of seconds. Reading also takes the
+/// `{secs, nanos}` object that files written before this held.
+pub mod secs {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use std::time::Duration;
+
+    /// Either form a results file may hold.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    pub(crate) enum Form {
+        Secs(f64),
+        Parts { secs: u64, nanos: u32 },
+    }
+
+    impl Form {
+        pub(crate) fn value<E: Error>(self) -> Result<Duration, E> {
+            match self {
+                Form::Parts { secs, nanos } => {
+                    Ok(Duration::new(secs, 0) + Duration::from_nanos(nanos as u64))
+                }
+                Form::Secs(s) => Duration::try_from_secs_f64(s)
+                    .map_err(|_| E::custom(format!("{s} is not a number of seconds"))),
+            }
+        }
+    }
+
+    /// As seconds.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    /// From seconds (or `{secs, nanos}`).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Form::deserialize(d)?.value()
+    }
+
+    /// The same for a duration that may be absent.
+    pub mod option {
+        use super::Form;
+        use serde::{Deserialize, Deserializer, Serializer};
+        use std::time::Duration;
+
+        /// As seconds or null.
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// From seconds, `{secs, nanos}` or null.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            Option::<Form>::deserialize(d)?.map(Form::value).transpose()
+        }
+    }
+}
+
 /// What one run cost, in raw units.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
     /// Wall time.
+    #[serde(with = "crate::measure::secs")]
     pub wall: Duration,
     /// User CPU time.
+    #[serde(with = "crate::measure::secs")]
     pub user: Duration,
     /// System CPU time.
+    #[serde(with = "crate::measure::secs")]
     pub sys: Duration,
     /// Minor page faults.
     pub minor_faults: u64,

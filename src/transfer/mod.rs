@@ -136,9 +136,11 @@ pub struct FileRecord {
     /// The method that moved it on this side.
     pub method: String,
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
+    #[serde(with = "crate::measure::secs")]
     pub time: Duration,
     /// Hashing: before the timed window on the sender, after it on an mmap or splice receiver;
     /// a write receiver hashes while it writes (inside `time`), leaving only the final step here.
+    #[serde(with = "crate::measure::secs")]
     pub hash_time: Duration,
     /// BLAKE3 of the content, hex.
     pub blake3: String,
@@ -184,10 +186,13 @@ pub struct SideReport {
     /// Every file, in order.
     pub files: Vec<FileRecord>,
     /// Wall time from the first connection to the last file done.
+    #[serde(with = "crate::measure::secs")]
     pub wall: Duration,
     /// CPU time of this side's threads.
+    #[serde(with = "crate::measure::secs")]
     pub cpu_user: Duration,
     /// System CPU time of this side's threads.
+    #[serde(with = "crate::measure::secs")]
     pub cpu_sys: Duration,
     /// Connections dropped because they failed the handshake (the sender kept accepting).
     #[serde(default)]
