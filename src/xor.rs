@@ -208,6 +208,29 @@ fn xor_u64_body(buf: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn json_xor_is_hex_and_old_numbers_still_read() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct R {
+            #[serde(with = "hex")]
+            xor: u32,
+            #[serde(default, with = "hex::option")]
+            maybe: Option<u32>,
+        }
+        let v = serde_json::to_value(R {
+            xor: 0x0efb_4b5f,
+            maybe: None,
+        })
+        .unwrap();
+        assert_eq!(v, serde_json::json!({"xor": "0efb4b5f", "maybe": null}));
+        let r: R =
+            serde_json::from_value(serde_json::json!({"xor": 251349855, "maybe": "ff"})).unwrap();
+        assert_eq!((r.xor, r.maybe), (0x0efb_4b5f, Some(0xff)));
+        let r: R = serde_json::from_value(serde_json::json!({"xor": "0efb4b5f"})).unwrap();
+        assert_eq!((r.xor, r.maybe), (0x0efb_4b5f, None));
+        assert!(serde_json::from_value::<R>(serde_json::json!({"xor": "zz"})).is_err());
+    }
+
     fn bytes(n: usize) -> Vec<u8> {
         let mut s = 0x9e3779b97f4a7c15u64;
         (0..n)

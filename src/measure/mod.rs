@@ -151,6 +151,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn durations_are_written_as_seconds_and_both_forms_read() {
+        let c = Counters {
+            wall: Duration::from_millis(1500),
+            ..Counters::default()
+        };
+        let v = serde_json::to_value(c).unwrap();
+        assert_eq!(v["wall"], 1.5);
+        let back: Counters = serde_json::from_value(v).unwrap();
+        assert_eq!(back.wall, Duration::from_millis(1500));
+        let mut old = serde_json::to_value(c).unwrap();
+        old["wall"] = serde_json::json!({"secs": 2, "nanos": 5});
+        let back: Counters = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(back.wall, Duration::new(2, 5));
+        old["wall"] = serde_json::json!(-1.0);
+        assert!(
+            serde_json::from_value::<Counters>(old).is_err(),
+            "negative seconds"
+        );
+    }
+
+    #[test]
     fn parses_proc_io() {
         let sample = "rchar: 10\nwchar: 2\nsyscr: 1\nsyscw: 1\nread_bytes: 8192\nwrite_bytes: 0\ncancelled_write_bytes: 0\n";
         assert_eq!(parse_io_field(sample, "read_bytes"), Some(8192));
