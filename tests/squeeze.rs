@@ -251,7 +251,7 @@ fn text_csv_and_plot_outputs_under_a_parent_group() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = String::from_utf8(o.stdout).unwrap();
     let mut lines = csv.lines();
-    assert!(lines.next().unwrap().starts_with("method,t s,KIOPS,MiB/s"));
+    assert!(lines.next().unwrap().starts_with("method,t_s,kiops,mib_s"));
     let rows: Vec<&str> = lines.collect();
     assert!(rows.iter().any(|r| r.starts_with("mmap-random,")));
     assert!(rows.iter().any(|r| r.starts_with("pread,")));

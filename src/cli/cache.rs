@@ -11,25 +11,33 @@ use std::path::PathBuf;
 /// Page-cache residency of files (like vmtouch), evict them, or load them.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
-    /// Resident pages per file, and the page-cache size
+    /// Resident pages per file (directories are walked, as vmtouch does), a total, and the
+    /// page-cache size
     Status(CacheFiles),
     /// Evict files from the page cache (fdatasync + fadvise DONTNEED)
-    Evict(CacheFiles),
+    Evict(EvictArgs),
     /// Load files into the page cache
     Load(CacheFiles),
     /// The page-cache figures of /proc/meminfo: Cached, Buffers, Dirty, Writeback, (in)active file
     Meminfo(OutputArgs),
 }
 
+/// `evict`: the files, and whether to drop every clean cache too.
+#[derive(Debug, Args)]
+pub struct EvictArgs {
+    #[command(flatten)]
+    pub files: CacheFiles,
+    /// As root: also drop every clean cache (drop_caches)
+    #[arg(long)]
+    pub drop_all: bool,
+}
+
 /// The files of `status`, `evict` and `load`.
 #[derive(Debug, Args)]
 pub struct CacheFiles {
-    /// Regular files
+    /// Regular files, or directories (every regular file under them)
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// With evict, as root: also drop every clean cache (drop_caches)
-    #[arg(long)]
-    pub drop_all: bool,
     /// Draw which parts of each file are resident, one bar per file (like vmtouch -v)
     #[arg(long)]
     pub map: bool,
@@ -43,10 +51,10 @@ pub struct CacheFiles {
 impl CacheCommand {
     /// Runs it and prints residency (or the meminfo figures).
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
-        let (action, files) = match self {
-            CacheCommand::Status(f) => (CacheAction::Status, f),
-            CacheCommand::Evict(f) => (CacheAction::Evict, f),
-            CacheCommand::Load(f) => (CacheAction::Load, f),
+        let (action, files, drop_all) = match self {
+            CacheCommand::Status(f) => (CacheAction::Status, f, false),
+            CacheCommand::Evict(e) => (CacheAction::Evict, e.files, e.drop_all),
+            CacheCommand::Load(f) => (CacheAction::Load, f, false),
             CacheCommand::Meminfo(o) => {
                 let info = iolab::cache::meminfo::read();
                 ctx.emit(o.format, &report::classic::meminfo_report(&info, o.format));
@@ -54,7 +62,7 @@ impl CacheCommand {
             }
         };
         let width = files.map.then_some(files.width);
-        let r = run_cache(action, &files.files, files.drop_all, width)?;
+        let r = run_cache(action, &files.files, drop_all, width)?;
         let format = files.output.format;
         ctx.show(format, &r.notes, &report::classic::cache_report(&r, format))
     }

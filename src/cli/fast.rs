@@ -58,10 +58,11 @@ impl FastArgs {
         }
         match self.output.format {
             Format::Json => ctx.emit(Format::Json, &report::json(&r)),
-            format => ctx.emit(
-                format,
+            Format::Text => ctx.emit(
+                Format::Text,
                 &format!("Xor value is {}\n", xor::format_xor(r.xor)),
             ),
+            f => ctx.emit(f, &report::table_as(f, &report::classic::fast_rows(&r))),
         }
         Ok(())
     }

@@ -81,7 +81,8 @@ impl RunArgs {
         let r = run_classic(&cfg)?;
         let text = match self.output.format {
             Format::Json => report::json(&r),
-            _ => report::classic::run_lines(&r),
+            Format::Text => report::classic::run_lines(&r),
+            f => report::table_as(f, &report::classic::run_rows(&r)),
         };
         ctx.show(self.output.format, &r.notes, &text)
     }

@@ -60,7 +60,8 @@ impl Run2Args {
         let r = run_run2(&cfg, &ctx.progress)?;
         match self.output.format {
             Format::Json => ctx.emit(Format::Json, &report::json(&r)),
-            format => ctx.emit(format, &report::classic::run2_lines(&r)),
+            Format::Text => ctx.emit(Format::Text, &report::classic::run2_lines(&r)),
+            f => ctx.emit(f, &report::table_as(f, &report::classic::run2_rows(&r))),
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use crate::cache::meminfo::{self, PageCache};
 use crate::cache::{self, Residency};
 use crate::engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -57,6 +57,14 @@ pub fn run_cache(
 ) -> Result<CacheReport> {
     let mut files = Vec::new();
     let mut notes = Vec::new();
+    let (paths, skipped) = expand(paths)?;
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} entr{} in the directories given are not regular files (links, devices, sockets) and were left out, as vmtouch does",
+            if skipped == 1 { "y" } else { "ies" }
+        ));
+    }
+    let paths = &paths[..];
     for path in paths {
         let src = engine::open_source(path)?;
         match action {
@@ -97,6 +105,55 @@ pub fn run_cache(
     })
 }
 
+/// The files to act on: each path as given, a directory replaced by the regular files under it
+/// (walked depth-first in name order, symbolic links not followed, as vmtouch walks). Returns
+/// them and how many entries under the directories were not regular files.
+pub fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize)> {
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    for p in paths {
+        let meta = std::fs::symlink_metadata(p).map_err(|e| Error::io("cannot open", p, &e))?;
+        if !meta.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut stack = vec![p.clone()];
+        while let Some(dir) = stack.pop() {
+            let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(&dir)
+                .map_err(|e| Error::io("cannot read the directory", &dir, &e))?
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t)))
+                .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut subdirs = Vec::new();
+            for (path, t) in entries {
+                if t.is_dir() {
+                    subdirs.push(path);
+                } else if t.is_file() {
+                    out.push(path);
+                } else {
+                    skipped += 1;
+                }
+            }
+            // Popped in name order.
+            stack.extend(subdirs.into_iter().rev());
+        }
+    }
+    Ok((out, skipped))
+}
+
+/// The files' residency added up: `(files, bytes, resident pages, pages)`.
+pub fn total(files: &[FileResidency]) -> (usize, u64, u64, u64) {
+    files.iter().fold((0, 0, 0, 0), |(n, b, r, t), f| {
+        (
+            n + 1,
+            b + f.size,
+            r + f.residency.resident_pages,
+            t + f.residency.total_pages,
+        )
+    })
+}
+
 fn status(path: &Path, src: &engine::Source, map_width: Option<usize>) -> Result<FileResidency> {
     Ok(FileResidency {
         path: path.to_path_buf(),
@@ -106,4 +163,28 @@ fn status(path: &Path, src: &engine::Source, map_width: Option<usize>) -> Result
             .map(|w| cache::residency_map(&src.file, src.size, w, path))
             .transpose()?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_expand_to_their_regular_files_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir_all(p.join("b/c")).unwrap();
+        for f in ["a.bin", "b/x.bin", "b/c/y.bin", "z.bin"] {
+            std::fs::write(p.join(f), b"data").unwrap();
+        }
+        std::os::unix::fs::symlink(p.join("a.bin"), p.join("link")).unwrap();
+        let (files, skipped) = expand(&[p.to_path_buf(), p.join("z.bin")]).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.strip_prefix(p).unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, ["a.bin", "z.bin", "b/x.bin", "b/c/y.bin", "z.bin"]);
+        assert_eq!(skipped, 1, "the symbolic link");
+        assert!(expand(&[p.join("nope")]).is_err());
+    }
 }

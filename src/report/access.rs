@@ -1,6 +1,6 @@
 //! `iolab access` reports: one row per method x pattern x cache.
 
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, json, markdown_table, table};
 use crate::cache::CacheMode;
 use crate::experiments::access::{AccessResult, AccessRow};
 use crate::size::format_size;
@@ -92,7 +92,7 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
         .unwrap_or_default();
     match format {
         Format::Json => json(r),
-        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!("**{head}**\n\n{}\n{xor}", markdown_table(&rows)),
         Format::Text => format!("{head}\n\n{}\n{xor}", table(&rows)),
     }

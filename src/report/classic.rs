@@ -27,6 +27,93 @@ pub fn run_lines(r: &ClassicResult) -> String {
     out
 }
 
+/// The classic run as one table row (for `--format csv|markdown`).
+pub fn run_rows(r: &ClassicResult) -> Vec<Vec<String>> {
+    let secs = r.seconds();
+    vec![
+        ["op", "method", "blocks", "bytes", "secs", "MiB/s", "xor"]
+            .map(String::from)
+            .to_vec(),
+        vec![
+            match r.op {
+                Op::Read => "read".into(),
+                Op::Write => "write".into(),
+            },
+            r.method.clone(),
+            r.blocks.to_string(),
+            r.bytes.to_string(),
+            format!("{secs:.6}"),
+            format!("{:.2}", mib_per_s(r.bytes, secs)),
+            if r.op == Op::Read {
+                format_xor(r.xor)
+            } else {
+                String::new()
+            },
+        ],
+    ]
+}
+
+/// `iolab fast` as one table row (for `--format csv|markdown`).
+pub fn fast_rows(r: &FastResult) -> Vec<Vec<String>> {
+    let secs = r.counters.wall.as_secs_f64();
+    vec![
+        [
+            "method",
+            "threads",
+            "bs",
+            "depth",
+            "bytes",
+            "secs",
+            "MiB/s",
+            "resident %",
+            "xor",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![
+            r.choice.method.name().to_string(),
+            r.choice.threads.to_string(),
+            r.choice.bs.to_string(),
+            r.choice.depth.to_string(),
+            r.bytes.to_string(),
+            format!("{secs:.6}"),
+            format!("{:.1}", mib_per_s(r.bytes, secs)),
+            format!("{:.1}", r.resident * 100.0),
+            format_xor(r.xor),
+        ],
+    ]
+}
+
+/// run2's search, a row per step (for `--format csv|markdown`).
+pub fn run2_rows(r: &crate::experiments::run2::Run2Result) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "step",
+            "block size",
+            "block count",
+            "bytes",
+            "secs",
+            "MiB/s",
+            "xor",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (i, step) in r.steps.iter().enumerate() {
+        let secs = step.run.seconds();
+        rows.push(vec![
+            (i + 1).to_string(),
+            r.config.bs.to_string(),
+            step.run.blocks.to_string(),
+            step.run.bytes.to_string(),
+            format!("{secs:.6}"),
+            format!("{:.2}", mib_per_s(step.run.bytes, secs)),
+            format_xor(step.run.xor),
+        ]);
+    }
+    rows
+}
+
 /// `iolab fast`'s line on stderr: what it chose and how fast it went.
 pub fn fast_talk(r: &FastResult) -> String {
     let secs = r.counters.wall.as_secs_f64();
@@ -147,6 +234,20 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
             format_size(f.size),
             format!("{}/{}", f.residency.resident_pages, f.residency.total_pages),
             format!("{:.1}%", f.residency.percent()),
+        ]);
+    }
+    if r.files.len() > 1 {
+        let (n, bytes, res, pages) = crate::experiments::cache_cmd::total(&r.files);
+        let pct = if pages == 0 {
+            100.0
+        } else {
+            100.0 * res as f64 / pages as f64
+        };
+        rows.push(vec![
+            format!("total ({n} files)"),
+            format_size(bytes),
+            format!("{res}/{pages}"),
+            format!("{pct:.1}%"),
         ]);
     }
     let p = &r.page_cache;

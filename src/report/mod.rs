@@ -97,6 +97,46 @@ pub fn markdown_table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A column name as every CSV header writes it: lower case, words and units joined by `_`
+/// (`MiB/s` -> `mib_s`, `p99 us` -> `p99_us`, `cache ok` -> `cache_ok`).
+pub fn csv_key(header: &str) -> String {
+    let mut key = String::new();
+    for c in header.chars() {
+        if c.is_ascii_alphanumeric() {
+            key.push(c.to_ascii_lowercase());
+        } else if c == '%' {
+            key.push_str(if key.is_empty() { "pct" } else { "_pct" });
+        } else if !key.is_empty() && !key.ends_with('_') {
+            key.push('_');
+        }
+    }
+    key.trim_end_matches('_').replace("__", "_")
+}
+
+/// Rows as CSV (the first row is the header, written as [`csv_key`]s).
+pub fn csv_table(rows: &[Vec<String>]) -> String {
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            if i == 0 {
+                csv_line(&row.iter().map(|h| csv_key(h)).collect::<Vec<_>>())
+            } else {
+                csv_line(row)
+            }
+        })
+        .collect()
+}
+
+/// Rows (the first the header) in a table format: aligned text, CSV or Markdown. JSON is not
+/// a table; callers print their result's JSON instead.
+pub fn table_as(format: Format, rows: &[Vec<String>]) -> String {
+    match format {
+        Format::Csv => csv_table(rows),
+        Format::Markdown => markdown_table(rows),
+        Format::Text | Format::Json => table(rows),
+    }
+}
+
 /// A CSV line, quoting cells that need it.
 pub fn csv_line(cells: &[String]) -> String {
     let quoted: Vec<String> = cells
@@ -115,6 +155,21 @@ pub fn csv_line(cells: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_headers_have_one_style() {
+        assert_eq!(csv_key("MiB/s"), "mib_s");
+        assert_eq!(csv_key("p99 us"), "p99_us");
+        assert_eq!(csv_key("cache ok"), "cache_ok");
+        assert_eq!(csv_key("resident %"), "resident_pct");
+        assert_eq!(csv_key("dev B/B"), "dev_b_b");
+        assert_eq!(csv_key("mib_s"), "mib_s");
+        let rows = vec![
+            vec!["MiB/s".to_string(), "time s".into()],
+            vec!["1.5".into(), "2".into()],
+        ];
+        assert_eq!(csv_table(&rows), "mib_s,time_s\n1.5,2\n");
+    }
 
     #[test]
     fn one_escape_for_html_and_svg_covers_quotes() {

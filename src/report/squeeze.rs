@@ -164,7 +164,7 @@ pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -
         Format::Csv => {
             let mut out = csv_line(
                 &std::iter::once("method".to_string())
-                    .chain(TICK_HEADER.iter().map(|s| s.to_string()))
+                    .chain(TICK_HEADER.iter().map(|s| super::csv_key(s)))
                     .collect::<Vec<_>>(),
             );
             for m in &r.methods {

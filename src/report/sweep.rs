@@ -1,7 +1,7 @@
 //! `iolab sweep` reports: the table and the plot.
 
 use super::svg::{Plot, Point, Series, line_plot};
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, json, markdown_table, table};
 use crate::experiments::sweep::{SweepOp, SweepResult};
 use crate::size::format_size;
 
@@ -64,7 +64,7 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
         rows.push(row);
     }
     match format {
-        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Csv => super::csv_table(&rows),
         Format::Markdown => markdown_table(&rows),
         _ => format!(
             "sweep {} of {}\n\n{}",

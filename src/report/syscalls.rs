@@ -1,6 +1,6 @@
 //! `iolab syscalls` report.
 
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, json, markdown_table, table};
 use crate::experiments::syscalls::SyscallsResult;
 
 /// `iolab syscalls` in `format`.
@@ -40,7 +40,7 @@ pub fn syscalls_report(r: &SyscallsResult, format: Format) -> String {
         r.read_1b_bytes_per_s
     );
     match format {
-        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!("{}\n{classic}\n", markdown_table(&rows)),
         _ => format!("{}\n{classic}\n", table(&rows)),
     }

@@ -1,6 +1,6 @@
 //! Transfer reports: the classic per-file lines of each side, and the method-pair matrix.
 
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, json, markdown_table, table};
 use crate::experiments::transfer::TransferResult;
 use crate::size::{format_size, mib_per_s};
 use crate::transfer::SideReport;
@@ -9,8 +9,28 @@ use crate::transfer::SideReport;
 /// (`%lf`: six decimals), then, unless `classic`, the totals. With `--pages`, each file's page
 /// descriptors come before its line, as the course's dmesg lines did.
 pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
-    if format == Format::Json {
-        return json(r);
+    match format {
+        Format::Json => return json(r),
+        Format::Csv | Format::Markdown => {
+            let mut rows = vec![
+                ["role", "method", "file", "bytes", "ms", "MiB/s", "blake3"]
+                    .map(String::from)
+                    .to_vec(),
+            ];
+            for f in &r.files {
+                rows.push(vec![
+                    r.role.clone(),
+                    f.method.clone(),
+                    f.name.clone(),
+                    f.bytes.to_string(),
+                    format!("{:.6}", f.time.as_secs_f64() * 1000.0),
+                    format!("{:.2}", f.mib_s),
+                    f.blake3.clone(),
+                ]);
+            }
+            return super::table_as(format, &rows);
+        }
+        Format::Text => {}
     }
     let mut out = String::new();
     for f in &r.files {
@@ -99,7 +119,7 @@ pub fn matrix(r: &TransferResult, format: Format) -> String {
         }
     );
     match format {
-        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!("{head}{}", markdown_table(&rows)),
         _ => format!("{head}{}", table(&rows)),
     }

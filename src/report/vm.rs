@@ -232,7 +232,7 @@ pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) 
         ]);
     }
     match format {
-        Format::Csv => rows.iter().map(|row| csv_line(row)).collect(),
+        Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!(
             "{}\n{}\n{}\n",
             markdown_table(&rows),
