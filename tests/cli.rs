@@ -169,9 +169,9 @@ fn read_formats_parse_and_agree() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["xor"].as_u64().unwrap() as u32, plain_xor(&data));
+    assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
     assert_eq!(v["runs"].as_array().unwrap().len(), 3);
-    assert_eq!(v["rate"]["n"], 2);
+    assert_eq!(v["mib_s"]["n"], 2);
     assert_eq!(v["config"]["method"], "mmap");
     assert!(v["host"]["kernel"].as_str().unwrap().starts_with("Linux"));
     assert!(v["runs"][1]["cache"]["verified"].as_bool().unwrap());
@@ -231,7 +231,7 @@ fn write_command_verifies_and_reports() {
     assert_eq!(v["verified"], true);
     let back = std::fs::read(&out).unwrap();
     assert_eq!(back.len(), 1 << 20);
-    assert_eq!(v["xor"].as_u64().unwrap() as u32, plain_xor(&back));
+    assert_eq!(v["xor"], format!("{:08x}", plain_xor(&back)).as_str());
     fails_with(
         &["write", s(&out), "--size", "1M"],
         2,
@@ -688,5 +688,178 @@ fn report_refuses_endless_inputs_and_listen_wants_a_host() {
     std::fs::write(&f, b"x").unwrap();
     for bare in ["2325", "0"] {
         fails_with(&["send", s(&f), "--listen", bare], 2, "is not a host");
+    }
+}
+
+/// CLI conventions: bare `iolab` shows the help (exit 2); a usage error names what is missing, the
+/// usage line and the command's help, in one line; completions and manual pages are generated.
+#[test]
+fn usage_help_completions_and_manual_pages() {
+    let o = iolab().output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Usage: iolab <COMMAND>") && err.contains("squeeze"),
+        "{err}"
+    );
+    fails_with(
+        &["squeeze", "f"],
+        2,
+        "not provided: --memory <SIZE>; usage: iolab squeeze --memory <SIZE> <FILE> (see 'iolab squeeze --help')",
+    );
+    fails_with(
+        &["cache", "status", "f", "--drop-all"],
+        2,
+        "see 'iolab cache status --help'",
+    );
+    fails_with(
+        &["read", "f", "--method", "nope"],
+        2,
+        "(see 'iolab read --help')",
+    );
+    for (shell, marker) in [
+        ("bash", "_iolab()"),
+        ("zsh", "#compdef iolab"),
+        ("fish", "complete -c iolab"),
+    ] {
+        let o = iolab().args(["completions", shell]).output().unwrap();
+        assert!(o.status.success());
+        let script = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            script.contains(marker) && script.contains("squeeze"),
+            "{shell}"
+        );
+        assert!(
+            !script.contains("squeeze-worker"),
+            "{shell}: the internal command is hidden"
+        );
+    }
+    let page = iolab().arg("man").output().unwrap();
+    assert!(String::from_utf8_lossy(&page.stdout).contains(".TH iolab 1"));
+    let page = iolab().args(["man", "squeeze"]).output().unwrap();
+    let text = String::from_utf8_lossy(&page.stdout);
+    assert!(
+        text.contains(".TH iolab-squeeze 1") && text.contains("\\-\\-memory"),
+        "{text}"
+    );
+    fails_with(&["man", "nope"], 2, "no such command");
+}
+
+/// `cache status DIR` walks it like vmtouch and adds a total; O_DIRECT refuses unaligned blocks.
+#[test]
+fn cache_status_walks_directories_and_direct_refuses_unaligned_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    write_file(dir.path(), "a.bin", &bytes(8192, 1));
+    write_file(&dir.path().join("sub"), "b.bin", &bytes(4096, 2));
+    let o = iolab()
+        .args(["cache", "status", s(dir.path())])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("a.bin") && text.contains("sub/b.bin"),
+        "{text}"
+    );
+    assert!(
+        text.contains("total (2 files)") && text.contains("/3 "),
+        "{text}"
+    );
+    let f = write_file(dir.path(), "d.bin", &bytes(1 << 20, 3));
+    fails_with(
+        &["read", s(&f), "--method", "direct", "--bs", "3000"],
+        2,
+        "not a multiple of 4096",
+    );
+}
+
+/// Output conventions: every command's JSON says its schema and host, durations are seconds,
+/// the XOR is 8 hex digits; CSV headers have one style; table formats are honoured by the
+/// classic commands too.
+#[test]
+fn json_and_csv_follow_one_convention_across_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(1 << 20, 5);
+    let f = write_file(dir.path(), "in", &data);
+    let want_xor = format!("{:08x}", plain_xor(&data));
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["read", s(&f), "--repeat", "1"],
+        vec!["run", s(&f), "-r", "4K", "256"],
+        vec!["fast", s(&f)],
+        vec!["run2", s(&f), "64K"],
+        vec!["sweep", s(&f), "--repeat", "1", "--bs", "64K,1M"],
+        vec!["cache", "status", s(&f)],
+    ];
+    fn walk(v: &serde_json::Value, path: &str, xors: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                assert!(
+                    !m.contains_key("nanos"),
+                    "{path}: a {{secs, nanos}} duration"
+                );
+                for (k, x) in m {
+                    if k == "xor" && !x.is_null() {
+                        let h = x.as_str().unwrap_or_else(|| panic!("{path}.xor: {x}"));
+                        assert!(
+                            h.len() == 8 && h.chars().all(|c| c.is_ascii_hexdigit()),
+                            "{h}"
+                        );
+                        xors.push(h.to_string());
+                    }
+                    walk(x, &format!("{path}.{k}"), xors);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, path, xors)),
+            _ => {}
+        }
+    }
+    for args in &cmds {
+        let o = iolab()
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let schema = v["schema"].as_str().unwrap_or_default();
+        assert!(
+            schema.starts_with("iolab-") && schema.ends_with("/1"),
+            "{args:?}: {schema}"
+        );
+        assert!(v["host"]["kernel"].is_string(), "{args:?}");
+        let mut xors = Vec::new();
+        walk(&v, args[0], &mut xors);
+        if ["read", "fast"].contains(&args[0]) {
+            assert_eq!(v["xor"], want_xor.as_str(), "{args:?}");
+        }
+        let o = iolab()
+            .args(args)
+            .args(["--format", "csv"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        let header = text.lines().next().unwrap_or_default();
+        assert!(
+            header
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ','),
+            "{args:?}: {header}"
+        );
+        assert!(text.lines().count() >= 2, "{args:?}: {text}");
+        let o = iolab()
+            .args(args)
+            .args(["--format", "markdown"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("|---|"),
+            "{args:?}"
+        );
     }
 }

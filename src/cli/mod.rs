@@ -14,6 +14,7 @@ mod report;
 mod run;
 mod run2;
 mod send;
+mod shell;
 mod squeeze;
 mod suite;
 mod sweep;
@@ -28,13 +29,20 @@ use iolab::experiments::Observer;
 use iolab::measure::interference::Probe;
 use iolab::report::Format;
 use std::io::{IsTerminal, Write};
+use std::time::Instant;
 
 const ABOUT: &str = "Measure, explain and exploit the ways Linux moves file data: read/pread, mmap \
 with madvise, O_DIRECT and io_uring, with repeats, statistics and a verified page cache.";
 
 /// iolab's command line.
 #[derive(Debug, Parser)]
-#[command(name = "iolab", version, about = ABOUT, propagate_version = true)]
+#[command(
+    name = "iolab",
+    version,
+    about = ABOUT,
+    propagate_version = true,
+    arg_required_else_help = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -59,6 +67,8 @@ pub enum Command {
     Recv(recv::RecvArgs),
     Transfer(transfer::TransferArgs),
     Squeeze(squeeze::SqueezeArgs),
+    Completions(shell::CompletionsArgs),
+    Man(shell::ManArgs),
     /// Internal: one method of `squeeze`, run inside its memory cgroup.
     #[command(hide = true, name = "squeeze-worker")]
     SqueezeWorker(squeeze::WorkerArgs),
@@ -84,9 +94,7 @@ impl Ctx {
     /// The context of this process.
     pub fn new() -> Ctx {
         Ctx {
-            progress: Progress {
-                tty: std::io::stderr().is_terminal(),
-            },
+            progress: Progress::new(std::io::stderr().is_terminal()),
             command_line: command_line(),
             probe: Probe::start(),
         }
@@ -109,6 +117,15 @@ impl Ctx {
             && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(text)
         {
             map.insert("interference".into(), serde_json::json!(interference));
+            // Every JSON output says what it is and where it was measured.
+            map.entry("schema")
+                .or_insert_with(|| serde_json::json!(schema_name(&self.command_line)));
+            map.entry("host").or_insert_with(|| {
+                serde_json::json!(iolab::experiments::host::host_facts(
+                    None,
+                    &self.command_line
+                ))
+            });
             out(&iolab::report::json(&map));
         } else {
             out(text);
@@ -142,33 +159,177 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Transfer(a) => a.run(ctx),
         Command::Squeeze(a) => a.run(ctx),
         Command::SqueezeWorker(a) => a.run(),
+        Command::Completions(a) => a.run(),
+        Command::Man(a) => a.run(),
     }
 }
 
-/// Progress on stderr, only when a person is watching.
+/// Progress on stderr. On a terminal, indicatif bars: one for the suite (step k of n, elapsed,
+/// time left) and one for the experiment under way (its count, elapsed, time left); no ticker
+/// thread is started (a second thread would cost every read() the kernel's single-threaded
+/// descriptor fast path), so bars move when the work reports. Otherwise (a log, CI) only the
+/// suite speaks: one plain line when each step starts and one when it ends, with its duration;
+/// other commands stay silent, so their stderr holds only warnings and errors.
 pub struct Progress {
     tty: bool,
+    state: std::sync::Mutex<Bars>,
+}
+
+/// What is on screen (a terminal) or under way (a log).
+#[derive(Default)]
+struct Bars {
+    multi: Option<indicatif::MultiProgress>,
+    suite: Option<indicatif::ProgressBar>,
+    work: Option<indicatif::ProgressBar>,
+    /// The suite's step under way and when it started.
+    stage: Option<(String, Instant)>,
 }
 
 impl Progress {
-    /// Clears the progress line, so what is printed next starts on a clean line.
-    pub fn clear(&self) {
-        if self.tty {
-            eprint!("\r\x1b[K");
+    /// Progress for this stderr.
+    pub fn new(tty: bool) -> Progress {
+        Progress {
+            tty,
+            state: std::sync::Mutex::new(Bars::default()),
         }
+    }
+
+    /// Clears the bars, so what is printed next starts on a clean line; without a terminal,
+    /// ends the suite's last step with its duration.
+    pub fn clear(&self) {
+        let Ok(mut bars) = self.state.lock() else {
+            return;
+        };
+        for bar in [bars.work.take(), bars.suite.take()].into_iter().flatten() {
+            bar.finish_and_clear();
+        }
+        if let Some(m) = bars.multi.take() {
+            let _ = m.clear();
+        }
+        if let Some(line) = bars.stage.take().map(|s| ended_line(&s)) {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// `4.2 s`, `3 min 5 s`.
+fn human_secs(s: f64) -> String {
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64)
+    }
+}
+
+/// The plain line that ends a suite step.
+fn ended_line((name, t): &(String, Instant)) -> String {
+    format!(
+        "iolab: {name}: done in {}",
+        human_secs(t.elapsed().as_secs_f64())
+    )
+}
+
+/// The plain name of suite step `k` of `n`.
+fn stage_name(k: usize, n: usize, name: &str) -> String {
+    format!("suite [{k}/{n}] {name}")
+}
+
+fn bar(len: usize, template: &str) -> indicatif::ProgressBar {
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    indicatif::ProgressBar::with_draw_target(
+        Some(len as u64),
+        indicatif::ProgressDrawTarget::hidden(),
+    )
+    .with_style(style)
+}
+
+const SUITE_BAR: &str =
+    "suite: {pos} of {len} steps done, now {msg} [{bar:20}] {elapsed}, about {eta} left";
+const WORK_BAR: &str = "{msg} {pos}/{len} [{bar:20}] {elapsed}, about {eta} left";
+
+impl Bars {
+    /// The terminal's bar set, made on first use.
+    fn multi(&mut self) -> &indicatif::MultiProgress {
+        self.multi.get_or_insert_with(|| {
+            indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr())
+        })
     }
 }
 
 impl Observer for Progress {
-    fn progress(&self, what: &str, done: usize, total: usize) {
+    fn stage(&self, k: usize, n: usize, name: &str) {
+        let Ok(mut bars) = self.state.lock() else {
+            return;
+        };
         if self.tty {
-            // The line is cleared first: a shorter line must not leave the end of a longer one.
-            eprint!(
-                "\r\x1b[K{what}: {done} of {total}{}",
-                if done >= total { "\r\x1b[K" } else { "" }
-            );
+            if bars.suite.is_none() {
+                let b = bars.multi().insert(0, bar(n, SUITE_BAR));
+                bars.suite = Some(b);
+            }
+            if let Some(b) = &bars.suite {
+                b.set_message(name.to_string());
+                b.set_length(n as u64);
+                b.set_position(k.saturating_sub(1) as u64);
+            }
+            if let Some(w) = bars.work.take() {
+                w.finish_and_clear();
+            }
+        } else {
+            if let Some(line) = bars.stage.take().map(|s| ended_line(&s)) {
+                eprintln!("{line}");
+            }
+            let stage = stage_name(k, n, name);
+            eprintln!("iolab: {stage}: started");
+            bars.stage = Some((stage, Instant::now()));
         }
     }
+
+    fn progress(&self, what: &str, done: usize, total: usize) {
+        if !self.tty {
+            return;
+        }
+        let Ok(mut bars) = self.state.lock() else {
+            return;
+        };
+        if bars.work.is_none() {
+            let b = bars.multi().add(bar(total, WORK_BAR));
+            bars.work = Some(b);
+        }
+        if let Some(b) = &bars.work {
+            // A new subject starts its own clock; the length goes before the count, so a count
+            // is never shown beyond its total.
+            if b.message() != what {
+                b.reset();
+                b.set_message(what.to_string());
+            }
+            b.set_length(total.max(done) as u64);
+            b.set_position(done as u64);
+        }
+        if let Some(s) = &bars.suite {
+            s.tick();
+        }
+    }
+}
+
+/// `iolab-read/1`, `iolab-cache-status/1`: the command's words before its first argument.
+fn schema_name(command_line: &str) -> String {
+    let words: Vec<&str> = command_line
+        .split_whitespace()
+        .skip(1)
+        .take_while(|w| {
+            w.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !w.starts_with('-')
+        })
+        .take(2)
+        .collect();
+    let name = match words.as_slice() {
+        ["cache", sub, ..] => format!("cache-{sub}"),
+        [cmd, ..] => cmd.to_string(),
+        [] => "unknown".into(),
+    };
+    format!("iolab-{name}/1")
 }
 
 fn command_line() -> String {
@@ -205,6 +366,151 @@ pub fn usage(msg: String) -> Error {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// A README command line as arguments: placeholders get sample values, `[optional]` parts
+    /// are kept, and `a\|b` alternatives give one variant each.
+    fn readme_variants(span: &str) -> Vec<Vec<String>> {
+        let sample = |t: &str| -> String {
+            let t = t
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim_end_matches("...");
+            match t {
+                "FILE" | "FILES" | "f1..fN" => "f".into(),
+                "N" | "BLOCK_COUNT" => "1".into(),
+                "BLOCK_SIZE" | "S" => "4K".into(),
+                "DIR" => "d".into(),
+                "IP" => "127.0.0.1".into(),
+                "RESULTS.json" => "r.json".into(),
+                "COMMAND" => "read".into(),
+                other => other.into(),
+            }
+        };
+        let tokens: Vec<Vec<String>> = span
+            .split_whitespace()
+            .map(|t| {
+                t.split("\\|")
+                    .map(sample)
+                    .filter(|t| !t.is_empty())
+                    .collect()
+            })
+            .filter(|alts: &Vec<String>| !alts.is_empty())
+            .collect();
+        let n = tokens.iter().map(Vec::len).max().unwrap_or(1);
+        (0..n)
+            .map(|i| {
+                tokens
+                    .iter()
+                    .map(|alts| alts[i.min(alts.len() - 1)].clone())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn readme_commands_exist_and_their_flags_parse() {
+        let readme = include_str!("../../README.md");
+        let table = readme
+            .split("## Commands")
+            .nth(1)
+            .expect("a Commands section");
+        let table = table
+            .split("\n\n")
+            .find(|p| p.contains("|---|"))
+            .expect("its table");
+        let mut named = std::collections::BTreeSet::new();
+        let mut lines: Vec<String> = Vec::new();
+        for row in table.lines().filter(|l| l.starts_with("| `iolab")) {
+            let first = row
+                .trim_start_matches("| ")
+                .split(" | ")
+                .next()
+                .unwrap_or_default();
+            lines.extend(
+                first
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|c| c.starts_with("iolab "))
+                    .map(String::from),
+            );
+        }
+        assert!(lines.len() >= 18, "{lines:?}");
+        // The examples, as typed after `$ ` (comments, redirections and other programs left out).
+        for l in readme.lines().filter_map(|l| l.strip_prefix("$ ")) {
+            for part in l.split(';') {
+                let part = part.split('#').next().unwrap_or_default().trim();
+                if let Some(rest) = part.strip_prefix("iolab ") {
+                    let args: Vec<&str> = rest
+                        .split_whitespace()
+                        .filter(|t| !t.contains('>') && *t != "&")
+                        .collect();
+                    lines.push(format!("iolab {}", args.join(" ")));
+                }
+            }
+        }
+        for line in &lines {
+            for args in readme_variants(line) {
+                named.insert(args.get(1).cloned().unwrap_or_default());
+                if let Err(e) = Cli::try_parse_from(&args) {
+                    panic!("README's `{line}` as {args:?} does not parse: {e}");
+                }
+            }
+        }
+        // Every command the user can see is in the README.
+        for c in Cli::command()
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+        {
+            let listed =
+                named.contains(c.get_name()) || c.get_all_aliases().any(|a| named.contains(a));
+            assert!(
+                listed || c.get_name() == "calibrate",
+                "README lacks `iolab {}`",
+                c.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn schema_names_come_from_the_command() {
+        assert_eq!(
+            schema_name("/usr/bin/iolab read f.bin --format json"),
+            "iolab-read/1"
+        );
+        assert_eq!(
+            schema_name("iolab cache status d --format json"),
+            "iolab-cache-status/1"
+        );
+        assert_eq!(schema_name("iolab run2 f 4K"), "iolab-run2/1");
+        assert_eq!(schema_name("iolab"), "iolab-unknown/1");
+    }
+
+    #[test]
+    fn plain_progress_names_steps_and_their_durations() {
+        assert_eq!(human_secs(4.24), "4.2 s");
+        assert_eq!(human_secs(185.0), "3 min 5 s");
+        assert_eq!(stage_name(3, 14, "run2"), "suite [3/14] run2");
+        let started = Instant::now() - std::time::Duration::from_millis(1500);
+        let line = ended_line(&("suite [3/14] run2".to_string(), started));
+        assert!(
+            line.starts_with("iolab: suite [3/14] run2: done in 1."),
+            "{line}"
+        );
+        // Off a terminal, a step is remembered until the next one or the end.
+        let p = Progress::new(false);
+        p.stage(1, 2, "data");
+        p.progress("data", 3, 9);
+        assert_eq!(
+            p.state.lock().unwrap().stage.as_ref().unwrap().0,
+            "suite [1/2] data"
+        );
+        assert!(
+            p.state.lock().unwrap().work.is_none(),
+            "no bars without a terminal"
+        );
+        p.clear();
+        assert!(p.state.lock().unwrap().stage.is_none());
+    }
 
     #[test]
     fn command_definition_is_consistent() {

@@ -21,6 +21,9 @@ pub mod write;
 pub trait Observer {
     /// Step `done` of `total` of `what` has finished.
     fn progress(&self, _what: &str, _done: usize, _total: usize) {}
+    /// Step `k` (from 1) of `n` of a run of several experiments (the suite), named `name`,
+    /// begins; the `progress` calls that follow belong to it.
+    fn stage(&self, _k: usize, _n: usize, _name: &str) {}
 }
 
 /// An observer that ignores everything.

@@ -80,35 +80,15 @@ pub fn steps() -> Vec<&'static str> {
         .collect()
 }
 
-/// Progress of the experiment under way, prefixed with the suite's overall step.
+/// The suite's steps, announced to the observer as each begins.
 struct Stepped<'a> {
     obs: &'a dyn Observer,
     steps: Vec<&'static str>,
-    step: std::cell::Cell<usize>,
 }
 
 impl Stepped<'_> {
     fn start(&self, i: usize) {
-        self.step.set(i);
-        self.progress("starting", 0, 1);
-    }
-}
-
-impl Observer for Stepped<'_> {
-    fn progress(&self, what: &str, done: usize, total: usize) {
-        let i = self.step.get();
-        let step = self.steps[i];
-        // "run2: run2" said the same twice: the experiment's own name is left out.
-        let what = if what == step {
-            String::new()
-        } else {
-            format!(": {what}")
-        };
-        self.obs.progress(
-            &format!("suite [{}/{}] {step}{what}", i + 1, self.steps.len()),
-            done,
-            total,
-        );
+        self.obs.stage(i + 1, self.steps.len(), self.steps[i]);
     }
 }
 
@@ -124,7 +104,6 @@ pub fn run_suite(
     let stepped = Stepped {
         obs,
         steps: steps(),
-        step: std::cell::Cell::new(0),
     };
     stepped.start(0);
     let before = meminfo::read();
@@ -138,7 +117,7 @@ pub fn run_suite(
     let mut experiments = Vec::new();
     for (i, e) in REGISTRY.iter().enumerate() {
         stepped.start(i + 1);
-        experiments.push((e.name().to_string(), outcome(*e, &ctx, &stepped)?));
+        experiments.push((e.name().to_string(), outcome(*e, &ctx, obs)?));
     }
     stepped.start(REGISTRY.len() + 1);
     let mut result = SuiteResult {
