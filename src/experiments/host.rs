@@ -23,6 +23,16 @@ pub struct Host {
     pub iolab_version: String,
     /// The exact command line.
     pub command_line: String,
+    /// The machine's name (/proc/sys/kernel/hostname).
+    #[serde(default)]
+    pub hostname: String,
+    /// When the facts were taken, UTC (`2026-11-22T14:08:30Z`).
+    #[serde(default)]
+    pub date: String,
+    /// The git commit iolab was built from, when built from a checkout (`-dirty` with local
+    /// changes).
+    #[serde(default)]
+    pub git_commit: Option<String>,
 }
 
 /// The host facts, with the filesystem and device of `path` when given.
@@ -37,6 +47,11 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
             })
         })
         .unwrap_or_else(|| "unknown".into());
+    // A virtual machine may name only the family ("AMD EPYC"): the numbers tell models apart.
+    let cpu_model = match cpu_numbers() {
+        Some(n) if !cpu_model.contains(&n) => format!("{cpu_model} ({n})"),
+        _ => cpu_model,
+    };
     let (filesystem, device) = path
         .and_then(mount_of)
         .map(|(fs, dev)| (Some(fs), Some(dev)))
@@ -50,7 +65,56 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
         device,
         iolab_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: command_line.to_string(),
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default(),
+        date: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| utc_date(d.as_secs()))
+            .unwrap_or_default(),
+        git_commit: Some(env!("IOLAB_GIT_COMMIT"))
+            .filter(|c| !c.is_empty())
+            .map(String::from),
     }
+}
+
+/// `2026-11-22T14:08:30Z` for seconds since the epoch (the civil calendar from days, as in
+/// Howard Hinnant's `civil_from_days`).
+pub fn utc_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `family 25 model 1 stepping 1` from /proc/cpuinfo.
+fn cpu_numbers() -> Option<String> {
+    let t = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let field = |name: &str| {
+        t.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    Some(format!(
+        "family {} model {} stepping {}",
+        field("cpu family")?,
+        field("model")?,
+        field("stepping")?
+    ))
 }
 
 /// `(fstype, source)` of the mount holding `path`.
@@ -119,5 +183,30 @@ mod tests {
         assert!(h.memory_bytes > 0);
         assert!(h.kernel.starts_with("Linux"));
         assert!(h.filesystem.is_some());
+        assert!(!h.hostname.is_empty());
+        assert!(
+            h.date.starts_with("20") && h.date.ends_with('Z'),
+            "{}",
+            h.date
+        );
+    }
+
+    #[test]
+    fn dates_are_utc_civil_dates() {
+        assert_eq!(utc_date(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_date(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_date(1_795_356_510), "2026-11-22T14:08:30Z");
+        assert_eq!(utc_date(4_107_542_399), "2100-02-28T23:59:59Z");
+    }
+
+    #[test]
+    fn old_results_without_the_new_facts_still_read() {
+        let h = host_facts(None, "iolab test");
+        let mut v = serde_json::to_value(&h).unwrap();
+        for k in ["hostname", "date", "git_commit"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let back: Host = serde_json::from_value(v).unwrap();
+        assert_eq!((back.hostname.as_str(), back.git_commit), ("", None));
     }
 }
