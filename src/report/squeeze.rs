@@ -265,52 +265,8 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
         log_y: false,
         series: series(&|t| t.tlb_shootdowns.map(|n| n as f64 / t.secs)),
     });
-    stack(&[top, bottom])
-}
-
-/// Stacks SVG panels vertically into one SVG element.
-fn stack(panels: &[String]) -> String {
-    let size = |svg: &str, attr: &str| -> f64 {
-        svg.split(&format!(" {attr}=\""))
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
-    };
-    let width = panels.iter().map(|p| size(p, "width")).fold(0.0, f64::max);
-    let mut y = 0.0;
-    let mut inner = String::new();
-    for p in panels {
-        let h = size(p, "height");
-        // The panel's content, without its own <svg> element, shifted down: one <svg> in all,
-        // as a page that inlines plots expects.
-        let body = p
-            .find("<svg")
-            .and_then(|at| p[at..].find('>').map(|end| at + end + 1))
-            .and_then(|start| p.rfind("</svg>").map(|end| &p[start..end]))
-            .unwrap_or("");
-        inner.push_str(&format!("<g transform=\"translate(0,{y})\">{body}</g>"));
-        y += h;
-    }
-    format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {y}" width="{width}" height="{y}" font-family="sans-serif" font-size="12" role="img" aria-label="reads per second and TLB shootdowns over time">{inner}</svg>
-"#
+    super::svg::stack(
+        &[top, bottom],
+        "reads per second and TLB shootdowns over time",
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn panels_stack_into_one_svg() {
-        let a = r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 860 500" width="860" height="500"><rect/></svg>"#;
-        let s = stack(&[a.to_string(), a.to_string()]);
-        assert!(
-            s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 860 1000\"")
-        );
-        assert_eq!(s.matches("<svg").count(), 1, "one svg element: {s}");
-        assert!(s.contains("<g transform=\"translate(0,500)\"><rect/></g>"));
-        assert!(s.trim_end().ends_with("</g></svg>"));
-    }
 }

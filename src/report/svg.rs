@@ -42,12 +42,40 @@ pub struct Plot {
     pub series: Vec<Series>,
 }
 
-const W: f64 = 860.0;
-const H: f64 = 500.0;
-const LEFT: f64 = 80.0;
-const RIGHT: f64 = 230.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 60.0;
+// Sized for a phone as much as a desk: 600 units shown 358 px wide on a 390 px screen keep the
+// 15-unit text at 9 px; the legend goes under the plot, two entries a row, so the plot keeps the
+// width.
+const W: f64 = 600.0;
+/// The plotting area's height.
+const PH: f64 = 300.0;
+const LEFT: f64 = 66.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 46.0;
+/// Under a line plot's area: tick labels and the x axis label.
+const BOTTOM: f64 = 58.0;
+/// Under a bar chart's area: the slanted group names.
+const BAR_BOTTOM: f64 = 86.0;
+const LEGEND_ROW: f64 = 22.0;
+const LEGEND_COLS: usize = 2;
+/// The text size, in the SVG's own units.
+pub const FONT: f64 = 15.0;
+const TITLE_FONT: f64 = 17.0;
+
+/// The height of a plot with `entries` legend entries under an area with `below` beneath it.
+fn height(below: f64, entries: usize) -> f64 {
+    TOP + PH + below + entries.div_ceil(LEGEND_COLS) as f64 * LEGEND_ROW + 8.0
+}
+
+/// Where legend entry `i` goes: `(x, y)` of its baseline's start.
+fn legend_at(i: usize, below: f64) -> (f64, f64) {
+    let col = (i % LEGEND_COLS) as f64;
+    let row = (i / LEGEND_COLS) as f64;
+    let pw = W - LEFT - RIGHT;
+    (
+        LEFT + col * pw / LEGEND_COLS as f64,
+        TOP + PH + below + 6.0 + row * LEGEND_ROW,
+    )
+}
 const COLORS: [&str; 8] = [
     "#1f4e9c", "#c0392b", "#1e8449", "#7d3c98", "#d68910", "#117a65", "#5d6d7e", "#922b21",
 ];
@@ -142,7 +170,9 @@ pub fn line_plot(p: &Plot) -> String {
         (0.0, 1.0)
     };
     let pw = W - LEFT - RIGHT;
-    let ph = H - TOP - BOTTOM;
+    let ph = PH;
+    let shown = p.series.iter().filter(|s| !s.points.is_empty()).count();
+    let h = height(BOTTOM, shown);
     let sx = |x: f64| LEFT + (tx(x) - x0) / (x1 - x0) * pw;
     let sy = |y: f64| {
         if p.log_y {
@@ -154,13 +184,13 @@ pub fn line_plot(p: &Plot) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><rect width="{W}" height="{H}" fill="white"/>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" font-family="sans-serif" font-size="{FONT}" role="img" aria-label="{t}"><title>{t}</title><rect width="{W}" height="{h}" fill="white"/>"#,
         t = esc(&p.title)
     );
     let _ = write!(
         o,
-        r#"<text x="{}" y="28" font-size="16" text-anchor="middle">{}</text>"#,
-        LEFT + pw / 2.0,
+        r#"<text x="{}" y="28" font-size="{TITLE_FONT}" text-anchor="middle">{}</text>"#,
+        W / 2.0,
         esc(&p.title)
     );
     // Grid and y ticks.
@@ -211,15 +241,15 @@ pub fn line_plot(p: &Plot) -> String {
             r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#999"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             TOP + ph,
             TOP + ph + 5.0,
-            TOP + ph + 18.0,
+            TOP + ph + 21.0,
             esc(&label)
         );
     }
     let _ = write!(
         o,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(20,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(17,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
         LEFT + pw / 2.0,
-        H - 15.0,
+        TOP + ph + 44.0,
         esc(&p.x_label),
         TOP + ph / 2.0,
         esc(&p.y_label)
@@ -257,8 +287,7 @@ pub fn line_plot(p: &Plot) -> String {
             }
             marker(&mut o, i, px, sy(q.y), color);
         }
-        let ly = TOP + 10.0 + i as f64 * 20.0;
-        let lx = LEFT + pw + 15.0;
+        let (lx, ly) = legend_at(i, BOTTOM);
         let _ = write!(
             o,
             r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
@@ -277,9 +306,53 @@ pub fn line_plot(p: &Plot) -> String {
     o
 }
 
+/// Stacks SVG panels vertically into one SVG element.
+pub fn stack(panels: &[String], label: &str) -> String {
+    let size = |svg: &str, attr: &str| -> f64 {
+        svg.split(&format!(" {attr}=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let width = panels.iter().map(|p| size(p, "width")).fold(0.0, f64::max);
+    let mut y = 0.0;
+    let mut inner = String::new();
+    for p in panels {
+        let h = size(p, "height");
+        // The panel's content, without its own <svg> element, shifted down: one <svg> in all,
+        // as a page that inlines plots expects.
+        let body = p
+            .find("<svg")
+            .and_then(|at| p[at..].find('>').map(|end| at + end + 1))
+            .and_then(|start| p.rfind("</svg>").map(|end| &p[start..end]))
+            .unwrap_or("");
+        inner.push_str(&format!("<g transform=\"translate(0,{y})\">{body}</g>"));
+        y += h;
+    }
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {y}" width="{width}" height="{y}" font-family="sans-serif" font-size="{}" role="img" aria-label="{}">{inner}</svg>
+"#,
+        FONT,
+        esc(label)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panels_stack_into_one_svg() {
+        let a = r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 860 500" width="860" height="500"><rect/></svg>"#;
+        let s = stack(&[a.to_string(), a.to_string()], "two");
+        assert!(
+            s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 860 1000\"")
+        );
+        assert_eq!(s.matches("<svg").count(), 1, "one svg element: {s}");
+        assert!(s.contains("<g transform=\"translate(0,500)\"><rect/></g>"));
+        assert!(s.trim_end().ends_with("</g></svg>"));
+    }
 
     #[test]
     fn a_long_time_series_gets_round_ticks() {
@@ -413,7 +486,8 @@ const HATCH: [&str; 4] = ["", "url(#h1)", "url(#h2)", "url(#h3)"];
 /// Renders a grouped bar chart; series differ by colour and by hatching for grey-scale print.
 pub fn bar_chart(b: &Bars) -> String {
     let pw = W - LEFT - RIGHT;
-    let ph = H - TOP - BOTTOM - 30.0;
+    let ph = PH;
+    let h = height(BAR_BOTTOM, b.series.len());
     let vals = || b.values.iter().flatten().flatten().copied();
     let max = vals().fold(0.0f64, f64::max);
     let minpos = vals().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
@@ -443,8 +517,8 @@ pub fn bar_chart(b: &Bars) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><defs><pattern id="h1" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,6 l6,-6" stroke="white" stroke-width="1.5"/></pattern><pattern id="h2" width="6" height="6" patternUnits="userSpaceOnUse"><circle cx="3" cy="3" r="1.2" fill="white"/></pattern><pattern id="h3" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,3 h6" stroke="white" stroke-width="1.5"/></pattern></defs><rect width="{W}" height="{H}" fill="white"/><text x="{}" y="28" font-size="16" text-anchor="middle">{t}</text>"##,
-        LEFT + pw / 2.0,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" font-family="sans-serif" font-size="{FONT}" role="img" aria-label="{t}"><title>{t}</title><defs><pattern id="h1" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,6 l6,-6" stroke="white" stroke-width="1.5"/></pattern><pattern id="h2" width="6" height="6" patternUnits="userSpaceOnUse"><circle cx="3" cy="3" r="1.2" fill="white"/></pattern><pattern id="h3" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,3 h6" stroke="white" stroke-width="1.5"/></pattern></defs><rect width="{W}" height="{h}" fill="white"/><text x="{}" y="28" font-size="{TITLE_FONT}" text-anchor="middle">{t}</text>"##,
+        W / 2.0,
         t = esc(&b.title)
     );
     // y grid
@@ -500,7 +574,7 @@ pub fn bar_chart(b: &Bars) -> String {
             if let Some(Some(note)) = b.notes.get(g).and_then(|n| n.get(s)) {
                 let _ = write!(
                     o,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle">{}</text>"#,
+                    r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
                     x + bw / 2.0 - 1.0,
                     y - 3.0,
                     esc(note)
@@ -520,13 +594,12 @@ pub fn bar_chart(b: &Bars) -> String {
     }
     let _ = write!(
         o,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text transform="translate(20,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text transform="translate(17,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
         TOP + ph / 2.0,
         esc(&b.y_label)
     );
     for (s, name) in b.series.iter().enumerate() {
-        let ly = TOP + 10.0 + s as f64 * 20.0;
-        let lx = LEFT + pw + 15.0;
+        let (lx, ly) = legend_at(s, BAR_BOTTOM);
         let color = COLORS[s % COLORS.len()];
         let hatch = HATCH[s % HATCH.len()];
         let _ = write!(

@@ -59,6 +59,10 @@ impl Entry for Access {
         report::access::access_report(out, Format::Text)
     }
 
+    fn markdown(&self, out: &AccessResult) -> Option<String> {
+        Some(report::access::access_report(out, Format::Markdown))
+    }
+
     fn plot(&self, a: &AccessResult) -> Option<String> {
         let mut groups: Vec<ReadMethod> = Vec::new();
         for row in &a.rows {
@@ -94,10 +98,7 @@ impl Entry for Access {
                 .map(|g| {
                     series
                         .iter()
-                        .map(|s| {
-                            cell(*g, *s)
-                                .map(|r| format!("{:.0}us", r.latency.p99_ns as f64 / 1000.0))
-                        })
+                        .map(|s| cell(*g, *s).map(|r| short_latency(r.latency.p99_ns)))
                         .collect()
                 })
                 .collect(),
@@ -112,5 +113,24 @@ impl Entry for Access {
 
     fn findings(&self, out: &AccessResult, _: &SuiteResult) -> Vec<Finding> {
         random_warm(&out.rows).into_iter().collect()
+    }
+}
+
+/// A p99 short enough to sit on a bar: `6us`, `344us`, `11.8ms`.
+fn short_latency(ns: u64) -> String {
+    let us = ns as f64 / 1000.0;
+    if us < 1000.0 {
+        format!("{us:.0}us")
+    } else {
+        format!("{:.1}ms", us / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn latencies_on_bars_are_short() {
+        assert_eq!(super::short_latency(6_200), "6us");
+        assert_eq!(super::short_latency(11_795_000), "11.8ms");
     }
 }

@@ -6,9 +6,8 @@ use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::sweep::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
-use crate::report::svg::{Bars, bar_chart};
+use crate::report::svg::{Plot, Point, Series, line_plot, stack};
 use crate::report::{self, Format};
-use crate::size::format_size;
 use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, fsync_cost, mmap_crossover, sequential};
 use std::path::PathBuf;
@@ -77,6 +76,10 @@ impl Entry for SweepRead {
         report::sweep::sweep_report(out, Format::Text)
     }
 
+    fn markdown(&self, out: &SweepResult) -> Option<String> {
+        Some(report::sweep::sweep_report(out, Format::Markdown))
+    }
+
     fn plot(&self, out: &SweepResult) -> Option<String> {
         Some(report::sweep::sweep_plot(out))
     }
@@ -107,7 +110,7 @@ impl Entry for SweepWrite {
     }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
-        let (sizes, len) = ctx.scale(("64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
+        let (sizes, len) = ctx.scale(("4K,64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
         let dir = ctx.dir.path().to_path_buf();
         sweep(ctx, obs, SweepOp::Write, dir, sizes, len)
     }
@@ -116,28 +119,48 @@ impl Entry for SweepWrite {
         report::sweep::sweep_report(out, Format::Text)
     }
 
+    fn markdown(&self, out: &SweepResult) -> Option<String> {
+        Some(report::sweep::sweep_report(out, Format::Markdown))
+    }
+
     fn plot(&self, s: &SweepResult) -> Option<String> {
-        let bs = s.cells.iter().map(|c| c.bs).max()?;
-        let syncs = &s.config.syncs;
-        let methods = &s.config.write_methods;
-        let val = |sync: SyncMode, m: WriteMethod| {
-            s.cells
-                .iter()
-                .find(|c| c.bs == bs && c.write() == Some((m, sync)) && c.mib_s.n > 0)
-                .map(|c| c.mib_s.median)
-        };
-        Some(bar_chart(&Bars {
-            title: format!("write throughput by sync mode, {} blocks", format_size(bs)),
-            y_label: "MiB/s (log scale)".into(),
-            values: syncs
-                .iter()
-                .map(|y| methods.iter().map(|m| val(*y, *m)).collect())
-                .collect(),
-            notes: vec![],
-            series: methods.iter().map(|m| m.name().to_string()).collect(),
-            groups: syncs.iter().map(|x| x.name().to_string()).collect(),
-            log_y: true,
-        }))
+        // MiB/s against block size, a panel per write method and a line per sync mode: the
+        // lesson (small blocks with an fsync each) is at the left, not cut away.
+        let panels: Vec<String> = s
+            .config
+            .write_methods
+            .iter()
+            .map(|m| {
+                let series = s
+                    .config
+                    .syncs
+                    .iter()
+                    .map(|sync| Series {
+                        name: format!("sync {}", sync.name()),
+                        points: s
+                            .cells
+                            .iter()
+                            .filter(|c| c.write() == Some((*m, *sync)) && c.mib_s.n > 0)
+                            .map(|c| Point {
+                                x: c.bs as f64,
+                                y: c.mib_s.median,
+                                lo: c.mib_s.min,
+                                hi: c.mib_s.max,
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                line_plot(&Plot {
+                    title: format!("{}: write throughput by block size and sync mode", m.name()),
+                    x_label: "block size (log2 scale)".into(),
+                    y_label: "MiB/s (median, bars min-max; log)".into(),
+                    log2_x: true,
+                    log_y: true,
+                    series,
+                })
+            })
+            .collect();
+        (!panels.is_empty()).then(|| stack(&panels, "write throughput by block size and sync mode"))
     }
 
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {

@@ -3,7 +3,7 @@
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::transfer::{TransferConfig, TransferResult, all_pairs, run_transfer};
-use crate::report::svg::{Plot, Point, Series, line_plot};
+use crate::report::svg::{Bars, bar_chart};
 use crate::report::{self, Format};
 use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, transfer_best};
@@ -46,40 +46,60 @@ impl Entry for Transfer {
         report::transfer::matrix(out, Format::Text)
     }
 
+    fn markdown(&self, out: &TransferResult) -> Option<String> {
+        Some(report::transfer::matrix(out, Format::Markdown))
+    }
+
     fn plot(&self, t: &TransferResult) -> Option<String> {
-        let series = t
-            .pairs
-            .iter()
-            .map(|p| {
-                let mut pts: Vec<Point> = p
-                    .runs
-                    .iter()
-                    .flat_map(|(_, recv)| recv.files.iter())
-                    .filter(|f| f.bytes > 0)
-                    .map(|f| {
-                        let ms = f.time.as_secs_f64() * 1000.0;
-                        Point {
-                            x: f.bytes as f64,
-                            y: ms,
-                            lo: ms,
-                            hi: ms,
-                        }
-                    })
-                    .collect();
-                pts.sort_by(|a, b| a.x.total_cmp(&b.x));
-                Series {
-                    name: format!("{}:{}", p.sender.name(), p.receiver.name()),
-                    points: pts,
-                }
-            })
+        // Twelve pairs as lines zig-zagged through stacks of points: bars instead, a group per
+        // pair and a bar per file-size class (the median MiB/s of its files over the runs).
+        const CLASSES: [(u64, &str); 5] = [
+            (4 << 10, "up to 4 KiB"),
+            (64 << 10, "4-64 KiB"),
+            (1 << 20, "64 KiB-1 MiB"),
+            (16 << 20, "1-16 MiB"),
+            (u64::MAX, "over 16 MiB"),
+        ];
+        let class = |bytes: u64| {
+            CLASSES
+                .iter()
+                .position(|(top, _)| bytes <= *top)
+                .unwrap_or(4)
+        };
+        let rates = |p: &crate::experiments::transfer::PairResult, c: usize| -> Vec<f64> {
+            p.runs
+                .iter()
+                .flat_map(|(_, recv)| recv.files.iter())
+                .filter(|f| f.bytes > 0 && class(f.bytes) == c && f.time.as_secs_f64() > 0.0)
+                .map(|f| f.bytes as f64 / f.time.as_secs_f64() / 1_048_576.0)
+                .collect()
+        };
+        let used: Vec<usize> = (0..CLASSES.len())
+            .filter(|c| t.pairs.iter().any(|p| !rates(p, *c).is_empty()))
             .collect();
-        Some(line_plot(&Plot {
-            title: "transfer time per file by size and method pair (receiver side)".into(),
-            x_label: "file size (bytes, log2 scale)".into(),
-            y_label: "ms (log scale)".into(),
-            log2_x: true,
+        let median = |mut v: Vec<f64>| -> Option<f64> {
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            Some(v[v.len() / 2])
+        };
+        Some(bar_chart(&Bars {
+            title: "transfer rate by method pair and file size (receiver side)".into(),
+            y_label: "MiB/s per file (median, log scale)".into(),
+            groups: t
+                .pairs
+                .iter()
+                .map(|p| format!("{}:{}", p.sender.name(), p.receiver.name()))
+                .collect(),
+            series: used.iter().map(|c| CLASSES[*c].1.to_string()).collect(),
+            values: t
+                .pairs
+                .iter()
+                .map(|p| used.iter().map(|c| median(rates(p, *c))).collect())
+                .collect(),
+            notes: Vec::new(),
             log_y: true,
-            series,
         }))
     }
 

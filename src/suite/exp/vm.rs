@@ -3,7 +3,7 @@
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::vm::{Stage, VmConfig, VmResult, create_file, run_vm};
-use crate::report::svg::{Plot, Point, Series, line_plot};
+use crate::report::svg::{Bars, bar_chart, stack};
 use crate::report::{self, Format};
 use crate::suite::entry::{About, Entry, SuiteContext};
 
@@ -36,42 +36,58 @@ impl Entry for Vm {
         report::vm::vm_report(out, Format::Text)
     }
 
+    fn markdown(&self, out: &VmResult) -> Option<String> {
+        // The stages at a glance, then each stage's pmap table and explanation.
+        Some(format!(
+            "{}\n{}",
+            report::markdown_table(&report::vm::stages_rows(out)),
+            report::vm::vm_report(out, Format::Markdown)
+        ))
+    }
+
     fn plot(&self, v: &VmResult) -> Option<String> {
-        let pts = |f: &dyn Fn(&Stage) -> u64| {
-            v.stages
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let y = f(s) as f64;
-                    Point {
-                        x: (i + 1) as f64,
-                        y,
-                        lo: y,
-                        hi: y,
-                    }
-                })
+        // Stages named on the axis; the address space and the memory in use on scales of
+        // their own (VmSize is ten times VmRSS and flattened it).
+        let groups: Vec<String> = v
+            .stages
+            .iter()
+            .map(|s| {
+                s.name
+                    .replace("after ", "")
+                    .replace("touching ", "touch ")
+                    .replace("process ", "")
+            })
+            .collect();
+        let kib = |f: &dyn Fn(&Stage) -> u64| -> Vec<Option<f64>> {
+            v.stages.iter().map(|s| Some(f(s) as f64)).collect()
+        };
+        let columns = |cols: Vec<Vec<Option<f64>>>| -> Vec<Vec<Option<f64>>> {
+            (0..v.stages.len())
+                .map(|g| cols.iter().map(|c| c[g]).collect())
                 .collect()
         };
-        let series = |name: &str, f: &dyn Fn(&Stage) -> u64| Series {
-            name: name.into(),
-            points: pts(f),
-        };
-        Some(line_plot(&Plot {
-            title: "a mapped 10 MiB file, stage by stage".into(),
-            x_label: "stage (see the table)".into(),
+        let size = bar_chart(&Bars {
+            title: "address space: VmSize at each stage".into(),
             y_label: "KiB".into(),
-            log2_x: false,
+            groups: groups.clone(),
+            series: vec!["VmSize".into()],
+            values: columns(vec![kib(&|s| s.vm_size_kb)]),
+            notes: Vec::new(),
             log_y: false,
-            series: vec![
-                series("VmSize", &|s| s.vm_size_kb),
-                series("VmRSS", &|s| s.vm_rss_kb),
-                series("file mapping RSS", &|s| {
-                    s.map_row().map(|m| m.rss_kb).unwrap_or(0)
-                }),
-                series("file mapping Dirty", &|s| {
-                    s.map_row().map(|m| m.dirty_kb).unwrap_or(0)
-                }),
-            ],
-        }))
+        });
+        let resident = bar_chart(&Bars {
+            title: "memory in use: the process and the mapped file".into(),
+            y_label: "KiB".into(),
+            groups,
+            series: vec!["VmRSS".into(), "file RSS".into(), "file Dirty".into()],
+            values: columns(vec![
+                kib(&|s| s.vm_rss_kb),
+                kib(&|s| s.map_row().map(|m| m.rss_kb).unwrap_or(0)),
+                kib(&|s| s.map_row().map(|m| m.dirty_kb).unwrap_or(0)),
+            ]),
+            notes: Vec::new(),
+            log_y: false,
+        });
+        Some(stack(&[size, resident], "a mapped file, stage by stage"))
     }
 }
