@@ -286,6 +286,106 @@ fn browser_renders(html: &Path, plots: usize) {
         !stderr.contains("CONSOLE") && !stderr.contains("Uncaught"),
         "console errors: {stderr}"
     );
+    // Layout at a phone's width and a desk's: the page is loaded in a frame of that width and
+    // measured from outside it (headless windows are at least 500 px wide).
+    let wrap = profile.path().join("wrap.html");
+    for width in [390, 1280] {
+        std::fs::write(&wrap, layout_probe(html, width)).unwrap();
+        let o = std::process::Command::new(chromium)
+            .args(flags)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args([
+                "--allow-file-access-from-files",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+            ])
+            .arg(format!("file://{}", wrap.display()))
+            .output()
+            .unwrap();
+        let dom = String::from_utf8_lossy(&o.stdout);
+        let json = dom
+            .split("<output id=\"probe\">")
+            .nth(1)
+            .and_then(|r| r.split("</output>").next())
+            .unwrap_or_else(|| panic!("{width} px: no measurement in {dom}"));
+        let m: serde_json::Value = serde_json::from_str(&json.replace("&amp;", "&")).unwrap();
+        eprintln!("layout at {width} px: {m}");
+        assert_eq!(m["vw"], width, "{m}");
+        assert!(
+            m["scrollW"].as_u64() <= m["clientW"].as_u64(),
+            "{width} px: the page scrolls sideways: {m}"
+        );
+        let widths: Vec<u64> = m["plots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_u64().unwrap())
+            .collect();
+        assert_eq!(widths.len(), plots, "{m}");
+        assert!(
+            widths.iter().all(|w| *w >= 300),
+            "{width} px: a plot under 300 px: {m}"
+        );
+        assert!(
+            m["tables"].as_u64().unwrap() >= 10,
+            "tables are <table>s: {m}"
+        );
+        assert_eq!(m["pres"], 0, "no table left as preformatted text: {m}");
+        assert!(
+            m["contents"].as_u64().unwrap() >= 10,
+            "a contents list: {m}"
+        );
+        assert_eq!(
+            m["badLinks"],
+            serde_json::json!([]),
+            "every link resolves: {m}"
+        );
+    }
+    // Printed: whole plots, no repeated tables, at most 12 pages for the quick suite.
+    let pdf = profile.path().join("report.pdf");
+    run(&[
+        format!("--print-to-pdf={}", pdf.display()),
+        "--no-pdf-header-footer".into(),
+    ]);
+    let bytes = std::fs::read(&pdf).unwrap();
+    let pages = count_pdf_pages(&bytes);
+    eprintln!("printed: {pages} pages");
+    assert!((1..=12).contains(&pages), "{pages} printed pages");
+}
+
+/// `/Type /Page` objects (not `/Pages`) in a PDF.
+fn count_pdf_pages(pdf: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(pdf);
+    text.match_indices("/Type")
+        .filter(|(i, _)| {
+            let rest = text[i + 5..].trim_start();
+            rest.starts_with("/Page") && !rest.starts_with("/Pages")
+        })
+        .count()
+}
+
+/// A page that loads the report in a frame `width` px wide and writes what it measured into an
+/// `<output id="probe">`: the frame's widths, each plot's width, tables, links that do not
+/// resolve.
+fn layout_probe(report: &Path, width: u32) -> String {
+    format!(
+        r##"<!DOCTYPE html><html><body style="margin:0"><iframe id="f" src="file://{}" style="width:{width}px;height:900px;border:0"></iframe>
+<script>
+document.getElementById('f').addEventListener('load', function () {{
+  const d = this.contentDocument, w = this.contentWindow, b = d.documentElement;
+  const r = {{
+    vw: w.innerWidth, scrollW: b.scrollWidth, clientW: b.clientWidth,
+    plots: [...d.querySelectorAll('figure.plot svg')].map(e => Math.round(e.getBoundingClientRect().width)),
+    tables: d.querySelectorAll('table').length, pres: d.querySelectorAll('pre').length,
+    contents: d.querySelectorAll('nav a[href^="#"]').length,
+    badLinks: [...d.querySelectorAll('a[href^="#"]')].map(a => a.getAttribute('href').slice(1)).filter(id => !d.getElementById(id))
+  }};
+  const p = document.createElement('output'); p.id = 'probe'; p.textContent = JSON.stringify(r);
+  document.body.appendChild(p);
+}});
+</script></body></html>"##,
+        report.display()
+    )
 }
 
 fn which(cmd: &str) -> bool {

@@ -114,6 +114,56 @@ pub fn run2_rows(r: &crate::experiments::run2::Run2Result) -> Vec<Vec<String>> {
     rows
 }
 
+/// run2's steps as a Markdown table, then what the search found.
+pub fn run2_markdown(r: &crate::experiments::run2::Run2Result) -> String {
+    let outcome: String = run2_lines(r)
+        .lines()
+        .skip(6)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    format!("{}\n{outcome}", super::markdown_table(&run2_rows(r)))
+}
+
+/// `fast` repeated, a row per run, then the median.
+pub fn fast_series_markdown(s: &crate::experiments::fast::FastSeries) -> String {
+    let mut rows = vec![
+        [
+            "run",
+            "method",
+            "threads",
+            "bs",
+            "secs",
+            "MiB/s",
+            "resident at open",
+            "why",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (i, r) in s.runs.iter().enumerate() {
+        let secs = r.counters.wall.as_secs_f64();
+        rows.push(vec![
+            (i + 1).to_string(),
+            r.choice.method.name().to_string(),
+            r.choice.threads.to_string(),
+            format_size(r.choice.bs),
+            format!("{secs:.4}"),
+            format!("{:.1}", mib_per_s(r.bytes, secs)),
+            format!("{:.0}%", r.resident * 100.0),
+            r.choice.reason.clone(),
+        ]);
+    }
+    format!(
+        "{}\nmedian {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)\n",
+        super::markdown_table(&rows),
+        s.mib_s.median,
+        s.mib_s.n,
+        s.mib_s.ci[0],
+        s.mib_s.ci[1],
+        100.0 * s.mib_s.ci_level
+    )
+}
+
 /// `iolab fast`'s line on stderr: what it chose and how fast it went.
 pub fn fast_talk(r: &FastResult) -> String {
     let secs = r.counters.wall.as_secs_f64();

@@ -99,6 +99,35 @@ fn page_cache_lines(p: &PageCacheChange) -> String {
     )
 }
 
+/// One row per stage: the sizes a `pmap -x` summary would show and the faults taken.
+pub fn stages_rows(r: &VmResult) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "stage",
+            "VmSize kB",
+            "VmRSS kB",
+            "file RSS kB",
+            "file Dirty kB",
+            "minor faults",
+            "major faults",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (i, s) in r.stages.iter().enumerate() {
+        rows.push(vec![
+            format!("{} {}", i + 1, s.name),
+            s.vm_size_kb.to_string(),
+            s.vm_rss_kb.to_string(),
+            s.map_row().map(|m| m.rss_kb).unwrap_or(0).to_string(),
+            s.map_row().map(|m| m.dirty_kb).unwrap_or(0).to_string(),
+            s.delta.minor_faults.to_string(),
+            s.delta.major_faults.to_string(),
+        ]);
+    }
+    rows
+}
+
 /// `iolab vm` in `format`.
 pub fn vm_report(r: &VmResult, format: Format) -> String {
     match format {

@@ -172,6 +172,8 @@ impl SuiteContext<'_> {
 
 /// A section of the report: an experiment's table and plot, or why it has none.
 pub struct Section {
+    /// The experiment's key (the section's anchor in report.html).
+    pub name: &'static str,
     /// Heading.
     pub title: &'static str,
     /// The two-sentence explanation under the heading.
@@ -180,6 +182,8 @@ pub struct Section {
     pub plot: Option<String>,
     /// The text table.
     pub table: Option<String>,
+    /// The same in Markdown, with real tables, when the experiment has it.
+    pub markdown: Option<String>,
     /// Why it was not measured.
     pub error: Option<String>,
     /// How long it took.
@@ -211,6 +215,12 @@ pub trait Entry: Sync {
 
     /// Its table as text.
     fn table(&self, out: &Self::Output) -> String;
+
+    /// Its tables in Markdown (report.md shows them as tables and report.html turns them into
+    /// `<table>`s); without it the text table is shown as preformatted text.
+    fn markdown(&self, _out: &Self::Output) -> Option<String> {
+        None
+    }
 
     /// Its plot as SVG, if it has one.
     fn plot(&self, _out: &Self::Output) -> Option<String> {
@@ -255,10 +265,12 @@ impl<E: Entry> Experiment for E {
             name
         });
         Section {
+            name: self.about().name,
             title: self.about().title,
             why: self.about().explains,
             plot,
             table: typed.as_ref().map(|t| self.table(t)),
+            markdown: typed.as_ref().and_then(|t| self.markdown(t)),
             error: o.error.clone(),
             seconds: o.seconds,
             busy: o

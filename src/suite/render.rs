@@ -19,17 +19,85 @@ pub struct Rendered {
     pub plots: Vec<(String, String)>,
 }
 
-fn host_line(r: &SuiteResult) -> String {
+/// The host block: one fact per row.
+fn host_rows(r: &SuiteResult) -> Vec<(&'static str, String)> {
     let h = &r.host;
+    vec![
+        (
+            "date",
+            if h.date.is_empty() {
+                "?".into()
+            } else {
+                h.date.replace('T', " ").replace('Z', " UTC")
+            },
+        ),
+        (
+            "host",
+            if h.hostname.is_empty() {
+                "?".into()
+            } else {
+                h.hostname.clone()
+            },
+        ),
+        ("CPU", format!("{} ({} cores)", h.cpu_model, h.cores)),
+        ("memory", format_size(h.memory_bytes)),
+        ("kernel", h.kernel.clone()),
+        (
+            "file system",
+            format!(
+                "{} on {}",
+                h.filesystem.as_deref().unwrap_or("?"),
+                h.device.as_deref().unwrap_or("?")
+            ),
+        ),
+        (
+            "iolab",
+            format!(
+                "{}{}",
+                h.iolab_version,
+                h.git_commit
+                    .as_deref()
+                    .map(|c| format!(", commit {c}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        (
+            "run",
+            format!(
+                "{} suite: {} random file, {} classic transfer files ({}), {:.1} s",
+                if r.config.quick {
+                    "quick (--quick)"
+                } else {
+                    "full"
+                },
+                format_size(r.data.random_size),
+                r.data.classic_files.len(),
+                format_size(r.data.classic_bytes),
+                r.seconds
+            ),
+        ),
+        ("command", h.command_line.clone()),
+    ]
+}
+
+/// The column heading of one host among several: its name, date and kind of run.
+fn host_heading(i: usize, r: &SuiteResult) -> String {
+    let h = &r.host;
+    let name = if h.hostname.is_empty() {
+        &h.cpu_model
+    } else {
+        &h.hostname
+    };
     format!(
-        "{}; {} x {}; {} RAM; {} on {}; iolab {}",
-        h.kernel,
-        h.cores,
-        h.cpu_model,
-        format_size(h.memory_bytes),
-        h.filesystem.as_deref().unwrap_or("?"),
-        h.device.as_deref().unwrap_or("?"),
-        h.iolab_version
+        "host {}: {}{}, {}",
+        i + 1,
+        name,
+        if h.date.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", &h.date[..h.date.len().min(10)])
+        },
+        if r.config.quick { "quick" } else { "full" }
     )
 }
 
@@ -45,12 +113,7 @@ fn comparison(results: &[SuiteResult]) -> Vec<Vec<String>> {
     }
     let mut rows = vec![
         std::iter::once("finding".to_string())
-            .chain(
-                results
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| format!("host {}: {}", i + 1, r.host.cpu_model)),
-            )
+            .chain(results.iter().enumerate().map(|(i, r)| host_heading(i, r)))
             .collect(),
     ];
     for k in keys {
@@ -69,6 +132,236 @@ fn comparison(results: &[SuiteResult]) -> Vec<Vec<String>> {
     rows
 }
 
+/// What the tables' abbreviations mean.
+const GLOSSARY: &[(&str, &str)] = &[
+    (
+        "MiB/s",
+        "mebibytes (2^20 bytes) moved per second of wall time; the median of the counted runs unless said otherwise",
+    ),
+    ("KIOPS", "thousands of block reads per second"),
+    (
+        "p50 .. p99.9",
+        "latency percentiles of single operations: half of them, 99% of them, 99.9% of them took at most this long",
+    ),
+    (
+        "cold / warm",
+        "the file's pages were evicted from the page cache before the run / were all cached before the run",
+    ),
+    (
+        "cache ok",
+        "the residency asked for was checked before the run (cachestat or mincore) and found; 'no' marks a run whose cache state was not the one asked",
+    ),
+    (
+        "minflt, majflt",
+        "minor page faults (the page was in memory, only the mapping was made) and major ones (the page had to be read from the device)",
+    ),
+    (
+        "minflt/op, minflt/GiB",
+        "faults per operation or per GiB read",
+    ),
+    (
+        "dev B/B, amplification",
+        "bytes the device delivered per byte the program asked for (readahead reads more than a random 4 KiB needs)",
+    ),
+    ("syscalls/GiB", "system calls made per GiB read"),
+    (
+        "TLB/s",
+        "TLB shootdowns per second: interrupts that make other cores forget an unmapped page",
+    ),
+    (
+        "interval",
+        "the range that holds the true ratio at the stated confidence, from the spread of the runs; a finding names a winner only when the whole interval is on one side of 1",
+    ),
+    (
+        "busy",
+        "other processes, the kernel or the hypervisor used the CPU or the disk while this was measured; such figures are marked",
+    ),
+];
+
+/// `1048576` -> `1 MiB` in a citation; other words as they are.
+fn readable(cite_rest: &str) -> String {
+    cite_rest
+        .split(' ')
+        .map(|w| match w.parse::<u64>() {
+            Ok(n) if n >= 1024 && n.is_power_of_two() => format_size(n),
+            _ => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The section a citation points at: `sweep read: ...` is `sweep_read`, `fast: warm` is
+/// `fast_warm`.
+fn cited_section<'a>(cite: &str, secs: &'a [Section]) -> Option<&'a Section> {
+    let (prefix, rest) = cite.split_once(": ").unwrap_or((cite, ""));
+    let key = prefix.replace(' ', "_");
+    let first = rest.split([' ', ':']).next().unwrap_or_default();
+    secs.iter()
+        .find(|s| s.name == key)
+        .or_else(|| secs.iter().find(|s| s.name == format!("{key}_{first}")))
+}
+
+/// A finding's citations as HTML: per cited section a link to it and its rows in plain words.
+fn cites_html(cites: &[String], secs: &[Section]) -> String {
+    let mut groups: Vec<(String, Option<&Section>, Vec<String>)> = Vec::new();
+    for c in cites {
+        let (prefix, rest) = c.split_once(": ").unwrap_or((c, ""));
+        let sec = cited_section(c, secs);
+        let label = sec
+            .map(|s| s.title.to_string())
+            .unwrap_or_else(|| prefix.to_string());
+        // `fast: warm` found `fast_warm`: its title already says "warm".
+        let rest = match sec {
+            Some(s) if s.name.ends_with(&format!("_{rest}")) => "",
+            _ => rest,
+        };
+        match groups.iter_mut().find(|g| g.0 == label) {
+            Some(g) => g.2.push(readable(rest)),
+            None => groups.push((label, sec, vec![readable(rest)])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(label, sec, rows)| {
+            let head = match sec {
+                Some(s) => format!("<a href=\"#{}\">{}</a>", s.name, esc(label)),
+                None => esc(label),
+            };
+            let rows: Vec<&String> = rows.iter().filter(|r| !r.is_empty()).collect();
+            if rows.is_empty() {
+                head
+            } else {
+                format!(
+                    "{head}: {}",
+                    esc(&rows
+                        .iter()
+                        .map(|r| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A table cell as HTML: numbers right-aligned; a 'no' under a check column marked.
+fn cell_html(tag: &str, text: &str, header: &str) -> String {
+    let t = text.trim();
+    let numeric = t
+        .trim_start_matches(['-', '+'])
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit());
+    // An XOR is hex: a label, not a quantity.
+    let numeric = numeric && !header.eq_ignore_ascii_case("xor");
+    let check = header.contains("ok") || header.contains("verified");
+    let class = if tag == "td" && check && (t == "no" || t.starts_with("no ")) {
+        " class=\"bad\""
+    } else if tag == "td" && numeric {
+        " class=\"num\""
+    } else {
+        ""
+    };
+    format!("<{tag}{class}>{}</{tag}>", esc(t))
+}
+
+/// The cells of a Markdown table row.
+fn md_cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split('|').map(|c| c.trim().to_string()).collect()
+}
+
+/// A report's Markdown (tables, lines, `== stage` blocks) as HTML: tables become `<table>`s in a
+/// scrolling wrapper, `== ` blocks fold into `<details>`, other lines are kept as lines.
+pub(crate) fn md_to_html(md: &str) -> String {
+    let mut html = String::new();
+    let mut text: Vec<&str> = Vec::new();
+    let mut table: Vec<&str> = Vec::new();
+    let mut open_details = false;
+    let flush_text = |text: &mut Vec<&str>, html: &mut String| {
+        if !text.is_empty() {
+            html.push_str(&format!(
+                "<p class=\"lines\">{}</p>",
+                text.iter().map(|l| esc(l)).collect::<Vec<_>>().join("<br>")
+            ));
+            text.clear();
+        }
+    };
+    let flush_table = |table: &mut Vec<&str>, html: &mut String| {
+        if table.is_empty() {
+            return;
+        }
+        let rows: Vec<Vec<String>> = table
+            .iter()
+            .filter(|l| !(l.contains("---") && l.replace(['|', '-', ':', ' '], "").is_empty()))
+            .map(|l| md_cells(l))
+            .collect();
+        html.push_str("<div class=\"tw\"><table>");
+        let header = rows.first().cloned().unwrap_or_default();
+        for (i, row) in rows.iter().enumerate() {
+            let tag = if i == 0 { "th" } else { "td" };
+            html.push_str("<tr>");
+            for (j, c) in row.iter().enumerate() {
+                html.push_str(&cell_html(
+                    tag,
+                    c,
+                    header.get(j).map(String::as_str).unwrap_or(""),
+                ));
+            }
+            html.push_str("</tr>");
+        }
+        html.push_str("</table></div>");
+        table.clear();
+    };
+    for line in md.lines() {
+        if line.trim_start().starts_with('|') {
+            flush_text(&mut text, &mut html);
+            table.push(line);
+            continue;
+        }
+        flush_table(&mut table, &mut html);
+        if let Some(title) = line.strip_prefix("== ") {
+            flush_text(&mut text, &mut html);
+            if open_details {
+                html.push_str("</details>");
+            }
+            html.push_str(&format!("<details><summary>{}</summary>", esc(title)));
+            open_details = true;
+        } else if line.trim().is_empty() {
+            flush_text(&mut text, &mut html);
+        } else {
+            text.push(line);
+        }
+    }
+    flush_table(&mut table, &mut html);
+    flush_text(&mut text, &mut html);
+    if open_details {
+        html.push_str("</details>");
+    }
+    html
+}
+
+/// Markdown with a blank line before and after every table, so that CommonMark viewers see
+/// each one as a table and not as part of a paragraph.
+fn spaced_tables(md: &str) -> String {
+    let mut out = String::new();
+    let mut prev_table = false;
+    let mut prev_blank = true;
+    for line in md.lines() {
+        let is_table = line.trim_start().starts_with('|');
+        let blank = line.trim().is_empty();
+        if is_table != prev_table && !blank && !prev_blank {
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+        prev_table = is_table;
+        prev_blank = blank;
+    }
+    out
+}
+
 /// Renders one report from `results` (several: hosts side by side), a section per experiment of
 /// `registry` that has an outcome.
 pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered {
@@ -84,15 +377,17 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         .as_ref()
         .map(|w| format!("{w}\n\n"))
         .unwrap_or_default();
-    md += &format!(
-        "# iolab report\n\nHost: {}\n\nData: {} random file, {} classic transfer files ({}). Suite ran {:.1} s{}.\n\n## Findings\n\n",
-        host_line(r),
-        format_size(r.data.random_size),
-        r.data.classic_files.len(),
-        format_size(r.data.classic_bytes),
-        r.seconds,
-        if r.config.quick { " (--quick)" } else { "" }
+    md += "# iolab report\n\n";
+    md += &crate::report::markdown_table(
+        &std::iter::once(vec!["fact".to_string(), "value".to_string()])
+            .chain(
+                host_rows(r)
+                    .into_iter()
+                    .map(|(k, v)| vec![k.to_string(), v]),
+            )
+            .collect::<Vec<_>>(),
     );
+    md += "\n## Findings\n\n";
     for f in &r.findings {
         md.push_str(&format!("- {} _(from {})_\n", f.text, f.cites.join("; ")));
     }
@@ -108,54 +403,95 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         if let Some(p) = &s.plot {
             md.push_str(&format!("![{}](plots/{p}.svg)\n\n", s.title));
         }
-        if let Some(t) = &s.table {
-            md.push_str(&fenced(t));
+        match (&s.markdown, &s.table) {
+            (Some(m), _) => md.push_str(&spaced_tables(m)),
+            (None, Some(t)) => md.push_str(&fenced(t)),
+            (None, None) => {}
         }
         if let Some(e) = &s.error {
             md.push_str(&format!("**Not measured:** {e}\n"));
         }
     }
+    md.push_str("\n## Glossary\n\n");
+    for (term, meaning) in GLOSSARY {
+        md.push_str(&format!("- **{term}**: {meaning}\n"));
+    }
     // HTML
     let mut html = String::from(concat!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>iolab report</title><style>",
-        "body{font-family:system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem;line-height:1.45;color:#111}",
+        "*{box-sizing:border-box}",
+        "body{font-family:system-ui,sans-serif;max-width:64rem;margin:0 auto;padding:1rem;line-height:1.45;color:#111;overflow-wrap:anywhere}",
         "h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2rem}",
-        "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd}",
-        "svg{max-width:100%;height:auto;display:block;margin:.5rem 0}.cite{color:#555;font-size:.85em}",
-        ".err,.warn{color:#a00}table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;padding:.2rem .4rem;vertical-align:top}",
-        "@media print{pre{white-space:pre-wrap}h2{break-after:avoid}figure{break-inside:avoid}}",
+        "nav ol{columns:2;font-size:.9rem;padding-left:1.4rem}@media (max-width:40rem){nav ol{columns:1}}",
+        "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd;white-space:pre}",
+        "figure{margin:.5rem 0;width:100%;max-width:44rem}figure svg{width:100%;height:auto;display:block}",
+        ".cite{color:#555;font-size:.85em}.err,.warn{color:#a00}",
+        ".tw{overflow-x:auto;max-width:100%;margin:.5rem 0}",
+        "table{border-collapse:collapse;font-size:.8rem;font-variant-numeric:tabular-nums}",
+        "td,th{border:1px solid #ccc;padding:.2rem .45rem;vertical-align:top;text-align:left;white-space:nowrap;overflow-wrap:normal}",
+        "th{background:#eef}td.num{text-align:right}td.bad{background:#fdd;color:#900;font-weight:bold}",
+        ".tw th:first-child,.tw td:first-child{position:sticky;left:0;background:#fff;z-index:1}.tw th:first-child{background:#eef}",
+        "table.host td{white-space:normal}table.host td:first-child{font-weight:bold;white-space:nowrap}",
+        "p.lines{font-size:.85rem}details{margin:.4rem 0}summary{cursor:pointer;font-weight:600}",
+        "dl.gloss dt{font-weight:bold;margin-top:.4rem}dl.gloss dd{margin-left:1rem}",
+        "@media print{body{max-width:none;padding:0;font-size:9pt}nav,details{display:none}",
+        ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
+        ".tw th:first-child,.tw td:first-child{position:static}tr,li,figure,dt,dd{break-inside:avoid}",
+        "h2{break-after:avoid;margin-top:1rem}figure svg{max-height:8.5cm;width:auto;max-width:100%;margin:0 auto}}",
         "</style></head><body>"
     ));
     if let Some(w) = &warning {
         html.push_str(&format!("<p class=\"warn\"><b>{}</b></p>", esc(w)));
     }
-    html.push_str(&format!("<h1>iolab report</h1><p><b>Host:</b> {}</p><p><b>Data:</b> {} random file, {} classic transfer files ({}); suite ran {:.1} s{}.</p>",
-        esc(&host_line(r)), format_size(r.data.random_size), r.data.classic_files.len(), format_size(r.data.classic_bytes), r.seconds, if r.config.quick { " (--quick)" } else { "" }));
+    html.push_str("<h1>iolab report</h1><div class=\"tw\"><table class=\"host\">");
+    for (k, v) in host_rows(r) {
+        html.push_str(&format!("<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(&v)));
+    }
+    html.push_str("</table></div>");
+    // Contents.
+    html.push_str(
+        "<nav><h2 id=\"contents\">Contents</h2><ol><li><a href=\"#findings\">Findings</a></li>",
+    );
+    if results.len() > 1 {
+        html.push_str("<li><a href=\"#hosts\">Hosts side by side</a></li>");
+    }
+    for s in &secs {
+        html.push_str(&format!(
+            "<li><a href=\"#{}\">{}</a></li>",
+            s.name,
+            esc(s.title)
+        ));
+    }
+    html.push_str("<li><a href=\"#glossary\">Glossary</a></li></ol></nav>");
     html.push_str("<h2 id=\"findings\">Findings</h2><ul>");
     for f in &r.findings {
         html.push_str(&format!(
             "<li>{} <span class=\"cite\">(from {})</span></li>",
             esc(&f.text),
-            esc(&f.cites.join("; "))
+            cites_html(&f.cites, &secs)
         ));
     }
     html.push_str("</ul>");
     if results.len() > 1 {
-        html.push_str("<h2>Hosts side by side</h2><table>");
+        html.push_str("<h2 id=\"hosts\">Hosts side by side</h2><div class=\"tw\"><table>");
         for (i, row) in comparison(results).iter().enumerate() {
             let tag = if i == 0 { "th" } else { "td" };
             html.push_str("<tr>");
             for c in row {
-                html.push_str(&format!("<{tag}>{}</{tag}>", esc(c)));
+                html.push_str(&format!(
+                    "<{tag} style=\"white-space:normal\">{}</{tag}>",
+                    esc(c)
+                ));
             }
             html.push_str("</tr>");
         }
-        html.push_str("</table>");
+        html.push_str("</table></div>");
     }
     for s in &secs {
         html.push_str(&format!(
-            "<section><h2>{}</h2><p>{}</p>",
+            "<section id=\"{}\"><h2>{}</h2><p>{}</p>",
+            s.name,
             esc(s.title),
             esc(s.why)
         ));
@@ -168,10 +504,15 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         if let Some(p) = &s.plot
             && let Some((_, svg)) = plots.iter().find(|(n, _)| n == &format!("{p}.svg"))
         {
-            html.push_str(&format!("<figure class=\"plot\">{svg}</figure>"));
+            html.push_str(&format!(
+                "<figure class=\"plot\" id=\"{}-plot\">{svg}</figure>",
+                s.name
+            ));
         }
-        if let Some(t) = &s.table {
-            html.push_str(&format!("<pre>{}</pre>", esc(t)));
+        match (&s.markdown, &s.table) {
+            (Some(m), _) => html.push_str(&md_to_html(m)),
+            (None, Some(t)) => html.push_str(&format!("<pre>{}</pre>", esc(t))),
+            (None, None) => {}
         }
         if let Some(e) = &s.error {
             html.push_str(&format!(
@@ -184,6 +525,11 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             s.seconds
         ));
     }
+    html.push_str("<h2 id=\"glossary\">Glossary</h2><dl class=\"gloss\">");
+    for (term, meaning) in GLOSSARY {
+        html.push_str(&format!("<dt>{}</dt><dd>{}</dd>", esc(term), esc(meaning)));
+    }
+    html.push_str("</dl>");
     html.push_str("</body></html>\n");
     let results_json = if results.len() == 1 {
         json(r)
@@ -210,7 +556,46 @@ pub(crate) fn fenced(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fenced;
+    use super::{fenced, md_to_html, readable, spaced_tables};
+
+    #[test]
+    fn markdown_tables_become_html_tables_and_stages_fold() {
+        let md = "intro line\n| bs | MiB/s | cache ok | xor |\n|---|---|---|---|\n| 4 KiB | 12.5 | no | 0efb4b5f |\n\n== stage 1: start\n| a | b |\n|---|---|\n| x | 1 |\nwhy it moved\n";
+        let html = md_to_html(md);
+        assert_eq!(html.matches("<table>").count(), 2, "{html}");
+        assert!(
+            html.contains("<th>MiB/s</th>") && !html.contains("---"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"num\">4 KiB</td><td class=\"num\">12.5</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"bad\">no</td><td>0efb4b5f</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<details><summary>stage 1: start</summary>"),
+            "{html}"
+        );
+        assert!(html.trim_end().ends_with("</details>"), "{html}");
+        assert!(
+            html.starts_with("<p class=\"lines\">intro line</p>"),
+            "{html}"
+        );
+        // Markdown keeps tables apart from the lines around them.
+        assert_eq!(
+            spaced_tables("a\n| x |\n|---|\nb\n"),
+            "a\n\n| x |\n|---|\n\nb\n"
+        );
+    }
+
+    #[test]
+    fn citations_read_as_words_and_big_numbers_as_sizes() {
+        assert_eq!(readable("mmap warm 1048576"), "mmap warm 1 MiB");
+        assert_eq!(readable("read-1b 3000"), "read-1b 3000");
+    }
 
     #[test]
     fn fences_close_on_their_own_line_and_outlast_backticks_inside() {

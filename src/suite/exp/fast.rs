@@ -60,6 +60,10 @@ impl Entry for Fast {
         report::classic::fast_series(out)
     }
 
+    fn markdown(&self, out: &FastSeries) -> Option<String> {
+        Some(report::classic::fast_series_markdown(out))
+    }
+
     fn findings(&self, this: &FastSeries, suite: &SuiteResult) -> Vec<Finding> {
         if self.cache == CacheMode::Warm {
             return Vec::new();

@@ -54,6 +54,10 @@ impl Entry for RunRead {
     fn table(&self, out: &ClassicResult) -> String {
         report::classic::run_lines(out)
     }
+
+    fn markdown(&self, out: &ClassicResult) -> Option<String> {
+        Some(report::markdown_table(&report::classic::run_rows(out)))
+    }
 }
 
 /// `run FILE -w 1M N` into a scratch file.
@@ -77,5 +81,9 @@ impl Entry for RunWrite {
 
     fn table(&self, out: &ClassicResult) -> String {
         report::classic::run_lines(out)
+    }
+
+    fn markdown(&self, out: &ClassicResult) -> Option<String> {
+        Some(report::markdown_table(&report::classic::run_rows(out)))
     }
 }

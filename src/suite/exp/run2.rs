@@ -43,4 +43,8 @@ impl Entry for Run2 {
     fn table(&self, out: &Run2Result) -> String {
         report::classic::run2_lines(out)
     }
+
+    fn markdown(&self, out: &Run2Result) -> Option<String> {
+        Some(report::classic::run2_markdown(out))
+    }
 }

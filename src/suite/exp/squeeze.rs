@@ -43,6 +43,14 @@ impl Entry for Squeeze {
         squeeze_report(out, &findings::squeeze(out), Format::Text)
     }
 
+    fn markdown(&self, out: &SqueezeResult) -> Option<String> {
+        Some(squeeze_report(
+            out,
+            &findings::squeeze(out),
+            Format::Markdown,
+        ))
+    }
+
     fn plot(&self, out: &SqueezeResult) -> Option<String> {
         Some(squeeze_plot(out))
     }

@@ -30,6 +30,10 @@ impl Entry for Syscalls {
         report::syscalls::syscalls_report(out, Format::Text)
     }
 
+    fn markdown(&self, out: &SyscallsResult) -> Option<String> {
+        Some(report::syscalls::syscalls_report(out, Format::Markdown))
+    }
+
     fn plot(&self, s: &SyscallsResult) -> Option<String> {
         let rows: Vec<_> = s.rows.iter().filter(|x| x.unsupported.is_none()).collect();
         Some(bar_chart(&Bars {
