@@ -92,23 +92,37 @@ fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, (bool
     out
 }
 
-/// Ticks each kind of process used between two snapshots: `(other processes, kernel threads)`.
-/// A process that appeared counts from zero; one that ended counts through its parent's
-/// waited-for children time.
+/// Processes that do this command's own work (the other ranks of an MPI job on this host):
+/// their CPU is this work's, not interference.
+static OURS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Counts `pids` as this command's own work from now on.
+pub fn also_ours(pids: &[u32]) {
+    if let Ok(mut v) = OURS.lock() {
+        v.extend(pids.iter().filter(|p| **p != std::process::id()));
+    }
+}
+
+/// Ticks each kind of process used between two snapshots: `(other processes, kernel threads,
+/// processes doing this work)`. A process that appeared counts from zero; one that ended counts
+/// through its parent's waited-for children time.
 fn used(
     a: &std::collections::HashMap<u32, (bool, u64)>,
     b: &std::collections::HashMap<u32, (bool, u64)>,
-) -> (u64, u64) {
-    let (mut user, mut kernel) = (0, 0);
+) -> (u64, u64, u64) {
+    let ours = OURS.lock().map(|v| v.clone()).unwrap_or_default();
+    let (mut user, mut kernel, mut own) = (0, 0, 0);
     for (pid, (kthread, t)) in b {
         let d = t.saturating_sub(a.get(pid).map_or(0, |x| x.1));
-        if *kthread {
+        if ours.contains(pid) {
+            own += d;
+        } else if *kthread {
             kernel += d;
         } else {
             user += d;
         }
     }
-    (user, kernel)
+    (user, kernel, own)
 }
 
 /// The "some ... total=" figure of a /proc/pressure file, in µs.
@@ -200,7 +214,7 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         }
         _ => 0.0,
     };
-    let (user, kernel_read) = used(&a.procs, &b.procs);
+    let (user, kernel_read, ours) = used(&a.procs, &b.procs);
     // The kernel threads' time: what the whole machine was busy (/proc/stat) beyond this process
     // and the other processes (interrupts included); without /proc/stat, the kernel threads read.
     let kernel = match (a.cpu, b.cpu) {
@@ -208,6 +222,7 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
             let own = b.own_us.saturating_sub(a.own_us) * ticks / 1_000_000;
             bb.saturating_sub(ab)
                 .saturating_sub(own)
+                .saturating_sub(ours)
                 .saturating_sub(user)
         }
         _ => kernel_read,
