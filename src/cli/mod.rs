@@ -8,6 +8,7 @@ pub mod args;
 mod cache;
 mod classic_net;
 mod fast;
+mod ior;
 mod read;
 mod recv;
 mod report;
@@ -67,6 +68,7 @@ pub enum Command {
     Recv(recv::RecvArgs),
     Transfer(transfer::TransferArgs),
     Squeeze(squeeze::SqueezeArgs),
+    Ior(ior::IorArgs),
     Completions(shell::CompletionsArgs),
     Man(shell::ManArgs),
     /// Internal: one method of `squeeze`, run inside its memory cgroup.
@@ -158,6 +160,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Slave(a) => a.run_slave(ctx),
         Command::Transfer(a) => a.run(ctx),
         Command::Squeeze(a) => a.run(ctx),
+        Command::Ior(a) => a.run(ctx),
         Command::SqueezeWorker(a) => a.run(),
         Command::Completions(a) => a.run(),
         Command::Man(a) => a.run(),

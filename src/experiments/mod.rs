@@ -7,6 +7,7 @@ pub mod cache_cmd;
 pub mod classic;
 pub mod fast;
 pub mod host;
+pub mod ior;
 pub mod partb;
 pub mod read;
 pub mod run2;

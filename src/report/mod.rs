@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod classic;
+pub mod ior;
 pub mod runs;
 pub mod squeeze;
 pub mod svg;

@@ -1,0 +1,682 @@
+//! `iolab ior`: IOR's measurement (github hpc/ior) with iolab's checks. Every rank writes and
+//! reads its part of one shared file or of a file of its own, phases start together at a
+//! barrier, and the bandwidth is all bytes over the time from the first rank's start to the last
+//! rank's end, as IOR computes it. What iolab adds: the XOR of everything read, checked against
+//! what was written (each transfer's data depends on its offset, so a part written twice, not at
+//! all or in the wrong place shows); each rank's page-cache residency before reading back, its
+//! faults and device bytes; the slowest rank.
+//!
+//! Ranks talk through [`Comm`]: one process is [`Solo`]; the `mpi` feature adds an MPI one.
+
+use crate::engine::{EngineOptions, ReadMethod, open_source, prepare};
+use crate::error::{Error, Result};
+use crate::measure::{Snapshot, diff};
+use crate::workload::{Pattern, Workload, WrittenData};
+use crate::xor::xor_at;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+crate::named_enum! {
+    /// How ranks move data (IOR's `-a`).
+    pub enum IorApi {
+        /// pwrite/pread (IOR's POSIX).
+        Posix = "posix" | "POSIX",
+        /// A shared mapping: memcpy in, msync with -e; reads through a mapping (IOR's MMAP).
+        Mmap = "mmap" | "MMAP",
+        /// Reads with io_uring (buffered); writes with pwrite, as iolab has no io_uring writer.
+        Uring = "uring",
+        /// O_DIRECT pwrite/pread with aligned buffers.
+        Direct = "direct",
+    }
+}
+
+impl IorApi {
+    /// The read method of iolab's engines for this API.
+    fn read_method(self) -> ReadMethod {
+        match self {
+            IorApi::Posix => ReadMethod::Pread,
+            IorApi::Mmap => ReadMethod::Mmap,
+            IorApi::Uring => ReadMethod::Uring,
+            IorApi::Direct => ReadMethod::Direct,
+        }
+    }
+}
+
+/// The ranks of one job: who this is, how many, and the collective steps the measurement needs.
+pub trait Comm {
+    /// This rank, from 0.
+    fn rank(&self) -> usize;
+    /// How many ranks.
+    fn size(&self) -> usize;
+    /// Waits until every rank is here.
+    fn barrier(&self);
+    /// Every rank's `v` (all the same length), in rank order, on every rank.
+    fn all_gather(&self, v: &[f64]) -> Vec<Vec<f64>>;
+    /// Ranks on rank 0's node (IOR's tasks per node).
+    fn tasks_per_node(&self) -> usize {
+        1
+    }
+}
+
+/// One process: rank 0 of 1.
+pub struct Solo;
+
+impl Comm for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn barrier(&self) {}
+    fn all_gather(&self, v: &[f64]) -> Vec<Vec<f64>> {
+        vec![v.to_vec()]
+    }
+}
+
+/// What to run, in IOR's terms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IorConfig {
+    /// `-a`.
+    pub api: IorApi,
+    /// `-b`: bytes per rank per segment.
+    pub block: u64,
+    /// `-t`: bytes per I/O call.
+    pub transfer: u64,
+    /// `-s`: segments.
+    pub segments: u64,
+    /// `-F`: a file per rank (`PATH.00000001`) instead of one shared file.
+    pub file_per_proc: bool,
+    /// `-C`: read back the part of the rank `tasks per node x offset` further on (IOR's
+    /// reordering: with ranks placed node by node, the next node's data, not in this node's
+    /// cache).
+    pub reorder: bool,
+    /// `-Q`: IOR's taskPerNodeOffset, the multiple of tasks per node to shift by (1).
+    #[serde(default = "one")]
+    pub reorder_offset: usize,
+    /// Tasks per node to assume instead of counting them (to shift by single ranks on one host).
+    #[serde(default)]
+    pub tasks_per_node: Option<usize>,
+    /// `-e`: fsync (msync for mmap) before closing after writing.
+    pub fsync: bool,
+    /// `-w`.
+    pub write: bool,
+    /// `-r`.
+    pub read: bool,
+    /// `-i`.
+    pub iterations: usize,
+    /// `-D`: a phase stops after this long (stonewalling); reads cover what was written.
+    #[serde(default, with = "crate::measure::secs::option")]
+    pub stonewall: Option<Duration>,
+    /// `-o`.
+    pub path: PathBuf,
+    /// `-k`: keep the files.
+    pub keep: bool,
+    /// Seed of the written data.
+    pub seed: u64,
+}
+
+impl IorConfig {
+    /// Checks the sizes fit together as IOR requires.
+    pub fn check(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::usage("invalid ior sizes", msg));
+        if self.transfer == 0 || self.block == 0 || self.segments == 0 {
+            return bad("block, transfer and segments must be at least 1".into());
+        }
+        if !self.block.is_multiple_of(self.transfer) {
+            return bad(format!(
+                "the block ({}) must be a multiple of the transfer size ({})",
+                self.block, self.transfer
+            ));
+        }
+        if !self.transfer.is_multiple_of(8) {
+            return bad(format!(
+                "the transfer size ({}) must be a multiple of 8 (each transfer starts with an 8-byte tag)",
+                self.transfer
+            ));
+        }
+        let page = crate::sys::page_size() as u64;
+        if matches!(self.api, IorApi::Direct | IorApi::Mmap) && !self.transfer.is_multiple_of(page)
+        {
+            return bad(format!(
+                "-a {} needs a transfer size that is a multiple of {page}",
+                self.api.name()
+            ));
+        }
+        if !self.write && !self.read {
+            return bad("nothing to do: give -w, -r or both".into());
+        }
+        if self.iterations == 0 {
+            return bad("-i must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The file rank `r` uses.
+    pub fn file_of(&self, r: usize) -> PathBuf {
+        if self.file_per_proc {
+            let mut p = self.path.clone().into_os_string();
+            p.push(format!(".{r:08}"));
+            PathBuf::from(p)
+        } else {
+            self.path.clone()
+        }
+    }
+
+    /// Bytes in rank `r`'s file when every rank has written (n ranks).
+    fn file_len(&self, n: usize) -> u64 {
+        if self.file_per_proc {
+            self.block * self.segments
+        } else {
+            self.block * self.segments * n as u64
+        }
+    }
+
+    /// Offsets of rank `r`'s transfers, in the order it makes them (segment by segment).
+    fn offsets(&self, r: usize, n: usize) -> impl Iterator<Item = u64> + '_ {
+        let per = self.block / self.transfer;
+        (0..self.segments).flat_map(move |s| {
+            let base = if self.file_per_proc {
+                s * self.block
+            } else {
+                (s * n as u64 + r as u64) * self.block
+            };
+            (0..per).map(move |i| base + i * self.transfer)
+        })
+    }
+
+    /// The data in rank `r`'s file: with a file per rank each file's data differs (with equal
+    /// data the XOR of an even number of files would be zero whatever they held).
+    fn data(&self, r: usize) -> WrittenData {
+        let seed = if self.file_per_proc {
+            self.seed ^ (r as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        } else {
+            self.seed
+        };
+        WrittenData::new(seed, self.transfer, self.transfer)
+    }
+}
+
+/// One rank's figures for one phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankPhase {
+    /// Seconds from the phase's start on this rank (after the barrier): open started.
+    pub open_start: f64,
+    /// Open ended (files opened, mapped, engines set up).
+    pub open_end: f64,
+    /// The data moved.
+    pub xfer_end: f64,
+    /// Sync (with -e) and close ended.
+    pub close_end: f64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Transfers made.
+    pub transfers: u64,
+    /// XOR of what it read (reads) or wrote (writes), hex in JSON.
+    #[serde(with = "crate::xor::hex")]
+    pub xor: u32,
+    /// The XOR its part should have, from the definition of the written data.
+    #[serde(with = "crate::xor::hex")]
+    pub expected_xor: u32,
+    /// Fraction of its part resident in the page cache before a read (-1 for writes).
+    pub resident_before: f64,
+    /// Minor faults during the phase.
+    pub minor_faults: u64,
+    /// Major faults during the phase.
+    pub major_faults: u64,
+    /// Bytes this rank had read from the device during the phase.
+    pub device_read_bytes: u64,
+    /// The rank whose data it moved (itself unless -C).
+    pub data_of: usize,
+}
+
+const FIELDS: usize = 15;
+
+impl RankPhase {
+    fn to_vec(self) -> Vec<f64> {
+        vec![
+            self.open_start,
+            self.open_end,
+            self.xfer_end,
+            self.close_end,
+            self.bytes as f64,
+            self.transfers as f64,
+            self.xor as f64,
+            self.expected_xor as f64,
+            self.resident_before,
+            self.minor_faults as f64,
+            self.major_faults as f64,
+            self.device_read_bytes as f64,
+            self.data_of as f64,
+            0.0,
+            0.0,
+        ]
+    }
+
+    fn from_slice(v: &[f64]) -> RankPhase {
+        RankPhase {
+            open_start: v[0],
+            open_end: v[1],
+            xfer_end: v[2],
+            close_end: v[3],
+            bytes: v[4] as u64,
+            transfers: v[5] as u64,
+            xor: v[6] as u32,
+            expected_xor: v[7] as u32,
+            resident_before: v[8],
+            minor_faults: v[9] as u64,
+            major_faults: v[10] as u64,
+            device_read_bytes: v[11] as u64,
+            data_of: v[12] as usize,
+        }
+    }
+}
+
+/// One phase of one iteration over all ranks, aggregated as IOR does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// `write` or `read`.
+    pub access: String,
+    /// Iteration, from 0.
+    pub iteration: usize,
+    /// Every rank's figures, in rank order.
+    pub ranks: Vec<RankPhase>,
+    /// All bytes over (the last rank's end - the first rank's start), MiB/s.
+    pub mib_s: f64,
+    /// Transfers per second over the same time.
+    pub iops: f64,
+    /// Mean seconds per transfer (the slowest rank's data time over its transfers).
+    pub latency_s: f64,
+    /// IOR's open time: the longest over the ranks.
+    pub open_s: f64,
+    /// IOR's wr/rd time: the longest over the ranks.
+    pub xfer_s: f64,
+    /// IOR's close time (with the sync of -e): the longest over the ranks.
+    pub close_s: f64,
+    /// First start to last end.
+    pub total_s: f64,
+    /// The XOR of all ranks' XORs (an all-reduce).
+    #[serde(with = "crate::xor::hex")]
+    pub xor: u32,
+    /// What it should be, from the definition of the written data.
+    #[serde(with = "crate::xor::hex")]
+    pub expected_xor: u32,
+    /// The rank that took longest from open to close.
+    pub slowest_rank: usize,
+    /// Its time over the fastest rank's.
+    pub slowest_ratio: f64,
+}
+
+impl PhaseResult {
+    /// Aggregates every rank's figures.
+    pub fn of(access: &str, iteration: usize, ranks: Vec<RankPhase>) -> PhaseResult {
+        let start = ranks.iter().map(|r| r.open_start).fold(f64::MAX, f64::min);
+        let end = ranks.iter().map(|r| r.close_end).fold(0.0, f64::max);
+        let total = (end - start).max(f64::MIN_POSITIVE);
+        let bytes: u64 = ranks.iter().map(|r| r.bytes).sum();
+        let transfers: u64 = ranks.iter().map(|r| r.transfers).sum();
+        let max = |f: &dyn Fn(&RankPhase) -> f64| ranks.iter().map(f).fold(0.0, f64::max);
+        let took = |r: &RankPhase| r.close_end - r.open_start;
+        let (slowest, slow) = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, took(r)))
+            .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+        let fast = ranks.iter().map(took).fold(f64::MAX, f64::min);
+        let latency = ranks
+            .iter()
+            .map(|r| (r.xfer_end - r.open_end) / r.transfers.max(1) as f64)
+            .fold(0.0, f64::max);
+        PhaseResult {
+            access: access.into(),
+            iteration,
+            mib_s: bytes as f64 / 1_048_576.0 / total,
+            iops: transfers as f64 / total,
+            latency_s: latency,
+            open_s: max(&|r| r.open_end - r.open_start),
+            xfer_s: max(&|r| r.xfer_end - r.open_end),
+            close_s: max(&|r| r.close_end - r.xfer_end),
+            total_s: total,
+            xor: ranks.iter().fold(0, |x, r| x ^ r.xor),
+            expected_xor: ranks.iter().fold(0, |x, r| x ^ r.expected_xor),
+            slowest_rank: slowest,
+            slowest_ratio: if fast > 0.0 { slow / fast } else { 1.0 },
+            ranks,
+        }
+    }
+
+    /// Every rank moved what it should have: its XOR is the expected one.
+    pub fn verified(&self) -> bool {
+        self.ranks.iter().all(|r| r.xor == r.expected_xor)
+    }
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Everything `iolab ior` measured (the same on every rank).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IorResult {
+    /// What was run.
+    pub config: IorConfig,
+    /// Ranks.
+    pub ranks: usize,
+    /// Every phase of every iteration.
+    pub phases: Vec<PhaseResult>,
+    /// What the user should know.
+    pub notes: Vec<String>,
+}
+
+/// Runs the job on this rank; every rank returns the same result.
+pub fn run_ior(cfg: &IorConfig, comm: &dyn Comm) -> Result<IorResult> {
+    cfg.check()?;
+    let (r, n) = (comm.rank(), comm.size());
+    let mut phases = Vec::new();
+    let mut written: Option<Vec<u64>> = None;
+    for it in 0..cfg.iterations {
+        if cfg.write {
+            comm.barrier();
+            let mine = write_phase(cfg, r, n)?;
+            let ranks = gather(comm, mine);
+            written = Some(ranks.iter().map(|p| p.transfers).collect());
+            phases.push(PhaseResult::of("write", it, ranks));
+        }
+        if cfg.read {
+            let counts = match &written {
+                Some(c) => c.clone(),
+                None => vec![cfg.block / cfg.transfer * cfg.segments; n],
+            };
+            comm.barrier();
+            let shift =
+                cfg.tasks_per_node.unwrap_or_else(|| comm.tasks_per_node()) * cfg.reorder_offset;
+            let from = if cfg.reorder { (r + shift) % n } else { r };
+            let mine = read_phase(cfg, n, from, counts[from])?;
+            phases.push(PhaseResult::of("read", it, gather(comm, mine)));
+        }
+        if !cfg.keep && it + 1 == cfg.iterations && cfg.write {
+            comm.barrier();
+            remove_files(cfg, r);
+        }
+    }
+    let mut notes = Vec::new();
+    if cfg.api == IorApi::Uring && cfg.write {
+        notes.push(
+            "-a uring writes with pwrite (iolab has no io_uring writer); reads use io_uring".into(),
+        );
+    }
+    let shift = cfg.tasks_per_node.unwrap_or_else(|| comm.tasks_per_node()) * cfg.reorder_offset;
+    if cfg.reorder && shift.is_multiple_of(n) {
+        notes.push(format!(
+            "-C shifts by {shift} rank(s) (tasks per node x -Q) and there are {n}: every rank read back its own data, as IOR does on one node (--tasks-per-node 1 shifts by one rank)"
+        ));
+    }
+    Ok(IorResult {
+        config: cfg.clone(),
+        ranks: n,
+        phases,
+        notes,
+    })
+}
+
+fn gather(comm: &dyn Comm, mine: RankPhase) -> Vec<RankPhase> {
+    let mut v = mine.to_vec();
+    v.resize(FIELDS, 0.0);
+    comm.all_gather(&v)
+        .iter()
+        .map(|x| RankPhase::from_slice(x))
+        .collect()
+}
+
+fn remove_files(cfg: &IorConfig, r: usize) {
+    if cfg.file_per_proc || r == 0 {
+        let _ = std::fs::remove_file(cfg.file_of(r));
+    }
+}
+
+fn seconds(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64()
+}
+
+/// The expected XOR of rank `of`'s first `count` transfers.
+fn expected(cfg: &IorConfig, of: usize, n: usize, count: u64) -> u32 {
+    let data = cfg.data(of);
+    let base = data.base();
+    // Offsets are multiples of 8, so a transfer's words sit the same way wherever it is: only
+    // its tag differs.
+    let body = xor_at(0, &base) ^ xor_at(0, &base[..8.min(base.len())]);
+    cfg.offsets(of, n)
+        .take(count as usize)
+        .fold(0, |x, o| x ^ body ^ xor_at(o, &data.tag(o)))
+}
+
+fn open_for_write(cfg: &IorConfig, path: &Path) -> Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).create(true);
+    if cfg.api == IorApi::Direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+        .map_err(|e| Error::io("cannot open for writing", path, &e))
+}
+
+fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPhase> {
+    let path = cfg.file_of(r);
+    let data = cfg.data(r);
+    let t = cfg.transfer as usize;
+    let mut buf = crate::sys::buf::AlignedBuf::new(t);
+    let base = data.base();
+    buf.as_mut_slice().copy_from_slice(&base);
+    let head: [u8; 8] = base[..8].try_into().unwrap_or([0; 8]);
+    let before = Snapshot::now();
+    let t0 = Instant::now();
+    let open_start = seconds(t0);
+    let file = open_for_write(cfg, &path)?;
+    let len = cfg.file_len(n);
+    let mut map = None;
+    if cfg.api == IorApi::Mmap {
+        // Every rank makes the file its full size (growing only), then maps its own range.
+        let now = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if now < len {
+            file.set_len(len)
+                .map_err(|e| Error::io("cannot size the file", &path, &e))?;
+        }
+        map = Some(
+            crate::sys::map::WritableMapping::new(&file, len as usize)
+                .map_err(|e| Error::io("cannot map for writing", &path, &e))?,
+        );
+    }
+    let open_end = seconds(t0);
+    let deadline = cfg.stonewall.map(|d| t0 + d);
+    let (mut bytes, mut transfers, mut x) = (0u64, 0u64, 0u32);
+    for o in cfg.offsets(r, n) {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let chunk = data.place(buf.as_mut_slice(), &head, o, t);
+        x ^= xor_at(o, chunk);
+        match map.as_mut() {
+            Some(m) => m.as_mut_slice()[o as usize..o as usize + t].copy_from_slice(chunk),
+            None => file
+                .write_all_at(chunk, o)
+                .map_err(|e| Error::io("write failed", &path, &e))?,
+        }
+        bytes += t as u64;
+        transfers += 1;
+    }
+    let xfer_end = seconds(t0);
+    if cfg.fsync {
+        if let Some(m) = &map {
+            m.sync(0, m.len())
+                .map_err(|e| Error::io("msync failed", &path, &e))?;
+        }
+        file.sync_all()
+            .map_err(|e| Error::io("fsync failed", &path, &e))?;
+    }
+    drop(map);
+    drop(file);
+    let close_end = seconds(t0);
+    let c = diff(&before, &Snapshot::now(), t0.elapsed());
+    Ok(RankPhase {
+        open_start,
+        open_end,
+        xfer_end,
+        close_end,
+        bytes,
+        transfers,
+        xor: x,
+        expected_xor: expected(cfg, r, n, transfers),
+        resident_before: -1.0,
+        minor_faults: c.minor_faults,
+        major_faults: c.major_faults,
+        device_read_bytes: c.device_read_bytes.unwrap_or(0),
+        data_of: r,
+    })
+}
+
+fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> Result<RankPhase> {
+    let path = cfg.file_of(from);
+    let resident = File::open(&path)
+        .ok()
+        .and_then(|f| crate::cache::residency_of(&f, cfg.file_len(n), &path).ok())
+        .map(|res| res.fraction())
+        .unwrap_or(0.0);
+    let before = Snapshot::now();
+    let t0 = Instant::now();
+    let open_start = seconds(t0);
+    let src = open_source(&path)?;
+    let w = Workload {
+        bs: cfg.transfer,
+        len: src.size,
+        pattern: Pattern::Seq,
+        seed: cfg.seed,
+        threads: 1,
+    };
+    let mut prepared = prepare(cfg.api.read_method(), &src, &w, &EngineOptions::default())?;
+    let open_end = seconds(t0);
+    // Rank `from`'s part: a contiguous range per segment (or less, after a stonewall), each
+    // read transfer by transfer.
+    let per = cfg.block / cfg.transfer;
+    let mut left = count;
+    let mut moved = crate::engine::Moved::default();
+    for seg in 0..cfg.segments {
+        if left == 0 {
+            break;
+        }
+        let take = left.min(per);
+        let start = cfg.offsets(from, n).nth((seg * per) as usize).unwrap_or(0);
+        moved.add(prepared.run_over(&w.range_parts(start, start + take * cfg.transfer))?);
+        left -= take;
+    }
+    let xfer_end = seconds(t0);
+    drop(prepared);
+    drop(src);
+    let close_end = seconds(t0);
+    let c = diff(&before, &Snapshot::now(), t0.elapsed());
+    Ok(RankPhase {
+        open_start,
+        open_end,
+        xfer_end,
+        close_end,
+        bytes: moved.bytes,
+        transfers: count,
+        xor: moved.xor,
+        expected_xor: expected(cfg, from, n, count),
+        resident_before: resident,
+        minor_faults: c.minor_faults,
+        major_faults: c.major_faults,
+        device_read_bytes: c.device_read_bytes.unwrap_or(0),
+        data_of: from,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(start: f64, end: f64, bytes: u64) -> RankPhase {
+        RankPhase {
+            open_start: start,
+            open_end: start + 0.1,
+            xfer_end: end - 0.1,
+            close_end: end,
+            bytes,
+            transfers: bytes / 1024,
+            ..RankPhase::default()
+        }
+    }
+
+    #[test]
+    fn bandwidth_is_all_bytes_over_first_start_to_last_end() {
+        let mib = 1_048_576;
+        let p = PhaseResult::of("write", 0, vec![phase(0.0, 1.0, mib), phase(0.5, 2.0, mib)]);
+        assert!((p.mib_s - 1.0).abs() < 1e-9, "2 MiB over 2 s: {}", p.mib_s);
+        assert!((p.total_s - 2.0).abs() < 1e-9);
+        assert_eq!(p.slowest_rank, 1);
+        assert!((p.slowest_ratio - 1.5).abs() < 1e-9);
+        assert!((p.open_s - 0.1).abs() < 1e-9);
+        assert!((p.xfer_s - 1.3).abs() < 1e-9, "{}", p.xfer_s);
+    }
+
+    #[test]
+    fn ranks_cover_the_file_once_in_ior_order() {
+        let cfg = IorConfig {
+            api: IorApi::Posix,
+            block: 4096,
+            transfer: 1024,
+            segments: 2,
+            file_per_proc: false,
+            reorder: false,
+            reorder_offset: 1,
+            tasks_per_node: None,
+            fsync: false,
+            write: true,
+            read: true,
+            iterations: 1,
+            stonewall: None,
+            path: "f".into(),
+            keep: false,
+            seed: 1,
+        };
+        let mut all: Vec<u64> = (0..3).flat_map(|r| cfg.offsets(r, 3)).collect();
+        assert_eq!(cfg.offsets(1, 3).next(), Some(4096), "segment 0, rank 1");
+        assert_eq!(
+            cfg.offsets(0, 3).nth(4),
+            Some(3 * 4096),
+            "rank 0's second segment"
+        );
+        all.sort();
+        let want: Vec<u64> = (0..24).map(|i| i * 1024).collect();
+        assert_eq!(all, want);
+        assert_eq!(cfg.file_of(2), PathBuf::from("f"));
+        let fpp = IorConfig {
+            file_per_proc: true,
+            ..cfg.clone()
+        };
+        assert_eq!(fpp.file_of(2), PathBuf::from("f.00000002"));
+        assert_eq!(
+            fpp.offsets(2, 3).collect::<Vec<_>>(),
+            (0..8).map(|i| i * 1024).collect::<Vec<_>>()
+        );
+        // The expected XOR is the XOR of the bytes the definition places.
+        let data = cfg.data(1);
+        let mut buf = data.base();
+        let head: [u8; 8] = buf[..8].try_into().unwrap();
+        let mut x = 0;
+        for o in cfg.offsets(1, 3) {
+            x ^= xor_at(o, data.place(&mut buf, &head, o, 1024));
+        }
+        assert_eq!(expected(&cfg, 1, 3, 8), x);
+        assert!(
+            IorConfig {
+                transfer: 1000,
+                ..cfg.clone()
+            }
+            .check()
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,262 @@
+//! `iolab ior`: one process without MPI; with the `mpi` feature and `mpirun` installed, 2 and 3
+//! ranks in file-per-process and shared-file modes. Sizes, the XOR of every rank's part and the
+//! files left behind are checked; the figures are IOR's aggregation, unit-tested in the library.
+
+mod common;
+
+use common::{iolab, plain_xor};
+use std::path::Path;
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every phase of `v` verified on every rank, `ranks` ranks, each moving `per_rank` bytes.
+fn check_phases(v: &serde_json::Value, ranks: usize, per_rank: u64, reorder: bool) {
+    assert_eq!(v["ranks"], ranks, "{v}");
+    let phases = v["phases"].as_array().unwrap();
+    assert!(!phases.is_empty());
+    for p in phases {
+        let rs = p["ranks"].as_array().unwrap();
+        assert_eq!(rs.len(), ranks);
+        for (i, r) in rs.iter().enumerate() {
+            assert_eq!(r["bytes"], per_rank, "{p}");
+            assert_eq!(r["xor"], r["expected_xor"], "rank {i}: {p}");
+            let of = r["data_of"].as_u64().unwrap() as usize;
+            let want = if reorder && p["access"] == "read" {
+                (i + 1) % ranks
+            } else {
+                i
+            };
+            assert_eq!(of, want, "{p}");
+        }
+        assert_eq!(p["xor"], p["expected_xor"]);
+        assert!(p["mib_s"].as_f64().unwrap() > 0.0);
+        let total = p["total_s"].as_f64().unwrap();
+        assert!(p["xfer_s"].as_f64().unwrap() <= total + 1e-9, "{p}");
+    }
+}
+
+fn xor_of(path: &Path) -> String {
+    format!("{:08x}", plain_xor(&std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn one_process_writes_reads_and_verifies_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t");
+    for (fpp, api) in [
+        (true, "posix"),
+        (false, "mmap"),
+        (false, "uring"),
+        (true, "direct"),
+    ] {
+        let mut args = vec![
+            "ior", "-a", api, "-b", "1m", "-t", "64k", "-s", "3", "-w", "-r", "-i", "2", "-k",
+            "--force", "--format", "json", "-o",
+        ];
+        args.push(f.to_str().unwrap());
+        if fpp {
+            args.push("-F");
+        }
+        let v = json(&iolab().args(&args).output().unwrap());
+        check_phases(&v, 1, 3 << 20, false);
+        assert_eq!(
+            v["phases"].as_array().unwrap().len(),
+            4,
+            "2 iterations x write, read"
+        );
+        // The file holds exactly what the XOR says was written.
+        let file = if fpp {
+            dir.path().join("t.00000000")
+        } else {
+            f.clone()
+        };
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 3 << 20, "{api}");
+        assert_eq!(xor_of(&file), v["phases"][1]["xor"], "{api}");
+        std::fs::remove_file(&file).unwrap();
+    }
+    // Without -k nothing is left; without -w and -r both run.
+    let o = iolab()
+        .args(["ior", "-b", "256k", "-t", "64k", "-o", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Summary of all tests:") && text.contains("verified"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("write "))
+            && text.lines().any(|l| l.starts_with("read "))
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "files removed"
+    );
+}
+
+#[test]
+fn someone_elses_file_is_refused_and_a_changed_file_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    std::fs::write(&f, b"someone's work").unwrap();
+    let o = iolab()
+        .args([
+            "ior",
+            "-w",
+            "-b",
+            "64k",
+            "-t",
+            "64k",
+            "-o",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read(&f).unwrap(), b"someone's work");
+    // Written and kept, then one byte changed: reading back says so (exit 1).
+    let w = iolab()
+        .args([
+            "ior",
+            "-w",
+            "-k",
+            "--force",
+            "-b",
+            "256k",
+            "-t",
+            "64k",
+            "-o",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(w.status.success());
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[70_000] ^= 1;
+    std::fs::write(&f, &bytes).unwrap();
+    let r = iolab()
+        .args([
+            "ior",
+            "-r",
+            "-k",
+            "-b",
+            "256k",
+            "-t",
+            "64k",
+            "-o",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("XOR mismatch in read"));
+    for bad in [["-t", "1000"], ["-b", "100k"]] {
+        let o = iolab()
+            .args(["ior", "-o", f.to_str().unwrap(), "--force"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// 2 and 3 ranks under mpirun, a file per rank and one shared file, read back reordered.
+#[test]
+fn ranks_under_mpirun_write_their_parts_once() {
+    if !cfg!(feature = "mpi") {
+        eprintln!("skipped: built without the mpi feature (cargo test --features mpi)");
+        return;
+    }
+    if !which("mpirun") {
+        eprintln!("skipped: no mpirun here (Debian: openmpi-bin)");
+        return;
+    }
+    let exe = assert_cmd::cargo::cargo_bin("iolab");
+    for ranks in [2usize, 3] {
+        for fpp in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let f = dir.path().join("f");
+            let mut cmd = std::process::Command::new("mpirun");
+            cmd.args(["-n", &ranks.to_string(), "--oversubscribe"])
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .arg(&exe)
+                .args([
+                    "ior", "-a", "posix", "-b", "1m", "-t", "256k", "-s", "2", "-w", "-r",
+                ])
+                .args(["-C", "--tasks-per-node", "1", "-k", "--format", "json"])
+                .args(["-o", f.to_str().unwrap()]);
+            if fpp {
+                cmd.arg("-F");
+            }
+            let v = json(&cmd.output().unwrap());
+            check_phases(&v, ranks, 2 << 20, true);
+            assert!(v["notes"].as_array().unwrap().is_empty(), "{}", v["notes"]);
+            let files: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            if fpp {
+                assert_eq!(files.len(), ranks, "{files:?}");
+                for r in 0..ranks {
+                    let p = dir.path().join(format!("f.{r:08}"));
+                    assert_eq!(std::fs::metadata(&p).unwrap().len(), 2 << 20);
+                }
+            } else {
+                assert_eq!(files.len(), 1);
+                assert_eq!(
+                    std::fs::metadata(&f).unwrap().len(),
+                    (ranks as u64) * (2 << 20)
+                );
+                // Every rank's part once: the file's XOR is the XOR of all parts written.
+                assert_eq!(xor_of(&f), v["phases"][0]["xor"]);
+            }
+        }
+        // As IOR: on one node -C shifts by all the ranks there, so each reads its own data, and
+        // says so.
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("mpirun")
+            .args(["-n", &ranks.to_string(), "--oversubscribe"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg(&exe)
+            .args([
+                "ior", "-b", "256k", "-t", "64k", "-C", "--format", "json", "-o",
+            ])
+            .arg(dir.path().join("g"))
+            .output()
+            .unwrap();
+        let v = json(&out);
+        check_phases(&v, ranks, 256 << 10, false);
+        assert!(
+            v["notes"][0].as_str().unwrap().contains("own data"),
+            "{}",
+            v["notes"]
+        );
+    }
+}
