@@ -164,13 +164,19 @@ fn with_comm<T>(f: impl FnOnce(&dyn Comm) -> Result<T, Error>) -> Result<T, Erro
         ));
     };
     let comm = mpi_comm::World(universe.world());
-    // The other ranks on this host do this job's work: their CPU is not interference.
-    let me = [f64::from(std::process::id()), host_key()];
+    // The other ranks on this host and their launcher (mpirun or orted) do this job's work:
+    // their CPU is not interference.
+    let me = [
+        f64::from(std::process::id()),
+        host_key(),
+        f64::from(std::os::unix::process::parent_id()),
+    ];
     let ranks = comm.all_gather(&me);
     let here: Vec<u32> = ranks
         .iter()
         .filter(|v| v[1] == me[1])
-        .map(|v| v[0] as u32)
+        .flat_map(|v| [v[0] as u32, v[2] as u32])
+        .filter(|p| *p > 1)
         .collect();
     iolab::measure::interference::also_ours(&here);
     let out = f(&comm);

@@ -54,8 +54,19 @@ pub fn parse_cpu_line(stat: &str) -> Option<(u64, u64, u64)> {
     Some((busy, get(7), total))
 }
 
-/// From /proc/PID/stat: `(kernel thread, utime + stime + cutime + cstime in ticks)`.
-pub fn parse_pid_stat(text: &str) -> Option<(bool, u64)> {
+/// One process as /proc/PID/stat shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// A kernel thread.
+    pub kthread: bool,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    pub ticks: u64,
+    /// The parent's pid.
+    pub ppid: u32,
+}
+
+/// Parses /proc/PID/stat.
+pub fn parse_pid_stat(text: &str) -> Option<ProcStat> {
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -64,12 +75,15 @@ pub fn parse_pid_stat(text: &str) -> Option<(bool, u64)> {
     const PF_KTHREAD: u64 = 0x0020_0000;
     let kthread = num(9)? & PF_KTHREAD != 0;
     let ticks = num(14)? + num(15)? + num(16)? + num(17)?;
-    Some((kthread, ticks))
+    Some(ProcStat {
+        kthread,
+        ticks,
+        ppid: num(4)? as u32,
+    })
 }
 
-/// CPU ticks of every other process now, by pid: `(kernel thread, ticks)`, leaving out the pids
-/// that `skip` names.
-fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, (bool, u64)> {
+/// Every other process now, by pid, leaving out the pids that `skip` names.
+fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, ProcStat> {
     let me = std::process::id();
     let mut out = std::collections::HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -92,8 +106,9 @@ fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, (bool
     out
 }
 
-/// Processes that do this command's own work (the other ranks of an MPI job on this host):
-/// their CPU is this work's, not interference.
+/// Processes that do this command's own work (the other ranks of an MPI job on this host and
+/// their launcher): their CPU is this work's, not interference. This process's descendants (an
+/// MPI singleton's daemon, a peer it started) are always its own.
 static OURS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
 /// Counts `pids` as this command's own work from now on.
@@ -107,22 +122,43 @@ pub fn also_ours(pids: &[u32]) {
 /// processes doing this work)`. A process that appeared counts from zero; one that ended counts
 /// through its parent's waited-for children time.
 fn used(
-    a: &std::collections::HashMap<u32, (bool, u64)>,
-    b: &std::collections::HashMap<u32, (bool, u64)>,
+    a: &std::collections::HashMap<u32, ProcStat>,
+    b: &std::collections::HashMap<u32, ProcStat>,
+    me: u32,
 ) -> (u64, u64, u64) {
-    let ours = OURS.lock().map(|v| v.clone()).unwrap_or_default();
+    let mut ours = OURS.lock().map(|v| v.clone()).unwrap_or_default();
+    ours.extend(descendants(b, me));
     let (mut user, mut kernel, mut own) = (0, 0, 0);
-    for (pid, (kthread, t)) in b {
-        let d = t.saturating_sub(a.get(pid).map_or(0, |x| x.1));
+    for (pid, p) in b {
+        let d = p.ticks.saturating_sub(a.get(pid).map_or(0, |x| x.ticks));
         if ours.contains(pid) {
             own += d;
-        } else if *kthread {
+        } else if p.kthread {
             kernel += d;
         } else {
             user += d;
         }
     }
     (user, kernel, own)
+}
+
+/// The pids in `procs` that descend from `root`.
+fn descendants(procs: &std::collections::HashMap<u32, ProcStat>, root: u32) -> Vec<u32> {
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            procs
+                .iter()
+                .filter(|(pid, p)| p.ppid == parent && !found.contains(pid))
+                .map(|(pid, _)| *pid)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// The "some ... total=" figure of a /proc/pressure file, in µs.
@@ -149,7 +185,7 @@ struct Sample {
     at: Instant,
     cpu: Option<(u64, u64, u64)>,
     psi: [Option<u64>; 3],
-    procs: std::collections::HashMap<u32, (bool, u64)>,
+    procs: std::collections::HashMap<u32, ProcStat>,
     ivcsw: u64,
     /// This process's CPU time (all threads), µs.
     own_us: u64,
@@ -160,7 +196,7 @@ impl Sample {
         Self::taken(processes(|_| false))
     }
 
-    fn taken(procs: std::collections::HashMap<u32, (bool, u64)>) -> Sample {
+    fn taken(procs: std::collections::HashMap<u32, ProcStat>) -> Sample {
         let u = crate::sys::rusage_self();
         Sample {
             at: Instant::now(),
@@ -194,7 +230,7 @@ impl Probe {
         // Kernel threads seen at the start are not read again: their time is derived from
         // /proc/stat (about 1 ms less per command here, most of /proc being kernel threads).
         let start = &self.start.procs;
-        let end = Sample::taken(processes(|pid| start.get(&pid).is_some_and(|p| p.0)));
+        let end = Sample::taken(processes(|pid| start.get(&pid).is_some_and(|p| p.kthread)));
         between(&self.start, &end, load_1m(), crate::sys::clock_ticks())
     }
 }
@@ -214,7 +250,7 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         }
         _ => 0.0,
     };
-    let (user, kernel_read, ours) = used(&a.procs, &b.procs);
+    let (user, kernel_read, ours) = used(&a.procs, &b.procs, std::process::id());
     // The kernel threads' time: what the whole machine was busy (/proc/stat) beyond this process
     // and the other processes (interrupts included); without /proc/stat, the kernel threads read.
     let kernel = match (a.cpu, b.cpu) {
@@ -363,11 +399,30 @@ mod tests {
     fn sample(at: Instant, steal: u64, total: u64, procs: &[(u32, bool, u64)]) -> Sample {
         // The machine's busy ticks are those of the processes listed (this one used none).
         let busy = procs.iter().map(|p| p.2).sum();
+        // Pids from 1000 are this process's child and grandchild; the others are init's.
+        let ppid = |p: u32| match p {
+            1000 => std::process::id(),
+            1001 => 1000,
+            _ => 1,
+        };
         Sample {
             at,
             cpu: Some((busy, steal, total)),
             psi: [Some(0), None, Some(0)],
-            procs: procs.iter().map(|&(p, k, t)| (p, (k, t))).collect(),
+            procs: procs
+                .iter()
+                .map(|&(p, kthread, ticks)| {
+                    let ppid = ppid(p);
+                    (
+                        p,
+                        ProcStat {
+                            kthread,
+                            ticks,
+                            ppid,
+                        },
+                    )
+                })
+                .collect(),
             ivcsw: 0,
             own_us: 0,
         }
@@ -376,9 +431,16 @@ mod tests {
     #[test]
     fn other_processes_cpu_leaves_out_kernel_threads() {
         let text = "1234 (a (weird) name) S 1 1 1 0 -1 4194560 10 0 0 0 70 30 5 5 20 0 1 0";
-        assert_eq!(parse_pid_stat(text), Some((false, 110)));
+        let p = |kthread, ticks, ppid| {
+            Some(ProcStat {
+                kthread,
+                ticks,
+                ppid,
+            })
+        };
+        assert_eq!(parse_pid_stat(text), p(false, 110, 1));
         let kworker = "99 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 3 4 0 0 20 0 1 0";
-        assert_eq!(parse_pid_stat(kworker), Some((true, 7)));
+        assert_eq!(parse_pid_stat(kworker), p(true, 7, 2));
         assert_eq!(parse_pid_stat("garbage"), None);
         let t0 = Instant::now();
         let t1 = t0 + std::time::Duration::from_secs(2);
@@ -403,6 +465,19 @@ mod tests {
             100,
         );
         assert!(!q.busy && q.reasons.is_empty(), "{q:?}");
+        // What this process started (an MPI singleton's daemon and its child) is its own work.
+        let kids = between(
+            &a,
+            &sample(
+                t1,
+                0,
+                400,
+                &[(7, false, 1000), (1000, false, 150), (1001, false, 50)],
+            ),
+            1.0,
+            100,
+        );
+        assert!(!kids.busy && kids.other_cpu_cores == 0.0, "{kids:?}");
         // Stolen time alone makes it busy.
         let s = between(&a, &sample(t1, 40, 400, &[(7, false, 1000)]), 0.0, 100);
         assert!(s.busy && s.reasons[0].contains("stole 10.0%"), "{s:?}");
@@ -416,16 +491,19 @@ mod tests {
 
     #[test]
     fn two_spinning_processes_make_a_busy_machine() {
-        // Two CPU-bound processes for a second (bounded; killed after).
-        let spin = || {
-            std::process::Command::new("sh")
+        // Two CPU-bound processes for three seconds at most, started through a shell that exits
+        // so that they are not this process's children (which would be its own work).
+        let spin = || -> Option<String> {
+            let out = std::process::Command::new("sh")
                 .args([
                     "-c",
-                    "end=$(( $(date +%s) + 3 )); while [ $(date +%s) -lt $end ]; do :; done",
+                    "(end=$(( $(date +%s) + 3 )); while [ $(date +%s) -lt $end ]; do :; done) >/dev/null 2>&1 & echo $!",
                 ])
-                .spawn()
+                .output()
+                .ok()?;
+            Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
         };
-        let (Ok(mut a), Ok(mut b)) = (spin(), spin()) else {
+        let (Some(a), Some(b)) = (spin(), spin()) else {
             eprintln!("skipped: cannot start sh");
             return;
         };
@@ -433,7 +511,7 @@ mod tests {
         let p = Probe::start();
         std::thread::sleep(std::time::Duration::from_millis(1000));
         let i = p.finish();
-        let _ = (a.kill(), b.kill(), a.wait(), b.wait());
+        let _ = std::process::Command::new("kill").args([&a, &b]).status();
         assert!(i.busy, "two spinners were not seen: {i:?}");
         assert!(i.other_cpu_cores > 0.5, "{i:?}");
     }
