@@ -260,3 +260,187 @@ fn ranks_under_mpirun_write_their_parts_once() {
         );
     }
 }
+
+/// Two hosts on one machine, as far as MPI and iolab can tell: a network namespace each, joined
+/// by a veth pair, a host name each (UTS namespace) and a disk each (a mount namespace binds a
+/// directory of its own at the same path). Deleted when dropped.
+struct TwoHosts {
+    ns: [String; 2],
+    root: tempfile::TempDir,
+}
+
+impl TwoHosts {
+    /// The hosts, or why they cannot be made here.
+    fn new() -> Result<TwoHosts, String> {
+        let id = std::process::id() % 100_000;
+        let ns = [format!("iorA{id}"), format!("iorB{id}")];
+        let veth = [format!("irA{id}"), format!("irB{id}")];
+        let ip = |args: &[&str]| {
+            std::process::Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("ip: {e}"))
+                .and_then(|o| {
+                    if o.status.success() {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "ip {}: {}",
+                            args.join(" "),
+                            String::from_utf8_lossy(&o.stderr).trim()
+                        ))
+                    }
+                })
+        };
+        ip(&["netns", "add", &ns[0]])?;
+        let hosts = TwoHosts {
+            ns: ns.clone(),
+            root: tempfile::tempdir().map_err(|e| e.to_string())?,
+        };
+        ip(&["netns", "add", &ns[1]])?;
+        ip(&[
+            "link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1],
+        ])?;
+        for i in 0..2 {
+            ip(&["link", "set", &veth[i], "netns", &ns[i]])?;
+            let addr = format!("10.97.0.{}/24", i + 1);
+            ip(&["-n", &ns[i], "addr", "add", &addr, "dev", &veth[i]])?;
+            ip(&["-n", &ns[i], "link", "set", &veth[i], "up"])?;
+            ip(&["-n", &ns[i], "link", "set", "lo", "up"])?;
+        }
+        for d in ["a", "b", "disk", "shared"] {
+            std::fs::create_dir(hosts.path(d)).map_err(|e| e.to_string())?;
+        }
+        // mpirun starts the second host's daemon through "ssh": [options] HOST COMMAND.
+        let agent = format!(
+            "#!/bin/sh\nwhile [ \"${{1#-}}\" != \"$1\" ]; do shift; done\nshift\n\
+             exec ip netns exec {} unshare --uts --mount sh -c \
+             \"hostname iolab-b && mount --bind {} {} && $*\"\n",
+            ns[1],
+            hosts.path("b").display(),
+            hosts.path("disk").display()
+        );
+        std::fs::write(hosts.path("agent"), agent).map_err(|e| e.to_string())?;
+        std::fs::write(
+            hosts.path("hosts"),
+            "10.97.0.1 slots=1\n10.97.0.2 slots=1\n",
+        )
+        .map_err(|e| e.to_string())?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(hosts.path("agent"), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
+        Ok(hosts)
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// `iolab ior ARGS` as one rank on each host, under mpirun on the first.
+    fn ior(&self, args: &[&str]) -> std::process::Output {
+        let exe = assert_cmd::cargo::cargo_bin("iolab");
+        let (agent, hostfile) = (self.path("agent"), self.path("hosts"));
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &self.ns[0], "unshare", "--uts", "--mount"])
+            .args(["sh", "-c"])
+            .arg("hostname iolab-a && mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"")
+            .arg("sh")
+            .args([self.path("a"), self.path("disk")])
+            .args(["timeout", "120", "mpirun", "-n", "2", "--map-by", "node"])
+            .arg("--hostfile")
+            .arg(hostfile)
+            .args(["--mca", "plm_rsh_agent"])
+            .arg(agent)
+            .args(["--mca", "plm_rsh_no_tree_spawn", "1"])
+            .args(["--mca", "btl", "tcp,self"])
+            .args(["--mca", "btl_tcp_if_include", "10.97.0.0/24"])
+            .args(["--mca", "oob_tcp_if_include", "10.97.0.0/24"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg(exe)
+            .arg("ior")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for TwoHosts {
+    fn drop(&mut self) {
+        for ns in &self.ns {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", ns])
+                .output();
+        }
+    }
+}
+
+/// Nothing assumes one host: two ranks on two hosts each write on their own host's disk, and
+/// with -C each reads the other host's data back from a shared directory, the shift found
+/// from the host names (no --tasks-per-node).
+#[test]
+fn two_ranks_on_two_hosts_in_network_namespaces() {
+    if !cfg!(feature = "mpi") {
+        eprintln!("skipped: built without the mpi feature (cargo test --features mpi)");
+        return;
+    }
+    if !common::is_root() {
+        eprintln!("skipped: network and mount namespaces need root");
+        return;
+    }
+    for tool in ["mpirun", "ip", "unshare", "timeout"] {
+        if !which(tool) {
+            eprintln!("skipped: no {tool} here");
+            return;
+        }
+    }
+    let hosts = match TwoHosts::new() {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!("skipped: cannot make two hosts here: {why}");
+            return;
+        }
+    };
+    let common = ["-b", "1m", "-t", "256k", "-s", "2", "-w", "-r", "-k"];
+    // A file per rank on each host's own disk, at the same path.
+    let f = hosts.path("disk").join("f");
+    let out = hosts.ior(
+        &[
+            &common[..],
+            &["-F", "--format", "json", "-o", f.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    let v = json(&out);
+    check_phases(&v, 2, 2 << 20, false);
+    for (host, rank) in [("a", 0), ("b", 1)] {
+        let names: Vec<String> = std::fs::read_dir(hosts.path(host))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let want = format!("f.{rank:08}");
+        assert_eq!(names, std::slice::from_ref(&want), "host {host}");
+        let p = hosts.path(host).join(&want);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 2 << 20);
+        assert_eq!(xor_of(&p), v["phases"][0]["ranks"][rank]["xor"]);
+    }
+    assert!(
+        std::fs::read_dir(hosts.path("disk")).unwrap().count() == 0,
+        "the mount point itself stays empty"
+    );
+    // A shared directory, both modes, read back by the other host.
+    for fpp in [true, false] {
+        let f = hosts.path("shared").join(if fpp { "p" } else { "s" });
+        let mut args = [
+            &common[..],
+            &["-C", "--format", "json", "-o", f.to_str().unwrap()],
+        ]
+        .concat();
+        if fpp {
+            args.push("-F");
+        }
+        let v = json(&hosts.ior(&args));
+        check_phases(&v, 2, 2 << 20, true);
+        assert!(v["notes"].as_array().unwrap().is_empty(), "{}", v["notes"]);
+    }
+}
