@@ -103,6 +103,35 @@ fn one_process_writes_reads_and_verifies_both_modes() {
     );
 }
 
+/// --no-verify: IOR's raw bandwidth; the XOR is absent, never claimed, in JSON and text.
+#[test]
+fn without_verification_nothing_is_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("nv");
+    let args = ["ior", "-b", "512k", "-t", "64k", "--no-verify", "-o"];
+    let v = json(
+        &iolab()
+            .args(args)
+            .arg(&f)
+            .args(["--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    for p in v["phases"].as_array().unwrap() {
+        assert!(p["xor"].is_null(), "{p}");
+        assert!(p["ranks"][0]["xor"].is_null(), "{p}");
+        assert_eq!(p["ranks"][0]["bytes"], 512 << 10);
+    }
+    let o = iolab().args(args).arg(&f).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("XOR not checked"), "{text}");
+    assert!(
+        !text.contains("verified") && text.contains("not checked"),
+        "{text}"
+    );
+}
+
 #[test]
 fn someone_elses_file_is_refused_and_a_changed_file_is_caught() {
     let dir = tempfile::tempdir().unwrap();

@@ -117,6 +117,10 @@ pub struct IorConfig {
     pub keep: bool,
     /// Seed of the written data.
     pub seed: u64,
+    /// XOR every byte moved and check it against the data written; off (`--no-verify`), the
+    /// bandwidth of IOR without -R: reads touch one byte per transfer and nothing is checked.
+    #[serde(default = "yes")]
+    pub verify: bool,
 }
 
 impl IorConfig {
@@ -215,9 +219,9 @@ pub struct RankPhase {
     pub bytes: u64,
     /// Transfers made.
     pub transfers: u64,
-    /// XOR of what it read (reads) or wrote (writes), hex in JSON.
-    #[serde(with = "crate::xor::hex")]
-    pub xor: u32,
+    /// XOR of what it read (reads) or wrote (writes), hex in JSON; null when not checked.
+    #[serde(with = "crate::xor::hex::option")]
+    pub xor: Option<u32>,
     /// The XOR its part should have, from the definition of the written data.
     #[serde(with = "crate::xor::hex")]
     pub expected_xor: u32,
@@ -244,7 +248,7 @@ impl RankPhase {
             self.close_end,
             self.bytes as f64,
             self.transfers as f64,
-            self.xor as f64,
+            self.xor.map_or(-1.0, f64::from),
             self.expected_xor as f64,
             self.resident_before,
             self.minor_faults as f64,
@@ -264,7 +268,7 @@ impl RankPhase {
             close_end: v[3],
             bytes: v[4] as u64,
             transfers: v[5] as u64,
-            xor: v[6] as u32,
+            xor: (v[6] >= 0.0).then_some(v[6] as u32),
             expected_xor: v[7] as u32,
             resident_before: v[8],
             minor_faults: v[9] as u64,
@@ -298,9 +302,9 @@ pub struct PhaseResult {
     pub close_s: f64,
     /// First start to last end.
     pub total_s: f64,
-    /// The XOR of all ranks' XORs (an all-reduce).
-    #[serde(with = "crate::xor::hex")]
-    pub xor: u32,
+    /// The XOR of all ranks' XORs (an all-reduce); null when not checked.
+    #[serde(with = "crate::xor::hex::option")]
+    pub xor: Option<u32>,
     /// What it should be, from the definition of the written data.
     #[serde(with = "crate::xor::hex")]
     pub expected_xor: u32,
@@ -340,7 +344,7 @@ impl PhaseResult {
             xfer_s: max(&|r| r.xfer_end - r.open_end),
             close_s: max(&|r| r.close_end - r.xfer_end),
             total_s: total,
-            xor: ranks.iter().fold(0, |x, r| x ^ r.xor),
+            xor: ranks.iter().try_fold(0, |x, r| r.xor.map(|y| x ^ y)),
             expected_xor: ranks.iter().fold(0, |x, r| x ^ r.expected_xor),
             slowest_rank: slowest,
             slowest_ratio: if fast > 0.0 { slow / fast } else { 1.0 },
@@ -350,12 +354,21 @@ impl PhaseResult {
 
     /// Every rank moved what it should have: its XOR is the expected one.
     pub fn verified(&self) -> bool {
-        self.ranks.iter().all(|r| r.xor == r.expected_xor)
+        self.ranks.iter().all(|r| r.xor == Some(r.expected_xor))
+    }
+
+    /// The data was checked (not `--no-verify`).
+    pub fn checked(&self) -> bool {
+        self.ranks.iter().all(|r| r.xor.is_some())
     }
 }
 
 fn one() -> usize {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Everything `iolab ior` measured (the same on every rank).
@@ -497,7 +510,9 @@ fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPhase> {
             break;
         }
         let chunk = data.place(buf.as_mut_slice(), &head, o, t);
-        x ^= xor_at(o, chunk);
+        if cfg.verify {
+            x ^= xor_at(o, chunk);
+        }
         match map.as_mut() {
             Some(m) => m.as_mut_slice()[o as usize..o as usize + t].copy_from_slice(chunk),
             None => file
@@ -527,7 +542,7 @@ fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPhase> {
         close_end,
         bytes,
         transfers,
-        xor: x,
+        xor: cfg.verify.then_some(x),
         expected_xor: expected(cfg, r, n, transfers),
         resident_before: -1.0,
         minor_faults: c.minor_faults,
@@ -555,7 +570,16 @@ fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> Result<Rank
         seed: cfg.seed,
         threads: 1,
     };
-    let mut prepared = prepare(cfg.api.read_method(), &src, &w, &EngineOptions::default())?;
+    let work = if cfg.verify {
+        crate::engine::Work::Xor
+    } else {
+        crate::engine::Work::Touch
+    };
+    let opts = EngineOptions {
+        work,
+        ..EngineOptions::default()
+    };
+    let mut prepared = prepare(cfg.api.read_method(), &src, &w, &opts)?;
     let open_end = seconds(t0);
     // Rank `from`'s part: a contiguous range per segment (or less, after a stonewall), each
     // read transfer by transfer.
@@ -583,7 +607,7 @@ fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> Result<Rank
         close_end,
         bytes: moved.bytes,
         transfers: count,
-        xor: moved.xor,
+        xor: cfg.verify.then_some(moved.xor),
         expected_xor: expected(cfg, from, n, count),
         resident_before: resident,
         minor_faults: c.minor_faults,
@@ -622,6 +646,25 @@ mod tests {
     }
 
     #[test]
+    fn an_unchecked_rank_makes_the_phase_unchecked_not_verified() {
+        let rank = |xor| RankPhase {
+            xor,
+            expected_xor: 7,
+            ..phase(0.0, 1.0, 1024)
+        };
+        let ok = PhaseResult::of("read", 0, vec![rank(Some(7)), rank(Some(7))]);
+        assert!(ok.checked() && ok.verified() && ok.xor == Some(0));
+        let bad = PhaseResult::of("read", 0, vec![rank(Some(7)), rank(Some(6))]);
+        assert!(bad.checked() && !bad.verified() && bad.xor == Some(1));
+        let none = PhaseResult::of("read", 0, vec![rank(Some(7)), rank(None)]);
+        assert!(!none.checked() && !none.verified() && none.xor.is_none());
+        // Gathered between ranks as numbers, an absent XOR stays absent.
+        for r in [rank(Some(0xffff_ffff)), rank(None)] {
+            assert_eq!(RankPhase::from_slice(&r.to_vec()), r);
+        }
+    }
+
+    #[test]
     fn ranks_cover_the_file_once_in_ior_order() {
         let cfg = IorConfig {
             api: IorApi::Posix,
@@ -640,6 +683,7 @@ mod tests {
             path: "f".into(),
             keep: false,
             seed: 1,
+            verify: true,
         };
         let mut all: Vec<u64> = (0..3).flat_map(|r| cfg.offsets(r, 3)).collect();
         assert_eq!(cfg.offsets(1, 3).next(), Some(4096), "segment 0, rank 1");

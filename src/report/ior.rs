@@ -142,9 +142,14 @@ fn rank_rows(r: &IorResult) -> Vec<Vec<String>> {
                 k.minor_faults.to_string(),
                 k.major_faults.to_string(),
                 format_size(k.device_read_bytes),
-                format_xor(k.xor),
+                k.xor.map_or("-".into(), format_xor),
                 format_xor(k.expected_xor),
-                if k.xor == k.expected_xor { "yes" } else { "no" }.into(),
+                match k.xor {
+                    None => "not checked",
+                    Some(x) if x == k.expected_xor => "yes",
+                    Some(_) => "no",
+                }
+                .into(),
             ]);
         }
     }
@@ -209,7 +214,11 @@ pub fn ior_report(r: &IorResult, format: Format) -> String {
         reads
     };
     let ok = checked.iter().all(|p| p.verified());
-    if let Some(p) = checked.last() {
+    if checked.iter().any(|p| !p.checked()) {
+        out.push_str(
+            "XOR not checked (--no-verify): bandwidth as IOR measures it without -R; the data moved was not checked\n",
+        );
+    } else if let Some(p) = checked.last() {
         out.push_str(&format!(
             "XOR of all data {}: {} (expected {}): {}\n",
             if p.access == "read" {
@@ -217,7 +226,7 @@ pub fn ior_report(r: &IorResult, format: Format) -> String {
             } else {
                 "written"
             },
-            format_xor(p.xor),
+            p.xor.map_or("-".into(), format_xor),
             format_xor(p.expected_xor),
             if ok {
                 "verified, every rank's part"
