@@ -48,8 +48,9 @@ pub struct AccessArgs {
     /// form: none, every block is read]
     #[arg(long, value_parser = args::duration)]
     pub duration: Option<Duration>,
-    /// What each block is used for: xor every word, or touch one byte as the classic benchmark
-    /// did [default: xor; the classic form: touch]
+    /// What each block is used for: xor every word, touch one byte as the classic benchmark
+    /// did, or copy it into a buffer (what read() does; mmap copies out of the mapping)
+    /// [default: xor; the classic form: touch]
     #[arg(long, value_enum)]
     pub work: Option<Work>,
     /// Seed of the random order

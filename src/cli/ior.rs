@@ -65,8 +65,8 @@ pub struct IorArgs {
     /// Seed of the written data
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Do not XOR the data or check it: the bandwidth of IOR without -R (reads touch one byte
-    /// per transfer)
+    /// Do not XOR the data or check it: the bandwidth of IOR without -R (reads copy each
+    /// transfer into a buffer and use none of it; -a mmap copies out of the mapping as IOR does)
     #[arg(long)]
     pub no_verify: bool,
     /// Write over files that exist (without it, -w refuses them: they may be someone's data)

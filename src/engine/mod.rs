@@ -155,6 +155,10 @@ crate::named_enum! {
         /// Touch one byte per block, as the classic access benchmark did (`bogus += data[b*B]`):
         /// a mapping faults the page in, a read copies the block, nothing else.
         Touch = "touch",
+        /// Copy each block into a buffer and touch nothing else: the data moves as far as a
+        /// `read()` moves it and is not used. A read already copied, so it does nothing more; a
+        /// mapping is copied out block by block, as IOR's MMAP back end `memcpy`s each transfer.
+        Copy = "copy",
     }
 }
 
@@ -167,13 +171,21 @@ impl Default for Work {
 }
 
 impl Work {
-    /// What the piece of `bytes` at file `offset` contributes: its XOR, or its first byte.
+    /// What the piece of `bytes` at file `offset` contributes: its XOR, or its first byte
+    /// (for `Copy` the bytes are the copy: the engines that do not copy by themselves copy
+    /// first, see [`Work::copies`]).
     #[inline]
     pub fn digest(self, offset: u64, bytes: &[u8]) -> u32 {
         match self {
             Work::Xor => crate::xor::xor_at(offset, bytes),
-            Work::Touch => bytes.first().map_or(0, |b| *b as u32),
+            Work::Touch | Work::Copy => bytes.first().map_or(0, |b| *b as u32),
         }
+    }
+
+    /// Whether a block read in place (a mapping) must first be copied out.
+    #[inline]
+    pub fn copies(self) -> bool {
+        self == Work::Copy
     }
 }
 

@@ -266,7 +266,7 @@ pub fn run_access(
             drop(prepared);
             let (moved, hist) = out?;
             let hist = hist.unwrap_or_default();
-            // Touching one byte per block says nothing of the file's XOR.
+            // Touching or copying a block says nothing of the file's XOR.
             if moved.blocks == blocks && blocks > 0 && cfg.work == Work::Xor {
                 match whole_xor {
                     None => whole_xor = Some(moved.xor),

@@ -118,7 +118,8 @@ pub struct IorConfig {
     /// Seed of the written data.
     pub seed: u64,
     /// XOR every byte moved and check it against the data written; off (`--no-verify`), the
-    /// bandwidth of IOR without -R: reads touch one byte per transfer and nothing is checked.
+    /// bandwidth of IOR without -R: reads copy each transfer into a buffer (out of the mapping
+    /// for mmap, as IOR's MMAP back end does) and nothing is checked.
     #[serde(default = "yes")]
     pub verify: bool,
 }
@@ -573,7 +574,7 @@ fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> Result<Rank
     let work = if cfg.verify {
         crate::engine::Work::Xor
     } else {
-        crate::engine::Work::Touch
+        crate::engine::Work::Copy
     };
     let opts = EngineOptions {
         work,
