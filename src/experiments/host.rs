@@ -33,6 +33,11 @@ pub struct Host {
     /// changes).
     #[serde(default)]
     pub git_commit: Option<String>,
+    /// Set when this virtual machine hands the memory it frees back to its host (virtio-balloon
+    /// free page reporting), with the kernel's settings: a freed page touched again costs a
+    /// host fault, so writes into fresh memory can be several times slower in some runs.
+    #[serde(default)]
+    pub free_page_reporting: Option<String>,
 }
 
 /// The host facts, with the filesystem and device of `path` when given.
@@ -75,7 +80,49 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
         git_commit: Some(env!("IOLAB_GIT_COMMIT"))
             .filter(|c| !c.is_empty())
             .map(String::from),
+        free_page_reporting: free_page_reporting(),
     }
+}
+
+/// Free page reporting of a virtio balloon, with the settings that bound it, when it is on.
+fn free_page_reporting() -> Option<String> {
+    let devices = std::fs::read_dir("/sys/bus/virtio/drivers/virtio_balloon").ok()?;
+    let on = devices.flatten().any(|d| {
+        std::fs::read_to_string(d.path().join("features")).is_ok_and(|f| reports_free_pages(&f))
+    });
+    if !on {
+        return None;
+    }
+    let param = |name: &str| {
+        std::fs::read_to_string(format!("/sys/module/page_reporting/parameters/{name}"))
+            .ok()
+            .map(|v| v.trim().to_string())
+    };
+    Some(reporting_settings(
+        param("page_reporting_order"),
+        param("min_free_ms"),
+    ))
+}
+
+/// Whether a virtio device's `features` (one '0' or '1' per feature bit, bit 0 first) has
+/// VIRTIO_BALLOON_F_REPORTING (bit 5).
+fn reports_free_pages(features: &str) -> bool {
+    features.as_bytes().get(5) == Some(&b'1')
+}
+
+/// What the report says of free page reporting with these module parameters.
+fn reporting_settings(order: Option<String>, min_free_ms: Option<String>) -> String {
+    let mut s = String::from("on: freed memory goes back to the host (virtio-balloon)");
+    if let Some(o) = order.and_then(|o| o.parse::<u32>().ok()) {
+        s += &format!(
+            ", in free blocks of {} and up",
+            crate::size::format_size((crate::sys::page_size() as u64) << o)
+        );
+    }
+    if let Some(ms) = min_free_ms.and_then(|m| m.parse::<u64>().ok()) {
+        s += &format!(", {ms} ms after it is freed");
+    }
+    s + "; touching it again costs a host fault per page"
 }
 
 /// `2026-11-22T14:08:30Z` for seconds since the epoch (the civil calendar from days, as in
@@ -156,6 +203,19 @@ pub fn mount_for(mountinfo: &str, abs: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_page_reporting_is_feature_bit_5_and_its_settings_are_said() {
+        // This machine kind's balloon: STATS_VQ, DEFLATE_ON_OOM, REPORTING and bit 7.
+        assert!(reports_free_pages("0110010100000000"));
+        assert!(!reports_free_pages("0110000100000000"));
+        assert!(!reports_free_pages("01100"));
+        let said = reporting_settings(Some("9\n".trim().into()), Some("0".into()));
+        assert!(said.contains("blocks of 2 MiB"), "{said}");
+        assert!(said.contains("0 ms after"), "{said}");
+        let bare = reporting_settings(None, Some("x".into()));
+        assert!(!bare.contains("blocks") && !bare.contains("ms"), "{bare}");
+    }
 
     #[test]
     fn finds_the_innermost_mount() {

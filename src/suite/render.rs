@@ -78,6 +78,13 @@ fn host_rows(r: &SuiteResult) -> Vec<(&'static str, String)> {
         ),
         ("command", h.command_line.clone()),
     ]
+    .into_iter()
+    .chain(
+        h.free_page_reporting
+            .clone()
+            .map(|s| ("free page reporting", s)),
+    )
+    .collect()
 }
 
 /// The column heading of one host among several: its name, date and kind of run.
