@@ -162,11 +162,11 @@ impl SyncWorker for MmapWorker {
     }
 
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
-        let to = match self.scratch.take() {
-            Some(b) if b.len() >= piece.len as usize => Some(b),
-            _ if self.work.copies() => Some(AlignedBuf::new(piece.len as usize)),
-            _ => None,
-        };
+        // Taken out for the copy, so the mapping can be borrowed beside it.
+        let to = self.work.copies().then(|| match self.scratch.take() {
+            Some(b) if b.len() >= piece.len as usize => b,
+            _ => AlignedBuf::new(piece.len as usize),
+        });
         let (map, base) = self.mapping()?;
         let at = (piece.offset - base) as usize;
         let s = &map.as_slice()[at..at + piece.len as usize];
