@@ -6,6 +6,7 @@
 //! with plain `^` in any order, which is what lets every engine, block size and thread count agree.
 
 /// XOR of `buf` as if it started at a file offset that is a multiple of 4.
+#[inline]
 pub fn xor_bytes(buf: &[u8]) -> u32 {
     let wide = xor_u64(buf);
     (wide as u32) ^ ((wide >> 32) as u32)
@@ -96,6 +97,7 @@ const AVX512_FROM: usize = 64 << 10;
 
 /// XOR of `buf` as 64-bit little-endian words (tail zero-padded); folding it gives the u32 XOR
 /// because a u64 word is two consecutive u32 words.
+#[inline]
 fn xor_u64(buf: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {

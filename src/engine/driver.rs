@@ -111,8 +111,14 @@ pub fn sync_workers<R: SyncWorker + 'static>(
 }
 
 /// Splits a block into pieces of at most `max` bytes (at least one piece, even when empty).
+#[inline]
 pub fn pieces(block: Block, max: u64) -> impl Iterator<Item = Block> {
-    let n = block.len.div_ceil(max).max(1);
+    // One piece without a division when the block fits (every mapped block, most reads).
+    let n = if block.len <= max {
+        1
+    } else {
+        block.len.div_ceil(max)
+    };
     (0..n).map(move |i| {
         let offset = block.offset + i * max;
         Block {

@@ -54,6 +54,7 @@ struct LazyMap {
 }
 
 impl LazyMap {
+    #[inline]
     fn get(&self) -> Result<&Mapping> {
         self.map
             .get_or_init(|| self.map_range(0, self.len))
@@ -98,11 +99,32 @@ struct MmapWorker {
 
 impl MmapWorker {
     /// The mapping to read and the file offset of its first byte.
+    #[inline]
     fn mapping(&self) -> Result<(&Mapping, u64)> {
         match &self.own {
             Some((m, base)) => Ok((m, *base)),
             None => Ok((self.map.get()?, 0)),
         }
+    }
+
+    /// [`Work::Copy`]: the block is copied out of the mapping into the kept scratch buffer and
+    /// the copy digested (out of line: the XOR path stays small).
+    #[inline(never)]
+    fn copy_piece(&mut self, piece: Block) -> Result<PieceDone> {
+        // Taken out for the copy, so the mapping can be borrowed beside it.
+        let mut to = match self.scratch.take() {
+            Some(b) if b.len() >= piece.len as usize => b,
+            _ => AlignedBuf::new(piece.len as usize),
+        };
+        let (map, base) = self.mapping()?;
+        let at = (piece.offset - base) as usize;
+        let s = &map.as_slice()[at..at + piece.len as usize];
+        let copy = &mut to.as_mut_slice()[..s.len()];
+        copy.copy_from_slice(s);
+        // The copy is the work: it must not be reduced to the one byte digested.
+        let xor = self.work.digest(piece.offset, std::hint::black_box(&*copy));
+        self.scratch = Some(to);
+        Ok(PieceDone { xor, ops: 0 })
     }
 }
 
@@ -161,27 +183,18 @@ impl SyncWorker for MmapWorker {
         Ok(())
     }
 
+    #[inline]
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
-        // Taken out for the copy, so the mapping can be borrowed beside it.
-        let to = self.work.copies().then(|| match self.scratch.take() {
-            Some(b) if b.len() >= piece.len as usize => b,
-            _ => AlignedBuf::new(piece.len as usize),
-        });
+        if self.work.copies() {
+            return self.copy_piece(piece);
+        }
         let (map, base) = self.mapping()?;
         let at = (piece.offset - base) as usize;
         let s = &map.as_slice()[at..at + piece.len as usize];
-        let Some(mut to) = to else {
-            return Ok(PieceDone {
-                xor: self.work.digest(piece.offset, s),
-                ops: 0,
-            });
-        };
-        let copy = &mut to.as_mut_slice()[..s.len()];
-        copy.copy_from_slice(s);
-        // The copy is the work: it must not be reduced to the one byte digested.
-        let xor = self.work.digest(piece.offset, std::hint::black_box(&*copy));
-        self.scratch = Some(to);
-        Ok(PieceDone { xor, ops: 0 })
+        Ok(PieceDone {
+            xor: self.work.digest(piece.offset, s),
+            ops: 0,
+        })
     }
 
     #[inline]

@@ -139,8 +139,9 @@ pub struct LatencySummary {
     pub p999_ns: u64,
     /// Slowest, ns.
     pub max_ns: u64,
-    /// Operations done but not timed: short operations are timed one in about 16 (after the
-    /// first 64), so the percentiles come from that sample.
+    /// Operations done but not timed: short operations are timed one in about 16 or more (after
+    /// the first 64; the gap keeps the clock under 1% of their time), so the percentiles come
+    /// from that sample.
     #[serde(default)]
     pub untimed_ops: u64,
 }
@@ -173,8 +174,51 @@ impl OpLog {
     /// clock reads (with the serialising read of the time-stamp counter) cost up to a fifth of
     /// a 1 us operation, more than the 5% iolab allows itself.
     pub const SAMPLE_BELOW_NS: u64 = 20_000;
-    /// Mean gap between timed operations when sampling.
+    /// Mean gap between timed operations when sampling: at least this, more when the operations
+    /// are so short that two clock reads per 16 would cost over [`OpLog::CLOCK_SHARE`] of them.
     pub const SAMPLE_EVERY: u32 = 16;
+    /// The widest mean gap: even the shortest operations keep one timed in this many.
+    pub const SAMPLE_EVERY_MAX: u32 = 1024;
+    /// The share of the operations' time the clock reads may take when sampling (1%).
+    pub const CLOCK_SHARE: f64 = 0.01;
+
+    /// The mean gap for operations of `mean_ns` when a timed one costs `clock_ns` more: the
+    /// clock's cost spread over the gap stays under [`OpLog::CLOCK_SHARE`] of their time.
+    pub fn sample_gap(mean_ns: u64, clock_ns: u64) -> u32 {
+        let want = clock_ns as f64 / (Self::CLOCK_SHARE * mean_ns.max(1) as f64);
+        (want.ceil() as u32).clamp(Self::SAMPLE_EVERY, Self::SAMPLE_EVERY_MAX)
+    }
+
+    /// How much more a pair of clock reads costs inside a loop of loads than back to back: the
+    /// read is ordered (`lfence; rdtsc`), so it waits for the block's loads in flight. Measured in
+    /// a plain C loop of random mapped 4 KiB reads: timing every block added 217 ns per block,
+    /// four times the 50 ns of a back-to-back pair.
+    pub const CLOCK_STALL: u64 = 4;
+
+    /// What timing one operation adds here: two clock reads ([`OpLog::CLOCK_STALL`] times the
+    /// fastest of 16 tries of 32 back-to-back pairs; measured once per process).
+    pub fn clock_cost_ns() -> u64 {
+        static COST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        *COST.get_or_init(|| {
+            (0..16)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..32 {
+                        std::hint::black_box(Instant::now());
+                        std::hint::black_box(Instant::now());
+                    }
+                    t.elapsed().as_nanos() as u64 / 32
+                })
+                .min()
+                .unwrap_or(0)
+                * Self::CLOCK_STALL
+        })
+    }
+
+    /// The mean gap between timed operations now (1: every one is timed).
+    pub fn sampling_every(&self) -> u32 {
+        self.every
+    }
 
     /// A log that records nothing and reads no clock.
     pub fn off() -> OpLog {
@@ -239,17 +283,31 @@ impl OpLog {
     #[inline]
     pub fn end(&mut self) -> bool {
         self.tally();
-        let Some(start) = self.started.take() else {
-            return true;
-        };
+        match self.started.take() {
+            // An untimed operation (sampling, or nothing asked): no call, no clock.
+            None => true,
+            Some(start) => self.end_timed(start),
+        }
+    }
+
+    /// [`OpLog::end`] of a timed operation: kept out of line, so the untimed path stays a few
+    /// instructions inside the engine's loop.
+    #[inline(never)]
+    fn end_timed(&mut self, start: Instant) -> bool {
         let now = Instant::now();
         if let Some(h) = &mut self.hist {
             h.record(now.duration_since(start).as_nanos() as u64);
-            if self.every == 1
-                && h.n == Self::PROBE_OPS
-                && (h.sum / h.n as u128) < Self::SAMPLE_BELOW_NS as u128
-            {
-                self.every = Self::SAMPLE_EVERY;
+            // Decided after the first 64 timed operations and again each time the count of
+            // timed ones doubles, from their mean so far: the first operations of a run (its
+            // first faults, a cold start) are slower than the rest, so the first decision
+            // alone would keep the gap too short.
+            if h.n >= Self::PROBE_OPS && h.n.is_power_of_two() {
+                let mean = (h.sum / h.n as u128) as u64;
+                self.every = if mean < Self::SAMPLE_BELOW_NS {
+                    Self::sample_gap(mean, Self::clock_cost_ns())
+                } else {
+                    1
+                };
             }
         }
         if self.every > 1 {
@@ -318,6 +376,7 @@ mod tests {
             assert!(log.end());
         }
         let untimed = log.untimed();
+        let log_every = log.sampling_every();
         let h = log.into_histogram().unwrap();
         assert_eq!(
             h.count() + untimed,
@@ -325,10 +384,14 @@ mod tests {
             "every operation is timed or counted"
         );
         let timed_after_probe = h.count() - OpLog::PROBE_OPS;
+        let every = u64::from(log_every);
         assert!(
-            (500..=1500).contains(&timed_after_probe),
-            "about one in {}: {timed_after_probe} of 16000",
-            OpLog::SAMPLE_EVERY
+            (OpLog::SAMPLE_EVERY..=OpLog::SAMPLE_EVERY_MAX).contains(&log_every),
+            "{log_every}"
+        );
+        assert!(
+            (16_000 / every / 2..=16_000 * 3 / every / 2).contains(&timed_after_probe),
+            "about one in {every}: {timed_after_probe} of 16000"
         );
         assert_eq!(h.summary().untimed_ops, untimed);
         // Operations above the threshold: every one is timed.
@@ -341,6 +404,27 @@ mod tests {
         }
         assert_eq!(log.untimed(), 0);
         assert_eq!(log.into_histogram().unwrap().count(), 100);
+    }
+
+    #[test]
+    fn the_gap_keeps_the_clock_under_one_percent_of_the_operations() {
+        // 80 ns of clock: 400 ns operations are timed one in 20, 100 ns ones one in 80; slow
+        // operations keep the floor of 16, the very fastest the ceiling.
+        assert_eq!(OpLog::sample_gap(400, 80), 20);
+        assert_eq!(OpLog::sample_gap(100, 80), 80);
+        assert_eq!(OpLog::sample_gap(10_000, 80), OpLog::SAMPLE_EVERY);
+        assert_eq!(OpLog::sample_gap(0, 80), OpLog::SAMPLE_EVERY_MAX);
+        for (mean, clock) in [(50, 40), (120, 80), (900, 80), (3000, 200)] {
+            let gap = OpLog::sample_gap(mean, clock) as f64;
+            assert!(
+                clock as f64 / (gap * mean as f64) <= OpLog::CLOCK_SHARE + 1e-12,
+                "{mean} {clock} {gap}"
+            );
+        }
+        // The clock's cost is measured, and is a real, finite figure.
+        let c = OpLog::clock_cost_ns();
+        assert!(c < 100_000, "{c}");
+        assert_eq!(c, OpLog::clock_cost_ns(), "measured once per process");
     }
 
     #[test]

@@ -164,6 +164,7 @@ impl Mapping {
     }
 
     /// The mapped bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr..ptr+len is mapped readable for the life of self and nobody writes it
         // through this process (a read-only mapping); SIGBUS from a shrinking file is turned
@@ -213,6 +214,7 @@ impl WritableMapping {
     }
 
     /// The mapped bytes, to read.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: mapped readable for the life of self; writes need &mut self, so none is under
         // way while this borrow lives.
