@@ -500,7 +500,9 @@ fn race_warm(
         return Err(Error::failed("read failed", "a race needs two candidates"));
     };
     let mut pa = prepare_plan(src, a)?;
-    let mut pb = prepare_plan(src, b)?;
+    // The challenger races on one thread: its other threads' buffers are made only if it wins.
+    let b_one = Plan { threads: 1, ..*b };
+    let mut pb = prepare_plan(src, &b_one)?;
     // Blocks both engines take whole (a copying engine's buffer holds its own block size).
     let w = Workload {
         threads: 2,
@@ -562,7 +564,11 @@ fn race_warm(
         crate::size::format_size(start),
     );
     probes.extend(rated);
-    let (plan, prepared) = if best == 0 { (*a, pa) } else { (*b, pb) };
+    let (plan, prepared) = match best {
+        0 => (*a, pa),
+        _ if b.threads > 1 => (*b, prepare_plan(src, b)?),
+        _ => (*b, pb),
+    };
     Ok((plan, why, prepared, cost, moved))
 }
 

@@ -96,14 +96,23 @@ fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, ProcS
         if pid == me || skip(pid) {
             continue;
         }
-        if let Some(v) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|t| parse_pid_stat(&t))
-        {
+        if let Some(v) = read_small(&format!("/proc/{pid}/stat")).and_then(|t| parse_pid_stat(&t)) {
             out.insert(pid, v);
         }
     }
     out
+}
+
+/// A small /proc file in one read (open, read, close: /proc/PID/stat fits in 2 KiB, and
+/// `read_to_string` spends a stat and several short reads on each of a hundred processes).
+fn read_small(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut buf = [0u8; 2048];
+    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    if n == buf.len() {
+        return std::fs::read_to_string(path).ok();
+    }
+    String::from_utf8(buf[..n].to_vec()).ok()
 }
 
 /// Processes that do this command's own work (the other ranks of an MPI job on this host and
