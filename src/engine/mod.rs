@@ -28,7 +28,7 @@ use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// Largest single I/O an engine issues; bigger blocks are moved in pieces of this size.
@@ -318,10 +318,11 @@ impl Moved {
 }
 
 /// `pread` until `buf` is full or end of file; returns bytes read.
+#[inline]
 pub fn pread_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
+        match crate::sys::calls::pread(file, &mut buf[done..], offset + done as u64) {
             Ok(0) => break,
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

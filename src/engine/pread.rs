@@ -40,6 +40,7 @@ impl SyncWorker for PreadWorker {
         (self.buf.len() as u64).min(super::MAX_IO)
     }
 
+    #[inline]
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
         let n = pread_full(&self.file, buf, piece.offset)

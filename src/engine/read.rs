@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::Block;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::PathBuf;
 
 /// The `read` engine.
@@ -45,18 +45,18 @@ impl SyncWorker for ReadWorker {
         (self.buf.len() as u64).min(super::MAX_IO)
     }
 
+    #[inline]
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let mut ops = 0;
         if piece.offset != self.pos {
-            self.file
-                .seek(SeekFrom::Start(piece.offset))
+            crate::sys::calls::lseek(&self.file, piece.offset as i64)
                 .map_err(|e| Error::io("seek failed", &self.path, &e))?;
             ops += 1;
         }
         let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
         let mut done = 0;
         while done < buf.len() {
-            match self.file.read(&mut buf[done..]) {
+            match crate::sys::calls::read(&self.file, &mut buf[done..]) {
                 Ok(0) => return Err(shrank(&self.path, piece.offset + done as u64)),
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
