@@ -59,6 +59,57 @@ fn access_reads_every_block_once_with_the_files_xor() {
 }
 
 #[test]
+fn access_without_latency_reads_every_block_and_claims_no_percentile() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(2 << 20, 22);
+    let f = write_file(dir.path(), "n", &data);
+    let p = f.to_str().unwrap();
+    let args = |format: &'static str| {
+        [
+            "access",
+            p,
+            "--methods",
+            "read,mmap",
+            "--patterns",
+            "seq,random",
+            "--cache",
+            "warm",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--no-latency",
+            "--format",
+            format,
+        ]
+    };
+    let v = json(&args("json"));
+    let want = format!("{:08x}", plain_xor(&data));
+    assert_eq!(v["xor"], want.as_str());
+    assert_eq!(v["config"]["untimed"], true);
+    for r in v["rows"].as_array().unwrap() {
+        let run = &r["runs"][0];
+        assert_eq!(run["moved"]["blocks"].as_u64().unwrap(), 512, "{r}");
+        assert_eq!(run["moved"]["xor"], want.as_str(), "{}", r["method"]);
+        assert!(r["kiops"]["median"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["latency"]["ops"].as_u64().unwrap(), 0, "{r}");
+    }
+    // The table shows no percentile rather than a 0.0 that would read as a measurement.
+    let o = iolab().args(args("text")).output().unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("read ") || l.starts_with("mmap "))
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    for l in rows {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(&cols[5..10], ["-"; 5], "{l}");
+    }
+}
+
+#[test]
 fn access_with_an_op_limit_reads_a_prefix_sequentially() {
     let dir = tempfile::tempdir().unwrap();
     let data = bytes(100_000, 22);

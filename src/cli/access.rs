@@ -56,6 +56,10 @@ pub struct AccessArgs {
     /// Seed of the random order
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Time no block (no latency percentiles; KIOPS from each run's own clock): beside a timed
+    /// run, it shows what timing the blocks costs
+    #[arg(long)]
+    pub no_latency: bool,
     /// Counted runs per cell
     #[arg(long, default_value_t = AccessConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
@@ -100,6 +104,7 @@ impl AccessArgs {
             drop_all: self.drop_all,
             work: self.work.unwrap_or(Work::Xor),
             classic: false,
+            untimed: self.no_latency,
         };
         if !self.classic.is_empty() {
             let words: Vec<&str> = self.classic.iter().map(|s| s.as_str()).collect();

@@ -56,6 +56,10 @@ pub struct AccessConfig {
     /// read `size / bs` blocks, dropping a partial last one).
     #[serde(default)]
     pub classic: bool,
+    /// No block timed (`--no-latency`): no percentiles, and what the timing costs shows beside
+    /// a timed run of the same loop.
+    #[serde(default)]
+    pub untimed: bool,
 }
 
 /// One run of one cell.
@@ -258,7 +262,7 @@ pub fn run_access(
                     _ => cfg.ops,
                 },
                 deadline: cfg.duration.map(|d| Instant::now() + d),
-                latencies: true,
+                latencies: !cfg.untimed,
                 progress: None,
             };
             let (out, counters) = measure(|| prepared.run_limited(limits));

@@ -101,6 +101,7 @@ pub fn run_advise(
         duration: Some(Duration::from_millis(500)),
         work: Default::default(),
         classic: false,
+        untimed: false,
         repeat: 3,
         warmup: 1,
         seed: 1,

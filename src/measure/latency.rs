@@ -159,6 +159,9 @@ pub struct OpLog {
     skip: u32,
     /// Operations not timed.
     untimed: u64,
+    /// Operations timed, and their time in all (ns): what the sampling gap is decided from.
+    timed: u64,
+    timed_ns: u128,
     /// State of the generator of gaps between timed operations.
     rng: u32,
     /// Where finished operations are counted while the run goes on (a time series reads it).
@@ -234,6 +237,8 @@ impl OpLog {
             every: 1,
             skip: 0,
             untimed: 0,
+            timed: 0,
+            timed_ns: 0,
             rng: 0x9e37_79b9,
             progress: None,
             pending: 0,
@@ -295,20 +300,23 @@ impl OpLog {
     #[inline(never)]
     fn end_timed(&mut self, start: Instant) -> bool {
         let now = Instant::now();
+        let ns = now.duration_since(start).as_nanos() as u64;
         if let Some(h) = &mut self.hist {
-            h.record(now.duration_since(start).as_nanos() as u64);
-            // Decided after the first 64 timed operations and again each time the count of
-            // timed ones doubles, from their mean so far: the first operations of a run (its
-            // first faults, a cold start) are slower than the rest, so the first decision
-            // alone would keep the gap too short.
-            if h.n >= Self::PROBE_OPS && h.n.is_power_of_two() {
-                let mean = (h.sum / h.n as u128) as u64;
-                self.every = if mean < Self::SAMPLE_BELOW_NS {
-                    Self::sample_gap(mean, Self::clock_cost_ns())
-                } else {
-                    1
-                };
-            }
+            h.record(ns);
+        }
+        // Decided after the first 64 timed operations and again each time the count of timed
+        // ones doubles, from their mean so far: the first operations of a run (its first
+        // faults, a cold start) are slower than the rest, so the first decision alone would
+        // keep the gap too short. A log that only watches a deadline samples the same way.
+        self.timed += 1;
+        self.timed_ns += u128::from(ns);
+        if self.timed >= Self::PROBE_OPS && self.timed.is_power_of_two() {
+            let mean = (self.timed_ns / u128::from(self.timed)) as u64;
+            self.every = if mean < Self::SAMPLE_BELOW_NS {
+                Self::sample_gap(mean, Self::clock_cost_ns())
+            } else {
+                1
+            };
         }
         if self.every > 1 {
             // Gaps drawn uniformly from 0..2*every-1 (mean every-1 skipped), so that no
@@ -476,6 +484,31 @@ mod tests {
         merged.merge(&exact);
         assert_eq!(merged.count(), 1005);
         assert_eq!(Histogram::default().summary(), LatencySummary::default());
+    }
+
+    #[test]
+    fn a_log_with_only_a_deadline_samples_the_clock_too() {
+        // No latencies asked, a deadline far off: short operations are not all timed.
+        let mut log = OpLog::new(false, Some(Instant::now() + Duration::from_secs(3600)));
+        for _ in 0..10_000 {
+            log.begin();
+            assert!(log.end());
+        }
+        assert!(log.sampling_every() >= OpLog::SAMPLE_EVERY);
+        assert!(log.untimed() > 5_000, "{}", log.untimed());
+        assert!(log.into_histogram().is_none());
+        // And it still stops: the deadline is checked at the sampled operations.
+        let mut log = OpLog::new(false, Some(Instant::now() + Duration::from_millis(20)));
+        let t = Instant::now();
+        let mut n = 0u64;
+        loop {
+            log.begin();
+            n += 1;
+            if !log.end() {
+                break;
+            }
+        }
+        assert!(t.elapsed() >= Duration::from_millis(20) && n > 64, "{n}");
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub fn cells(r: &AccessRow) -> Vec<String> {
         return row;
     }
     let l = &r.latency;
+    // No block timed (--no-latency): no percentile is claimed.
+    let us = |ns: u64| if l.ops == 0 { "-".to_string() } else { us(ns) };
     row.extend([
         format!("{:.1}", r.kiops.median),
         format!("{:.1}", r.mib_s.median),

@@ -47,6 +47,7 @@ impl Entry for Access {
             duration: Some(ctx.scale(Duration::from_millis(200), Duration::from_secs(3))),
             work: Default::default(),
             classic: false,
+            untimed: false,
             repeat: 3,
             warmup: ctx.scale(0, 1),
             seed: 1,
