@@ -54,8 +54,18 @@ struct LazyMap {
 }
 
 impl LazyMap {
-    #[inline]
+    /// The mapping (made on first use): a load and a test per block once it exists.
+    #[inline(always)]
     fn get(&self) -> Result<&Mapping> {
+        match self.map.get() {
+            Some(Ok(m)) => Ok(m),
+            _ => self.get_slow(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_slow(&self) -> Result<&Mapping> {
         self.map
             .get_or_init(|| self.map_range(0, self.len))
             .as_ref()
