@@ -10,11 +10,16 @@ const SUB_BITS: u32 = 4;
 const SUB: u64 = 1 << SUB_BITS;
 const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB as usize;
 
-/// Latencies in nanoseconds.
+/// Latencies in nanoseconds. Each recorded latency may stand for several operations (a sampled
+/// one stands for itself and those skipped before it), so percentiles and the mean describe every
+/// operation, not just the timed ones.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Histogram {
     counts: Vec<u64>,
+    /// Latencies recorded.
     n: u64,
+    /// Operations they stand for (the weights' sum; `n` when nothing was sampled).
+    weight: u64,
     min: u64,
     max: u64,
     sum: u128,
@@ -27,6 +32,7 @@ impl Default for Histogram {
         Histogram {
             counts: vec![0; BUCKETS],
             n: 0,
+            weight: 0,
             min: u64::MAX,
             max: 0,
             sum: 0,
@@ -59,11 +65,18 @@ fn upper(i: usize) -> u64 {
 impl Histogram {
     /// Adds one latency, in ns.
     pub fn record(&mut self, ns: u64) {
-        self.counts[index(ns)] += 1;
+        self.record_weighted(ns, 1);
+    }
+
+    /// Adds one latency that stands for `weight` operations (at least 1).
+    pub fn record_weighted(&mut self, ns: u64, weight: u64) {
+        let w = weight.max(1);
+        self.counts[index(ns)] += w;
         self.n += 1;
+        self.weight += w;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
-        self.sum += ns as u128;
+        self.sum += ns as u128 * w as u128;
     }
 
     /// Adds another histogram's counts.
@@ -72,6 +85,7 @@ impl Histogram {
             *a += b;
         }
         self.n += other.n;
+        self.weight += other.weight;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.sum += other.sum;
@@ -89,7 +103,7 @@ impl Histogram {
         if self.n == 0 {
             return 0;
         }
-        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
+        let rank = ((q.clamp(0.0, 1.0) * self.weight as f64).ceil() as u64).max(1);
         let mut seen = 0;
         for (i, c) in self.counts.iter().enumerate() {
             seen += c;
@@ -104,10 +118,10 @@ impl Histogram {
     pub fn summary(&self) -> LatencySummary {
         LatencySummary {
             ops: self.n,
-            mean_ns: if self.n == 0 {
+            mean_ns: if self.weight == 0 {
                 0
             } else {
-                (self.sum / self.n as u128) as u64
+                (self.sum / self.weight as u128) as u64
             },
             min_ns: if self.n == 0 { 0 } else { self.min },
             p50_ns: self.quantile(0.5),
@@ -162,6 +176,8 @@ pub struct OpLog {
     /// Operations timed, and their time in all (ns): what the sampling gap is decided from.
     timed: u64,
     timed_ns: u128,
+    /// Operations the next timed one stands for: itself and those skipped before it.
+    weight: u64,
     /// State of the generator of gaps between timed operations.
     rng: u32,
     /// Where finished operations are counted while the run goes on (a time series reads it).
@@ -239,6 +255,7 @@ impl OpLog {
             untimed: 0,
             timed: 0,
             timed_ns: 0,
+            weight: 1,
             rng: 0x9e37_79b9,
             progress: None,
             pending: 0,
@@ -302,7 +319,10 @@ impl OpLog {
         let now = Instant::now();
         let ns = now.duration_since(start).as_nanos() as u64;
         if let Some(h) = &mut self.hist {
-            h.record(ns);
+            // A sampled operation stands for the ones skipped before it: weighted so, the
+            // percentiles and mean are those of every operation, however the gap changed (the
+            // first, all-timed operations of a run are often its slowest).
+            h.record_weighted(ns, self.weight);
         }
         // Decided after the first 64 timed operations and again each time the count of timed
         // ones doubles, from their mean so far: the first operations of a run (its first
@@ -326,6 +346,7 @@ impl OpLog {
             self.rng ^= self.rng << 5;
             self.skip = self.rng % (2 * self.every - 1);
         }
+        self.weight = u64::from(self.skip) + 1;
         self.deadline.is_none_or(|d| now < d)
     }
 
@@ -433,6 +454,40 @@ mod tests {
         let c = OpLog::clock_cost_ns();
         assert!(c < 100_000, "{c}");
         assert_eq!(c, OpLog::clock_cost_ns(), "measured once per process");
+    }
+
+    #[test]
+    fn sampled_latencies_stand_for_the_operations_skipped() {
+        // 64 slow operations all timed, then 960 fast ones timed one in 40: unweighted, the
+        // slow ones would be 73% of the sample and the median slow.
+        let mut h = Histogram::default();
+        for _ in 0..64 {
+            h.record_weighted(10_000, 1);
+        }
+        for _ in 0..24 {
+            h.record_weighted(100, 40);
+        }
+        let s = h.summary();
+        assert_eq!(s.ops, 88, "latencies recorded");
+        assert_eq!(s.mean_ns, (64 * 10_000 + 960 * 100) / 1024);
+        assert!(s.p50_ns <= 100 + 100 / 16, "{}", s.p50_ns);
+        assert!(s.p99_ns >= 9_000, "{}", s.p99_ns);
+        let mut m = Histogram::default();
+        m.merge(&h);
+        m.merge(&h);
+        assert_eq!(m.summary().mean_ns, s.mean_ns);
+        // Through the log: what the timed operations stand for adds up to every operation.
+        let mut log = OpLog::new(true, None);
+        for _ in 0..20_000 {
+            log.begin();
+            log.end();
+        }
+        // The operations skipped since the last timed one (its gap not yet over) are the only
+        // ones no timed operation stands for.
+        let since_last = log.weight - 1 - u64::from(log.skip);
+        let h = log.into_histogram().unwrap();
+        assert!(h.n < 2_000, "sampled: {}", h.n);
+        assert_eq!(h.weight + since_last, 20_000);
     }
 
     #[test]
