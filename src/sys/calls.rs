@@ -12,9 +12,10 @@ pub fn getppid() -> i32 {
 
 /// read(2) into `buf` at the file position: one call, no retry. Inline, so the engine's loop
 /// returns from the system call through libc's `ret` alone, as a C loop does: after a system
-/// call this machine's return predictions are cleared (Spectre mitigations), and each extra
-/// function return on the way back (std's `File::read`, the engine's `piece`) mispredicted, about
-/// 40 ns a block on warm 4 KiB reads.
+/// call the CPU's return predictions no longer hold the program's (the kernel's own deep calls
+/// overwrite its return stack; this kernel also runs the SRSO "Safe RET" mitigation), and each
+/// extra function return on the way back (std's `File::read`, the engine's `piece`) looked
+/// mispredicted in perf, about 40 ns a block on warm 4 KiB reads.
 #[inline(always)]
 pub fn read(file: &File, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: a valid descriptor and a buffer writable for its whole length.
