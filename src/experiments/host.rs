@@ -38,6 +38,11 @@ pub struct Host {
     /// host fault, so writes into fresh memory can be several times slower in some runs.
     #[serde(default)]
     pub free_page_reporting: Option<String>,
+    /// Set when a DAMON reclaimer pages out memory left idle (a kdamond with a `pageout` scheme,
+    /// or the DAMON_RECLAIM module), with how long idle: a warm file left alone that long
+    /// becomes partly cold, whatever the cache state a run started from.
+    #[serde(default)]
+    pub idle_reclaim: Option<String>,
 }
 
 /// The host facts, with the filesystem and device of `path` when given.
@@ -81,6 +86,75 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
             .filter(|c| !c.is_empty())
             .map(String::from),
         free_page_reporting: free_page_reporting(),
+        idle_reclaim: idle_reclaim(Path::new("/sys")),
+    }
+}
+
+/// DAMON reclaiming idle memory under `sys` (sysfs): running kdamonds' `pageout` schemes, and
+/// the DAMON_RECLAIM module, each with the idle time after which it acts.
+fn idle_reclaim(sys: &Path) -> Option<String> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|v| v.trim().to_string())
+    };
+    let mut found = Vec::new();
+    let kdamonds = sys.join("kernel/mm/damon/admin/kdamonds");
+    for k in std::fs::read_dir(&kdamonds).into_iter().flatten().flatten() {
+        if read(&k.path().join("state")).as_deref() != Some("on") {
+            continue;
+        }
+        for c in std::fs::read_dir(k.path().join("contexts"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let aggr_us: Option<u64> = read(&c.path().join("monitoring_attrs/intervals/aggr_us"))
+                .and_then(|v| v.parse().ok());
+            let ops = read(&c.path().join("operations")).unwrap_or_default();
+            for sc in std::fs::read_dir(c.path().join("schemes"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if read(&sc.path().join("action")).as_deref() != Some("pageout") {
+                    continue;
+                }
+                let min_age: Option<u64> =
+                    read(&sc.path().join("access_pattern/age/min")).and_then(|v| v.parse().ok());
+                let idle = match (min_age, aggr_us) {
+                    (Some(a), Some(us)) => format!("idle {}", secs(a * us)),
+                    _ => "idle".to_string(),
+                };
+                found.push(format!("DAMON ({ops}) pages out memory {idle} or more"));
+            }
+        }
+    }
+    let module = sys.join("module/damon_reclaim/parameters");
+    if read(&module.join("enabled")).is_some_and(|v| v == "Y" || v == "1") {
+        let idle = read(&module.join("min_age"))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|us| format!(" idle {} or more", secs(us)))
+            .unwrap_or_default();
+        found.push(format!("DAMON_RECLAIM pages out memory{idle}"));
+    }
+    if found.is_empty() {
+        return None;
+    }
+    found.dedup();
+    Some(format!(
+        "on: {}; a warm file left alone that long is partly cold again",
+        found.join("; ")
+    ))
+}
+
+/// Microseconds as seconds for the host table (`30 s`, `1.5 s`).
+fn secs(us: u64) -> String {
+    let s = us as f64 / 1e6;
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
     }
 }
 
@@ -215,6 +289,55 @@ mod tests {
         assert!(said.contains("0 ms after"), "{said}");
         let bare = reporting_settings(None, Some("x".into()));
         assert!(!bare.contains("blocks") && !bare.contains("ms"), "{bare}");
+    }
+
+    #[test]
+    fn an_idle_reclaimer_is_found_in_sysfs_and_its_idle_time_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path();
+        assert_eq!(idle_reclaim(sys), None, "no DAMON at all");
+        let put = |rel: &str, v: &str| {
+            let p = sys.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("{v}\n")).unwrap();
+        };
+        // This machine kind's kdamond: paddr, a pageout scheme of min age 6 x 5 s.
+        let k = "kernel/mm/damon/admin/kdamonds/0";
+        put(&format!("{k}/state"), "off");
+        put(&format!("{k}/contexts/0/operations"), "paddr");
+        put(
+            &format!("{k}/contexts/0/monitoring_attrs/intervals/aggr_us"),
+            "5000000",
+        );
+        put(&format!("{k}/contexts/0/schemes/0/action"), "pageout");
+        put(
+            &format!("{k}/contexts/0/schemes/0/access_pattern/age/min"),
+            "6",
+        );
+        assert_eq!(
+            idle_reclaim(sys),
+            None,
+            "a kdamond that is off reclaims nothing"
+        );
+        put(&format!("{k}/state"), "on");
+        let said = idle_reclaim(sys).unwrap();
+        assert!(
+            said.contains("DAMON (paddr) pages out memory idle 30 s"),
+            "{said}"
+        );
+        put(&format!("{k}/contexts/0/schemes/0/action"), "stat");
+        assert_eq!(
+            idle_reclaim(sys),
+            None,
+            "a scheme that only counts reclaims nothing"
+        );
+        put("module/damon_reclaim/parameters/enabled", "Y");
+        put("module/damon_reclaim/parameters/min_age", "120000000");
+        let said = idle_reclaim(sys).unwrap();
+        assert!(
+            said.contains("DAMON_RECLAIM pages out memory idle 120 s"),
+            "{said}"
+        );
     }
 
     #[test]

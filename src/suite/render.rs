@@ -84,6 +84,7 @@ fn host_rows(r: &SuiteResult) -> Vec<(&'static str, String)> {
             .clone()
             .map(|s| ("free page reporting", s)),
     )
+    .chain(h.idle_reclaim.clone().map(|s| ("idle reclaim", s)))
     .collect()
 }
 
