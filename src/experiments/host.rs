@@ -98,32 +98,24 @@ fn idle_reclaim(sys: &Path) -> Option<String> {
             .ok()
             .map(|v| v.trim().to_string())
     };
+    let entries = |p: std::path::PathBuf| std::fs::read_dir(p).into_iter().flatten().flatten();
     let mut found = Vec::new();
-    let kdamonds = sys.join("kernel/mm/damon/admin/kdamonds");
-    for k in std::fs::read_dir(&kdamonds).into_iter().flatten().flatten() {
+    for k in entries(sys.join("kernel/mm/damon/admin/kdamonds")) {
         if read(&k.path().join("state")).as_deref() != Some("on") {
             continue;
         }
-        for c in std::fs::read_dir(k.path().join("contexts"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
+        for c in entries(k.path().join("contexts")) {
             let aggr_us: Option<u64> = read(&c.path().join("monitoring_attrs/intervals/aggr_us"))
                 .and_then(|v| v.parse().ok());
             let ops = read(&c.path().join("operations")).unwrap_or_default();
-            for sc in std::fs::read_dir(c.path().join("schemes"))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
+            for sc in entries(c.path().join("schemes")) {
                 if read(&sc.path().join("action")).as_deref() != Some("pageout") {
                     continue;
                 }
                 let min_age: Option<u64> =
                     read(&sc.path().join("access_pattern/age/min")).and_then(|v| v.parse().ok());
                 let idle = match (min_age, aggr_us) {
-                    (Some(a), Some(us)) => format!("idle {}", secs(a * us)),
+                    (Some(a), Some(us)) => format!("idle {}", secs(a.saturating_mul(us))),
                     _ => "idle".to_string(),
                 };
                 found.push(format!("DAMON ({ops}) pages out memory {idle} or more"));
