@@ -99,6 +99,55 @@ fn plain_sender(data: Vec<Vec<u8>>) -> (String, JoinHandle<()>) {
 }
 
 #[test]
+fn a_raw_receiver_without_hashing_stores_the_same_bytes_and_claims_no_hash() {
+    let src = tempfile::tempdir().unwrap();
+    let files = shapes(src.path());
+    let data: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    for method in RecvMethod::ALL {
+        let out = tempfile::tempdir().unwrap();
+        let names: Vec<PathBuf> = (0..files.len())
+            .map(|i| out.path().join(format!("got{i}")))
+            .collect();
+        let (addr, h) = plain_sender(data.clone());
+        let r = receive(&RecvConfig {
+            raw: true,
+            no_hash: true,
+            names: names.clone(),
+            timeout: Duration::from_secs(10),
+            ..RecvConfig::new(addr, out.path().into(), method)
+        })
+        .unwrap();
+        h.join().unwrap();
+        for (i, d) in data.iter().enumerate() {
+            assert!(
+                std::fs::read(&names[i]).unwrap() == *d,
+                "{} file {i}",
+                method.name()
+            );
+            assert_eq!(r.files[i].bytes, d.len() as u64);
+            assert_eq!(
+                r.files[i].blake3,
+                "",
+                "{}: no hash computed, none claimed",
+                method.name()
+            );
+        }
+    }
+    // Only a raw stream may go unhashed: with a header the bytes are always verified.
+    let o = iolab()
+        .args(["recv", "x", "--no-hash", "--connect", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--raw"));
+}
+
+#[test]
 fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
     let src = tempfile::tempdir().unwrap();
     let files = shapes(src.path());

@@ -40,6 +40,10 @@ pub struct RecvArgs {
     /// Receive and verify, store nothing
     #[arg(long)]
     pub discard: bool,
+    /// With --raw: store the bytes and nothing else, computing no BLAKE3 of them (there is none
+    /// to check a raw stream against), as nc or socat do
+    #[arg(long, requires = "raw")]
+    pub no_hash: bool,
     /// Keep retrying a refused connection this long
     #[arg(long, default_value = "0s", value_parser = args::duration_or_zero)]
     pub retry: Duration,
@@ -57,6 +61,7 @@ impl RecvArgs {
             sync: self.sync,
             discard: self.discard,
             retry: self.retry,
+            no_hash: self.no_hash,
             ..self.net.recv_config(self.connect, self.out, self.method)?
         };
         let r = receiver::receive(&cfg)?;

@@ -25,7 +25,11 @@ pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
                     f.bytes.to_string(),
                     format!("{:.6}", f.time.as_secs_f64() * 1000.0),
                     format!("{:.2}", f.mib_s),
-                    f.blake3.clone(),
+                    if f.blake3.is_empty() {
+                        "-".to_string()
+                    } else {
+                        f.blake3.clone()
+                    },
                 ]);
             }
             return super::table_as(format, &rows);

@@ -142,7 +142,7 @@ pub struct FileRecord {
     /// a write receiver hashes while it writes (inside `time`), leaving only the final step here.
     #[serde(with = "crate::measure::secs")]
     pub hash_time: Duration,
-    /// BLAKE3 of the content, hex.
+    /// BLAKE3 of the content, hex; empty when a raw stream was received with `--no-hash`.
     pub blake3: String,
     /// `bytes` over `time`, for readers of the JSON.
     pub mib_s: f64,

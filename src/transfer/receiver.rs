@@ -60,6 +60,9 @@ pub struct RecvConfig {
     pub sizes: ChunkSizes,
     /// Record each mapped page's descriptor (mmap).
     pub pages: bool,
+    /// A raw stream's bytes are stored and nothing else: no BLAKE3 of them is computed (there
+    /// is none to check against; the record's `blake3` is then empty), as `nc` or `socat` store.
+    pub no_hash: bool,
 }
 
 impl RecvConfig {
@@ -85,6 +88,7 @@ impl RecvConfig {
             exact: false,
             sizes: ChunkSizes::default(),
             pages: false,
+            no_hash: false,
         }
     }
 
@@ -586,8 +590,10 @@ fn store(
             (f, Some(partial), Some(tracked))
         }
     };
+    // Only a raw stream has no hash to check: with one, the bytes are always verified.
+    let hash_it = !(cfg.no_hash && inc.hash.is_none());
     let stored = match cfg.method {
-        RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer)?,
+        RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer, hash_it)?,
         RecvMethod::Mmap => recv_mmap(sock, &file, inc, max, cfg, peer, &dest)?,
         RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg.sizes.chunk, gear, peer)?,
     };
@@ -598,12 +604,17 @@ fn store(
     let time = stored.start.elapsed().saturating_sub(stored.paused);
     let v = Instant::now();
     let hash = match stored.hash {
-        Some(h) => h,
-        None => super::sender::hash_file(&file, stored.got)
-            .map_err(|e| Error::io("verify failed", &dest, &e))?,
+        Some(h) => Some(h),
+        None if hash_it => Some(
+            super::sender::hash_file(&file, stored.got)
+                .map_err(|e| Error::io("verify failed", &dest, &e))?,
+        ),
+        None => None,
     };
     let verify = v.elapsed();
-    check_hash(inc, &hash, peer).map_err(|e| e.at(&dest))?;
+    if let Some(hash) = &hash {
+        check_hash(inc, hash, peer).map_err(|e| e.at(&dest))?;
+    }
     let placed = match (&mut partial, cfg.force) {
         (Some(p), _) => dir
             .rename(&tmp, &name, cfg.force)
@@ -616,7 +627,17 @@ fn store(
         }),
     };
     placed.map_err(|e| crate::output::not_placed(&dest, e))?;
-    let mut rec = record(stored.got, hash, cfg.method.name(), time, verify);
+    let mut rec = record(
+        stored.got,
+        hash.unwrap_or_default(),
+        cfg.method.name(),
+        time,
+        verify,
+    );
+    if hash.is_none() {
+        // Not computed (--no-hash): said as nothing, never as the hash of zeros.
+        rec.blake3.clear();
+    }
     rec.pages = stored.pages;
     Ok(rec)
 }
@@ -732,18 +753,21 @@ fn recv_write(
     max: u64,
     gear: &mut Gear,
     peer: &str,
+    hash_it: bool,
 ) -> Result<Stored> {
     let mut w = file;
-    let mut h = blake3::Hasher::new();
+    let mut h = hash_it.then(blake3::Hasher::new);
     let start = Instant::now();
     let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
         w.write_all(b)
             .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))?;
-        h.update(b);
+        if let Some(h) = &mut h {
+            h.update(b);
+        }
         Ok(())
     })?;
     Ok(Stored {
-        hash: Some(*h.finalize().as_bytes()),
+        hash: h.map(|h| *h.finalize().as_bytes()),
         ..Stored::plain(got, start)
     })
 }
