@@ -99,61 +99,17 @@ fn plain_sender(data: Vec<Vec<u8>>) -> (String, JoinHandle<()>) {
 }
 
 #[test]
-fn a_raw_receiver_without_hashing_stores_the_same_bytes_and_claims_no_hash() {
-    let src = tempfile::tempdir().unwrap();
-    let files = shapes(src.path());
-    let data: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
-    for method in RecvMethod::ALL {
-        let out = tempfile::tempdir().unwrap();
-        let names: Vec<PathBuf> = (0..files.len())
-            .map(|i| out.path().join(format!("got{i}")))
-            .collect();
-        let (addr, h) = plain_sender(data.clone());
-        let r = receive(&RecvConfig {
-            raw: true,
-            no_hash: true,
-            names: names.clone(),
-            timeout: Duration::from_secs(10),
-            ..RecvConfig::new(addr, out.path().into(), method)
-        })
-        .unwrap();
-        h.join().unwrap();
-        for (i, d) in data.iter().enumerate() {
-            assert!(
-                std::fs::read(&names[i]).unwrap() == *d,
-                "{} file {i}",
-                method.name()
-            );
-            assert_eq!(r.files[i].bytes, d.len() as u64);
-            assert_eq!(
-                r.files[i].blake3,
-                "",
-                "{}: no hash computed, none claimed",
-                method.name()
-            );
-        }
-    }
-    // Only a raw stream may go unhashed: with a header the bytes are always verified.
-    let o = iolab()
-        .args(["recv", "x", "--no-hash", "--connect", "127.0.0.1:9"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--raw"));
-}
-
-#[test]
 fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
     let src = tempfile::tempdir().unwrap();
     let files = shapes(src.path());
     let data: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    // Every size with the received bytes hashed, and the default sizes with --no-hash.
+    let cases = SIZES
+        .iter()
+        .map(|s| (*s, false))
+        .chain([(ChunkSizes::default(), true)]);
     for method in RecvMethod::ALL {
-        for sizes in SIZES {
+        for (sizes, no_hash) in cases.clone() {
             let out = tempfile::tempdir().unwrap();
             let names: Vec<PathBuf> = (0..files.len())
                 .map(|i| out.path().join(format!("got{i}")))
@@ -161,6 +117,7 @@ fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
             let (addr, h) = plain_sender(data.clone());
             let r = receive(&RecvConfig {
                 raw: true,
+                no_hash,
                 names: names.clone(),
                 sizes,
                 timeout: Duration::from_secs(10),
@@ -179,7 +136,18 @@ fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
                     d.len()
                 );
                 assert_eq!(r.files[i].bytes, d.len() as u64);
-                assert_eq!(r.files[i].blake3, blake3::hash(d).to_hex().to_string());
+                // With --no-hash no hash is computed, and none is claimed.
+                let want = if no_hash {
+                    String::new()
+                } else {
+                    blake3::hash(d).to_hex().to_string()
+                };
+                assert_eq!(
+                    r.files[i].blake3,
+                    want,
+                    "{} no_hash {no_hash}",
+                    method.name()
+                );
             }
             assert_eq!(
                 std::fs::read_dir(out.path()).unwrap().count(),
@@ -188,6 +156,18 @@ fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
             );
         }
     }
+    // Only a raw stream may go unhashed: with a header the bytes are always verified.
+    let o = iolab()
+        .args(["recv", "x", "--no-hash", "--connect", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--raw"));
 }
 
 #[test]
