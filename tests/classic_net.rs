@@ -157,17 +157,11 @@ fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
         }
     }
     // Only a raw stream may go unhashed: with a header the bytes are always verified.
-    let o = iolab()
+    iolab()
         .args(["recv", "x", "--no-hash", "--connect", "127.0.0.1:9"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--raw"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--raw"));
 }
 
 #[test]

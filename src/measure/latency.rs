@@ -189,9 +189,10 @@ pub struct OpLog {
 impl OpLog {
     /// Operations timed one by one before deciding whether to sample.
     pub const PROBE_OPS: u64 = 64;
-    /// Operations shorter than this on average are timed one in [`OpLog::SAMPLE_EVERY`]: two
-    /// clock reads (with the serialising read of the time-stamp counter) cost up to a fifth of
-    /// a 1 us operation, more than the 5% iolab allows itself.
+    /// Operations shorter than this on average are sampled, one timed in a gap of at least
+    /// [`OpLog::SAMPLE_EVERY`] ([`OpLog::sample_gap`]): two clock reads (with the ordered read of
+    /// the time-stamp counter) cost up to a fifth of a 1 us operation, more than the 5% iolab
+    /// allows itself.
     pub const SAMPLE_BELOW_NS: u64 = 20_000;
     /// Mean gap between timed operations when sampling: at least this, more when the operations
     /// are so short that two clock reads per 16 would cost over [`OpLog::CLOCK_SHARE`] of them.
