@@ -23,6 +23,9 @@ pub struct MapRow {
     pub dirty_kb: u64,
     /// Anonymous, KiB.
     pub anonymous_kb: u64,
+    /// Anonymous memory on transparent huge pages, KiB.
+    #[serde(default)]
+    pub anon_huge_kb: u64,
 }
 
 /// Parses smaps text. Lines it does not know are skipped, so newer kernels' fields do no harm.
@@ -48,6 +51,7 @@ pub fn parse(text: &str) -> Vec<MapRow> {
             "Rss" => row.rss_kb = kb(),
             "Shared_Dirty" | "Private_Dirty" => row.dirty_kb += kb(),
             "Anonymous" => row.anonymous_kb = kb(),
+            "AnonHugePages" => row.anon_huge_kb = kb(),
             _ => {}
         }
     }
@@ -79,6 +83,7 @@ fn header(line: &str) -> Option<MapRow> {
         rss_kb: 0,
         dirty_kb: 0,
         anonymous_kb: 0,
+        anon_huge_kb: 0,
     })
 }
 
