@@ -251,9 +251,9 @@ fn mmap_plan(bytes: u64, cores: usize) -> Plan {
 /// The candidates for a part of `bytes` bytes, in the order they are tried (each probed with the
 /// plan that reads the rest if it wins): resident data mapped or copied by
 /// pread (small page-cache folios can make the copy win; the two race on one thread each); data
-/// on the device mapped, the kernel's readahead feeding each thread (tried first, the usual
-/// winner on this project's virtual disk, so that O_DIRECT through io_uring at depth 32, tried
-/// second, can stop at half its slice when it is hopelessly behind).
+/// on the device read with O_DIRECT through io_uring at depth 32 (tried first, the usual winner
+/// on this project's virtual disk once its buffers sit on huge pages), then mapped, the kernel's
+/// readahead feeding each thread (which stops at half its slice when it is hopelessly behind).
 pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
     let threads = threads_for(bytes, cores);
     if warm {
@@ -273,7 +273,7 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
             depth: 32,
         };
         let mmap = mmap_plan(bytes, cores);
-        vec![mmap, direct]
+        vec![direct, mmap]
     }
 }
 
@@ -396,11 +396,25 @@ fn read_part(
             let first_probe = probes.len();
             for (k, plan) in cands.iter().enumerate() {
                 let at = start + k as u64 * (p + PROBE_GAP);
-                let beat = probes[first_probe..]
+                // The budget: a share of the part's time at the first candidate's rate, less
+                // what the candidates after it have cost so far.
+                let budget = probes[first_probe..]
                     .iter()
                     .map(|pr| pr.mib_s)
-                    .reduce(f64::max);
-                match probe(src, plan, at, p, beat) {
+                    .reduce(f64::max)
+                    .map(|beat| {
+                        let rate = beat * (1 << 20) as f64;
+                        let spent: f64 = probes[first_probe + 1..]
+                            .iter()
+                            .map(|pr| (pr.secs - pr.bytes as f64 / rate).max(0.0))
+                            .sum();
+                        let first = probes[first_probe].mib_s * (1 << 20) as f64;
+                        Budget {
+                            beat,
+                            secs: PROBE_BUDGET * bytes as f64 / first - spent,
+                        }
+                    });
+                match probe(src, plan, at, p, budget) {
                     Ok((prepared, m, end, secs, mib_s)) => {
                         moved.add(m);
                         probes.push(Probe {
@@ -572,40 +586,82 @@ fn race_warm(
     Ok((plan, why, prepared, cost, moved))
 }
 
+/// What a later candidate may cost: the best rate so far, and the probe's budget left.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    /// The best rate so far, MiB/s.
+    beat: f64,
+    /// Seconds this candidate may take beyond reading its bytes at `beat`.
+    secs: f64,
+}
+
+/// The whole probe may cost at most this share of the part's expected time (at the first
+/// candidate's rate).
+pub const PROBE_BUDGET: f64 = 0.02;
+
+/// Whether reading on to `next` bytes, at the pace of `read` bytes in `secs`, would cost more
+/// than `budget` seconds beyond reading them at `beat` bytes per second.
+fn over_budget(secs: f64, read: u64, next: u64, beat: f64, budget: f64) -> bool {
+    let pace = secs / read.max(1) as f64;
+    next as f64 * (pace - 1.0 / beat) > budget
+}
+
 /// Tries `plan` on `p` bytes at `at`: the first half starts the pipeline (readahead windows grow,
-/// the queue fills); the rate is the second half's, as the rest of the part would run. When the
-/// first half already runs at under half of `beat` (the best rate so far), the second half is
-/// left to the winner: this candidate cannot win, and reading on would only add to the probe's
-/// cost. Returns the prepared workers, what was read, where the reading stopped, the whole time
-/// (preparation included) and the rate.
+/// the queue fills); the rate is the second half's, as the rest of the part would run. A later
+/// candidate (with a `budget`) reads its slice in steps and stops before a step that, at its pace
+/// so far, would take it past the budget: it is then too slow to win at an affordable price, and
+/// reading on would only add to the probe's cost. Returns the prepared workers, what was read,
+/// where the reading stopped, the whole time (preparation included) and the rate.
 fn probe(
     src: &Source,
     plan: &Plan,
     at: u64,
     p: u64,
-    beat: Option<f64>,
+    budget: Option<Budget>,
 ) -> Result<(Prepared, engine::Moved, u64, f64, f64)> {
     let t = Instant::now();
     let mut prepared = prepare_plan(src, plan)?;
     let half = at + (p / 2) / ALIGN * ALIGN;
-    // The first half is rated from after the preparation (buffers, ring): that is paid once
-    // whoever wins, and counted in `secs`, not in how fast this candidate reads.
-    let t1 = Instant::now();
-    let mut moved = read_ranges(&mut prepared, plan, src.size, &[(at, half)])?;
-    let first = crate::size::mib_per_s(half - at, t1.elapsed().as_secs_f64());
-    if beat.is_some_and(|b| first < b / 2.0) {
-        return Ok((prepared, moved, half, t.elapsed().as_secs_f64(), first));
+    let Some(budget) = budget else {
+        // The first half is rated from after the preparation (buffers, ring): that is paid once
+        // whoever wins, and counted in `secs`, not in how fast this candidate reads.
+        let mut moved = read_ranges(&mut prepared, plan, src.size, &[(at, half)])?;
+        let t2 = Instant::now();
+        moved.add(read_ranges(
+            &mut prepared,
+            plan,
+            src.size,
+            &[(half, at + p)],
+        )?);
+        let rate = crate::size::mib_per_s(at + p - half, t2.elapsed().as_secs_f64());
+        return Ok((prepared, moved, at + p, t.elapsed().as_secs_f64(), rate));
+    };
+    // Steps of a block per thread, at least 4 MiB, so each step starts every thread.
+    let step = (ALIGN.max(plan.bs) * plan.threads as u64)
+        .min(p / 2)
+        .max(ALIGN);
+    let beat = budget.beat * (1 << 20) as f64;
+    let mut moved = engine::Moved::default();
+    let mut end = at;
+    let mut t2 = None;
+    while end < at + p {
+        let next = (end + step).min(at + p);
+        let secs = t.elapsed().as_secs_f64();
+        if end > at {
+            if over_budget(secs, end - at, next - at, beat, budget.secs) {
+                let rate = crate::size::mib_per_s(end - at, secs);
+                return Ok((prepared, moved, end, secs, rate));
+            }
+        }
+        if end == half {
+            t2 = Some(Instant::now());
+        }
+        moved.add(read_ranges(&mut prepared, plan, src.size, &[(end, next)])?);
+        end = next;
     }
-    let t2 = Instant::now();
-    moved.add(read_ranges(
-        &mut prepared,
-        plan,
-        src.size,
-        &[(half, at + p)],
-    )?);
-    let steady = t2.elapsed().as_secs_f64();
+    let steady = t2.map_or(t.elapsed(), |t2| t2.elapsed()).as_secs_f64();
     let rate = crate::size::mib_per_s(at + p - half, steady);
-    Ok((prepared, moved, at + p, t.elapsed().as_secs_f64(), rate))
+    Ok((prepared, moved, end, t.elapsed().as_secs_f64(), rate))
 }
 
 /// Prepares a plan. A mapping is made per run and part, in the worker's thread, and released
@@ -770,6 +826,22 @@ mod tests {
     }
 
     #[test]
+    fn a_later_candidate_stops_before_its_pace_would_overrun_the_budget() {
+        let mib = 1u64 << 20;
+        let beat = 2000.0 * mib as f64; // 2000 MiB/s
+        // 2 GiB at 2000 MiB/s: 1.024 s, 2% of it 20.5 ms.
+        let budget = PROBE_BUDGET * 2048.0 / 2000.0;
+        // Half the rate: 8 MiB in 8 ms; 16 MiB would cost 8 ms more than at the beat: read on.
+        assert!(!over_budget(0.008, 8 * mib, 16 * mib, beat, budget));
+        // ... and 32 MiB 16 ms: still within 20.5 ms.
+        assert!(!over_budget(0.008, 8 * mib, 32 * mib, beat, budget));
+        // A quarter of the rate: 16 MiB cost 24 ms beyond the beat: stop before that step.
+        assert!(over_budget(0.016, 8 * mib, 16 * mib, beat, budget));
+        // Faster than the beat never overruns.
+        assert!(!over_budget(0.001, 8 * mib, 1 << 40, beat, budget));
+    }
+
+    #[test]
     fn probe_slices_split_into_whole_blocks() {
         for warm in [true, false] {
             for bytes in [0u64, 1 << 20, 1 << 30, 3 << 30, 100 << 30] {
@@ -785,12 +857,12 @@ mod tests {
                 }
             }
         }
-        // Cold: mapped (the usual winner) first, then O_DIRECT; warm: mapped and copied.
+        // Cold: O_DIRECT (the usual winner) first, then mapped; warm: mapped and copied.
         let cold: Vec<ReadMethod> = candidates(false, 1 << 31, 2)
             .iter()
             .map(|c| c.method)
             .collect();
-        assert_eq!(cold, vec![ReadMethod::Mmap, ReadMethod::UringDirect]);
+        assert_eq!(cold, vec![ReadMethod::UringDirect, ReadMethod::Mmap]);
         let warm: Vec<ReadMethod> = candidates(true, 1 << 31, 2)
             .iter()
             .map(|c| c.method)

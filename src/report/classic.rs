@@ -240,9 +240,10 @@ pub fn fast_explain(r: &FastResult) -> String {
         ]);
     }
     out.push_str(&crate::report::table(&rows));
-    out.push_str(
-        "(MiB/s: a slice's second half, or its first when it stopped there; raced: bytes per CPU second)\n",
-    );
+    out.push_str(&format!(
+        "(MiB/s: a slice's second half, or all it read when it stopped short, its pace taking it past the probe's budget of {:.0}% of the part's time; raced: bytes per CPU second)\n",
+        100.0 * crate::experiments::fast::PROBE_BUDGET
+    ));
     let wall = r.counters.wall.as_secs_f64();
     out.push_str(&format!(
         "probe cost: {:.1} ms (the losers' slices beyond the winner's rate; {:.1}% of the {:.3} s run)\n",
