@@ -647,11 +647,9 @@ fn probe(
     while end < at + p {
         let next = (end + step).min(at + p);
         let secs = t.elapsed().as_secs_f64();
-        if end > at {
-            if over_budget(secs, end - at, next - at, beat, budget.secs) {
-                let rate = crate::size::mib_per_s(end - at, secs);
-                return Ok((prepared, moved, end, secs, rate));
-            }
+        if end > at && over_budget(secs, end - at, next - at, beat, budget.secs) {
+            let rate = crate::size::mib_per_s(end - at, secs);
+            return Ok((prepared, moved, end, secs, rate));
         }
         if end == half {
             t2 = Some(Instant::now());
