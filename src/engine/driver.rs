@@ -250,15 +250,34 @@ pub fn race(a: &mut Prepared, pa: &Part, b: &mut Prepared, pb: &Part) -> Result<
     let (Some(wa), Some(wb)) = (a.workers.first_mut(), b.workers.first_mut()) else {
         return Err(Error::failed("read failed", "nothing to race"));
     };
+    // Both start together, each spinning until the other is running: otherwise the calling
+    // thread took every block of a short slice while the new one was still starting, and a
+    // sleeping barrier left the woken side a millisecond behind on this virtual machine (a
+    // 32 MiB slice was gone by then). Yielding while it waits, so one core is enough.
+    let ready = std::sync::atomic::AtomicU32::new(0);
+    let meet = || {
+        use std::sync::atomic::Ordering;
+        ready.fetch_add(1, Ordering::AcqRel);
+        while ready.load(Ordering::Acquire) < 2 {
+            std::thread::yield_now();
+        }
+    };
     let timed = |w: &mut Box<dyn Worker>, p: &Part| -> Result<(Moved, f64)> {
         let cpu = crate::sys::thread_cpu_secs;
+        meet();
         let t = cpu();
         let mut log = OpLog::new(false, None);
         let m = w.run(p, &mut log)?;
         Ok((m, cpu() - t))
     };
+    let here = crate::sys::current_cpu();
     let (ra, rb) = std::thread::scope(|s| {
-        let h = s.spawn(|| timed(wb, pb));
+        let h = s.spawn(|| {
+            if let Some(cpu) = here {
+                crate::sys::start_apart(cpu, 1);
+            }
+            timed(wb, pb)
+        });
         let ra = timed(wa, pa);
         let rb = h
             .join()
@@ -292,12 +311,17 @@ pub fn run_parts(
         || OpLog::new(limits.latencies, limits.deadline).with_progress(limits.progress.clone());
     let (first, rest) = workers.split_at_mut(1);
     let first = &mut first[0];
+    let here = crate::sys::current_cpu();
     let results: Vec<Result<(Moved, OpLog)>> = std::thread::scope(|s| {
         let handles: Vec<_> = rest
             .iter_mut()
             .zip(parts.iter().skip(1))
-            .map(|(wk, part)| {
+            .enumerate()
+            .map(|(k, (wk, part))| {
                 s.spawn(move || {
+                    if let Some(cpu) = here {
+                        crate::sys::start_apart(cpu, k + 1);
+                    }
                     let mut l = log();
                     wk.run(part, &mut l).map(|m| (m, l))
                 })

@@ -175,6 +175,64 @@ pub fn cpus() -> usize {
     })
 }
 
+/// The calling thread's affinity mask, and the CPUs in it.
+fn affinity() -> Option<(libc::cpu_set_t, Vec<usize>)> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills at most
+    // size_of::<cpu_set_t>() bytes of it for the calling thread (pid 0).
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: as above.
+    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads a bit of a valid set, i < its size in bits.
+    let cpus = (0..8 * size)
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &allowed) })
+        .collect();
+    Some((allowed, cpus))
+}
+
+/// The CPUs the calling thread may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    affinity().map(|a| a.1).unwrap_or_default()
+}
+
+/// The CPU the calling thread runs on now, if the kernel says.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).ok()
+}
+
+/// Moves the calling thread onto the `k`-th CPU after `away_from` among those it may use, then
+/// lets it go anywhere again. A new thread starts where the kernel put it, and on this project's two-CPU
+/// machine that was the parent's CPU one time in two: two workers then shared a core until the
+/// balancer moved one (a millisecond or more, a short race's whole length). This only chooses
+/// where the thread starts; it is not pinned. Does nothing when it cannot.
+pub fn start_apart(away_from: usize, k: usize) {
+    let Some((allowed, cpus)) = affinity() else {
+        return;
+    };
+    if cpus.len() < 2 {
+        return;
+    }
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    let from = cpus.iter().position(|&c| c == away_from).unwrap_or(0);
+    let target = cpus[(from + k) % cpus.len()];
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes one bit below its size.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::CPU_SET(target, &mut one) };
+    // SAFETY: both sets are valid for `size` bytes; pid 0 is the calling thread. Setting a
+    // one-CPU mask moves the thread there before the call returns; the second call gives back
+    // the mask it had.
+    unsafe {
+        if libc::sched_setaffinity(0, size, &one) == 0 {
+            libc::sched_setaffinity(0, size, &allowed);
+        }
+    }
+}
+
 /// Page size of the machine.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory arguments.
@@ -215,4 +273,31 @@ pub fn sync_all_filesystems() {
 /// Whether SIGINT or SIGTERM arrived (with [`cleanup::install`] in place).
 pub fn interrupted() -> bool {
     cleanup::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_thread_started_apart_runs_on_the_cpu_asked_and_is_not_left_pinned() {
+        let cpus = super::allowed_cpus();
+        let Some(here) = super::current_cpu() else {
+            eprintln!("skipped: the kernel does not say which CPU runs a thread");
+            return;
+        };
+        if cpus.len() < 2 {
+            eprintln!("skipped: this process may use one CPU only");
+            return;
+        }
+        let from = cpus.iter().position(|&c| c == here).unwrap_or(0);
+        for k in 1..cpus.len().min(4) {
+            let (on, mask) = std::thread::spawn(move || {
+                super::start_apart(here, k);
+                (super::current_cpu(), super::allowed_cpus())
+            })
+            .join()
+            .unwrap();
+            assert_eq!(on, Some(cpus[(from + k) % cpus.len()]), "k = {k}");
+            assert_eq!(mask, cpus, "the thread keeps every CPU it may use");
+        }
+    }
 }
