@@ -277,12 +277,12 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
     }
 }
 
-/// The probe slice of each candidate for a part of `bytes`: 1/64 of it, at least 32 MiB, when
-/// cold; when warm the one slice both candidates race over, 1/16 of it, at least 32 MiB. In
-/// whole 4 MiB units, so each half starts on a block.
-pub fn probe_len(warm: bool, bytes: u64) -> u64 {
-    let (div, min) = if warm { (16, 32 << 20) } else { (64, 32 << 20) };
-    ((bytes / div).max(min) / ALIGN) * ALIGN
+/// The probe slice of each candidate for a part of `bytes` (when cold), or the one slice both
+/// race over (when warm): 1/64 of it, at least 32 MiB, in whole 4 MiB units, so each half starts
+/// on a block. (The warm race took 1/16 while its threads could start on one CPU; started apart,
+/// 1/64 rates them as well and costs a quarter as much.)
+pub fn probe_len(_warm: bool, bytes: u64) -> u64 {
+    ((bytes / 64).max(32 << 20) / ALIGN) * ALIGN
 }
 
 /// Contiguous runs of the file that are resident (`true`) or not, in [`CHUNK`]s.
