@@ -185,6 +185,44 @@ impl Workload {
             })
             .collect()
     }
+
+    /// [`Workload::shared_parts`] over several sorted, disjoint byte ranges in one pass: `None`
+    /// when a range does not start on a block, one ends inside a block before the last, or the
+    /// blocks are too many for a table (read them range by range then).
+    pub fn shared_ranges(&self, ranges: &[(u64, u64)]) -> Option<Vec<Part>> {
+        let bs = self.bs.max(1);
+        let (&(first_start, _), &(_, end)) = (ranges.first()?, ranges.last()?);
+        let first = first_start / bs;
+        let mut blocks: Vec<u32> = Vec::new();
+        for (k, &(s, e)) in ranges.iter().enumerate() {
+            let inner_end = k + 1 < ranges.len() && !e.is_multiple_of(bs);
+            if !s.is_multiple_of(bs) || inner_end || e > self.len || s > e {
+                return None;
+            }
+            for b in s / bs..e.div_ceil(bs) {
+                blocks.push(u32::try_from(b - first).ok()?);
+                if blocks.len() as u64 > Order::TABLE_MAX {
+                    return None;
+                }
+            }
+        }
+        let count = blocks.len() as u64;
+        let order = Order::Listed(blocks.into());
+        let cursor = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let t = (self.threads.max(1) as u64).min(count);
+        Some(
+            (0..t)
+                .map(|_| Part {
+                    bs,
+                    len: end,
+                    first,
+                    count,
+                    order: Some(order.clone()),
+                    cursor: Some(cursor.clone()),
+                })
+                .collect(),
+        )
+    }
 }
 
 /// A random visiting order: looked up in a table made before the run (as a plain loop over a
@@ -200,6 +238,9 @@ enum Order {
         n: u64,
         seed: u64,
     },
+    /// Blocks of several ranges, in file order (relative to the part's first block): one pass
+    /// over what a probe left, instead of a pass per range.
+    Listed(std::sync::Arc<[u32]>),
 }
 
 impl Order {
@@ -217,7 +258,7 @@ impl Order {
     #[inline]
     fn apply(&self, i: u64) -> u64 {
         match self {
-            Order::Table(t) => t[i as usize] as u64,
+            Order::Table(t) | Order::Listed(t) => t[i as usize] as u64,
             Order::Computed(p) => p.apply(i),
             Order::Uniform { n, seed } => {
                 let mut st = seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -251,9 +292,13 @@ impl Part {
         self.count = self.count.min(n);
     }
 
-    /// The byte range this part covers: `(start, end)`.
+    /// The byte range this part covers: `(start, end)` (for several ranges, from the first's
+    /// start to the last's end, holes included).
     pub fn span(&self) -> (u64, u64) {
         let start = (self.first * self.bs).min(self.len);
+        if matches!(self.order, Some(Order::Listed(_))) {
+            return (start, self.len);
+        }
         let end = ((self.first + self.count) * self.bs).min(self.len);
         (start, end)
     }
@@ -539,6 +584,47 @@ mod tests {
             1,
             "no more parts than blocks"
         );
+    }
+
+    #[test]
+    fn shared_ranges_visit_every_block_of_every_range_once_and_nothing_between() {
+        let w = Workload {
+            bs: 4096,
+            len: 1_000_000,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 2,
+        };
+        let ranges = [(8192, 40960), (65536, 81920), (98304, 1_000_000)];
+        let parts = w.shared_ranges(&ranges).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            parts[0].span(),
+            (8192, 1_000_000),
+            "first start to last end"
+        );
+        let mut all: Vec<Block> = std::thread::scope(|s| {
+            let hs: Vec<_> = parts
+                .iter()
+                .map(|p| s.spawn(move || p.iter().collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        all.sort_by_key(|b| b.offset);
+        let mut want = Vec::new();
+        for (s, e) in ranges {
+            let mut at = s;
+            while at < e {
+                let len = 4096.min(e - at);
+                want.push(Block { offset: at, len });
+                at += len;
+            }
+        }
+        assert_eq!(all, want);
+        // A range that starts or (before the last) ends inside a block is read range by range.
+        assert!(w.shared_ranges(&[(100, 4096)]).is_none());
+        assert!(w.shared_ranges(&[(0, 5000), (8192, 12288)]).is_none());
+        assert!(w.shared_ranges(&[(0, 4096), (8192, 9000)]).is_some());
     }
 
     use super::*;
