@@ -69,7 +69,7 @@ def ensure(packages):
         subprocess.run(["apt-get", "update", "-qq"], check=False)
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
     hold_freed_memory()
-    sh(["cargo", "build", "--release", "--locked", "--examples"], cwd=ROOT)
+    sh(["cargo", "build", "--release", "--locked", "--bins", "--examples"], cwd=ROOT)
 
 
 def make_file(directory, size):
