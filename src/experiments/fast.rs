@@ -249,11 +249,12 @@ fn mmap_plan(bytes: u64, cores: usize) -> Plan {
 }
 
 /// The candidates for a part of `bytes` bytes, in the order they are tried (each probed with the
-/// plan that reads the rest if it wins): resident data mapped or copied by
-/// pread (small page-cache folios can make the copy win; the two race on one thread each); data
-/// on the device read with O_DIRECT through io_uring at depth 32 (tried first, the usual winner
-/// on this project's virtual disk once its buffers sit on huge pages), then mapped, the kernel's
-/// readahead feeding each thread (which stops at half its slice when it is hopelessly behind).
+/// plan that reads the rest if it wins): resident data mapped or copied by pread (small
+/// page-cache folios can make the copy win; the two race on one thread each); data on the
+/// device read with O_DIRECT through io_uring in 1 MiB requests 8 deep (tried first, the usual
+/// winner on this project's virtual disk once its buffers sit on huge pages), then mapped, the
+/// kernel's readahead feeding each thread (stopped early when its pace would overrun the
+/// probe's budget).
 pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
     let threads = threads_for(bytes, cores);
     if warm {
@@ -266,13 +267,14 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
         };
         vec![mmap, pread]
     } else {
-        // 4 MiB requests, 8 in flight (32 MiB, as 1 MiB at depth 32): fewer, larger requests
-        // ran faster for fio and iolab alike on this virtual disk (fio 3151 against 3012 MiB/s,
-        // medians of 5 rounds), and this disk's largest request is 4 MiB (max_sectors_kb).
+        // 1 MiB requests, 8 in flight: on this VM the device gives its best with 8 MiB in
+        // flight (fio too: 1M at depth 8 4562 MiB/s against 3866 at depth 32, medians of 8
+        // rounds), and every buffer slot's first touch costs about 1.4 ms per MiB here, so a
+        // larger queue (4 MiB x 8, 32 MiB) paid 45-60 ms of faults before its steady state.
         let direct = Plan {
             method: ReadMethod::UringDirect,
             threads: 1,
-            bs: 4 << 20,
+            bs: 1 << 20,
             depth: 8,
         };
         let mmap = mmap_plan(bytes, cores);
