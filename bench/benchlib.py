@@ -66,8 +66,10 @@ def ensure(packages):
     if missing:
         if os.geteuid() != 0:
             sys.exit(f"missing {' '.join(missing)} and installing needs root: apt-get install {' '.join(missing)}")
-        subprocess.run(["apt-get", "update", "-qq"], check=False)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
+        # apt's talk goes to stderr: stdout carries only the bench's results.
+        subprocess.run(["apt-get", "update", "-qq"], check=False, stdout=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, stdout=sys.stderr,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     hold_freed_memory()
     sh(["cargo", "build", "--release", "--locked", "--bins", "--examples"], cwd=ROOT)
 
