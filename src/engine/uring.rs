@@ -239,7 +239,7 @@ impl ReadEngine for Uring {
 /// thread XORs (before, the queue ran one short during the XOR of each block). One: every slot
 /// is touched once, and on this VM a fresh buffer's first touch costs about 1.4 ms per MiB (the
 /// host backs it then); 4 spares of 4 MiB cost more than they gained (cold 2 GiB at 4 MiB x 8:
-/// 0.95 of fio with one spare, 0.89 with none, 0.92 with four, medians of 6-10 rounds).
+/// 0.95 of fio with one spare, 0.89 with none, 0.87-0.92 with four, medians of 5-10 rounds).
 pub fn spare_slots(_depth: usize) -> usize {
     1
 }
