@@ -71,6 +71,12 @@ fn a_raw_sender_feeds_a_plain_socket_reader_byte_for_byte() {
                 let r = h.join().unwrap().unwrap();
                 assert!(r.raw);
                 assert_eq!(r.sizes, sizes);
+                // No hash before the bytes (the receiver would wait a whole pass) and none
+                // claimed: a raw stream carries none.
+                for f in &r.files {
+                    assert!(f.blake3.is_empty(), "{}: {}", f.name, f.blake3);
+                    assert_eq!(f.hash_time, Duration::ZERO);
+                }
                 got
             });
             for (f, g) in files.iter().zip(&got) {
