@@ -14,6 +14,7 @@ struct RawMap {
     ptr: *mut u8,
     len: usize,
     guard: sigbus::Guard,
+    writable: bool,
 }
 
 // SAFETY: the mapping is plain memory owned by this value; the public types around it decide who
@@ -63,6 +64,7 @@ impl RawMap {
             ptr: ptr.cast(),
             len,
             guard,
+            writable,
         })
     }
 
@@ -96,9 +98,25 @@ impl RawMap {
     }
 }
 
+/// From this size on, a read-only mapping's page tables are emptied with MADV_DONTNEED before the
+/// munmap: see [`RawMap`]'s drop.
+const ZAP_FIRST: usize = 16 << 20;
+
 impl Drop for RawMap {
     fn drop(&mut self) {
         self.guard.unregister();
+        // munmap takes the address space's lock for writing and holds it (downgraded to reading)
+        // while it clears the page tables, so several threads unmapping large mappings at once
+        // clear them one after the other: two workers' 2 GiB mappings of a warm file took 5 and
+        // then 7 ms more. MADV_DONTNEED clears them under the lock for reading, side by side,
+        // and the munmap after it has nothing left to clear. A read-only shared mapping holds
+        // nothing that this could lose; a writable one is left to munmap alone.
+        if !self.writable && self.len >= ZAP_FIRST {
+            // SAFETY: exactly our own live mapping, about to be unmapped; it is shared and
+            // read-only, so dropping its page-table entries loses nothing (the page cache keeps
+            // the pages), and no slice of it outlives this owner.
+            unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_DONTNEED) };
+        }
         // SAFETY: unmapping exactly the range mmap returned; no slices outlive the owners.
         unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
