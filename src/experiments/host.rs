@@ -47,18 +47,18 @@ pub struct Host {
 
 /// The host facts, with the filesystem and device of `path` when given.
 pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                l.strip_prefix("model name")?
-                    .split_once(':')
-                    .map(|(_, v)| v.trim().to_string())
-            })
+    // Read once: /proc/cpuinfo is formatted afresh, CPU by CPU, at every read.
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split_once(':')
+                .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
     // A virtual machine may name only the family ("AMD EPYC"): the numbers tell models apart.
-    let cpu_model = match cpu_numbers() {
+    let cpu_model = match cpu_numbers(&cpuinfo) {
         Some(n) if !cpu_model.contains(&n) => format!("{cpu_model} ({n})"),
         _ => cpu_model,
     };
@@ -214,8 +214,7 @@ pub fn utc_date(secs: u64) -> String {
 }
 
 /// `family 25 model 1 stepping 1` from /proc/cpuinfo.
-fn cpu_numbers() -> Option<String> {
-    let t = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+fn cpu_numbers(t: &str) -> Option<String> {
     let field = |name: &str| {
         t.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
