@@ -107,7 +107,7 @@ fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, ProcS
 /// each thread's stat took 10-15 µs (58 of the 66 processes on this machine kind, about 0.8 ms
 /// of every command). `None` when pid 2 is not kthreadd (a PID namespace, where the kernel's
 /// threads are not shown) or the kernel keeps no children lists.
-pub fn kernel_threads(proc: &std::path::Path) -> Option<std::collections::HashSet<u32>> {
+fn kernel_threads(proc: &std::path::Path) -> Option<std::collections::HashSet<u32>> {
     let stat = std::fs::read_to_string(proc.join("2/stat")).ok()?;
     if !parse_pid_stat(&stat)?.kthread {
         return None;

@@ -162,19 +162,13 @@ fn prepare(cfg: &SendConfig) -> Result<Vec<Outgoing>> {
                 .map_err(|w| Error::usage("cannot send", w).at(path))?;
             // A raw stream carries no hash, as nc and the course's master send none: hashing
             // first would keep a waiting receiver idle for a whole pass over the file.
-            let t = Instant::now();
-            let hash = if cfg.raw {
-                None
+            let (hash, hash_time) = if cfg.raw {
+                (None, Duration::ZERO)
             } else {
-                Some(
-                    hash_file(&src.file, src.size)
-                        .map_err(|e| Error::io("read failed", path, &e))?,
-                )
-            };
-            let hash_time = if hash.is_some() {
-                t.elapsed()
-            } else {
-                Duration::ZERO
+                let t = Instant::now();
+                let h = hash_file(&src.file, src.size)
+                    .map_err(|e| Error::io("read failed", path, &e))?;
+                (Some(h), t.elapsed())
             };
             Ok(Outgoing {
                 path: path.clone(),
