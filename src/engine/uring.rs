@@ -163,7 +163,7 @@ struct UringWorker {
     slot_len: usize,
     /// Requests in flight at most.
     depth: usize,
-    /// Slots: `depth` plus [`spare_slots`], so a completed block is digested while the slot
+    /// Slots: `depth` plus [`SPARE_SLOTS`], so a completed block is digested while the slot
     /// read next is already in flight.
     slots: usize,
     /// Requests queued before they are handed to the kernel without waiting.
@@ -198,7 +198,7 @@ impl ReadEngine for Uring {
         } else {
             buffer_len(w)
         };
-        let slots = depth as usize + spare_slots(depth as usize);
+        let slots = depth as usize + SPARE_SLOTS;
         (0..w.threads)
             .map(|_| {
                 let region = len * slots;
@@ -240,9 +240,7 @@ impl ReadEngine for Uring {
 /// is touched once, and on this VM a fresh buffer's first touch costs about 1.4 ms per MiB (the
 /// host backs it then); 4 spares of 4 MiB cost more than they gained (cold 2 GiB at 4 MiB x 8:
 /// 0.95 of fio with one spare, 0.89 with none, 0.87-0.92 with four, medians of 5-10 rounds).
-pub fn spare_slots(_depth: usize) -> usize {
-    1
-}
+pub const SPARE_SLOTS: usize = 1;
 
 fn slot_of(bufs: &mut AlignedBuf, slot_len: usize, i: usize) -> &mut [u8] {
     &mut bufs.as_mut_slice()[i * slot_len..(i + 1) * slot_len]
