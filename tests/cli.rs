@@ -320,6 +320,41 @@ fn fast_prints_the_xor_on_stdout_and_talk_on_stderr() {
 }
 
 #[test]
+fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
+    // A warm 40 MiB file probed (probe_from lowered): the explanation names each probe and the
+    // budget as the code has it (0.5% once printed as "0%").
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(40 << 20, 6);
+    let f = write_file(dir.path(), "e", &data);
+    iolab().args(["cache", "load", s(&f)]).assert().success();
+    let o = iolab()
+        .args(["fast", s(&f), "--explain", "--probe-from", "1MiB"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}\n", xor_line(plain_xor(&data)))
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    let budget = format!(
+        "budget of {}% of the part's time",
+        100.0 * iolab::experiments::fast::PROBE_BUDGET
+    );
+    assert!(err.contains(&budget), "{err}");
+    assert!(!err.contains("budget of 0%"), "{err}");
+    assert!(err.contains("probe cost: "), "{err}");
+    // A warm part races mapped against copied: one row each, marked resident.
+    let rows = err
+        .lines()
+        .filter(|l| {
+            l.contains(" resident ") && (l.starts_with("mmap x") || l.starts_with("pread x"))
+        })
+        .count();
+    assert_eq!(rows, 2, "{err}");
+}
+
+#[test]
 fn cache_evict_then_status_shows_it_cold() {
     let dir = tempfile::tempdir().unwrap();
     let f = write_file(dir.path(), "c", &bytes(4 << 20, 5));

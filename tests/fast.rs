@@ -119,7 +119,7 @@ fn a_partly_resident_file_reads_each_part_its_own_way_with_the_right_xor() {
             );
         }
         if round == 0 {
-            // The cold part (over 96 MiB) had room for both slices: O_DIRECT and mmap tried,
+            // The cold part (over 96 MiB) had room for both slices: O_DIRECT and buffered tried,
             // unless O_DIRECT is refused here, which the reason then says.
             let cold: Vec<_> = r.choice.probes.iter().filter(|p| !p.warm).collect();
             assert!(!cold.is_empty(), "{:?}", r.choice);

@@ -241,7 +241,7 @@ pub fn fast_explain(r: &FastResult) -> String {
     }
     out.push_str(&crate::report::table(&rows));
     out.push_str(&format!(
-        "(MiB/s: a slice's second half, or all it read when it stopped short, its pace taking it past the probe's budget of {:.0}% of the part's time; raced: bytes per CPU second)\n",
+        "(MiB/s: a slice's second half, or all it read when it stopped short, its pace taking it past the probe's budget of {}% of the part's time; raced: bytes per CPU second)\n",
         100.0 * crate::experiments::fast::PROBE_BUDGET
     ));
     let wall = r.counters.wall.as_secs_f64();
