@@ -91,7 +91,10 @@ fn main() {
             }
         },
     };
-    let ctx = cli::Ctx::new();
+    let ctx = match args.command {
+        cli::Command::Fast(ref f) if f.host_ahead_pays() => cli::Ctx::with_host_ahead(),
+        _ => cli::Ctx::new(),
+    };
     if let Err(e) = cli::dispatch(args.command, &ctx) {
         eprintln!("iolab: {e}");
         std::process::exit(e.exit_code());

@@ -320,6 +320,48 @@ fn fast_prints_the_xor_on_stdout_and_talk_on_stderr() {
 }
 
 #[test]
+fn fast_json_carries_the_same_host_facts_whether_gathered_ahead_or_after() {
+    // From 32 MiB, `fast --format json` gathers its host facts on a thread of their own from
+    // the start; below, after the run. Both must say the same of this host and this command.
+    let dir = tempfile::tempdir().unwrap();
+    let facts = |size: usize| {
+        let data = bytes(size, 8);
+        let f = write_file(dir.path(), &format!("h{size}"), &data);
+        let o = iolab()
+            .args(["fast", s(&f), "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
+        let mut host = v["host"].clone();
+        let line = host["command_line"].as_str().unwrap().to_string();
+        assert!(
+            line.contains("fast") && line.contains(&format!("h{size}")),
+            "{line}"
+        );
+        let map = host.as_object_mut().unwrap();
+        for varying in ["command_line", "date"] {
+            map.remove(varying);
+        }
+        host
+    };
+    let after = facts(4096);
+    let ahead = facts(iolab::experiments::fast::PER_THREAD as usize);
+    assert_eq!(ahead, after);
+    let uname = std::process::Command::new("uname")
+        .arg("-r")
+        .output()
+        .unwrap();
+    let release = String::from_utf8_lossy(&uname.stdout).trim().to_string();
+    assert!(
+        after["kernel"].as_str().unwrap().contains(&release),
+        "{after}"
+    );
+    assert!(after["cores"].as_u64().unwrap() >= 1);
+}
+
+#[test]
 fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
     // A warm 40 MiB file probed (probe_from lowered): the explanation names each probe and the
     // budget as the code has it (0.5% once printed as "0%").

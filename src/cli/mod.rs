@@ -27,6 +27,7 @@ mod write;
 use clap::{Parser, Subcommand};
 use iolab::Error;
 use iolab::experiments::Observer;
+use iolab::experiments::host::{Host, host_facts};
 use iolab::measure::interference::Probe;
 use iolab::report::Format;
 use std::io::{IsTerminal, Write};
@@ -90,6 +91,9 @@ pub struct Ctx {
     pub command_line: String,
     /// What else the machine does, sampled from the start of the command.
     pub probe: Probe,
+    /// The host facts for a JSON result that carries none, when gathered ahead (see
+    /// [`Ctx::with_host_ahead`]).
+    host_ahead: std::sync::Mutex<Option<std::thread::JoinHandle<Host>>>,
 }
 
 impl Ctx {
@@ -99,7 +103,36 @@ impl Ctx {
             progress: Progress::new(std::io::stderr().is_terminal()),
             command_line: command_line(),
             probe: Probe::start(),
+            host_ahead: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The context of a command timed whole process (`fast`): the host facts its JSON carries
+    /// (about 0.5 ms of /proc and sysfs reads, DAMON's settings among them) are gathered on a
+    /// thread of their own from the start, on the core the command leaves idle while it opens
+    /// and sizes up the file, rather than after the run.
+    pub fn with_host_ahead() -> Ctx {
+        let ctx = Ctx::new();
+        let line = ctx.command_line.clone();
+        let handle = std::thread::Builder::new()
+            .name("host-facts".into())
+            .spawn(move || host_facts(None, &line))
+            .ok();
+        *ctx.host_ahead.lock().unwrap_or_else(|e| e.into_inner()) = handle;
+        ctx
+    }
+
+    /// The host facts for a result that carries none: those gathered ahead if any (and their
+    /// thread did not fail), else gathered now.
+    fn host(&self) -> Host {
+        let ahead = self
+            .host_ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        ahead
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(|| host_facts(None, &self.command_line))
     }
 
     /// Prints a result's warnings on stderr, then the result (see [`Ctx::emit`]).
@@ -122,12 +155,8 @@ impl Ctx {
             // Every JSON output says what it is and where it was measured.
             map.entry("schema")
                 .or_insert_with(|| serde_json::json!(schema_name(&self.command_line)));
-            map.entry("host").or_insert_with(|| {
-                serde_json::json!(iolab::experiments::host::host_facts(
-                    None,
-                    &self.command_line
-                ))
-            });
+            map.entry("host")
+                .or_insert_with(|| serde_json::json!(self.host()));
             out(&iolab::report::json(&map));
         } else {
             out(text);
