@@ -370,15 +370,36 @@ fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
     let f = write_file(dir.path(), "e", &data);
     iolab().args(["cache", "load", s(&f)]).assert().success();
     let o = iolab()
-        .args(["fast", s(&f), "--explain", "--probe-from", "1MiB"])
+        .args([
+            "fast",
+            s(&f),
+            "--explain",
+            "--probe-from",
+            "1MiB",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        format!("{}\n", xor_line(plain_xor(&data)))
-    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
     let err = String::from_utf8_lossy(&o.stderr);
+    // The cost it states is the JSON's, with the part's probe time, bytes and the winner's pace
+    // that give it.
+    let c = &v["choice"];
+    let u = &c["uses"][0];
+    let cost = format!(
+        "probe cost: {:.1} ms",
+        c["probe_cost_secs"].as_f64().unwrap() * 1e3
+    );
+    assert!(err.contains(&cost), "{cost} in {err}");
+    let took = format!(
+        "resident part: the probe took {:.1} ms for ",
+        u["probe_secs"].as_f64().unwrap() * 1e3
+    );
+    assert!(err.contains(&took), "{took} in {err}");
+    assert!(u["probe_bytes"].as_u64().unwrap() > 0, "{u}");
     let budget = format!(
         "budget of {}% of the part's time",
         100.0 * iolab::experiments::fast::PROBE_BUDGET

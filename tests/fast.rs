@@ -55,6 +55,43 @@ fn check_claims(r: &FastResult, size: u64) {
     assert!(c.probe_cost_secs >= 0.0 && c.probe_cost_secs < wall);
     let probe_secs: f64 = c.probes.iter().map(|p| p.secs).sum();
     assert!(probe_secs <= wall, "the probe is inside the reported time");
+    // The cost stated is what the part's own figures give: the probe's wall time beyond its
+    // bytes at the winner's pace over the rest; the probe's bytes are its slices' bytes, and
+    // its wall time holds every slice (read one after another, or raced side by side).
+    let mut total = 0.0;
+    for u in &c.uses {
+        let mine: Vec<_> = c.probes.iter().filter(|p| p.warm == u.warm).collect();
+        if mine.is_empty() {
+            assert_eq!(
+                (u.probe_secs, u.probe_bytes, u.probe_cost_secs),
+                (0.0, 0, 0.0)
+            );
+            continue;
+        }
+        assert_eq!(
+            u.probe_bytes,
+            mine.iter().map(|p| p.bytes).sum::<u64>(),
+            "{u:?}"
+        );
+        let slices = if mine[0].raced {
+            mine.iter().map(|p| p.secs).fold(0.0, f64::max)
+        } else {
+            mine.iter().map(|p| p.secs).sum()
+        };
+        assert!(
+            u.probe_secs >= slices && u.probe_secs <= wall,
+            "{u:?} {mine:?}"
+        );
+        let at_pace = if u.rest_mib_s > 0.0 {
+            u.probe_bytes as f64 / (u.rest_mib_s * (1u64 << 20) as f64)
+        } else {
+            0.0
+        };
+        let want = (u.probe_secs - at_pace).max(0.0);
+        assert!((u.probe_cost_secs - want).abs() < 1e-9, "{u:?}");
+        total += u.probe_cost_secs;
+    }
+    assert!((c.probe_cost_secs - total).abs() < 1e-9);
 }
 
 #[test]

@@ -109,6 +109,19 @@ pub struct Use {
     pub bytes: u64,
     /// Why this plan.
     pub why: String,
+    /// Wall time of this part's probe: the candidates' slices with their setup, and the
+    /// winner's setup for the rest (0 without a probe).
+    #[serde(default)]
+    pub probe_secs: f64,
+    /// Bytes the probe read (they count towards the XOR, and are not read again).
+    #[serde(default)]
+    pub probe_bytes: u64,
+    /// The chosen plan's pace over the rest of the part, MiB/s (0 when the probe left nothing).
+    #[serde(default)]
+    pub rest_mib_s: f64,
+    /// What the probe cost: `probe_secs` beyond reading `probe_bytes` at `rest_mib_s`.
+    #[serde(default)]
+    pub probe_cost_secs: f64,
 }
 
 /// What auto chose and why.
@@ -130,8 +143,8 @@ pub struct Choice {
     /// The candidates tried, each on its own slice.
     #[serde(default)]
     pub probes: Vec<Probe>,
-    /// Time the probes cost beyond reading their slices with the winners at the winners' probe
-    /// rates (0 without a probe).
+    /// Time the probes cost: each part's probe wall time beyond reading the bytes it read at the
+    /// pace the chosen plan kept over the rest of the part (0 without a probe).
     #[serde(default)]
     pub probe_cost_secs: f64,
 }
@@ -386,7 +399,7 @@ fn read_part(
     ranges: &[(u64, u64)],
     cores: usize,
     probes: &mut Vec<Probe>,
-) -> Result<(engine::Moved, Use, f64)> {
+) -> Result<(engine::Moved, Use)> {
     let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
     let cands = candidates(warm, bytes, cores);
     let p = probe_len(warm, bytes);
@@ -402,14 +415,15 @@ fn read_part(
         .filter(|(s, e)| e > s && e - s >= need)
         .max_by_key(|(s, e)| e - s);
     let mut moved = engine::Moved::default();
-    let (plan, why, holes, mut prepared, cost) = match room {
+    let probe_start = Instant::now();
+    let (plan, why, holes, mut prepared) = match room {
         Some((s, e)) if bytes >= probe_from && warm => {
             // In the middle of the run: a file's first megabytes sit in the small folios of
             // readahead's first windows and would speak for the copy, not for the file.
             let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
-            let (plan, why, prepared, cost, m) = race_warm(src, &cands, start, p, probes)?;
+            let (plan, why, prepared, m) = race_warm(src, &cands, start, p, probes)?;
             moved.add(m);
-            (plan, why, vec![(start, start + p)], prepared, cost)
+            (plan, why, vec![(start, start + p)], prepared)
         }
         Some((start, _)) if bytes >= probe_from => {
             let mut tried = Vec::new();
@@ -465,15 +479,6 @@ fn read_part(
             let best = (0..mine.len())
                 .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
                 .unwrap_or(0);
-            let best_rate = mine[best].mib_s * (1 << 20) as f64;
-            // The winner's own slice was read by the winner (its start-up is paid once in any
-            // run); each loser's slice cost what it took beyond the winner's rate.
-            let cost: f64 = mine
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| *k != best)
-                .map(|(_, pr)| (pr.secs - pr.bytes as f64 / best_rate).max(0.0))
-                .sum();
             let mut why = format!(
                 "probed {}: {} fastest",
                 mine.iter()
@@ -489,7 +494,7 @@ fn read_part(
             let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
             holes.sort_unstable();
             let (prepared, _, k) = tried.swap_remove(best);
-            (cands[k], why, holes, prepared, cost)
+            (cands[k], why, holes, prepared)
         }
         _ => {
             let plan = mmap_plan(bytes, cores);
@@ -501,36 +506,62 @@ fn read_part(
             } else {
                 "rule: no run long enough for the probe slices, mmap".to_string()
             };
-            (plan, why, Vec::new(), prepare_plan(src, &plan)?, 0.0)
+            (plan, why, Vec::new(), prepare_plan(src, &plan)?)
         }
     };
-    moved.add(read_ranges(
-        &mut prepared,
-        &plan,
-        src.size,
-        &minus(ranges, &holes),
-    )?);
+    // The probe's wall time (its slices and setup, and the winner's setup for the rest) against
+    // what its bytes would have taken at the pace the winner keeps over the rest: what probing
+    // cost this part beyond reading it with the winner from the start.
+    let probed = !holes.is_empty();
+    let probe_secs = if probed {
+        probe_start.elapsed().as_secs_f64()
+    } else {
+        0.0
+    };
+    let probe_bytes = if probed { moved.bytes } else { 0 };
+    let rest_start = Instant::now();
+    let rest = read_ranges(&mut prepared, &plan, src.size, &minus(ranges, &holes))?;
+    let rest_secs = rest_start.elapsed().as_secs_f64();
+    let rest_mib_s = if rest.bytes > 0 && rest_secs > 0.0 {
+        crate::size::mib_per_s(rest.bytes, rest_secs)
+    } else {
+        0.0
+    };
+    moved.add(rest);
     let used = Use {
         warm,
         plan,
         bytes,
         why,
+        probe_secs,
+        probe_bytes,
+        rest_mib_s,
+        probe_cost_secs: probe_cost(probe_secs, probe_bytes, rest_mib_s),
     };
-    Ok((moved, used, cost))
+    Ok((moved, used))
+}
+
+/// A probe's cost: its wall time beyond reading its bytes at the winner's pace over the rest of
+/// the part (all of its time when nothing was left to set a pace).
+fn probe_cost(probe_secs: f64, probe_bytes: u64, rest_mib_s: f64) -> f64 {
+    if rest_mib_s <= 0.0 {
+        return probe_secs;
+    }
+    (probe_secs - probe_bytes as f64 / (rest_mib_s * (1 << 20) as f64)).max(0.0)
 }
 
 /// Resident data: the two candidates (full plans, their first workers) race over `p` bytes at
 /// `start`, taking blocks from one cursor, so both meet the same folios (the small folios at a
 /// file's start, where readahead was still ramping up, made a mapped probe slice there 4x slower
 /// than the mapping of the rest). Rated by bytes per CPU second of each thread. Nothing is read
-/// twice, and the cost is the loser's share read at its slower rate.
+/// twice.
 fn race_warm(
     src: &Source,
     cands: &[Plan],
     start: u64,
     p: u64,
     probes: &mut Vec<Probe>,
-) -> Result<(Plan, String, Prepared, f64, engine::Moved)> {
+) -> Result<(Plan, String, Prepared, engine::Moved)> {
     let [a, b] = cands else {
         return Err(Error::failed("read failed", "a race needs two candidates"));
     };
@@ -576,10 +607,7 @@ fn race_warm(
     let few = 4 * w.bs;
     let conclusive = rated.iter().all(|r| r.bytes >= few);
     let best = usize::from(conclusive && rated[1].mib_s > rated[0].mib_s);
-    let (loser, winner) = (&rated[1 - best], &rated[best]);
-    // The loser's bytes cost its CPU time minus what the winner would have spent on them.
-    let cost = (loser.secs - loser.bytes as f64 / (winner.mib_s * (1 << 20) as f64)).max(0.0)
-        / cands.len() as f64;
+    let winner = &rated[best];
     let verdict = if conclusive {
         format!("{} faster", winner.plan.method.name())
     } else {
@@ -604,7 +632,7 @@ fn race_warm(
         _ if b.threads > 1 => (*b, prepare_plan(src, b)?),
         _ => (*b, pb),
     };
-    Ok((plan, why, prepared, cost, moved))
+    Ok((plan, why, prepared, moved))
 }
 
 /// What a later candidate may cost: the best rate so far, and the probe's budget left.
@@ -722,7 +750,6 @@ fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine:
     let mut moved = engine::Moved::default();
     let mut uses = Vec::new();
     let mut probes = Vec::new();
-    let mut cost = 0.0;
     for warm in [true, false] {
         let ranges: Vec<(u64, u64)> = segs
             .iter()
@@ -732,10 +759,9 @@ fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine:
         if ranges.is_empty() {
             continue;
         }
-        let (m, used, c) = read_part(src, probe_from, warm, &ranges, cores, &mut probes)?;
+        let (m, used) = read_part(src, probe_from, warm, &ranges, cores, &mut probes)?;
         moved.add(m);
         uses.push(used);
-        cost += c;
     }
     let main = uses
         .iter()
@@ -755,6 +781,7 @@ fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine:
         })
         .collect::<Vec<_>>()
         .join("; ");
+    let cost = uses.iter().map(|u| u.probe_cost_secs).sum();
     Ok((choice_of(main, reason, uses, probes, cost), moved))
 }
 
@@ -852,6 +879,18 @@ mod tests {
         );
         assert_eq!(minus(&r, &[(0, 100)]), vec![(200, 300)]);
         assert_eq!(minus(&r, &[(90, 210)]), vec![(0, 90), (210, 300)]);
+    }
+
+    #[test]
+    fn a_probes_cost_is_its_time_beyond_its_bytes_at_the_winners_pace() {
+        let mib = 1u64 << 20;
+        // 32 MiB in 20 ms; the winner then ran at 3200 MiB/s, so they were worth 10 ms.
+        assert!((probe_cost(0.020, 32 * mib, 3200.0) - 0.010).abs() < 1e-12);
+        // A probe as fast as the rest costs nothing, and never less.
+        assert_eq!(probe_cost(0.010, 32 * mib, 3200.0), 0.0);
+        assert_eq!(probe_cost(0.005, 32 * mib, 3200.0), 0.0);
+        // Nothing left to set a pace: all of it.
+        assert_eq!(probe_cost(0.020, 32 * mib, 0.0), 0.020);
     }
 
     #[test]

@@ -245,11 +245,35 @@ pub fn fast_explain(r: &FastResult) -> String {
         100.0 * crate::experiments::fast::PROBE_BUDGET
     ));
     let wall = r.counters.wall.as_secs_f64();
+    let parts: Vec<String> = c
+        .uses
+        .iter()
+        .filter(|u| u.probe_secs > 0.0)
+        .map(|u| {
+            let at_pace = if u.rest_mib_s > 0.0 {
+                format!(
+                    "the chosen plan, at its pace over the rest ({:.0} MiB/s), reads those in {:.1} ms",
+                    u.rest_mib_s,
+                    u.probe_bytes as f64 / (u.rest_mib_s * (1 << 20) as f64) * 1e3
+                )
+            } else {
+                "nothing was left to set a pace".to_string()
+            };
+            format!(
+                "{} part: the probe took {:.1} ms for {}, setups included; {at_pace}",
+                if u.warm { "resident" } else { "not resident" },
+                u.probe_secs * 1e3,
+                crate::size::format_size(u.probe_bytes),
+            )
+        })
+        .collect();
     out.push_str(&format!(
-        "probe cost: {:.1} ms (the losers' slices beyond the winner's rate; {:.1}% of the {:.3} s run)\n",
+        "probe cost: {:.1} ms ({:.1}% of the {:.3} s run){}{}\n",
         c.probe_cost_secs * 1e3,
         100.0 * c.probe_cost_secs / wall.max(1e-9),
-        wall
+        wall,
+        if parts.is_empty() { "" } else { ": " },
+        parts.join("; ")
     ));
     out
 }
