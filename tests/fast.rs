@@ -82,6 +82,7 @@ fn check_claims(r: &FastResult, size: u64) {
             u.probe_secs >= slices && u.probe_secs <= wall,
             "{u:?} {mine:?}"
         );
+        // Computed here, not by the library's helper, so a wrong helper fails the test.
         let at_pace = if u.rest_mib_s > 0.0 {
             u.probe_bytes as f64 / (u.rest_mib_s * (1u64 << 20) as f64)
         } else {

@@ -544,10 +544,15 @@ fn read_part(
 /// A probe's cost: its wall time beyond reading its bytes at the winner's pace over the rest of
 /// the part (all of its time when nothing was left to set a pace).
 fn probe_cost(probe_secs: f64, probe_bytes: u64, rest_mib_s: f64) -> f64 {
-    if rest_mib_s <= 0.0 {
-        return probe_secs;
+    (probe_secs - secs_at_pace(probe_bytes, rest_mib_s)).max(0.0)
+}
+
+/// Seconds `bytes` take at `mib_s` (0 without a pace).
+pub fn secs_at_pace(bytes: u64, mib_s: f64) -> f64 {
+    if mib_s <= 0.0 {
+        return 0.0;
     }
-    (probe_secs - probe_bytes as f64 / (rest_mib_s * (1 << 20) as f64)).max(0.0)
+    bytes as f64 / (mib_s * (1 << 20) as f64)
 }
 
 /// Resident data: the two candidates (full plans, their first workers) race over `p` bytes at

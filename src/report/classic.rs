@@ -254,7 +254,7 @@ pub fn fast_explain(r: &FastResult) -> String {
                 format!(
                     "the chosen plan, at its pace over the rest ({:.0} MiB/s), reads those in {:.1} ms",
                     u.rest_mib_s,
-                    u.probe_bytes as f64 / (u.rest_mib_s * (1 << 20) as f64) * 1e3
+                    crate::experiments::fast::secs_at_pace(u.probe_bytes, u.rest_mib_s) * 1e3
                 )
             } else {
                 "nothing was left to set a pace".to_string()
