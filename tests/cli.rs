@@ -418,6 +418,65 @@ fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
 }
 
 #[test]
+fn fast_explain_says_what_of_a_cold_probe_was_the_winners_own_start() {
+    // A cold 96 MiB file probed (room for two 32 MiB slices and their gaps): the first
+    // candidate's setup and first half are what a run without a probe pays too, so the
+    // explanation names them and the cost leaves them out, as the JSON has it.
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(96 << 20, 8);
+    let f = write_file(dir.path(), "c", &data);
+    iolab().args(["cache", "evict", s(&f)]).assert().success();
+    let o = iolab()
+        .args([
+            "fast",
+            s(&f),
+            "--explain",
+            "--probe-from",
+            "1MiB",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let c = &v["choice"];
+    let Some(u) = c["uses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["warm"] == false && u["probe_secs"].as_f64().unwrap() > 0.0)
+    else {
+        // Some of it stayed resident (readahead around the eviction): no cold probe to check.
+        assert!(v["resident"].as_f64().unwrap() > 0.0, "{v}");
+        return;
+    };
+    let cost = format!(
+        "probe cost: {:.1} ms",
+        c["probe_cost_secs"].as_f64().unwrap() * 1e3
+    );
+    assert!(err.contains(&cost), "{cost} in {err}");
+    let fmt = |b: &serde_json::Value| iolab::size::format_size(b.as_u64().unwrap());
+    let start = u["start_bytes"].as_u64().unwrap();
+    let others = u["probe_bytes"].as_u64().unwrap() - start;
+    if start > 0 {
+        let own = format!(
+            "own start (its setup and first {}, which a run without a probe pays too) was {:.1} ms of that",
+            fmt(&u["start_bytes"]),
+            u["start_secs"].as_f64().unwrap() * 1e3
+        );
+        assert!(err.contains(&own), "{own} in {err}");
+        let rest = format!("reads the other {} in", iolab::size::format_size(others));
+        assert!(err.contains(&rest), "{rest} in {err}");
+    } else {
+        assert!(!err.contains("own start"), "{err}");
+        assert_eq!(u["start_secs"].as_f64().unwrap(), 0.0, "{u}");
+    }
+}
+
+#[test]
 fn cache_evict_then_status_shows_it_cold() {
     let dir = tempfile::tempdir().unwrap();
     let f = write_file(dir.path(), "c", &bytes(4 << 20, 5));

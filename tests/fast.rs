@@ -55,8 +55,9 @@ fn check_claims(r: &FastResult, size: u64) {
     assert!(c.probe_cost_secs >= 0.0 && c.probe_cost_secs < wall);
     let probe_secs: f64 = c.probes.iter().map(|p| p.secs).sum();
     assert!(probe_secs <= wall, "the probe is inside the reported time");
-    // The cost stated is what the part's own figures give: the probe's wall time beyond its
-    // bytes at the winner's pace over the rest; the probe's bytes are its slices' bytes, and
+    // The cost stated is what the part's own figures give: the probe's wall time, less the
+    // winner's own start, beyond its other bytes at the winner's pace over the rest; the
+    // probe's bytes are its slices' bytes, and
     // its wall time holds every slice (read one after another, or raced side by side).
     let mut total = 0.0;
     for u in &c.uses {
@@ -66,7 +67,21 @@ fn check_claims(r: &FastResult, size: u64) {
                 (u.probe_secs, u.probe_bytes, u.probe_cost_secs),
                 (0.0, 0, 0.0)
             );
+            assert_eq!((u.start_secs, u.start_bytes), (0.0, 0));
             continue;
+        }
+        // The winner's own start is left out of the cost only where it was the first candidate
+        // of a non-resident part, probed from the part's start: then it is the first half of
+        // that candidate's slice, read within its time.
+        let first = mine[0];
+        if !u.warm && !first.raced && first.plan == u.plan {
+            assert!(
+                u.start_bytes > 0 && u.start_bytes < first.bytes,
+                "{u:?} {first:?}"
+            );
+            assert!(u.start_secs > 0.0 && u.start_secs < first.secs, "{u:?}");
+        } else {
+            assert_eq!((u.start_secs, u.start_bytes), (0.0, 0), "{u:?}");
         }
         assert_eq!(
             u.probe_bytes,
@@ -84,11 +99,11 @@ fn check_claims(r: &FastResult, size: u64) {
         );
         // Computed here, not by the library's helper, so a wrong helper fails the test.
         let at_pace = if u.rest_mib_s > 0.0 {
-            u.probe_bytes as f64 / (u.rest_mib_s * (1u64 << 20) as f64)
+            (u.probe_bytes - u.start_bytes) as f64 / (u.rest_mib_s * (1u64 << 20) as f64)
         } else {
             0.0
         };
-        let want = (u.probe_secs - at_pace).max(0.0);
+        let want = (u.probe_secs - u.start_secs - at_pace).max(0.0);
         assert!((u.probe_cost_secs - want).abs() < 1e-9, "{u:?}");
         total += u.probe_cost_secs;
     }

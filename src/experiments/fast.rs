@@ -119,7 +119,17 @@ pub struct Use {
     /// The chosen plan's pace over the rest of the part, MiB/s (0 when the probe left nothing).
     #[serde(default)]
     pub rest_mib_s: f64,
-    /// What the probe cost: `probe_secs` beyond reading `probe_bytes` at `rest_mib_s`.
+    /// Of `probe_secs`, the winner's own start when it was the first candidate probed on a
+    /// non-resident part: its setup and the first half of its slice, where the part's stream
+    /// begins (queue filling, buffers faulted in). A run without a probe pays it too (0 when the
+    /// winner had no such start in the probe).
+    #[serde(default)]
+    pub start_secs: f64,
+    /// Bytes read in `start_secs`.
+    #[serde(default)]
+    pub start_bytes: u64,
+    /// What the probe cost: `probe_secs` less `start_secs`, beyond reading the other
+    /// `probe_bytes - start_bytes` at `rest_mib_s`.
     #[serde(default)]
     pub probe_cost_secs: f64,
 }
@@ -416,14 +426,14 @@ fn read_part(
         .max_by_key(|(s, e)| e - s);
     let mut moved = engine::Moved::default();
     let probe_start = Instant::now();
-    let (plan, why, holes, mut prepared) = match room {
+    let (plan, why, holes, mut prepared, start) = match room {
         Some((s, e)) if bytes >= probe_from && warm => {
             // In the middle of the run: a file's first megabytes sit in the small folios of
             // readahead's first windows and would speak for the copy, not for the file.
             let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
             let (plan, why, prepared, m) = race_warm(src, &cands, start, p, probes)?;
             moved.add(m);
-            (plan, why, vec![(start, start + p)], prepared)
+            (plan, why, vec![(start, start + p)], prepared, (0.0, 0))
         }
         Some((start, _)) if bytes >= probe_from => {
             let mut tried = Vec::new();
@@ -450,7 +460,7 @@ fn read_part(
                         }
                     });
                 match probe(src, plan, at, p, budget) {
-                    Ok((prepared, m, end, secs, mib_s)) => {
+                    Ok((prepared, m, end, secs, mib_s, start)) => {
                         moved.add(m);
                         probes.push(Probe {
                             plan: *plan,
@@ -461,7 +471,7 @@ fn read_part(
                             mib_s,
                             raced: false,
                         });
-                        tried.push((prepared, (at, end), k));
+                        tried.push((prepared, (at, end), k, start));
                     }
                     // A candidate this file or kernel cannot use (O_DIRECT on tmpfs, no
                     // io_uring) is left out; its slice is read by the winner.
@@ -493,8 +503,8 @@ fn read_part(
             }
             let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
             holes.sort_unstable();
-            let (prepared, _, k) = tried.swap_remove(best);
-            (cands[k], why, holes, prepared)
+            let (prepared, _, k, start) = tried.swap_remove(best);
+            (cands[k], why, holes, prepared, start)
         }
         _ => {
             let plan = mmap_plan(bytes, cores);
@@ -506,12 +516,13 @@ fn read_part(
             } else {
                 "rule: no run long enough for the probe slices, mmap".to_string()
             };
-            (plan, why, Vec::new(), prepare_plan(src, &plan)?)
+            (plan, why, Vec::new(), prepare_plan(src, &plan)?, (0.0, 0))
         }
     };
-    // The probe's wall time (its slices and setup, and the winner's setup for the rest) against
-    // what its bytes would have taken at the pace the winner keeps over the rest: what probing
-    // cost this part beyond reading it with the winner from the start.
+    // The probe's wall time (its slices and setup, and the winner's setup for the rest), less the
+    // winner's own start, against what its other bytes would have taken at the pace the winner
+    // keeps over the rest: what probing cost this part beyond reading it with the winner from
+    // the start.
     let probed = !holes.is_empty();
     let probe_secs = if probed {
         probe_start.elapsed().as_secs_f64()
@@ -519,6 +530,7 @@ fn read_part(
         0.0
     };
     let probe_bytes = if probed { moved.bytes } else { 0 };
+    let (start_secs, start_bytes) = if probed { start } else { (0.0, 0) };
     let rest_start = Instant::now();
     let rest = read_ranges(&mut prepared, &plan, src.size, &minus(ranges, &holes))?;
     let rest_secs = rest_start.elapsed().as_secs_f64();
@@ -536,13 +548,20 @@ fn read_part(
         probe_secs,
         probe_bytes,
         rest_mib_s,
-        probe_cost_secs: probe_cost(probe_secs, probe_bytes, rest_mib_s),
+        start_secs,
+        start_bytes,
+        probe_cost_secs: probe_cost(
+            probe_secs - start_secs,
+            probe_bytes - start_bytes,
+            rest_mib_s,
+        ),
     };
     Ok((moved, used))
 }
 
 /// A probe's cost: its wall time beyond reading its bytes at the winner's pace over the rest of
-/// the part (all of its time when nothing was left to set a pace).
+/// the part (all of its time when nothing was left to set a pace). The caller leaves out the
+/// winner's own start, time and bytes alike.
 fn probe_cost(probe_secs: f64, probe_bytes: u64, rest_mib_s: f64) -> f64 {
     (probe_secs - secs_at_pace(probe_bytes, rest_mib_s)).max(0.0)
 }
@@ -678,14 +697,18 @@ fn probe_step(bs: u64) -> u64 {
 /// candidate (with a `budget`) reads its slice in steps and stops before a step that, at its pace
 /// so far, would take it past the budget: it is then too slow to win at an affordable price, and
 /// reading on would only add to the probe's cost. Returns the prepared workers, what was read,
-/// where the reading stopped, the whole time (preparation included) and the rate.
+/// where the reading stopped, the whole time (preparation included), the rate, and the
+/// candidate's start (the first candidate's setup and first half, time and bytes: what it pays
+/// at the start of its stream, probed or not; nothing for a later candidate, whose slice lies
+/// inside the part).
+#[allow(clippy::type_complexity)]
 fn probe(
     src: &Source,
     plan: &Plan,
     at: u64,
     p: u64,
     budget: Option<Budget>,
-) -> Result<(Prepared, engine::Moved, u64, f64, f64)> {
+) -> Result<(Prepared, engine::Moved, u64, f64, f64, (f64, u64))> {
     let t = Instant::now();
     let mut prepared = prepare_plan(src, plan)?;
     let half = at + (p / 2) / ALIGN * ALIGN;
@@ -701,7 +724,15 @@ fn probe(
             &[(half, at + p)],
         )?);
         let rate = crate::size::mib_per_s(at + p - half, t2.elapsed().as_secs_f64());
-        return Ok((prepared, moved, at + p, t.elapsed().as_secs_f64(), rate));
+        let start = ((t2 - t).as_secs_f64(), half - at);
+        return Ok((
+            prepared,
+            moved,
+            at + p,
+            t.elapsed().as_secs_f64(),
+            rate,
+            start,
+        ));
     };
     let step = probe_step(plan.bs);
     let beat = budget.beat * (1 << 20) as f64;
@@ -713,7 +744,7 @@ fn probe(
         let secs = t.elapsed().as_secs_f64();
         if end > at && over_budget(secs, end - at, next - at, beat, budget.secs) {
             let rate = crate::size::mib_per_s(end - at, secs);
-            return Ok((prepared, moved, end, secs, rate));
+            return Ok((prepared, moved, end, secs, rate, (0.0, 0)));
         }
         if end == half {
             t2 = Some(Instant::now());
@@ -723,7 +754,14 @@ fn probe(
     }
     let steady = t2.map_or(t.elapsed(), |t2| t2.elapsed()).as_secs_f64();
     let rate = crate::size::mib_per_s(at + p - half, steady);
-    Ok((prepared, moved, end, t.elapsed().as_secs_f64(), rate))
+    Ok((
+        prepared,
+        moved,
+        end,
+        t.elapsed().as_secs_f64(),
+        rate,
+        (0.0, 0),
+    ))
 }
 
 /// Prepares a plan. A mapping is made per run and part, in the worker's thread, and released

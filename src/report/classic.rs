@@ -250,17 +250,32 @@ pub fn fast_explain(r: &FastResult) -> String {
         .iter()
         .filter(|u| u.probe_secs > 0.0)
         .map(|u| {
+            let own = if u.start_bytes > 0 {
+                format!(
+                    "; the chosen plan's own start (its setup and first {}, which a run without a probe pays too) was {:.1} ms of that",
+                    crate::size::format_size(u.start_bytes),
+                    u.start_secs * 1e3
+                )
+            } else {
+                String::new()
+            };
+            let others = u.probe_bytes - u.start_bytes;
             let at_pace = if u.rest_mib_s > 0.0 {
                 format!(
-                    "the chosen plan, at its pace over the rest ({:.0} MiB/s), reads those in {:.1} ms",
+                    "the chosen plan, at its pace over the rest ({:.0} MiB/s), reads {} in {:.1} ms",
                     u.rest_mib_s,
-                    crate::experiments::fast::secs_at_pace(u.probe_bytes, u.rest_mib_s) * 1e3
+                    if u.start_bytes > 0 {
+                        format!("the other {}", crate::size::format_size(others))
+                    } else {
+                        "those".to_string()
+                    },
+                    crate::experiments::fast::secs_at_pace(others, u.rest_mib_s) * 1e3
                 )
             } else {
                 "nothing was left to set a pace".to_string()
             };
             format!(
-                "{} part: the probe took {:.1} ms for {}, setups included; {at_pace}",
+                "{} part: the probe took {:.1} ms for {}, setups included{own}; {at_pace}",
                 if u.warm { "resident" } else { "not resident" },
                 u.probe_secs * 1e3,
                 crate::size::format_size(u.probe_bytes),
