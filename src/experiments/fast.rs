@@ -552,7 +552,7 @@ fn read_part(
         start_bytes,
         probe_cost_secs: probe_cost(
             probe_secs - start_secs,
-            probe_bytes - start_bytes,
+            probe_bytes.saturating_sub(start_bytes),
             rest_mib_s,
         ),
     };

@@ -259,7 +259,7 @@ pub fn fast_explain(r: &FastResult) -> String {
             } else {
                 String::new()
             };
-            let others = u.probe_bytes - u.start_bytes;
+            let others = u.probe_bytes.saturating_sub(u.start_bytes);
             let at_pace = if u.rest_mib_s > 0.0 {
                 format!(
                     "the chosen plan, at its pace over the rest ({:.0} MiB/s), reads {} in {:.1} ms",
