@@ -361,18 +361,15 @@ fn fast_json_carries_the_same_host_facts_whether_gathered_ahead_or_after() {
     assert!(after["cores"].as_u64().unwrap() >= 1);
 }
 
-#[test]
-fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
-    // A warm 40 MiB file probed (probe_from lowered): the explanation names each probe and the
-    // budget as the code has it (0.5% once printed as "0%").
-    let dir = tempfile::tempdir().unwrap();
-    let data = bytes(40 << 20, 6);
-    let f = write_file(dir.path(), "e", &data);
-    iolab().args(["cache", "load", s(&f)]).assert().success();
+/// `fast FILE --explain` with the probe lowered to every part of 1 MiB or more, JSON on stdout,
+/// after `cache CACHE FILE` (load or evict): the JSON (whose XOR is checked against `data`) and
+/// the explanation.
+fn fast_explained(f: &Path, cache: &str, data: &[u8]) -> (serde_json::Value, String) {
+    iolab().args(["cache", cache, s(f)]).assert().success();
     let o = iolab()
         .args([
             "fast",
-            s(&f),
+            s(f),
             "--explain",
             "--probe-from",
             "1MiB",
@@ -383,8 +380,18 @@ fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
         .unwrap();
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
-    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(v["xor"], format!("{:08x}", plain_xor(data)));
+    (v, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn fast_explain_states_the_probe_budget_it_used_and_a_row_per_probe() {
+    // A warm 40 MiB file probed (probe_from lowered): the explanation names each probe and the
+    // budget as the code has it (0.5% once printed as "0%").
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(40 << 20, 6);
+    let f = write_file(dir.path(), "e", &data);
+    let (v, err) = fast_explained(&f, "load", &data);
     // The cost it states is the JSON's, with the part's probe time, bytes and the winner's pace
     // that give it.
     let c = &v["choice"];
@@ -425,23 +432,7 @@ fn fast_explain_says_what_of_a_cold_probe_was_the_winners_own_start() {
     let dir = tempfile::tempdir().unwrap();
     let data = bytes(96 << 20, 8);
     let f = write_file(dir.path(), "c", &data);
-    iolab().args(["cache", "evict", s(&f)]).assert().success();
-    let o = iolab()
-        .args([
-            "fast",
-            s(&f),
-            "--explain",
-            "--probe-from",
-            "1MiB",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (v, err) = fast_explained(&f, "evict", &data);
     let c = &v["choice"];
     let Some(u) = c["uses"]
         .as_array()

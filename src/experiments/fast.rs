@@ -460,18 +460,18 @@ fn read_part(
                         }
                     });
                 match probe(src, plan, at, p, budget) {
-                    Ok((prepared, m, end, secs, mib_s, start)) => {
-                        moved.add(m);
+                    Ok(t) => {
+                        moved.add(t.moved);
                         probes.push(Probe {
                             plan: *plan,
                             warm,
                             offset: at,
-                            bytes: end - at,
-                            secs,
-                            mib_s,
+                            bytes: t.end - at,
+                            secs: t.secs,
+                            mib_s: t.mib_s,
                             raced: false,
                         });
-                        tried.push((prepared, (at, end), k, start));
+                        tried.push((t.prepared, (at, t.end), k, t.start));
                     }
                     // A candidate this file or kernel cannot use (O_DIRECT on tmpfs, no
                     // io_uring) is left out; its slice is read by the winner.
@@ -692,23 +692,30 @@ fn probe_step(bs: u64) -> u64 {
     }
 }
 
+/// What one candidate's probe did.
+struct Tried {
+    /// Its workers, ready to read the rest if it wins.
+    prepared: Prepared,
+    /// What it read.
+    moved: engine::Moved,
+    /// Where its reading stopped.
+    end: u64,
+    /// Its whole time, preparation included.
+    secs: f64,
+    /// Its rate, MiB/s.
+    mib_s: f64,
+    /// Its start, seconds and bytes: for the first candidate, its setup and the first half of its
+    /// slice, what it pays at the start of its stream, probed or not; nothing for a later
+    /// candidate, whose slice lies inside the part.
+    start: (f64, u64),
+}
+
 /// Tries `plan` on `p` bytes at `at`: the first half starts the pipeline (readahead windows grow,
 /// the queue fills); the rate is the second half's, as the rest of the part would run. A later
 /// candidate (with a `budget`) reads its slice in steps and stops before a step that, at its pace
 /// so far, would take it past the budget: it is then too slow to win at an affordable price, and
-/// reading on would only add to the probe's cost. Returns the prepared workers, what was read,
-/// where the reading stopped, the whole time (preparation included), the rate, and the
-/// candidate's start (the first candidate's setup and first half, time and bytes: what it pays
-/// at the start of its stream, probed or not; nothing for a later candidate, whose slice lies
-/// inside the part).
-#[allow(clippy::type_complexity)]
-fn probe(
-    src: &Source,
-    plan: &Plan,
-    at: u64,
-    p: u64,
-    budget: Option<Budget>,
-) -> Result<(Prepared, engine::Moved, u64, f64, f64, (f64, u64))> {
+/// reading on would only add to the probe's cost.
+fn probe(src: &Source, plan: &Plan, at: u64, p: u64, budget: Option<Budget>) -> Result<Tried> {
     let t = Instant::now();
     let mut prepared = prepare_plan(src, plan)?;
     let half = at + (p / 2) / ALIGN * ALIGN;
@@ -724,15 +731,14 @@ fn probe(
             &[(half, at + p)],
         )?);
         let rate = crate::size::mib_per_s(at + p - half, t2.elapsed().as_secs_f64());
-        let start = ((t2 - t).as_secs_f64(), half - at);
-        return Ok((
+        return Ok(Tried {
             prepared,
             moved,
-            at + p,
-            t.elapsed().as_secs_f64(),
-            rate,
-            start,
-        ));
+            end: at + p,
+            secs: t.elapsed().as_secs_f64(),
+            mib_s: rate,
+            start: ((t2 - t).as_secs_f64(), half - at),
+        });
     };
     let step = probe_step(plan.bs);
     let beat = budget.beat * (1 << 20) as f64;
@@ -743,8 +749,14 @@ fn probe(
         let next = (end + step).min(at + p);
         let secs = t.elapsed().as_secs_f64();
         if end > at && over_budget(secs, end - at, next - at, beat, budget.secs) {
-            let rate = crate::size::mib_per_s(end - at, secs);
-            return Ok((prepared, moved, end, secs, rate, (0.0, 0)));
+            return Ok(Tried {
+                prepared,
+                moved,
+                end,
+                secs,
+                mib_s: crate::size::mib_per_s(end - at, secs),
+                start: (0.0, 0),
+            });
         }
         if end == half {
             t2 = Some(Instant::now());
@@ -753,15 +765,14 @@ fn probe(
         end = next;
     }
     let steady = t2.map_or(t.elapsed(), |t2| t2.elapsed()).as_secs_f64();
-    let rate = crate::size::mib_per_s(at + p - half, steady);
-    Ok((
+    Ok(Tried {
         prepared,
         moved,
         end,
-        t.elapsed().as_secs_f64(),
-        rate,
-        (0.0, 0),
-    ))
+        secs: t.elapsed().as_secs_f64(),
+        mib_s: crate::size::mib_per_s(at + p - half, steady),
+        start: (0.0, 0),
+    })
 }
 
 /// Prepares a plan. A mapping is made per run and part, in the worker's thread, and released
