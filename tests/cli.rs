@@ -449,13 +449,12 @@ fn fast_explain_says_what_of_a_cold_probe_was_the_winners_own_start() {
         c["probe_cost_secs"].as_f64().unwrap() * 1e3
     );
     assert!(err.contains(&cost), "{cost} in {err}");
-    let fmt = |b: &serde_json::Value| iolab::size::format_size(b.as_u64().unwrap());
     let start = u["start_bytes"].as_u64().unwrap();
     let others = u["probe_bytes"].as_u64().unwrap() - start;
     if start > 0 {
         let own = format!(
             "own start (its setup and first {}, which a run without a probe pays too) was {:.1} ms of that",
-            fmt(&u["start_bytes"]),
+            iolab::size::format_size(start),
             u["start_secs"].as_f64().unwrap() * 1e3
         );
         assert!(err.contains(&own), "{own} in {err}");
