@@ -8,6 +8,7 @@ pub mod cache;
 pub mod engine;
 pub mod error;
 pub mod experiments;
+pub mod harness;
 pub mod measure;
 pub mod names;
 pub mod output;

@@ -396,6 +396,25 @@ impl Interference {
         m
     }
 
+    /// The windows of one measurement (its rounds) as one: the largest figures, busy if any
+    /// window was, with the reasons of the worst window and how many windows were busy.
+    pub fn merge_windows(all: &[Interference]) -> Interference {
+        let mut m = Interference::merge(all);
+        let busy = all.iter().filter(|i| i.busy).count();
+        if busy > 0 {
+            m.reasons = all
+                .iter()
+                .filter(|i| i.busy)
+                .max_by(|a, b| a.other_cpu_cores.total_cmp(&b.other_cpu_cores))
+                .map(|i| i.reasons.clone())
+                .unwrap_or_default();
+            if let Some(first) = m.reasons.first_mut() {
+                *first = format!("{busy} of {} rounds: {first}", all.len());
+            }
+        }
+        m
+    }
+
     /// One line for people: "Warning: the machine was busy: ..." or `None` when quiet.
     pub fn warning(&self) -> Option<String> {
         self.busy.then(|| {

@@ -1,6 +1,7 @@
 //! Measuring one run: wall time on a monotonic clock around the work only, and the kernel's
 //! counters beside it (CPU time, faults, context switches, bytes read from the device).
 
+pub mod decide;
 pub mod interference;
 pub mod latency;
 pub mod series;

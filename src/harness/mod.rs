@@ -1,0 +1,413 @@
+//! The harness: every repeated measurement goes through here. An experiment hands it cells (what
+//! to run and how to prepare it, behind [`Cells`]) and the comparisons it will draw; the harness
+//! owns the rest:
+//! - warm-up rounds, not counted;
+//! - rounds in rotating interleaved order (round r starts at the r-th live cell), so drift and a
+//!   slow minute spread over every cell, and paired cells share their rounds;
+//! - the skip rules: a cell whose method is unsupported or unsuited here is dropped, with the reason;
+//! - XOR agreement: cells that read the same bytes must agree on their XOR, or the run fails;
+//! - interference, sampled around every round;
+//! - adaptive stopping: after the first look ([`LOOKS`]) rounds go on only for the cells of the
+//!   comparisons still undecided, look by look, until each is decided at 95%
+//!   ([`crate::measure::decide`]) or the time budget would be exceeded by the next look;
+//! - progress.
+//!
+//! Each cell's runs are contiguous rounds from the first, so the i-th runs of two cells were
+//! taken in the same round, and a comparison re-derived later from the stored samples sees the
+//! same pairs the harness decided on (at one of the planned looks).
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::experiments::Observer;
+use crate::measure::decide::{self, Decided, LOOKS, Verdict};
+use crate::measure::interference::{Interference, Probe};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// How many rounds, and for how long.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Uncounted rounds before the first counted one.
+    pub warmup: usize,
+    /// The rounds after which comparisons are looked at; the first is every cell's minimum.
+    pub looks: Vec<usize>,
+    /// Wall time the whole measurement may take; the first look is always completed.
+    #[serde(with = "crate::measure::secs")]
+    pub budget: Duration,
+}
+
+impl Plan {
+    /// The default looks with one warm-up round and `budget`.
+    pub fn adaptive(budget: Duration) -> Plan {
+        Plan {
+            warmup: 1,
+            looks: LOOKS.to_vec(),
+            budget,
+        }
+    }
+
+    /// A fixed number of counted rounds (no comparisons asked, or the user fixed `--repeat`).
+    pub fn fixed(warmup: usize, rounds: usize) -> Plan {
+        Plan {
+            warmup,
+            looks: vec![rounds],
+            budget: Duration::ZERO,
+        }
+    }
+
+    /// The fewest counted rounds every cell gets.
+    pub fn min_rounds(&self) -> usize {
+        self.looks.first().copied().unwrap_or(1).max(1)
+    }
+}
+
+/// What the harness runs: numbered cells.
+pub trait Cells {
+    /// One run's record.
+    type Run;
+    /// How many cells.
+    fn count(&self) -> usize;
+    /// A cell's name, for messages.
+    fn name(&self, i: usize) -> String;
+    /// Prepares cell `i` (untimed: cache state, opening, mapping) and runs it once (timed).
+    fn run(&mut self, i: usize) -> Result<Self::Run>;
+    /// The figure comparisons are drawn on (a rate or a cost; only ratios are taken).
+    fn figure(&self, run: &Self::Run) -> f64;
+    /// The XOR of the bytes a run moved and the group of cells that must agree on it, when the
+    /// run moved a whole, known set of bytes.
+    fn xor(&self, _i: usize, _run: &Self::Run) -> Option<(u64, u32)> {
+        None
+    }
+}
+
+/// Two cells compared: `a` against `b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comparison {
+    /// The first cell.
+    pub a: usize,
+    /// The second cell.
+    pub b: usize,
+}
+
+/// Why the rounds ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stop {
+    /// Every comparison was decided (or none was asked).
+    Decided,
+    /// The next look would have exceeded the time budget.
+    Budget,
+    /// The last planned look was reached.
+    LastLook,
+}
+
+/// One cell's counted runs, in round order from round 0.
+#[derive(Debug)]
+pub struct CellRuns<R> {
+    /// The runs.
+    pub runs: Vec<R>,
+    /// Why the cell could not run here (unsupported or unsuited), when it could not.
+    pub skipped: Option<String>,
+}
+
+/// What the harness measured.
+#[derive(Debug)]
+pub struct Outcome<R> {
+    /// Per cell, in the order given.
+    pub cells: Vec<CellRuns<R>>,
+    /// Counted rounds run (the cells of decided comparisons stop earlier).
+    pub rounds: usize,
+    /// Per comparison, in the order given, its verdict at the last look (`None` when a side
+    /// has no run).
+    pub verdicts: Vec<Option<Verdict>>,
+    /// Interference over all rounds.
+    pub interference: Interference,
+    /// Why the rounds ended.
+    pub stop: Stop,
+    /// Looks taken.
+    pub looks: usize,
+    /// The planned looks (the verdicts' error is split over these).
+    pub planned_looks: usize,
+}
+
+struct Live<R> {
+    runs: Vec<R>,
+    skipped: Option<String>,
+    active: bool,
+    /// Wall time of its last run, set-up included (for the budget).
+    cost: Duration,
+}
+
+/// Runs `cells` under `plan`, drawing `comparisons`; progress as `what`.
+pub fn run<C: Cells>(
+    what: &str,
+    cells: &mut C,
+    plan: &Plan,
+    comparisons: &[Comparison],
+    obs: &dyn Observer,
+) -> Result<Outcome<C::Run>> {
+    let n = cells.count();
+    let started = Instant::now();
+    let mut live: Vec<Live<C::Run>> = (0..n)
+        .map(|_| Live {
+            runs: Vec::new(),
+            skipped: None,
+            active: true,
+            cost: Duration::ZERO,
+        })
+        .collect();
+    let mut xors: Vec<(u64, u32, usize)> = Vec::new();
+    let mut windows: Vec<Interference> = Vec::new();
+    let first = plan.min_rounds();
+    let mut target = plan.warmup + first;
+    let mut total = target * n;
+    let mut done = 0;
+    let mut round = 0;
+    let mut looks = 0;
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; comparisons.len()];
+    let stop = loop {
+        while round < target {
+            let counted = round >= plan.warmup;
+            let order: Vec<usize> = (0..n).filter(|&i| live[i].active).collect();
+            let probe = Probe::start();
+            for k in 0..order.len() {
+                let i = order[(k + round) % order.len()];
+                done += 1;
+                if live[i].skipped.is_some() {
+                    continue;
+                }
+                let t = Instant::now();
+                match cells.run(i) {
+                    Ok(r) => {
+                        live[i].cost = t.elapsed();
+                        if let Some((group, x)) = cells.xor(i, &r) {
+                            check_xor(&mut xors, cells, group, x, i)?;
+                        }
+                        if counted {
+                            live[i].runs.push(r);
+                        }
+                    }
+                    Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
+                        live[i].skipped = Some(e.cause);
+                        live[i].active = false;
+                    }
+                    Err(e) => return Err(e),
+                }
+                obs.progress(what, done, total.max(done));
+            }
+            windows.push(probe.finish());
+            round += 1;
+        }
+        looks += 1;
+        let counted_rounds = round - plan.warmup;
+        for (c, v) in comparisons.iter().zip(verdicts.iter_mut()) {
+            if v.is_some_and(|v| v.decided != Decided::Undecided) {
+                continue; // decided at an earlier look: that look's verdict stands
+            }
+            let fig =
+                |i: usize| -> Vec<f64> { live[i].runs.iter().map(|r| cells.figure(r)).collect() };
+            let (a, b) = (fig(c.a), fig(c.b));
+            let m = a.len().min(b.len());
+            *v = decide::paired(&a[..m], &b[..m], plan.looks.len());
+        }
+        let Some(&next) = plan.looks.get(looks) else {
+            break if all_decided(&verdicts) {
+                Stop::Decided
+            } else {
+                Stop::LastLook
+            };
+        };
+        // Only the cells of undecided comparisons go on.
+        for l in live.iter_mut() {
+            l.active = false;
+        }
+        for (c, v) in comparisons.iter().zip(&verdicts) {
+            if v.is_some_and(|v| v.decided == Decided::Undecided) {
+                for i in [c.a, c.b] {
+                    live[i].active = live[i].skipped.is_none();
+                }
+            }
+        }
+        let going: Vec<&Live<C::Run>> = live.iter().filter(|l| l.active).collect();
+        if going.is_empty() {
+            break Stop::Decided;
+        }
+        let per_round: Duration = going.iter().map(|l| l.cost).sum();
+        let more = next.saturating_sub(counted_rounds) as u32;
+        if started.elapsed() + per_round * more > plan.budget {
+            break Stop::Budget;
+        }
+        target = plan.warmup + next;
+        total = done + more as usize * going.len();
+    };
+    Ok(Outcome {
+        cells: live
+            .into_iter()
+            .map(|l| CellRuns {
+                runs: l.runs,
+                skipped: l.skipped,
+            })
+            .collect(),
+        rounds: round - plan.warmup,
+        verdicts,
+        interference: Interference::merge_windows(&windows),
+        stop,
+        looks,
+        planned_looks: plan.looks.len(),
+    })
+}
+
+fn all_decided(v: &[Option<Verdict>]) -> bool {
+    v.iter()
+        .all(|v| v.is_none_or(|v| v.decided != Decided::Undecided))
+}
+
+fn check_xor<C: Cells>(
+    seen: &mut Vec<(u64, u32, usize)>,
+    cells: &C,
+    group: u64,
+    x: u32,
+    i: usize,
+) -> Result<()> {
+    match seen.iter().find(|(g, _, _)| *g == group) {
+        None => {
+            seen.push((group, x, i));
+            Ok(())
+        }
+        Some(&(_, y, j)) if y != x => Err(Error::failed(
+            "checksum mismatch",
+            format!(
+                "{} read the same bytes as {} but got XOR {x:08x}, not {y:08x}",
+                cells.name(i),
+                cells.name(j)
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::Silent;
+
+    /// Cells whose figure is a fixed sequence per cell, recording the order they ran in.
+    struct Fake {
+        figures: Vec<Box<dyn FnMut(usize) -> f64>>,
+        calls: Vec<usize>,
+        xor: Vec<Option<(u64, u32)>>,
+        unsupported: Vec<bool>,
+    }
+
+    impl Fake {
+        fn new(figures: Vec<Box<dyn FnMut(usize) -> f64>>) -> Fake {
+            let n = figures.len();
+            Fake {
+                figures,
+                calls: Vec::new(),
+                xor: vec![None; n],
+                unsupported: vec![false; n],
+            }
+        }
+    }
+
+    impl Cells for Fake {
+        type Run = f64;
+        fn count(&self) -> usize {
+            self.figures.len()
+        }
+        fn name(&self, i: usize) -> String {
+            format!("cell {i}")
+        }
+        fn run(&mut self, i: usize) -> Result<f64> {
+            if self.unsupported[i] {
+                return Err(Error::unsupported("fake", "not here"));
+            }
+            let k = self.calls.iter().filter(|&&c| c == i).count();
+            self.calls.push(i);
+            Ok((self.figures[i])(k))
+        }
+        fn figure(&self, run: &f64) -> f64 {
+            *run
+        }
+        fn xor(&self, i: usize, _: &f64) -> Option<(u64, u32)> {
+            self.xor[i]
+        }
+    }
+
+    fn wobble(base: f64) -> Box<dyn FnMut(usize) -> f64> {
+        Box::new(move |k| base * (1.0 + 0.03 * ((k * 7919 % 13) as f64 / 13.0 - 0.5)))
+    }
+
+    #[test]
+    fn rounds_rotate_and_stop_at_the_first_look_when_decided() {
+        let mut cells = Fake::new(vec![wobble(200.0), wobble(100.0), wobble(50.0)]);
+        let plan = Plan::adaptive(Duration::from_secs(60));
+        let cmp = [Comparison { a: 0, b: 1 }];
+        let out = run("t", &mut cells, &plan, &cmp, &Silent).unwrap();
+        assert_eq!(out.stop, Stop::Decided);
+        assert_eq!(out.rounds, LOOKS[0]);
+        assert_eq!(out.looks, 1);
+        let v = out.verdicts[0].unwrap();
+        assert_eq!((v.decided, v.a_larger), (Decided::Winner, Some(true)));
+        // Warm-up round + 8 counted, every cell; each round starts one cell later.
+        assert_eq!(cells.calls.len(), 3 * (1 + LOOKS[0]));
+        assert_eq!(&cells.calls[..6], &[0, 1, 2, 1, 2, 0]);
+        assert!(out.cells.iter().all(|c| c.runs.len() == LOOKS[0]));
+    }
+
+    #[test]
+    fn only_undecided_comparisons_get_more_rounds() {
+        // Cells 0 and 1 within 1% of each other but noisy (undecided at first), cell 2 far off.
+        let noisy = |base: f64, phase: usize| -> Box<dyn FnMut(usize) -> f64> {
+            Box::new(move |k| base * (1.0 + 0.08 * (((k + phase) * 7) % 5) as f64 / 4.0))
+        };
+        let mut cells = Fake::new(vec![noisy(100.0, 0), noisy(101.0, 2), wobble(10.0)]);
+        let plan = Plan::adaptive(Duration::from_secs(60));
+        let cmp = [Comparison { a: 0, b: 1 }, Comparison { a: 0, b: 2 }];
+        let out = run("t", &mut cells, &plan, &cmp, &Silent).unwrap();
+        assert!(out.looks > 1, "{out:?}");
+        assert_eq!(out.cells[2].runs.len(), LOOKS[0], "decided cell stopped");
+        assert!(out.cells[0].runs.len() > LOOKS[0]);
+        assert_eq!(out.cells[0].runs.len(), out.cells[1].runs.len());
+        assert_eq!(out.verdicts[1].unwrap().decided, Decided::Winner);
+    }
+
+    #[test]
+    fn a_budget_ends_the_rounds_undecided() {
+        let noisy = |base: f64, phase: usize| -> Box<dyn FnMut(usize) -> f64> {
+            Box::new(move |k| {
+                std::thread::sleep(Duration::from_millis(2));
+                base * (1.0 + 0.5 * (((k + phase) * 7) % 5) as f64 / 4.0)
+            })
+        };
+        let mut cells = Fake::new(vec![noisy(100.0, 0), noisy(100.0, 3)]);
+        let plan = Plan::adaptive(Duration::from_millis(1));
+        let out = run(
+            "t",
+            &mut cells,
+            &plan,
+            &[Comparison { a: 0, b: 1 }],
+            &Silent,
+        )
+        .unwrap();
+        assert_eq!(out.stop, Stop::Budget);
+        assert_eq!(out.rounds, LOOKS[0]);
+        assert_eq!(out.verdicts[0].unwrap().decided, Decided::Undecided);
+    }
+
+    #[test]
+    fn unsupported_cells_are_skipped_with_the_reason_and_xors_must_agree() {
+        let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0), wobble(3.0)]);
+        cells.unsupported[1] = true;
+        let out = run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).unwrap();
+        assert_eq!(out.cells[1].skipped.as_deref(), Some("not here"));
+        assert!(out.cells[1].runs.is_empty() && out.cells[2].runs.len() == 3);
+
+        let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0)]);
+        cells.xor = vec![Some((7, 0xaa)), Some((7, 0xab))];
+        let e = run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).unwrap_err();
+        assert!(e.to_string().contains("checksum mismatch"), "{e}");
+        cells.xor = vec![Some((7, 0xaa)), Some((8, 0xab))];
+        assert!(run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).is_ok());
+    }
+}
