@@ -63,6 +63,10 @@ pub struct AccessArgs {
     /// Counted runs per cell
     #[arg(long, default_value_t = AccessConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
+    /// Instead of --repeat: add rounds until each method is told apart from the first at 95%
+    /// in every pattern and cache state, for at most this long (e.g. 2m)
+    #[arg(long, value_parser = args::duration)]
+    pub budget: Option<Duration>,
     /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
     #[arg(long, default_value_t = AccessConfig::DEFAULT_WARMUP)]
     pub warmup: usize,
@@ -99,6 +103,8 @@ impl AccessArgs {
             cold_ops: None,
             duration: Some(self.duration.unwrap_or(Duration::from_secs(10))),
             repeat: self.repeat,
+            budget: self.budget,
+            focus: None,
             warmup: self.warmup,
             seed: self.seed,
             drop_all: self.drop_all,
@@ -121,6 +127,7 @@ impl AccessArgs {
             cfg.methods = vec![classic_method(method, advice)?];
             cfg.caches = vec![CacheMode::Asis];
             cfg.repeat = 1;
+            cfg.budget = None;
             cfg.warmup = 0;
             // The original's work: one touched byte per block, no file hint, every whole block
             // read once, no time limit.

@@ -10,6 +10,7 @@ use iolab::engine::write::SyncMode;
 use iolab::experiments::sweep::{SweepConfig, SweepOp, parse_sizes, run_sweep};
 use iolab::report;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Throughput against block size per method and cache state (or, with --op write, sync mode).
 #[derive(Debug, Args)]
@@ -39,9 +40,13 @@ pub struct SweepArgs {
     pub size: Option<u64>,
     #[command(flatten)]
     pub engine: EngineArgs,
-    /// Runs per cell (interleaved)
-    #[arg(long, default_value_t = SweepConfig::DEFAULT_REPEAT, value_parser = args::positive)]
-    pub repeat: usize,
+    /// Exactly this many counted runs per cell (interleaved); without it, rounds go on until
+    /// each method is told apart from the first at 95% (or --budget ends)
+    #[arg(long, value_parser = args::positive)]
+    pub repeat: Option<usize>,
+    /// Wall time the adaptive rounds may take
+    #[arg(long, default_value = "2m", value_parser = args::duration, conflicts_with = "repeat")]
+    pub budget: Duration,
     /// Seed of the written data
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -88,7 +93,8 @@ impl SweepArgs {
             len: self.size,
             threads: self.engine.threads,
             depth: self.engine.depth,
-            repeat: self.repeat,
+            repeat: self.repeat.unwrap_or(SweepConfig::DEFAULT_REPEAT),
+            budget: self.repeat.is_none().then_some(self.budget),
             seed: self.seed,
             drop_all: self.drop_all,
         })

@@ -22,6 +22,10 @@ pub struct TransferArgs {
     /// Runs per pair (interleaved)
     #[arg(long, default_value_t = TransferConfig::DEFAULT_REPEAT, value_parser = args::positive)]
     pub repeat: usize,
+    /// Instead of --repeat: add rounds until every pair is told apart from every other at 95%,
+    /// for at most this long (e.g. 30s)
+    #[arg(long, value_parser = args::duration)]
+    pub budget: Option<std::time::Duration>,
     /// Parallel connections
     #[arg(long, default_value = "1", value_parser = args::positive)]
     pub connections: usize,
@@ -48,6 +52,7 @@ impl TransferArgs {
                 self.methods
             },
             repeat: self.repeat,
+            budget: self.budget,
             connections: self.connections,
             sync: self.sync,
             discard: self.discard,

@@ -7,6 +7,7 @@ use super::host::{Host, host_facts};
 use crate::cache::{self, CacheMode, CacheState};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits, Work};
 use crate::error::{Error, Result};
+use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
 use crate::measure::latency::{Histogram, LatencySummary};
 use crate::measure::stats::{Summary, summarize};
 use crate::measure::{Counters, measure};
@@ -41,8 +42,16 @@ pub struct AccessConfig {
     /// Each run stops after this long.
     #[serde(default, with = "crate::measure::secs::option")]
     pub duration: Option<Duration>,
-    /// Counted rounds (each visits every cell once).
+    /// Counted rounds (each visits every cell once) when `budget` is `None`.
     pub repeat: usize,
+    /// Adaptive rounds: go on, look by look, until each method is told apart from the first at
+    /// 95% in every pattern and cache state, within this wall time. `None`: exactly `repeat`.
+    #[serde(default, with = "crate::measure::secs::option")]
+    pub budget: Option<Duration>,
+    /// With `budget`: compare only in this pattern and cache state; the other cells get
+    /// `repeat` rounds.
+    #[serde(default)]
+    pub focus: Option<(Pattern, CacheMode)>,
     /// Uncounted rounds first.
     pub warmup: usize,
     /// Seed of the random order (and of written data).
@@ -131,6 +140,9 @@ pub struct AccessResult {
     pub rows: Vec<AccessRow>,
     /// What the user should know about these figures.
     pub warnings: Vec<String>,
+    /// How the rounds went.
+    #[serde(default)]
+    pub rounds: RoundsTaken,
 }
 
 struct Cell {
@@ -174,7 +186,7 @@ pub fn run_access(
             "it must be at least 1 byte",
         ));
     }
-    if cfg.threads == 0 || cfg.repeat == 0 {
+    if cfg.threads == 0 || (cfg.repeat == 0 && cfg.budget.is_none()) {
         return Err(Error::usage(
             "invalid count",
             "--threads and --repeat must be at least 1",
@@ -208,8 +220,6 @@ pub fn run_access(
             }
         }
     }
-    let total = (cfg.warmup + cfg.repeat) * cells.len();
-    let mut done = 0;
     let opts = EngineOptions {
         depth: cfg.depth,
         work: cfg.work,
@@ -223,7 +233,6 @@ pub fn run_access(
     } else {
         src.size
     };
-    let mut whole_xor: Option<u32> = None;
     let blocks = Workload {
         bs: cfg.bs,
         len,
@@ -232,72 +241,52 @@ pub fn run_access(
         threads: 1,
     }
     .blocks();
-    // Interleaved: every cell runs once per round, so slow drift spreads over all of them.
-    for round in 0..cfg.warmup + cfg.repeat {
-        for cell in cells.iter_mut() {
-            done += 1;
-            if cell.unsupported.is_some() {
-                continue;
+    let plan = match cfg.budget {
+        Some(budget) => Plan {
+            warmup: cfg.warmup,
+            floor: if cfg.focus.is_some() {
+                cfg.repeat
+            } else {
+                crate::measure::decide::LOOKS[0]
+            },
+            ..Plan::adaptive(budget)
+        },
+        None => Plan::fixed(cfg.warmup, cfg.repeat),
+    };
+    // Each method against the first, in every pattern and cache state.
+    let comparisons: Vec<Comparison> = (0..cells.len())
+        .filter(|&b| {
+            cfg.focus
+                .is_none_or(|(p, c)| cells[b].pattern == p && cells[b].cache == c)
+        })
+        .filter_map(|b| {
+            let a = cells
+                .iter()
+                .position(|c| c.pattern == cells[b].pattern && c.cache == cells[b].cache)?;
+            (a != b).then_some(Comparison { a, b })
+        })
+        .collect();
+    let mut set = AccessCells {
+        cfg,
+        src: &src,
+        cells: &cells,
+        opts,
+        len,
+        blocks,
+    };
+    let mut out = harness::run("access", &mut set, &plan, &comparisons, obs)?;
+    let rounds = RoundsTaken::of(&out);
+    let mut whole_xor = None;
+    for (cell, done) in cells.iter_mut().zip(out.cells.iter_mut()) {
+        if let Some(why) = done.skipped.take() {
+            warnings.push(format!("{}: {why}", cell.method.name()));
+            cell.unsupported = Some(why);
+        }
+        for (run, hist) in std::mem::take(&mut done.runs) {
+            if run.moved.blocks == blocks && blocks > 0 && cfg.work == Work::Xor {
+                whole_xor = Some(run.moved.xor);
             }
-            let w = Workload {
-                bs: cfg.bs,
-                len,
-                pattern: cell.pattern,
-                seed: cfg.seed,
-                threads: cfg.threads,
-            };
-            let state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
-            let mut prepared = match engine::prepare(cell.method, &src, &w, &opts) {
-                Ok(p) => p,
-                Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
-                    cell.unsupported = Some(e.cause.clone());
-                    warnings.push(format!("{}: {}", cell.method.name(), e.cause));
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let limits = RunLimits {
-                max_ops: match cell.cache {
-                    CacheMode::Cold => cfg.cold_ops.or(cfg.ops),
-                    _ => cfg.ops,
-                },
-                deadline: cfg.duration.map(|d| Instant::now() + d),
-                latencies: !cfg.untimed,
-                progress: None,
-            };
-            let (out, counters) = measure(|| prepared.run_limited(limits));
-            // Unmapped and closed after the clock, as the classic benchmark did.
-            drop(prepared);
-            let (moved, hist) = out?;
-            let hist = hist.unwrap_or_default();
-            // Touching or copying a block says nothing of the file's XOR.
-            if moved.blocks == blocks && blocks > 0 && cfg.work == Work::Xor {
-                match whole_xor {
-                    None => whole_xor = Some(moved.xor),
-                    Some(x) if x != moved.xor => {
-                        return Err(Error::failed(
-                            "checksum mismatch",
-                            format!(
-                                "{} {} read every block with XOR {:08x}, another run got {x:08x}",
-                                cell.method.name(),
-                                cell.pattern.name(),
-                                moved.xor
-                            ),
-                        )
-                        .at(&src.path));
-                    }
-                    _ => {}
-                }
-            }
-            let run = AccessRun {
-                warmup: round < cfg.warmup,
-                counters,
-                moved,
-                cache: state,
-                latency: hist.summary(),
-            };
             cell.runs.push((run, hist));
-            obs.progress("access", done, total);
         }
     }
     let rows: Vec<AccessRow> = cells.into_iter().map(row).collect();
@@ -318,7 +307,76 @@ pub fn run_access(
         xor: whole_xor,
         rows,
         warnings,
+        rounds,
     })
+}
+
+/// The access cells as the harness sees them.
+struct AccessCells<'a> {
+    cfg: &'a AccessConfig,
+    src: &'a engine::Source,
+    cells: &'a [Cell],
+    opts: EngineOptions,
+    len: u64,
+    blocks: u64,
+}
+
+impl Cells for AccessCells<'_> {
+    type Run = (AccessRun, Histogram);
+    fn count(&self) -> usize {
+        self.cells.len()
+    }
+    fn name(&self, i: usize) -> String {
+        let c = &self.cells[i];
+        format!(
+            "{} {} {}",
+            c.method.name(),
+            c.pattern.name(),
+            c.cache.name()
+        )
+    }
+    fn run(&mut self, i: usize) -> Result<Self::Run> {
+        let (cfg, src, cell) = (self.cfg, self.src, &self.cells[i]);
+        let w = Workload {
+            bs: cfg.bs,
+            len: self.len,
+            pattern: cell.pattern,
+            seed: cfg.seed,
+            threads: cfg.threads,
+        };
+        let state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
+        let mut prepared = engine::prepare(cell.method, src, &w, &self.opts)?;
+        let limits = RunLimits {
+            max_ops: match cell.cache {
+                CacheMode::Cold => cfg.cold_ops.or(cfg.ops),
+                _ => cfg.ops,
+            },
+            deadline: cfg.duration.map(|d| Instant::now() + d),
+            latencies: !cfg.untimed,
+            progress: None,
+        };
+        let (out, counters) = measure(|| prepared.run_limited(limits));
+        // Unmapped and closed after the clock, as the classic benchmark did.
+        drop(prepared);
+        let (moved, hist) = out?;
+        let hist = hist.unwrap_or_default();
+        let run = AccessRun {
+            warmup: false,
+            counters,
+            moved,
+            cache: state,
+            latency: hist.summary(),
+        };
+        Ok((run, hist))
+    }
+    fn figure(&self, (r, _): &Self::Run) -> f64 {
+        r.kiops()
+    }
+    fn xor(&self, _: usize, (r, _): &Self::Run) -> Option<(u64, u32)> {
+        // Touching or copying a block says nothing of the file's XOR.
+        (r.moved.blocks == self.blocks && self.blocks > 0 && self.cfg.work == Work::Xor)
+            .then_some((0, r.moved.xor))
+    }
 }
 
 fn row(cell: Cell) -> AccessRow {

@@ -6,7 +6,7 @@ use super::access::{AccessConfig, AccessResult, AccessRow, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
-use crate::measure::stats::Ratio;
+use crate::measure::decide;
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -98,11 +98,13 @@ pub fn run_advise(
             bs,
             pattern,
         )),
-        duration: Some(Duration::from_millis(500)),
+        duration: Some(Duration::from_millis(100)),
         work: Default::default(),
         classic: false,
         untimed: false,
         repeat: 3,
+        budget: Some(Duration::from_secs(30)),
+        focus: None,
         warmup: 1,
         seed: 1,
         drop_all: false,
@@ -127,7 +129,9 @@ pub fn run_advise(
                 .iter()
                 .max_by(|a, b| a.kiops.median.total_cmp(&b.kiops.median))?;
             let base = rows.iter().find(|r| r.method == baseline)?;
-            let r = Ratio::of(&best.kiops, &base.kiops)?;
+            let (a, b) = (&best.kiops.samples, &base.kiops.samples);
+            let m = a.len().min(b.len());
+            let r = decide::paired(&a[..m], &b[..m], measured.rounds.looks_for_verdicts())?;
             Some(Advice {
                 cache: c,
                 best: best.method,
@@ -135,7 +139,9 @@ pub fn run_advise(
                 versus: baseline,
                 ratio: r.ratio,
                 ci: r.ci,
-                clear: best.method != baseline && r.clear() == Some(true),
+                clear: best.method != baseline
+                    && r.decided == decide::Decided::Winner
+                    && r.a_larger == Some(true),
                 device_bytes_per_byte: best.device_bytes_per_byte,
             })
         })

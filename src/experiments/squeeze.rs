@@ -58,6 +58,10 @@ pub struct SqueezeConfig {
     pub depth: u32,
     /// Seconds per method.
     pub seconds: f64,
+    /// Seconds between samples (1 by default; shorter gives a short run enough samples for
+    /// an interval at 95%).
+    #[serde(default = "one_second")]
+    pub tick: f64,
     /// Seed of the random order.
     pub seed: u64,
     /// Make the groups under this directory (a delegated subtree) instead of the hierarchy's root.
@@ -65,6 +69,10 @@ pub struct SqueezeConfig {
     /// The program that runs a method (iolab itself, `squeeze-worker`); not part of the result.
     #[serde(skip)]
     pub worker: PathBuf,
+}
+
+fn one_second() -> f64 {
+    1.0
 }
 
 impl SqueezeConfig {
@@ -91,6 +99,7 @@ impl SqueezeConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             depth: 32,
             seconds: Self::DEFAULT_SECONDS,
+            tick: 1.0,
             seed: 1,
             cgroup_parent: None,
             worker,
@@ -183,6 +192,9 @@ pub struct WorkerConfig {
     pub depth: u32,
     /// How long.
     pub seconds: f64,
+    /// Seconds between samples.
+    #[serde(default = "one_second")]
+    pub tick: f64,
     /// Seed.
     pub seed: u64,
     /// The group it runs in (for its memory figures), if any.
@@ -420,7 +432,8 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
         loop {
             // A sample every second; the last one when the reads have stopped (at the deadline,
             // after the requests still in flight), so every read is in some sample.
-            let next = (start + Duration::from_secs(k as u64)).min(deadline);
+            let next =
+                (start + Duration::from_secs_f64(k as f64 * cfg.tick.max(0.05))).min(deadline);
             let finished = if next >= deadline {
                 let _ = done_rx.recv();
                 true
@@ -550,11 +563,12 @@ pub const FULL_AT: f64 = 0.9;
 /// `None` with fewer than 3 whole seconds to summarise.
 pub fn steady_state(
     ticks: &[Tick],
+    tick: f64,
     limit: u64,
     direct: bool,
     companion_alone: f64,
 ) -> Option<Steady> {
-    let whole = |t: &Tick| t.secs >= 0.9;
+    let whole = |t: &Tick| t.secs >= 0.9 * tick;
     let full = ticks.iter().position(|t| {
         t.mem_current
             .is_some_and(|m| m as f64 >= FULL_AT * limit as f64)
@@ -646,7 +660,13 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
     if cfg.methods.is_empty() {
         return Err(Error::usage("no methods", "--methods names none"));
     }
-    if cfg.bs == 0 || cfg.threads == 0 || cfg.seconds.is_nan() || cfg.seconds <= 0.0 {
+    if cfg.bs == 0
+        || cfg.threads == 0
+        || cfg.seconds.is_nan()
+        || cfg.seconds <= 0.0
+        || cfg.tick.is_nan()
+        || cfg.tick < 0.05
+    {
         return Err(Error::usage(
             "invalid setting",
             "--bs, --threads and --seconds must be positive",
@@ -712,6 +732,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
             threads: cfg.threads,
             depth: cfg.depth,
             seconds: cfg.seconds,
+            tick: cfg.tick,
             seed: cfg.seed,
             group: Some(group.files().clone()),
         };
@@ -748,7 +769,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
                     ));
                 }
                 m.done = Some(d);
-                m.steady = steady_state(&m.ticks, limit, method.is_direct(), alone);
+                m.steady = steady_state(&m.ticks, cfg.tick, limit, method.is_direct(), alone);
                 if let Some(p) = m.peak
                     && p as f64 > 1.05 * limit as f64
                 {
@@ -943,7 +964,7 @@ mod tests {
             .map(|i| tick(i as f64 + 1.0, 90.0, (i + 1) * (25 << 20)))
             .collect();
         ticks.extend((3..10).map(|i| tick(i as f64 + 1.0, 20.0 + i as f64 * 0.1, 99 << 20)));
-        let s = steady_state(&ticks, limit, false, 100.0).unwrap();
+        let s = steady_state(&ticks, 1.0, limit, false, 100.0).unwrap();
         // Second 4 (index 3) is the first at 90%: the window starts after it.
         assert_eq!(s.seconds, 6);
         assert!((s.from_s - 4.0).abs() < 1e-9, "{}", s.from_s);
@@ -955,14 +976,14 @@ mod tests {
         let flat: Vec<Tick> = (0..6)
             .map(|i| tick(i as f64 + 1.0, 30.0, 1 << 20))
             .collect();
-        let d = steady_state(&flat, limit, true, 0.0).unwrap();
+        let d = steady_state(&flat, 1.0, limit, true, 0.0).unwrap();
         assert_eq!((d.seconds, d.cpu_left_pct), (5, None));
         // Not direct and never full: the second half, said so.
-        let n = steady_state(&flat, limit, false, 0.0).unwrap();
+        let n = steady_state(&flat, 1.0, limit, false, 0.0).unwrap();
         assert_eq!(n.seconds, 3);
         assert!(n.why.contains("never filled"));
         // Too short: nothing.
-        assert!(steady_state(&flat[..3], limit, false, 0.0).is_none());
+        assert!(steady_state(&flat[..3], 1.0, limit, false, 0.0).is_none());
     }
 
     #[test]
@@ -974,7 +995,7 @@ mod tests {
         let mut last = tick(5.3, 1.0, 10 << 20);
         last.secs = 0.3;
         ticks.push(last);
-        let s = steady_state(&ticks, limit, false, 0.0).unwrap();
+        let s = steady_state(&ticks, 1.0, limit, false, 0.0).unwrap();
         assert_eq!(s.seconds, 4);
         assert_eq!(s.kiops.min, 10.0);
     }
@@ -1050,6 +1071,7 @@ mod tests {
             threads: 2,
             depth: 4,
             seconds: 1.3,
+            tick: 1.0,
             seed: 3,
             group: None,
         };
@@ -1093,6 +1115,7 @@ mod tests {
             threads: 1,
             depth: 1,
             seconds: 0.1,
+            tick: 1.0,
             seed: 1,
             group: None,
         };

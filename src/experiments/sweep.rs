@@ -6,7 +6,8 @@ use super::host::{Host, host_facts};
 use crate::cache::{self, CacheMode};
 use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
 use crate::measure::stats::{Summary, summarize};
 use crate::measure::{Counters, measure};
 use crate::workload::{Pattern, Shape};
@@ -46,8 +47,13 @@ pub struct SweepConfig {
     pub threads: usize,
     /// io_uring requests in flight per thread.
     pub depth: u32,
-    /// Runs per cell (interleaved).
+    /// Counted runs per cell (interleaved) when `budget` is `None`.
     pub repeat: usize,
+    /// Adaptive rounds: go on, look by look, until every comparison (each method against the
+    /// first at each block size and cache state or sync mode) is decided at 95%, within this
+    /// wall time. `None`: exactly `repeat` rounds.
+    #[serde(default, with = "crate::measure::secs::option")]
+    pub budget: Option<std::time::Duration>,
     /// Seed of the random order (and of written data).
     pub seed: u64,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
@@ -195,6 +201,9 @@ pub struct SweepResult {
     pub cells: Vec<SweepCell>,
     /// What the user should know about these figures.
     pub warnings: Vec<String>,
+    /// How the rounds went: how many, why they ended, under how many planned looks.
+    #[serde(default)]
+    pub rounds: RoundsTaken,
 }
 
 /// Runs one cell once.
@@ -208,7 +217,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             "give at least one, each at least 1 byte",
         ));
     }
-    if cfg.threads == 0 || cfg.repeat == 0 {
+    if cfg.threads == 0 || (cfg.repeat == 0 && cfg.budget.is_none()) {
         return Err(Error::usage(
             "invalid count",
             "--threads and --repeat must be at least 1",
@@ -327,30 +336,29 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             )
         }
     };
-    let total = cfg.repeat * cells.len();
-    let mut done = 0;
-    for _ in 0..cfg.repeat {
-        for cell in cells.iter_mut() {
-            done += 1;
-            if cell.unsupported.is_some() {
-                continue;
-            }
-            match runner(cell.kind, cell.bs) {
-                Ok(run) => cell.runs.push(run),
-                Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
-                    warnings.push(format!(
-                        "{} bs {}: {}",
-                        cell.method_name(),
-                        cell.bs,
-                        e.cause
-                    ));
-                    cell.unsupported = Some(e.cause);
-                }
-                Err(e) => return Err(e),
-            }
-            obs.progress("sweep", done, total);
+    let plan = match cfg.budget {
+        Some(budget) => Plan::adaptive(budget),
+        None => Plan::fixed(0, cfg.repeat),
+    };
+    let comparisons = comparisons(&cells);
+    let read_len = match cfg.op {
+        SweepOp::Read => cfg.len.unwrap_or(file_size).min(file_size),
+        SweepOp::Write => 0,
+    };
+    let mut set = SweepCells {
+        cells: &cells,
+        runner: &mut *runner,
+        read_len,
+    };
+    let mut out = harness::run("sweep", &mut set, &plan, &comparisons, obs)?;
+    for (cell, done) in cells.iter_mut().zip(out.cells.iter_mut()) {
+        cell.runs = std::mem::take(&mut done.runs);
+        if let Some(why) = done.skipped.take() {
+            warnings.push(format!("{} bs {}: {why}", cell.method_name(), cell.bs));
+            cell.unsupported = Some(why);
         }
     }
+    let rounds = RoundsTaken::of(&out);
     let cells: Vec<SweepCell> = cells.into_iter().map(finish).collect();
     if cfg.op == SweepOp::Write
         && cfg
@@ -371,7 +379,65 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         file_size,
         cells,
         warnings,
+        rounds,
     })
+}
+
+/// At every block size and cache state (or sync mode), each method against the first; for
+/// writes also, per method, each sync mode against the first.
+fn comparisons(cells: &[SweepCell]) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for (b, cb) in cells.iter().enumerate() {
+        let first = cells.iter().position(|ca| {
+            ca.bs == cb.bs
+                && match (ca.kind, cb.kind) {
+                    (CellKind::Read { cache: x, .. }, CellKind::Read { cache: y, .. }) => x == y,
+                    (CellKind::Write { sync: x, .. }, CellKind::Write { sync: y, .. }) => x == y,
+                    _ => false,
+                }
+        });
+        if let Some(a) = first.filter(|&a| a != b) {
+            out.push(Comparison { a, b });
+        }
+        if let CellKind::Write { method, .. } = cb.kind {
+            let first = cells.iter().position(|ca| {
+                ca.bs == cb.bs
+                    && matches!(ca.kind, CellKind::Write { method: m, .. } if m == method)
+            });
+            if let Some(a) = first.filter(|&a| a != b) {
+                out.push(Comparison { a, b });
+            }
+        }
+    }
+    out
+}
+
+/// The sweep's cells as the harness sees them.
+struct SweepCells<'a, 'r> {
+    cells: &'a [SweepCell],
+    runner: &'a mut Runner<'r>,
+    /// Bytes every read run covers (every read cell's XOR must agree), 0 for writes.
+    read_len: u64,
+}
+
+impl Cells for SweepCells<'_, '_> {
+    type Run = SweepRun;
+    fn count(&self) -> usize {
+        self.cells.len()
+    }
+    fn name(&self, i: usize) -> String {
+        let c = &self.cells[i];
+        format!("{} {} bs {}", c.method_name(), c.mode_name(), c.bs)
+    }
+    fn run(&mut self, i: usize) -> Result<SweepRun> {
+        (self.runner)(self.cells[i].kind, self.cells[i].bs)
+    }
+    fn figure(&self, r: &SweepRun) -> f64 {
+        crate::size::mib_per_s(r.moved.bytes, r.counters.wall.as_secs_f64())
+    }
+    fn xor(&self, _: usize, r: &SweepRun) -> Option<(u64, u32)> {
+        (self.read_len > 0 && r.moved.bytes == self.read_len).then_some((0, r.moved.xor))
+    }
 }
 
 fn finish(mut c: SweepCell) -> SweepCell {

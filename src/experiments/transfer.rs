@@ -4,6 +4,7 @@
 use super::Observer;
 use super::host::{Host, host_facts};
 use crate::error::{Error, Result};
+use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
 use crate::measure::stats::{Summary, summarize};
 use crate::transfer::receiver::{RecvConfig, receive};
 use crate::transfer::sender::{SendConfig, bind};
@@ -19,8 +20,12 @@ pub struct TransferConfig {
     pub files: Vec<PathBuf>,
     /// Sender x receiver method pairs.
     pub pairs: Vec<(SendMethod, RecvMethod)>,
-    /// Runs per pair (interleaved).
+    /// Counted runs per pair (interleaved) when `budget` is `None`.
     pub repeat: usize,
+    /// Adaptive rounds: go on, look by look, until every pair is told apart from every other
+    /// at 95%, within this wall time. `None`: exactly `repeat` rounds.
+    #[serde(default, with = "crate::measure::secs::option")]
+    pub budget: Option<Duration>,
     /// Parallel connections (files go round-robin).
     pub connections: usize,
     /// fsync each received file inside its timed window.
@@ -67,6 +72,9 @@ pub struct TransferResult {
     pub bytes: u64,
     /// One result per pair.
     pub pairs: Vec<PairResult>,
+    /// How the rounds went.
+    #[serde(default)]
+    pub rounds: RoundsTaken,
 }
 
 /// Every sender method with every receiver method.
@@ -136,31 +144,27 @@ pub fn run_transfer(
     command_line: &str,
     obs: &dyn Observer,
 ) -> Result<TransferResult> {
-    if cfg.files.is_empty() || cfg.pairs.is_empty() || cfg.repeat == 0 {
+    if cfg.files.is_empty() || cfg.pairs.is_empty() || (cfg.repeat == 0 && cfg.budget.is_none()) {
         return Err(Error::usage(
             "nothing to transfer",
             "give files, method pairs and --repeat of at least 1",
         ));
     }
-    let total = cfg.pairs.len() * cfg.repeat;
-    let mut runs: Vec<Vec<(SideReport, SideReport)>> = vec![Vec::new(); cfg.pairs.len()];
-    let mut done = 0;
-    // Interleaved: each round runs every pair once.
-    for _ in 0..cfg.repeat {
-        for (i, (s, r)) in cfg.pairs.iter().enumerate() {
-            runs[i].push(run_once(
-                &cfg.files,
-                *s,
-                *r,
-                cfg.connections,
-                cfg.sync,
-                cfg.discard,
-                cfg.sizes,
-            )?);
-            done += 1;
-            obs.progress("transfer", done, total);
-        }
-    }
+    let plan = match cfg.budget {
+        Some(budget) => Plan::adaptive(budget),
+        None => Plan::fixed(0, cfg.repeat),
+    };
+    let n = cfg.pairs.len();
+    let comparisons: Vec<Comparison> = (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| Comparison { a, b }))
+        .collect();
+    let mut out = harness::run("transfer", &mut PairCells(cfg), &plan, &comparisons, obs)?;
+    let rounds = RoundsTaken::of(&out);
+    let runs: Vec<Vec<(SideReport, SideReport)>> = out
+        .cells
+        .iter_mut()
+        .map(|c| std::mem::take(&mut c.runs))
+        .collect();
     let bytes = runs
         .first()
         .and_then(|r| r.first())
@@ -203,5 +207,28 @@ pub fn run_transfer(
         config: cfg.clone(),
         bytes,
         pairs,
+        rounds,
     })
+}
+
+/// The method pairs as the harness sees them: one run moves every file once.
+struct PairCells<'a>(&'a TransferConfig);
+
+impl Cells for PairCells<'_> {
+    type Run = (SideReport, SideReport);
+    fn count(&self) -> usize {
+        self.0.pairs.len()
+    }
+    fn name(&self, i: usize) -> String {
+        let (s, r) = self.0.pairs[i];
+        format!("{}:{}", s.name(), r.name())
+    }
+    fn run(&mut self, i: usize) -> Result<Self::Run> {
+        let (s, r) = self.0.pairs[i];
+        let c = self.0;
+        run_once(&c.files, s, r, c.connections, c.sync, c.discard, c.sizes)
+    }
+    fn figure(&self, (_, recv): &Self::Run) -> f64 {
+        crate::size::mib_per_s(recv.bytes(), recv.wall.as_secs_f64())
+    }
 }

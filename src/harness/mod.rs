@@ -28,8 +28,11 @@ use std::time::{Duration, Instant};
 pub struct Plan {
     /// Uncounted rounds before the first counted one.
     pub warmup: usize,
-    /// The rounds after which comparisons are looked at; the first is every cell's minimum.
+    /// The rounds after which comparisons are looked at; the first is the minimum of every
+    /// compared cell.
     pub looks: Vec<usize>,
+    /// Counted rounds of the cells in no comparison (at most the first look).
+    pub floor: usize,
     /// Wall time the whole measurement may take; the first look is always completed.
     #[serde(with = "crate::measure::secs")]
     pub budget: Duration,
@@ -41,6 +44,7 @@ impl Plan {
         Plan {
             warmup: 1,
             looks: LOOKS.to_vec(),
+            floor: LOOKS[0],
             budget,
         }
     }
@@ -50,6 +54,7 @@ impl Plan {
         Plan {
             warmup,
             looks: vec![rounds],
+            floor: rounds,
             budget: Duration::ZERO,
         }
     }
@@ -129,6 +134,46 @@ pub struct Outcome<R> {
     pub planned_looks: usize,
 }
 
+/// How a measurement's rounds went, as results keep it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoundsTaken {
+    /// Counted rounds run (cells of comparisons decided early have fewer).
+    pub rounds: usize,
+    /// Why they ended (absent in results written before the harness).
+    pub stop: Option<Stop>,
+    /// Looks taken.
+    pub looks: usize,
+    /// Looks planned: every verdict's error is split over these (0 in old results: one).
+    pub planned_looks: usize,
+    /// Comparisons asked.
+    pub comparisons: usize,
+    /// Of these, still undecided when the rounds ended.
+    pub undecided: usize,
+}
+
+impl RoundsTaken {
+    /// From an outcome.
+    pub fn of<R>(o: &Outcome<R>) -> RoundsTaken {
+        RoundsTaken {
+            rounds: o.rounds,
+            stop: Some(o.stop),
+            looks: o.looks,
+            planned_looks: o.planned_looks,
+            comparisons: o.verdicts.len(),
+            undecided: o
+                .verdicts
+                .iter()
+                .filter(|v| v.is_some_and(|v| v.decided == Decided::Undecided))
+                .count(),
+        }
+    }
+
+    /// The looks to split a verdict's error over (at least one).
+    pub fn looks_for_verdicts(&self) -> usize {
+        self.planned_looks.max(1)
+    }
+}
+
 struct Live<R> {
     runs: Vec<R>,
     skipped: Option<String>,
@@ -158,6 +203,11 @@ pub fn run<C: Cells>(
     let mut xors: Vec<(u64, u32, usize)> = Vec::new();
     let mut windows: Vec<Interference> = Vec::new();
     let first = plan.min_rounds();
+    let mut compared = vec![false; n];
+    for c in comparisons {
+        compared[c.a] = true;
+        compared[c.b] = true;
+    }
     let mut target = plan.warmup + first;
     let mut total = target * n;
     let mut done = 0;
@@ -167,6 +217,13 @@ pub fn run<C: Cells>(
     let stop = loop {
         while round < target {
             let counted = round >= plan.warmup;
+            if round == plan.warmup + plan.floor.min(first) {
+                for (i, l) in live.iter_mut().enumerate() {
+                    if !compared[i] {
+                        l.active = false;
+                    }
+                }
+            }
             let order: Vec<usize> = (0..n).filter(|&i| live[i].active).collect();
             let probe = Probe::start();
             for k in 0..order.len() {
@@ -361,8 +418,17 @@ mod tests {
         let noisy = |base: f64, phase: usize| -> Box<dyn FnMut(usize) -> f64> {
             Box::new(move |k| base * (1.0 + 0.08 * (((k + phase) * 7) % 5) as f64 / 4.0))
         };
-        let mut cells = Fake::new(vec![noisy(100.0, 0), noisy(101.0, 2), wobble(10.0)]);
-        let plan = Plan::adaptive(Duration::from_secs(60));
+        // A fourth cell in no comparison gets the floor only.
+        let mut cells = Fake::new(vec![
+            noisy(100.0, 0),
+            noisy(101.0, 2),
+            wobble(10.0),
+            wobble(5.0),
+        ]);
+        let plan = Plan {
+            floor: 3,
+            ..Plan::adaptive(Duration::from_secs(60))
+        };
         let cmp = [Comparison { a: 0, b: 1 }, Comparison { a: 0, b: 2 }];
         let out = run("t", &mut cells, &plan, &cmp, &Silent).unwrap();
         assert!(out.looks > 1, "{out:?}");
@@ -370,6 +436,7 @@ mod tests {
         assert!(out.cells[0].runs.len() > LOOKS[0]);
         assert_eq!(out.cells[0].runs.len(), out.cells[1].runs.len());
         assert_eq!(out.verdicts[1].unwrap().decided, Decided::Winner);
+        assert_eq!(out.cells[3].runs.len(), 3, "uncompared cell: the floor");
     }
 
     #[test]

@@ -12,7 +12,8 @@ use crate::experiments::squeeze::{MethodSeries, SqueezeResult};
 use crate::experiments::sweep::{CellKind, SweepCell};
 use crate::experiments::syscalls::SyscallsResult;
 use crate::experiments::transfer::TransferResult;
-use crate::measure::stats::{Ratio, Summary, summarize};
+use crate::measure::decide::{self, Decided, RatioKind};
+use crate::measure::stats::{Summary, summarize};
 use crate::transfer::{RecvMethod, SendMethod};
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
@@ -27,12 +28,27 @@ pub struct Finding {
     /// The faster (or cheaper) side, or `None` when there is no clear difference.
     #[serde(default)]
     pub winner: Option<String>,
-    /// The first-named side over the second (rates: a / b; costs: a / b too, lower is better).
+    /// What the interval decided: a winner, within 5% (`equivalent`), or `undecided` (absent
+    /// in results written before the harness).
+    #[serde(default)]
+    pub decided: Option<Decided>,
+    /// The first-named side over the second (rates: a / b; costs: a / b too, lower is better),
+    /// of the kind `ratio_kind` says: the ratio whose interval `ci` is.
     #[serde(default)]
     pub ratio: f64,
+    /// Which ratio `ratio` is: `paired` (median of per-round ratios) or `of-medians`.
+    #[serde(default)]
+    pub ratio_kind: Option<RatioKind>,
     /// The interval of `ratio` (results written before intervals existed read as `[0, 0]`).
     #[serde(default)]
     pub ci: [f64; 2],
+    /// The interval's coverage, over every look the harness took (0.95; less only when too few
+    /// rounds were taken, and then nothing is decided).
+    #[serde(default)]
+    pub level: f64,
+    /// Rounds (pairs) behind it; for unpaired sides, the smaller side's count.
+    #[serde(default)]
+    pub rounds: usize,
     /// The rows it comes from, as `experiment: row`.
     pub cites: Vec<String>,
 }
@@ -51,26 +67,36 @@ struct Side {
     cite: String,
 }
 
-/// Compares `a` with `b` on `what` (figures in `unit`); `paired` when their runs were taken in the
-/// same interleaved rounds. `None` when either side has no runs, or both are the same cell.
+/// How the two sides were measured: in the same rounds of a harness that looked `looks` times,
+/// or apart (`looks` then counts the looks either side's runs were taken under).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pairing {
+    Paired { looks: usize },
+    Apart { looks: usize },
+}
+
+/// Compares `a` with `b` on `what` (figures in `unit`). `None` when either side has no runs,
+/// or both are the same cell.
 fn compare(
     key: &str,
     what: &str,
     unit: &str,
     better: Better,
-    paired: bool,
+    pairing: Pairing,
     a: Side,
     b: Side,
 ) -> Option<Finding> {
     if a.name == b.name && a.cite == b.cite {
         return None;
     }
-    let r = if paired {
-        Ratio::of(&a.s, &b.s)?
-    } else {
-        Ratio::unpaired(&a.s, &b.s)?
+    let v = match pairing {
+        Pairing::Paired { looks } => {
+            let m = a.s.samples.len().min(b.s.samples.len());
+            decide::paired(&a.s.samples[..m], &b.s.samples[..m], looks)?
+        }
+        Pairing::Apart { looks } => decide::unpaired(&a.s.samples, &b.s.samples, looks)?,
     };
-    let a_ahead = match (r.clear(), better) {
+    let a_ahead = match (v.a_larger, better) {
         (None, _) => None,
         (Some(first), Better::Higher) => Some(first),
         (Some(first), Better::Lower) => Some(!first),
@@ -81,42 +107,55 @@ fn compare(
     let (first, second) = if a_first { (&a, &b) } else { (&b, &a) };
     let invert = a_first == (better == Better::Lower);
     let (x, lo, hi) = if invert {
-        (1.0 / r.ratio, 1.0 / r.ci[1], 1.0 / r.ci[0])
+        (1.0 / v.ratio, 1.0 / v.ci[1], 1.0 / v.ci[0])
     } else {
-        (r.ratio, r.ci[0], r.ci[1])
+        (v.ratio, v.ci[0], v.ci[1])
+    };
+    let level = if v.level >= decide::LEVEL {
+        format!("{:.0}%", 100.0 * decide::LEVEL)
+    } else {
+        format!("only {:.0}%", 100.0 * v.level)
     };
     let figures = format!(
-        "{} {:.1} vs {} {:.1} {unit}; the ratio's interval {lo:.2}-{hi:.2}x at {:.0}% over {} runs",
+        "{} {:.1} vs {} {:.1} {unit} (medians); {}: {x:.2}x, interval {lo:.2}-{hi:.2}x at {level} over {} rounds",
         first.name,
         first.s.median,
         second.name,
         second.s.median,
-        100.0 * r.ci_level,
-        r.runs
+        v.kind.says(),
+        v.rounds
     );
     let how = match better {
         Better::Higher => "faster than",
         Better::Lower => "cheaper than",
     };
-    let (text, winner) = match a_ahead {
-        None if r.runs < Ratio::MIN_RUNS => {
-            (format!("{what}: too few runs to tell ({figures})"), None)
-        }
-        None => (format!("{what}: no clear difference ({figures})"), None),
-        Some(_) => (
+    let (text, winner) = match (v.decided, a_ahead) {
+        (Decided::Winner, Some(_)) => (
             format!(
                 "{what}: {} {x:.2}x {how} {} ({figures})",
                 first.name, second.name
             ),
             Some(first.name.clone()),
         ),
+        (Decided::Equivalent, _) => (
+            format!("{what}: within 5%, no practical difference ({figures})"),
+            None,
+        ),
+        _ => (
+            format!("{what}: undecided after {} rounds ({figures})", v.rounds),
+            None,
+        ),
     };
     Some(Finding {
         key: key.into(),
         text,
         winner,
-        ratio: r.ratio,
-        ci: r.ci,
+        decided: Some(v.decided),
+        ratio: v.ratio,
+        ratio_kind: Some(v.kind),
+        ci: v.ci,
+        level: v.level,
+        rounds: v.rounds,
         cites: vec![a.cite, b.cite],
     })
 }
@@ -134,7 +173,9 @@ fn access_row(rows: &[AccessRow], m: ReadMethod, p: Pattern, c: CacheMode) -> Op
 /// Random 4 KiB, warm: a mapping (no hint) against pread. The same two cells every run: picking
 /// the best of several mapping variants by median would name a different variant from run to
 /// run when they are within noise of each other.
-pub fn random_warm(rows: &[AccessRow]) -> Option<Finding> {
+///
+/// `looks`: the looks the harness planned for these rows' rounds.
+pub fn random_warm(rows: &[AccessRow], looks: usize) -> Option<Finding> {
     let pread = access_row(rows, ReadMethod::Pread, Pattern::Random, CacheMode::Warm)?;
     let mmap = access_row(rows, ReadMethod::Mmap, Pattern::Random, CacheMode::Warm)?;
     let side = |r: &AccessRow| Side {
@@ -147,7 +188,7 @@ pub fn random_warm(rows: &[AccessRow]) -> Option<Finding> {
         "random 4 KiB reads, warm",
         "KIOPS",
         Better::Higher,
-        true,
+        Pairing::Paired { looks },
         side(mmap),
         side(pread),
     )
@@ -179,7 +220,13 @@ fn sweep_side(c: &SweepCell, op: &str) -> Side {
 }
 
 /// read against mmap at block size `bs` from `cache`.
-fn read_vs_mmap(cells: &[SweepCell], bs: u64, cache: CacheMode, key: &str) -> Option<Finding> {
+fn read_vs_mmap(
+    cells: &[SweepCell],
+    looks: usize,
+    bs: u64,
+    cache: CacheMode,
+    key: &str,
+) -> Option<Finding> {
     let read = sweep_cell(cells, bs, read_cell(ReadMethod::Read, cache))?;
     let mmap = sweep_cell(cells, bs, read_cell(ReadMethod::Mmap, cache))?;
     let what = format!(
@@ -192,21 +239,28 @@ fn read_vs_mmap(cells: &[SweepCell], bs: u64, cache: CacheMode, key: &str) -> Op
         &what,
         "MiB/s",
         Better::Higher,
-        true,
+        Pairing::Paired { looks },
         sweep_side(mmap, "read"),
         sweep_side(read, "read"),
     )
 }
 
 /// Sequential reads, cold and warm, at the largest block size swept: mmap against read.
-pub fn sequential(cells: &[SweepCell], cache: CacheMode) -> Option<Finding> {
+/// `looks`: the looks the harness planned for the sweep's rounds.
+pub fn sequential(cells: &[SweepCell], looks: usize, cache: CacheMode) -> Option<Finding> {
     let bs = cells.iter().map(|c| c.bs).max()?;
-    read_vs_mmap(cells, bs, cache, &format!("sequential-{}", cache.name()))
+    read_vs_mmap(
+        cells,
+        looks,
+        bs,
+        cache,
+        &format!("sequential-{}", cache.name()),
+    )
 }
 
 /// Warm: the smallest block size from which mmap is clearly faster than read at every larger
 /// size swept; its ratio and interval are those at that size.
-pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
+pub fn mmap_crossover(cells: &[SweepCell], looks: usize) -> Option<Finding> {
     let mut sizes: Vec<u64> = cells
         .iter()
         .filter(|c| c.read().is_some_and(|(_, cache)| cache == CacheMode::Warm))
@@ -216,7 +270,7 @@ pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
     sizes.dedup();
     let per_size: Vec<(u64, Finding)> = sizes
         .iter()
-        .filter_map(|&bs| Some((bs, read_vs_mmap(cells, bs, CacheMode::Warm, "")?)))
+        .filter_map(|&bs| Some((bs, read_vs_mmap(cells, looks, bs, CacheMode::Warm, "")?)))
         .collect();
     let (last_bs, last) = per_size.last()?;
     let mmap_wins = |f: &Finding| f.winner.as_deref() == Some("mmap");
@@ -255,9 +309,17 @@ pub fn mmap_crossover(cells: &[SweepCell]) -> Option<Finding> {
     Some(Finding {
         key: "mmap-crossover-warm".into(),
         text,
+        decided: if winner.is_some() {
+            Some(Decided::Winner)
+        } else {
+            last.decided
+        },
         winner,
         ratio: at.ratio,
+        ratio_kind: at.ratio_kind,
         ci: at.ci,
+        level: at.level,
+        rounds: at.rounds,
         cites: per_size.iter().flat_map(|(_, f)| f.cites.clone()).collect(),
     })
 }
@@ -280,7 +342,7 @@ pub fn syscall_costs(s: &SyscallsResult) -> Option<Finding> {
         "a 1-byte read against the null system call",
         "ns",
         Better::Lower,
-        false,
+        Pairing::Apart { looks: 1 },
         side(read),
         side(null),
     )?;
@@ -292,7 +354,7 @@ pub fn syscall_costs(s: &SyscallsResult) -> Option<Finding> {
 }
 
 /// The price of fsync after every block, at 1 MiB blocks (or the largest swept).
-pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
+pub fn fsync_cost(cells: &[SweepCell], looks: usize) -> Option<Finding> {
     let sizes: Vec<u64> = cells
         .iter()
         .filter(|c| c.write().is_some_and(|(_, sync)| sync == SyncMode::Each))
@@ -314,7 +376,7 @@ pub fn fsync_cost(cells: &[SweepCell]) -> Option<Finding> {
         &format!("write() in {} blocks", crate::size::format_size(bs)),
         "MiB/s",
         Better::Higher,
-        true,
+        Pairing::Paired { looks },
         side(none, "no sync"),
         side(each, "fsync after every block"),
     )
@@ -332,7 +394,7 @@ pub fn fast_warm_cold(warm: &FastSeries, cold: &FastSeries) -> Option<Finding> {
         "the whole file's XOR",
         "MiB/s",
         Better::Higher,
-        false,
+        Pairing::Apart { looks: 1 },
         side(warm, "warm"),
         side(cold, "cold"),
     )
@@ -340,7 +402,7 @@ pub fn fast_warm_cold(warm: &FastSeries, cold: &FastSeries) -> Option<Finding> {
 
 /// The fastest transfer pair (by median) against plain read:write; when read:write is itself the
 /// fastest, against the runner-up. A pair is never compared with itself.
-pub fn transfer_best(t: &TransferResult) -> Option<Finding> {
+pub fn transfer_best(t: &TransferResult, looks: usize) -> Option<Finding> {
     let name = |s: SendMethod, r: RecvMethod| format!("{}:{}", s.name(), r.name());
     let mut by_median: Vec<_> = t.pairs.iter().filter(|p| p.mib_s.n > 0).collect();
     by_median.sort_by(|a, b| b.mib_s.median.total_cmp(&a.mib_s.median));
@@ -355,15 +417,48 @@ pub fn transfer_best(t: &TransferResult) -> Option<Finding> {
         s: p.mib_s.clone(),
         cite: format!("transfer: {}", name(p.sender, p.receiver)),
     };
-    compare(
+    let what = "moving the classic files over loopback, the best other pair against read:write";
+    let mut f = compare(
         "transfer-best",
-        "moving the classic files over loopback, the best other pair against read:write",
+        what,
         "MiB/s",
         Better::Higher,
-        true,
+        Pairing::Paired { looks },
         side(best),
         side(base),
-    )
+    )?;
+    // The leader by median is named only when it is also told apart from the runner-up: two
+    // pairs within noise of each other would otherwise take turns as "the best".
+    let best_name = name(best.sender, best.receiver);
+    let base_name = name(base.sender, base.receiver);
+    let runner = by_median.iter().find(|p| {
+        let n = name(p.sender, p.receiver);
+        n != best_name && n != base_name
+    });
+    if f.winner.as_deref() == Some(best_name.as_str())
+        && let Some(runner) = runner
+    {
+        let vs = compare(
+            "",
+            "",
+            "MiB/s",
+            Better::Higher,
+            Pairing::Paired { looks },
+            side(best),
+            side(runner),
+        )?;
+        if vs.winner.as_deref() != Some(best_name.as_str()) {
+            let runner_name = name(runner.sender, runner.receiver);
+            f.text = format!(
+                "{what}: {best_name} leads, but is not told apart from {runner_name} ({})",
+                vs.text.trim_start_matches(": ")
+            );
+            f.winner = None;
+            f.decided = Some(Decided::Undecided);
+            f.cites.push(format!("transfer: {runner_name}"));
+        }
+    }
+    Some(f)
 }
 
 /// Larger than memory, steady state (each second of it one measurement; the methods ran one
@@ -418,15 +513,15 @@ fn squeeze_pair(
         cite: format!("squeeze: {} {pattern}", m.method.name()),
     };
     let what = format!(
-        "the file {:.1}x larger than memory, {pattern} {bs} reads{what_more}, steady state (per second)",
-        r.oversize
+        "the file {:.1}x larger than memory, {pattern} {bs} reads{what_more}, steady state (a sample every {} s)",
+        r.oversize, r.config.tick
     );
     let mut f = compare(
         &format!("squeeze-{pattern}-{}{key}", r.config.bs),
         &what,
         "KIOPS",
         Better::Higher,
-        false,
+        Pairing::Apart { looks: 1 },
         side(a),
         side(b),
     )?;
@@ -518,10 +613,12 @@ mod squeeze_tests {
             "{}",
             f[0].text
         );
-        assert!(f[0].text.contains("over 7 seconds"), "{}", f[0].text);
+        assert!(f[0].text.contains("over 7 rounds"), "{}", f[0].text);
+        assert_eq!(f[0].ratio_kind, Some(RatioKind::OfMedians));
+        assert!(f[0].level >= 0.95, "{f:?}");
         // Equal within noise: no winner, said so.
         assert_eq!(f[1].winner, None, "{}", f[1].text);
-        assert!(f[1].text.contains("no clear difference"), "{}", f[1].text);
+        assert!(f[1].text.contains("undecided after 7 rounds"), "{}", f[1].text);
         // A method without a steady state is left out; with one left there is nothing to compare.
         let mut r = result(vec![
             series(ReadMethod::Mmap, &slow),
@@ -583,6 +680,16 @@ mod tests {
         }
     }
 
+    /// Eight rounds of the three given, each again with a small wobble (as the harness's first
+    /// look sees them).
+    fn eight(v: &[f64]) -> Vec<f64> {
+        (0..8)
+            .map(|i| v[i % v.len()] * (1.0 + 0.002 * (i / v.len()) as f64))
+            .collect()
+    }
+
+    const LOOKS: usize = crate::measure::decide::LOOKS.len();
+
     const W: Option<CacheMode> = Some(CacheMode::Warm);
     const C: Option<CacheMode> = Some(CacheMode::Cold);
 
@@ -593,28 +700,28 @@ mod tests {
                 ReadMethod::Pread,
                 Pattern::Random,
                 CacheMode::Warm,
-                &[1000.0, 900.0, 1100.0],
+                &eight(&[1000.0, 900.0, 1100.0]),
             ),
             arow(
                 ReadMethod::Mmap,
                 Pattern::Random,
                 CacheMode::Warm,
-                &[1900.0, 1700.0, 2100.0],
+                &eight(&[1900.0, 1700.0, 2100.0]),
             ),
             arow(
                 ReadMethod::MmapRandom,
                 Pattern::Random,
                 CacheMode::Warm,
-                &[1500.0; 3],
+                &[1500.0; 8],
             ),
             arow(
                 ReadMethod::Mmap,
                 Pattern::Random,
                 CacheMode::Cold,
-                &[9000.0; 3],
+                &[9000.0; 8],
             ),
         ];
-        let f = random_warm(&rows).unwrap();
+        let f = random_warm(&rows, LOOKS).unwrap();
         assert_eq!(f.winner.as_deref(), Some("mmap"), "{}", f.text);
         assert!((f.ratio - 1.9).abs() < 0.05, "{f:?}");
         assert!(
@@ -623,8 +730,24 @@ mod tests {
             f.text
         );
         assert_eq!(f.cites[0], "access: mmap random warm");
+        assert_eq!((f.decided, f.level, f.rounds), (Some(Decided::Winner), 0.95, 8));
+        // The ratio printed is the one whose interval is printed.
+        assert!(f.ci[0] <= f.ratio && f.ratio <= f.ci[1], "{f:?}");
+        assert!(f.text.contains("paired: median of per-round ratios"), "{}", f.text);
+        // Three rounds (what --quick used to take) decide nothing.
+        let three: Vec<AccessRow> = rows
+            .iter()
+            .map(|r| AccessRow {
+                kiops: summarize(&r.kiops.samples[..3]),
+                ..r.clone()
+            })
+            .collect();
+        let f = random_warm(&three, 1).unwrap();
+        assert_eq!((f.winner.as_deref(), f.decided), (None, Some(Decided::Undecided)));
+        assert!(f.text.contains("undecided after 3 rounds"), "{}", f.text);
+        assert!(f.text.contains("at only 75%"), "{}", f.text);
         assert!(
-            random_warm(&rows[1..]).is_none(),
+            random_warm(&rows[1..], LOOKS).is_none(),
             "no pread row, no finding"
         );
     }
@@ -637,33 +760,40 @@ mod tests {
             cell(16 << 20, "read", C, None, &[1813.0, 3643.0, 2400.0]),
             cell(16 << 20, "mmap", C, None, &[1030.0, 3850.0, 1620.0]),
         ];
-        let f = sequential(&cells, CacheMode::Cold).unwrap();
+        let f = sequential(&cells, 1, CacheMode::Cold).unwrap();
         assert_eq!(f.winner, None, "{}", f.text);
-        assert!(f.text.contains("no clear difference (mmap"), "{}", f.text);
+        assert!(f.text.contains("undecided after 3 rounds (mmap"), "{}", f.text);
+        // Eight such rounds still straddle 1: undecided, never a winner.
+        let cells = vec![
+            cell(16 << 20, "read", C, None, &eight(&[1813.0, 3643.0, 2400.0])),
+            cell(16 << 20, "mmap", C, None, &eight(&[1030.0, 3850.0, 1620.0])),
+        ];
+        let f = sequential(&cells, LOOKS, CacheMode::Cold).unwrap();
+        assert_eq!(f.decided, Some(Decided::Undecided), "{}", f.text);
         assert!(f.ci[0] < 1.0 && f.ci[1] > 1.0, "{f:?}");
         // One run per cell (what --quick used to do) cannot name a winner either: no interval.
         let one = vec![
             cell(1 << 20, "read", C, None, &[1000.0]),
             cell(1 << 20, "mmap", C, None, &[5000.0]),
         ];
-        let f = sequential(&one, CacheMode::Cold).unwrap();
+        let f = sequential(&one, LOOKS, CacheMode::Cold).unwrap();
         assert_eq!(f.winner, None, "{}", f.text);
     }
 
     #[test]
     fn sequential_and_crossover_name_winners_only_where_every_round_agrees() {
         let cells = vec![
-            cell(4096, "read", W, None, &[6000.0, 6100.0, 5900.0]),
-            cell(4096, "mmap", W, None, &[5000.0, 5100.0, 4900.0]),
-            cell(65536, "read", W, None, &[9000.0, 9500.0, 8800.0]),
-            cell(65536, "mmap", W, None, &[9100.0, 9300.0, 9000.0]),
-            cell(1 << 20, "read", W, None, &[20000.0, 21000.0, 19000.0]),
-            cell(1 << 20, "mmap", W, None, &[25000.0, 26000.0, 24500.0]),
+            cell(4096, "read", W, None, &eight(&[6000.0, 6100.0, 5900.0])),
+            cell(4096, "mmap", W, None, &eight(&[5000.0, 5100.0, 4900.0])),
+            cell(65536, "read", W, None, &eight(&[9000.0, 9500.0, 8800.0])),
+            cell(65536, "mmap", W, None, &eight(&[9100.0, 9300.0, 9000.0])),
+            cell(1 << 20, "read", W, None, &eight(&[20000.0, 21000.0, 19000.0])),
+            cell(1 << 20, "mmap", W, None, &eight(&[25000.0, 26000.0, 24500.0])),
         ];
-        let w = sequential(&cells, CacheMode::Warm).unwrap();
+        let w = sequential(&cells, LOOKS, CacheMode::Warm).unwrap();
         assert_eq!(w.winner.as_deref(), Some("mmap"), "{}", w.text);
         assert!(w.text.contains("mmap 1.25x faster than read"), "{}", w.text);
-        let x = mmap_crossover(&cells).unwrap();
+        let x = mmap_crossover(&cells, LOOKS).unwrap();
         assert_eq!(x.winner.as_deref(), Some("mmap"));
         assert!(
             x.text
@@ -679,19 +809,19 @@ mod tests {
         let w = |bs: u64, sync, mib: &[f64]| cell(bs, "write", None, Some(sync), mib);
         let (none, each) = (SyncMode::None, SyncMode::Each);
         let cells = vec![
-            w(65536, none, &[4000.0; 3]),
-            w(65536, each, &[100.0; 3]),
-            w(1 << 20, none, &[4000.0, 4100.0, 3900.0]),
-            w(1 << 20, each, &[1000.0; 3]),
+            w(65536, none, &[4000.0; 8]),
+            w(65536, each, &[100.0; 8]),
+            w(1 << 20, none, &eight(&[4000.0, 4100.0, 3900.0])),
+            w(1 << 20, each, &[1000.0; 8]),
         ];
-        let f = fsync_cost(&cells).unwrap();
-        assert!((f.ratio - 4.0).abs() < 1e-9, "{f:?}");
+        let f = fsync_cost(&cells, LOOKS).unwrap();
+        assert!((f.ratio - 4.0).abs() < 0.02, "{f:?}");
         assert_eq!(f.winner.as_deref(), Some("no sync"));
         let odd = vec![
-            w(16 << 20, none, &[800.0, 1700.0, 900.0]),
-            w(16 << 20, each, &[1600.0, 1500.0, 1650.0]),
+            w(16 << 20, none, &eight(&[800.0, 1700.0, 900.0])),
+            w(16 << 20, each, &eight(&[1600.0, 1500.0, 1650.0])),
         ];
-        let o = fsync_cost(&odd).unwrap();
+        let o = fsync_cost(&odd, LOOKS).unwrap();
         assert_eq!(o.winner, None, "{}", o.text);
     }
 
@@ -699,6 +829,7 @@ mod tests {
     fn findings_never_compare_a_thing_with_itself() {
         let a = cell(1 << 20, "read", W, None, &[100.0; 3]);
         let side = |c| sweep_side(c, "read");
-        assert!(compare("k", "w", "MiB/s", Better::Higher, true, side(&a), side(&a)).is_none());
+        let p = Pairing::Paired { looks: 1 };
+        assert!(compare("k", "w", "MiB/s", Better::Higher, p, side(&a), side(&a)).is_none());
     }
 }

@@ -36,6 +36,9 @@ impl Entry for Squeeze {
         let mut cfg = SqueezeConfig::new(ctx.file().to_path_buf(), memory, worker);
         // A steady state needs 3 whole seconds after the group fills (about a second).
         cfg.seconds = ctx.scale(5.0, 10.0);
+        // Quick: a sample every half second, so the steady state holds the 7 samples a side
+        // that an interval at 95% of two sides' ratio needs.
+        cfg.tick = ctx.scale(0.5, 1.0);
         run_squeeze(&cfg, obs)
     }
 

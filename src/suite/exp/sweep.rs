@@ -14,6 +14,10 @@ use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;
 
+fn secs(s: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(s)
+}
+
 fn sweep(
     ctx: &SuiteContext<'_>,
     obs: &dyn Observer,
@@ -21,6 +25,7 @@ fn sweep(
     path: PathBuf,
     sizes: &str,
     len: u64,
+    budget: std::time::Duration,
 ) -> Result<SweepResult> {
     let read = op == SweepOp::Read;
     fn pick<T>(on: bool, v: Vec<T>) -> Vec<T> {
@@ -37,8 +42,9 @@ fn sweep(
         len: Some(len),
         threads: 1,
         depth: 32,
-        // At least three rounds in every suite: a finding needs an interval.
+        // Adaptive: rounds go on until read and mmap (and each sync mode) are told apart.
         repeat: 3,
+        budget: Some(budget),
         seed: 1,
         drop_all: false,
     };
@@ -60,8 +66,10 @@ impl Entry for SweepRead {
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
         let size = ctx.data.random_size;
-        let len = ctx.scale(size.min(64 * MB), size);
+        // Quick: 128 MiB a run, so that even a warm 1 MiB mmap run lasts about 10 ms.
+        let len = ctx.scale(size.min(128 * MB), size);
         let sizes = ctx.scale("4K,64K,1M", "4K..16M");
+        let budget = ctx.scale(secs(15), secs(90));
         sweep(
             ctx,
             obs,
@@ -69,6 +77,7 @@ impl Entry for SweepRead {
             ctx.file().to_path_buf(),
             sizes,
             len,
+            budget,
         )
     }
 
@@ -85,10 +94,11 @@ impl Entry for SweepRead {
     }
 
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
+        let looks = out.rounds.looks_for_verdicts();
         [
-            sequential(&out.cells, CacheMode::Cold),
-            sequential(&out.cells, CacheMode::Warm),
-            mmap_crossover(&out.cells),
+            sequential(&out.cells, looks, CacheMode::Cold),
+            sequential(&out.cells, looks, CacheMode::Warm),
+            mmap_crossover(&out.cells, looks),
         ]
         .into_iter()
         .flatten()
@@ -110,9 +120,10 @@ impl Entry for SweepWrite {
     }
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
-        let (sizes, len) = ctx.scale(("4K,64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
+        let (sizes, len) = ctx.scale(("64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
         let dir = ctx.dir.path().to_path_buf();
-        sweep(ctx, obs, SweepOp::Write, dir, sizes, len)
+        let budget = ctx.scale(secs(12), secs(60));
+        sweep(ctx, obs, SweepOp::Write, dir, sizes, len, budget)
     }
 
     fn table(&self, out: &SweepResult) -> String {
@@ -164,6 +175,8 @@ impl Entry for SweepWrite {
     }
 
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
-        fsync_cost(&out.cells).into_iter().collect()
+        fsync_cost(&out.cells, out.rounds.looks_for_verdicts())
+            .into_iter()
+            .collect()
     }
 }

@@ -34,6 +34,7 @@ impl Entry for Transfer {
             files: ctx.data.classic_files.clone(),
             pairs,
             repeat: 3,
+            budget: Some(std::time::Duration::from_secs(ctx.scale(8, 30))),
             connections: 1,
             sync: false,
             discard: false,
@@ -104,6 +105,8 @@ impl Entry for Transfer {
     }
 
     fn findings(&self, out: &TransferResult, _: &SuiteResult) -> Vec<Finding> {
-        transfer_best(out).into_iter().collect()
+        transfer_best(out, out.rounds.looks_for_verdicts())
+            .into_iter()
+            .collect()
     }
 }
