@@ -1010,3 +1010,54 @@ fn json_and_csv_follow_one_convention_across_commands() {
         );
     }
 }
+
+/// The kernel hides a file's residency from a user who cannot write it (every page reads as
+/// resident): the run says "not visible" and judges cold and warm from its device reads.
+#[test]
+fn hidden_residency_is_judged_from_the_device() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make a file another user can only read");
+        return;
+    }
+    // Under /tmp, which every user may enter (a clone's folder may not be).
+    let dir = tempfile::tempdir().unwrap();
+    if fs_type(dir.path()) == "tmpfs" {
+        eprintln!("skipped: /tmp is tmpfs, where nothing is ever cold");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = write_file(dir.path(), "theirs", &bytes(16 << 20, 31));
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    for cache in ["cold", "warm"] {
+        let o = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args([
+                "read",
+                s(&f),
+                "--cache",
+                cache,
+                "--repeat",
+                "2",
+                "--format",
+                "json",
+            ])
+            .output();
+        let o = match o {
+            Ok(o) if o.status.success() => o,
+            other => {
+                eprintln!("skipped: cannot run as nobody here: {other:?}");
+                return;
+            }
+        };
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for run in v["runs"].as_array().unwrap() {
+            let c = &run["cache"];
+            assert_eq!(c["visible"], false, "{c}");
+            assert_eq!(c["verified"], true, "{cache}: {c} {}", run["counters"]);
+            assert!(c["note"].as_str().unwrap().contains("not visible"), "{c}");
+        }
+    }
+}

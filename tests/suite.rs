@@ -109,10 +109,33 @@ fn check_report(dir: &Path) -> serde_json::Value {
         v["interference"]
     );
     assert!(v["interference"]["reasons"].is_array());
+    let finding_keys = &schema["properties"]["findings"]["items"]["required"];
     for f in v["findings"].as_array().unwrap() {
+        for k in finding_keys.as_array().unwrap() {
+            assert!(
+                f.get(k.as_str().unwrap()).is_some(),
+                "finding lacks {k}: {f}"
+            );
+        }
         assert!(f["winner"].is_string() || f["winner"].is_null(), "{f}");
+        // A winner exactly when the interval decided one.
+        assert_eq!(f["winner"].is_string(), f["decided"] == "winner", "{f}");
         let ci = f["ci"].as_array().unwrap();
-        assert!(ci[0].as_f64().unwrap() <= ci[1].as_f64().unwrap(), "{f}");
+        let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+        assert!(lo <= hi, "{f}");
+        // The ratio printed is the one whose interval is printed.
+        let r = f["ratio"].as_f64().unwrap();
+        assert!(lo <= r && r <= hi, "{f}");
+        let text = f["text"].as_str().unwrap();
+        assert!(
+            text.contains("paired: median of per-round ratios")
+                || text.contains("ratio of medians"),
+            "{f}"
+        );
+        // A decided finding holds at 95%.
+        if f["decided"] != "undecided" {
+            assert!(f["level"].as_f64().unwrap() >= 0.95, "{f}");
+        }
     }
     assert!(
         v["findings"].as_array().unwrap().len() >= 5,
@@ -219,6 +242,22 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "not a results file");
+
+    // A stored result that no longer parses is refused, naming the section, never dropped.
+    let mut broken = v.clone();
+    broken["sweep_read"]["result"]["cells"] = serde_json::json!("not cells");
+    let bad = parent.path().join("broken.json");
+    std::fs::write(&bad, serde_json::to_string(&broken).unwrap()).unwrap();
+    let o = iolab()
+        .args(["report", bad.to_str().unwrap(), "--out"])
+        .arg(parent.path().join("never"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot render section 'sweep_read'"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!parent.path().join("never").exists());
 
     let plots = std::fs::read_dir(out.join("plots")).unwrap().count();
     browser_renders(&out.join("report.html"), plots);

@@ -207,7 +207,67 @@ pub struct CacheState {
     pub dropped_all: bool,
     /// Why the state differs from the one asked, or what could not be done.
     pub note: Option<String>,
+    /// Whether the kernel shows this caller the file's residency. It hides it (mincore and
+    /// cachestat then say every page is resident) from a caller that neither owns the file nor
+    /// may write it, unless privileged; `residency` means nothing then, and the state is judged
+    /// from the run's device reads ([`CacheState::judge_by_device`]).
+    #[serde(default = "yes")]
+    pub visible: bool,
 }
+
+fn yes() -> bool {
+    true
+}
+
+/// Whether the kernel shows this caller the residency of `file` (at `path`): as root (the
+/// privilege the kernel asks for), for the file's owner, or for a caller who may write it.
+pub fn residency_visible(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if crate::sys::is_root() {
+        return true;
+    }
+    let owner = file
+        .metadata()
+        .map(|m| m.uid() == crate::sys::euid())
+        .unwrap_or(false);
+    owner || crate::sys::may_write(path)
+}
+
+impl CacheState {
+    /// Where residency is hidden: judges the state from what the run read from the device
+    /// (`device_bytes`, /proc/self/io) against the bytes it used (`moved`). Cold: the device
+    /// supplied at least [`DEVICE_COLD_MIN`] of them; warm: at most [`DEVICE_WARM_MAX`]. Without
+    /// a device counter the state stays unverified. Does nothing where residency is visible.
+    pub fn judge_by_device(&mut self, moved: u64, device_bytes: Option<u64>) {
+        if self.visible || self.asked == CacheMode::Asis {
+            return;
+        }
+        let Some(dev) = device_bytes else {
+            self.verified = false;
+            self.note = Some("residency not visible to this user and no device counter: the cache state is not verified".into());
+            return;
+        };
+        let share = if moved == 0 {
+            0.0
+        } else {
+            dev as f64 / moved as f64
+        };
+        self.verified = match self.asked {
+            CacheMode::Cold => share >= DEVICE_COLD_MIN,
+            _ => share <= DEVICE_WARM_MAX,
+        };
+        self.note = Some(format!(
+            "residency not visible to this user (the kernel hides it from a caller who cannot write the file): judged from the device, which supplied {:.0}% of the bytes read",
+            100.0 * share
+        ));
+    }
+}
+
+/// Hidden residency: a run counts as cold when the device supplied at least this share of the
+/// bytes it read.
+pub const DEVICE_COLD_MIN: f64 = 0.9;
+/// Hidden residency: a run counts as warm when the device supplied at most this share.
+pub const DEVICE_WARM_MAX: f64 = 0.02;
 
 /// Resident fraction at or below which a file counts as cold.
 pub const COLD_MAX: f64 = 0.02;
@@ -234,13 +294,18 @@ pub fn prepare(
         CacheMode::Asis => {}
     }
     let residency = residency_of(file, len, path)?;
+    let visible = residency_visible(file, path);
     let f = residency.fraction();
+    // Hidden residency reads as all resident: verified only after the run, from the device.
     let verified = match mode {
-        CacheMode::Warm => f >= WARM_MIN,
-        CacheMode::Cold => f <= COLD_MAX,
+        CacheMode::Warm => visible && f >= WARM_MIN,
+        CacheMode::Cold => visible && f <= COLD_MAX,
         CacheMode::Asis => true,
     };
-    if !verified {
+    if !visible && mode != CacheMode::Asis {
+        note =
+            Some("residency not visible to this user: judged from the run's device reads".into());
+    } else if !verified {
         note = Some(match mode {
             CacheMode::Cold => format!(
                 "not cold: {:.1}% still resident after eviction (the filesystem may ignore fadvise, e.g. tmpfs, or pages are mapped)",
@@ -258,6 +323,7 @@ pub fn prepare(
         verified,
         dropped_all,
         note,
+        visible,
     })
 }
 

@@ -344,7 +344,7 @@ impl Cells for AccessCells<'_> {
             seed: cfg.seed,
             threads: cfg.threads,
         };
-        let state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
+        let mut state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
         let mut prepared = engine::prepare(cell.method, src, &w, &self.opts)?;
         let limits = RunLimits {
             max_ops: match cell.cache {
@@ -359,6 +359,7 @@ impl Cells for AccessCells<'_> {
         // Unmapped and closed after the clock, as the classic benchmark did.
         drop(prepared);
         let (moved, hist) = out?;
+        state.judge_by_device(moved.bytes, counters.device_read_bytes);
         let hist = hist.unwrap_or_default();
         let run = AccessRun {
             warmup: false,

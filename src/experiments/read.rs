@@ -213,10 +213,12 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
     let opts = EngineOptions::with_depth(cfg.shape.depth);
     let runs = Runs::measure(cfg.runs, "read", obs, || {
         // Cache state is established and verified right before each run, outside the timing.
-        let state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
+        let mut state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
         let prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
         let (moved, counters) = measure(|| prepared.run());
-        Ok((moved?, counters, Some(state)))
+        let moved = moved?;
+        state.judge_by_device(moved.bytes, counters.device_read_bytes);
+        Ok((moved, counters, Some(state)))
     })?;
     let x = crate::xor::format_xor;
     let xor = runs.same_xor(|a, b| {

@@ -286,13 +286,15 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
                     else {
                         unreachable!("read sweep")
                     };
-                    let state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
+                    let mut state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
                     let w = shape.workload(bs, len);
                     let prepared = engine::prepare(m, &src, &w, &opts)?;
                     let (moved, counters) = measure(|| prepared.run());
+                    let moved = moved?;
+                    state.judge_by_device(moved.bytes, counters.device_read_bytes);
                     Ok(SweepRun {
                         counters,
-                        moved: moved?,
+                        moved,
                         cache_verified: state.verified,
                     })
                 }),

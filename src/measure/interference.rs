@@ -37,6 +37,15 @@ pub struct Interference {
     pub load_1m: f64,
     /// Times the scheduler took the CPU away from this process.
     pub involuntary_switches: u64,
+    /// What other processes asked of the CPUs, in cores on average: the CPU they used plus the
+    /// time they waited in a run queue (/proc/PID/schedstat), not capped at the machine's
+    /// cores, so two spinners on two cores read about 2, not "2.00 of 2" as one does.
+    #[serde(default)]
+    pub other_demand_cores: f64,
+    /// What other processes read from and wrote to storage (/proc/PID/io, the processes this
+    /// user may read: all of them as root), MiB/s.
+    #[serde(default)]
+    pub other_io_mib_s: f64,
 }
 
 /// /proc/stat's "cpu" line, in clock ticks: `(busy, steal, total)`.
@@ -63,6 +72,10 @@ pub struct ProcStat {
     pub ticks: u64,
     /// The parent's pid.
     pub ppid: u32,
+    /// Bytes it read from and wrote to storage (/proc/PID/io; 0 where not readable).
+    pub io_bytes: u64,
+    /// Nanoseconds its main thread waited in a run queue (/proc/PID/schedstat; 0 where absent).
+    pub wait_ns: u64,
 }
 
 /// Parses /proc/PID/stat.
@@ -79,7 +92,26 @@ pub fn parse_pid_stat(text: &str) -> Option<ProcStat> {
         kthread,
         ticks,
         ppid: num(4)? as u32,
+        io_bytes: 0,
+        wait_ns: 0,
     })
+}
+
+/// Bytes a process read from and wrote to storage, from /proc/PID/io: `read_bytes +
+/// write_bytes - cancelled_write_bytes`.
+pub fn parse_pid_io(text: &str) -> Option<u64> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let (r, w) = (field("read_bytes")?, field("write_bytes")?);
+    Some((r + w).saturating_sub(field("cancelled_write_bytes").unwrap_or(0)))
+}
+
+/// The run-queue wait of /proc/PID/schedstat (`run_ns wait_ns slices`), ns.
+pub fn parse_schedstat_wait(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Every other process now, by pid, leaving out the pids that `skip` names.
@@ -96,7 +128,15 @@ fn processes(skip: impl Fn(u32) -> bool) -> std::collections::HashMap<u32, ProcS
         if pid == me || skip(pid) {
             continue;
         }
-        if let Some(v) = read_small(&format!("/proc/{pid}/stat")).and_then(|t| parse_pid_stat(&t)) {
+        if let Some(mut v) =
+            read_small(&format!("/proc/{pid}/stat")).and_then(|t| parse_pid_stat(&t))
+        {
+            v.io_bytes = read_small(&format!("/proc/{pid}/io"))
+                .and_then(|t| parse_pid_io(&t))
+                .unwrap_or(0);
+            v.wait_ns = read_small(&format!("/proc/{pid}/schedstat"))
+                .and_then(|t| parse_schedstat_wait(&t))
+                .unwrap_or(0);
             out.insert(pid, v);
         }
     }
@@ -152,21 +192,44 @@ fn used(
     a: &std::collections::HashMap<u32, ProcStat>,
     b: &std::collections::HashMap<u32, ProcStat>,
     me: u32,
-) -> (u64, u64, u64) {
+) -> Used {
     let mut ours = OURS.lock().map(|v| v.clone()).unwrap_or_default();
     ours.extend(descendants(b, me));
-    let (mut user, mut kernel, mut own) = (0, 0, 0);
+    let mut u = Used::default();
     for (pid, p) in b {
-        let d = p.ticks.saturating_sub(a.get(pid).map_or(0, |x| x.ticks));
+        let before = a.get(pid);
+        let d = p.ticks.saturating_sub(before.map_or(0, |x| x.ticks));
         if ours.contains(pid) {
-            own += d;
+            u.own += d;
         } else if p.kthread {
-            kernel += d;
+            u.kernel += d;
         } else {
-            user += d;
+            u.user += d;
+            // A process that appeared counts from zero only for what it did in the window:
+            // its I/O and waits before it are unknown, so a new process counts from its
+            // first sample (none here).
+            if let Some(x) = before {
+                u.io_bytes += p.io_bytes.saturating_sub(x.io_bytes);
+                u.wait_ns += p.wait_ns.saturating_sub(x.wait_ns);
+            }
         }
     }
-    (user, kernel, own)
+    u
+}
+
+/// What other processes, kernel threads and this work's processes used between two samples.
+#[derive(Debug, Default)]
+struct Used {
+    /// Other processes' CPU, ticks.
+    user: u64,
+    /// Kernel threads' CPU, ticks.
+    kernel: u64,
+    /// This work's other processes' CPU, ticks.
+    own: u64,
+    /// Other processes' storage bytes.
+    io_bytes: u64,
+    /// Other processes' run-queue waits, ns.
+    wait_ns: u64,
 }
 
 /// The pids in `procs` that descend from `root`.
@@ -288,7 +351,8 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         }
         _ => 0.0,
     };
-    let (user, kernel_read, ours) = used(&a.procs, &b.procs, std::process::id());
+    let u = used(&a.procs, &b.procs, std::process::id());
+    let (user, kernel_read, ours) = (u.user, u.kernel, u.own);
     // The kernel threads' time: what the whole machine was busy (/proc/stat) beyond this process
     // and the other processes (interrupts included); without /proc/stat, the kernel threads read.
     let kernel = match (a.cpu, b.cpu) {
@@ -321,6 +385,8 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         psi_memory_pct: pct(2),
         load_1m,
         involuntary_switches: b.ivcsw.saturating_sub(a.ivcsw),
+        other_demand_cores: user as f64 / ticks as f64 / secs + u.wait_ns as f64 / 1e9 / secs,
+        other_io_mib_s: u.io_bytes as f64 / secs / (1u64 << 20) as f64,
     })
 }
 
@@ -332,10 +398,23 @@ pub fn judge(mut i: Interference) -> Interference {
     if i.other_cpu_cores >= Interference::BUSY_OTHER_CORES
         && i.other_cpu_cores * i.seconds >= Interference::BUSY_MIN_OTHER_SECONDS
     {
+        let demand = i.other_demand_cores.max(i.other_cpu_cores);
         i.reasons.push(format!(
-            "other processes used {:.2} CPU cores on average (of {})",
+            "other processes wanted {demand:.2} CPU cores on average (ran on {:.2} of {}, waited for the rest)",
             i.other_cpu_cores,
             crate::sys::cpus()
+        ));
+    }
+    if i.other_io_mib_s >= Interference::BUSY_OTHER_IO_MIB_S
+        && i.other_io_mib_s * i.seconds >= Interference::BUSY_MIN_OTHER_IO_MIB
+    {
+        let pressure = i
+            .psi_io_pct
+            .map(|p| format!(", I/O pressure {p:.0}%"))
+            .unwrap_or_default();
+        i.reasons.push(format!(
+            "other processes read or wrote {:.1} MiB/s of storage{pressure}",
+            i.other_io_mib_s
         ));
     }
     if i.steal_pct >= Interference::BUSY_STEAL_PCT {
@@ -356,6 +435,10 @@ impl Interference {
     pub const BUSY_MIN_OTHER_SECONDS: f64 = 0.1;
     /// Stolen CPU time, in percent, from which the machine counts as busy.
     pub const BUSY_STEAL_PCT: f64 = 5.0;
+    /// Other processes' storage traffic, MiB/s, from which the machine counts as busy.
+    pub const BUSY_OTHER_IO_MIB_S: f64 = 4.0;
+    /// And at least this much in all, MiB (a window's stray log write is not contention).
+    pub const BUSY_MIN_OTHER_IO_MIB: f64 = 4.0;
 
     /// Several windows as one: the largest figures, busy if any window was, and reasons that
     /// say how many windows were busy and the worst of each kind.
@@ -377,6 +460,8 @@ impl Interference {
             m.psi_io_pct = max_opt(m.psi_io_pct, i.psi_io_pct);
             m.psi_memory_pct = max_opt(m.psi_memory_pct, i.psi_memory_pct);
             m.load_1m = m.load_1m.max(i.load_1m);
+            m.other_demand_cores = m.other_demand_cores.max(i.other_demand_cores);
+            m.other_io_mib_s = m.other_io_mib_s.max(i.other_io_mib_s);
             m.involuntary_switches += i.involuntary_switches;
         }
         let mut m = judge(m);
@@ -476,6 +561,8 @@ mod tests {
                             kthread,
                             ticks,
                             ppid,
+                            io_bytes: 0,
+                            wait_ns: 0,
                         },
                     )
                 })
@@ -493,6 +580,8 @@ mod tests {
                 kthread,
                 ticks,
                 ppid,
+                io_bytes: 0,
+                wait_ns: 0,
             })
         };
         assert_eq!(parse_pid_stat(text), p(false, 110, 1));
@@ -512,7 +601,7 @@ mod tests {
         let i = between(&a, &b, 1.0, 100);
         assert!((i.other_cpu_cores - 1.0).abs() < 0.01, "{i:?}");
         assert!((i.kernel_cpu_cores - 0.5).abs() < 0.01, "{i:?}");
-        assert!(i.busy && i.reasons[0].contains("1.00 CPU cores"), "{i:?}");
+        assert!(i.busy && i.reasons[0].contains("ran on 1.00 of"), "{i:?}");
         assert_eq!(i.psi_io_pct, None);
         // Kernel threads alone (write-back of our own writes): quiet.
         let q = between(
@@ -581,6 +670,65 @@ mod tests {
     }
 
     #[test]
+    fn storage_traffic_of_others_makes_it_busy_and_says_so() {
+        let io = "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 1\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n";
+        assert_eq!(parse_pid_io(io), Some(8192));
+        assert_eq!(parse_pid_io("rchar: 1"), None);
+        assert_eq!(parse_schedstat_wait("123 456 7\n"), Some(456));
+        let busy = judge(Interference {
+            seconds: 2.0,
+            other_io_mib_s: 50.0,
+            psi_io_pct: Some(80.0),
+            ..Default::default()
+        });
+        assert!(busy.busy, "{busy:?}");
+        assert!(
+            busy.reasons[0].contains("50.0 MiB/s of storage, I/O pressure 80%"),
+            "{busy:?}"
+        );
+        // Our own I/O raises the pressure too: pressure alone is not someone else's traffic.
+        let own = judge(Interference {
+            seconds: 2.0,
+            psi_io_pct: Some(90.0),
+            ..Default::default()
+        });
+        assert!(!own.busy, "{own:?}");
+        // CPU demand beyond the cores is said, not capped.
+        let cpu = judge(Interference {
+            seconds: 2.0,
+            other_cpu_cores: 1.3,
+            other_demand_cores: 2.1,
+            ..Default::default()
+        });
+        assert!(cpu.reasons[0].contains("wanted 2.10 CPU cores"), "{cpu:?}");
+    }
+
+    #[test]
+    fn a_process_writing_a_file_makes_a_busy_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("w");
+        // Not this process's child: a shell starts the writer in the background and exits.
+        // It rewrites 64 MiB with fsync over and over for at most three seconds.
+        let cmd = format!(
+            "(end=$(( $(date +%s) + 3 )); while [ $(date +%s) -lt $end ]; do dd if=/dev/zero of='{}' bs=1M count=64 conv=fsync; done) >/dev/null 2>&1 & echo $!",
+            f.display()
+        );
+        let Ok(out) = std::process::Command::new("sh").args(["-c", &cmd]).output() else {
+            eprintln!("skipped: cannot start sh");
+            return;
+        };
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let p = Probe::start();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let i = p.finish();
+        let _ = std::process::Command::new("kill").arg(&pid).status();
+        assert!(i.busy, "a writer was not seen: {i:?}");
+        assert!(i.other_io_mib_s > 4.0, "{i:?}");
+        assert!(i.reasons.iter().any(|r| r.contains("of storage")), "{i:?}");
+    }
+
+    #[test]
     fn two_spinning_processes_make_a_busy_machine() {
         // Two CPU-bound processes for three seconds at most, started through a shell that exits
         // so that they are not this process's children (which would be its own work).
@@ -605,5 +753,8 @@ mod tests {
         let _ = std::process::Command::new("kill").args([&a, &b]).status();
         assert!(i.busy, "two spinners were not seen: {i:?}");
         assert!(i.other_cpu_cores > 0.5, "{i:?}");
+        // Demand counts the waits beside the CPU used (the forked `date`s' waits are not seen:
+        // a run queue is read per process, and they end within the window).
+        assert!(i.other_demand_cores >= i.other_cpu_cores * 0.99, "{i:?}");
     }
 }

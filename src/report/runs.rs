@@ -151,8 +151,14 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
         if set.with_cache {
             let c = r.cache.as_ref();
             row.push(
-                c.map(|c| format!("{:.1}%", c.residency.percent()))
-                    .unwrap_or_default(),
+                c.map(|c| {
+                    if c.visible {
+                        format!("{:.1}%", c.residency.percent())
+                    } else {
+                        "not visible".into()
+                    }
+                })
+                .unwrap_or_default(),
             );
             row.push(if c.is_some_and(|c| c.verified) {
                 "yes".into()
@@ -244,6 +250,7 @@ fn csv(set: &RunSet) -> String {
                 .unwrap_or_default(),
             r.cache
                 .as_ref()
+                .filter(|c| c.visible)
                 .map(|c| format!("{:.2}", c.residency.percent()))
                 .unwrap_or_default(),
             r.cache

@@ -243,6 +243,9 @@ pub trait Experiment: Sync {
     fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section;
     /// The findings it feeds.
     fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding>;
+    /// Why its stored result cannot be rendered, when it cannot (it no longer parses as the
+    /// experiment's result).
+    fn unrenderable(&self, o: &Outcome) -> Option<String>;
 }
 
 impl<E: Entry> Experiment for E {
@@ -278,6 +281,13 @@ impl<E: Entry> Experiment for E {
                 .busy
                 .then(|| o.interference.reasons.join("; ")),
         }
+    }
+
+    fn unrenderable(&self, o: &Outcome) -> Option<String> {
+        let v = o.result.as_ref()?;
+        serde_json::from_value::<E::Output>(v.clone())
+            .err()
+            .map(|e| e.to_string())
     }
 
     fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding> {

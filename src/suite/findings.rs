@@ -618,7 +618,11 @@ mod squeeze_tests {
         assert!(f[0].level >= 0.95, "{f:?}");
         // Equal within noise: no winner, said so.
         assert_eq!(f[1].winner, None, "{}", f[1].text);
-        assert!(f[1].text.contains("undecided after 7 rounds"), "{}", f[1].text);
+        assert!(
+            f[1].text.contains("undecided after 7 rounds"),
+            "{}",
+            f[1].text
+        );
         // A method without a steady state is left out; with one left there is nothing to compare.
         let mut r = result(vec![
             series(ReadMethod::Mmap, &slow),
@@ -730,10 +734,17 @@ mod tests {
             f.text
         );
         assert_eq!(f.cites[0], "access: mmap random warm");
-        assert_eq!((f.decided, f.level, f.rounds), (Some(Decided::Winner), 0.95, 8));
+        assert_eq!(
+            (f.decided, f.level, f.rounds),
+            (Some(Decided::Winner), 0.95, 8)
+        );
         // The ratio printed is the one whose interval is printed.
         assert!(f.ci[0] <= f.ratio && f.ratio <= f.ci[1], "{f:?}");
-        assert!(f.text.contains("paired: median of per-round ratios"), "{}", f.text);
+        assert!(
+            f.text.contains("paired: median of per-round ratios"),
+            "{}",
+            f.text
+        );
         // Three rounds (what --quick used to take) decide nothing.
         let three: Vec<AccessRow> = rows
             .iter()
@@ -743,7 +754,10 @@ mod tests {
             })
             .collect();
         let f = random_warm(&three, 1).unwrap();
-        assert_eq!((f.winner.as_deref(), f.decided), (None, Some(Decided::Undecided)));
+        assert_eq!(
+            (f.winner.as_deref(), f.decided),
+            (None, Some(Decided::Undecided))
+        );
         assert!(f.text.contains("undecided after 3 rounds"), "{}", f.text);
         assert!(f.text.contains("at only 75%"), "{}", f.text);
         assert!(
@@ -762,7 +776,11 @@ mod tests {
         ];
         let f = sequential(&cells, 1, CacheMode::Cold).unwrap();
         assert_eq!(f.winner, None, "{}", f.text);
-        assert!(f.text.contains("undecided after 3 rounds (mmap"), "{}", f.text);
+        assert!(
+            f.text.contains("undecided after 3 rounds (mmap"),
+            "{}",
+            f.text
+        );
         // Eight such rounds still straddle 1: undecided, never a winner.
         let cells = vec![
             cell(16 << 20, "read", C, None, &eight(&[1813.0, 3643.0, 2400.0])),
@@ -787,8 +805,20 @@ mod tests {
             cell(4096, "mmap", W, None, &eight(&[5000.0, 5100.0, 4900.0])),
             cell(65536, "read", W, None, &eight(&[9000.0, 9500.0, 8800.0])),
             cell(65536, "mmap", W, None, &eight(&[9100.0, 9300.0, 9000.0])),
-            cell(1 << 20, "read", W, None, &eight(&[20000.0, 21000.0, 19000.0])),
-            cell(1 << 20, "mmap", W, None, &eight(&[25000.0, 26000.0, 24500.0])),
+            cell(
+                1 << 20,
+                "read",
+                W,
+                None,
+                &eight(&[20000.0, 21000.0, 19000.0]),
+            ),
+            cell(
+                1 << 20,
+                "mmap",
+                W,
+                None,
+                &eight(&[25000.0, 26000.0, 24500.0]),
+            ),
         ];
         let w = sequential(&cells, LOOKS, CacheMode::Warm).unwrap();
         assert_eq!(w.winner.as_deref(), Some("mmap"), "{}", w.text);

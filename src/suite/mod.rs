@@ -162,14 +162,30 @@ pub fn load(path: &Path) -> Result<Vec<SuiteResult>> {
         .at(path));
     }
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read", path, &e))?;
-    serde_json::from_str::<SuiteResult>(&text)
+    let results = serde_json::from_str::<SuiteResult>(&text)
         .map(|r| vec![r])
         .or_else(|_| serde_json::from_str::<Vec<SuiteResult>>(&text))
         .map_err(|e| {
             Error::usage("not an iolab suite result", e.to_string())
                 .at(path)
                 .hint("give the results.json that `iolab suite` wrote")
-        })
+        })?;
+    // Every section must render whole: a result that no longer parses is refused, never
+    // rendered as an empty section.
+    for r in &results {
+        for (name, o) in &r.experiments {
+            if let Some(cause) = REGISTRY
+                .iter()
+                .find(|e| e.name() == name)
+                .and_then(|e| e.unrenderable(o))
+            {
+                return Err(
+                    Error::failed(format!("cannot render section '{name}'"), cause).at(path),
+                );
+            }
+        }
+    }
+    Ok(results)
 }
 
 /// Renders `results` (their sections in registry order) as the report's files.

@@ -12,6 +12,7 @@ pub mod sigbus;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 /// `posix_fadvise` on the whole file.
 pub fn fadvise(file: &File, advice: libc::c_int) -> io::Result<()> {
@@ -76,6 +77,23 @@ pub fn rename_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Res
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no arguments and cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether the caller may write the file at `path` (`faccessat(AT_EACCESS, W_OK)`: the
+/// effective ids, as the kernel's own permission check uses).
+pub fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path; faccessat only reads it.
+    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }
 
 /// The filesystem magic number of the file's filesystem (`fstatfs`).
