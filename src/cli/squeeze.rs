@@ -43,6 +43,10 @@ pub struct SqueezeArgs {
     /// How long each method runs
     #[arg(long, default_value = "20s", value_parser = args::duration)]
     pub seconds: Duration,
+    /// Time between samples (shorter gives a short run the samples an interval at 95% needs:
+    /// seven steady samples a method)
+    #[arg(long, default_value = "1s", value_parser = args::duration)]
+    pub tick: Duration,
     /// Seed of the random order
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -66,6 +70,11 @@ impl SqueezeArgs {
         if self.seconds < Duration::from_millis(500) {
             return Err(usage("--seconds must be at least 0.5s".into()));
         }
+        if self.tick < Duration::from_millis(100) || self.tick > self.seconds {
+            return Err(usage(
+                "--tick must be at least 100ms and at most --seconds".into(),
+            ));
+        }
         if let Some(p) = &self.plot {
             iolab::output::refuse_existing(p, self.force)?;
         }
@@ -80,6 +89,7 @@ impl SqueezeArgs {
         }
         cfg.depth = self.depth;
         cfg.seconds = self.seconds.as_secs_f64();
+        cfg.tick = self.tick.as_secs_f64();
         cfg.seed = self.seed;
         cfg.cgroup_parent = self.cgroup_parent;
         let r = run_squeeze(&cfg, &ctx.progress)?;

@@ -278,9 +278,9 @@ pub fn run_access(
     let rounds = RoundsTaken::of(&out);
     let mut whole_xor = None;
     for (cell, done) in cells.iter_mut().zip(out.cells.iter_mut()) {
-        if let Some(why) = done.skipped.take() {
-            warnings.push(format!("{}: {why}", cell.method.name()));
-            cell.unsupported = Some(why);
+        if let Some(e) = done.skipped.take() {
+            warnings.push(format!("{}: {}", cell.method.name(), e.cause));
+            cell.unsupported = Some(e.cause);
         }
         for (run, hist) in std::mem::take(&mut done.runs) {
             if run.moved.blocks == blocks && blocks > 0 && cfg.work == Work::Xor {

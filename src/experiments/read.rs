@@ -98,19 +98,22 @@ impl Runs {
         obs: &dyn Observer,
         mut one: impl FnMut() -> Result<(Moved, Counters, Option<CacheState>)>,
     ) -> Result<Runs> {
-        let total = warmup + repeat;
-        let mut runs = Vec::with_capacity(total);
-        for i in 0..total {
+        let runs: Vec<RunRecord> = crate::harness::repeat(what, warmup, repeat, obs, || {
             let (moved, counters, cache) = one()?;
-            let warm = i < warmup;
-            runs.push(RunRecord {
-                warmup: warm,
+            Ok(RunRecord {
+                warmup: false,
                 counters,
                 moved,
                 cache,
-            });
-            obs.progress(what, i + 1, total);
-        }
+            })
+        })?
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| RunRecord {
+            warmup: i < warmup,
+            ..r
+        })
+        .collect();
         let counted = || runs.iter().filter(|r| !r.warmup);
         let rate = summarize(&counted().map(|r| r.mib_per_s()).collect::<Vec<_>>());
         let seconds = summarize(

@@ -355,9 +355,14 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
     let mut out = harness::run("sweep", &mut set, &plan, &comparisons, obs)?;
     for (cell, done) in cells.iter_mut().zip(out.cells.iter_mut()) {
         cell.runs = std::mem::take(&mut done.runs);
-        if let Some(why) = done.skipped.take() {
-            warnings.push(format!("{} bs {}: {why}", cell.method_name(), cell.bs));
-            cell.unsupported = Some(why);
+        if let Some(e) = done.skipped.take() {
+            warnings.push(format!(
+                "{} bs {}: {}",
+                cell.method_name(),
+                cell.bs,
+                e.cause
+            ));
+            cell.unsupported = Some(e.cause);
         }
     }
     let rounds = RoundsTaken::of(&out);

@@ -159,6 +159,10 @@ pub fn run_transfer(
         .flat_map(|a| (a + 1..n).map(move |b| Comparison { a, b }))
         .collect();
     let mut out = harness::run("transfer", &mut PairCells(cfg), &plan, &comparisons, obs)?;
+    // A pair that cannot run here fails the matrix, as it did before the harness.
+    if let Some(e) = out.cells.iter_mut().find_map(|c| c.skipped.take()) {
+        return Err(e);
+    }
     let rounds = RoundsTaken::of(&out);
     let runs: Vec<Vec<(SideReport, SideReport)>> = out
         .cells

@@ -110,8 +110,8 @@ pub enum Stop {
 pub struct CellRuns<R> {
     /// The runs.
     pub runs: Vec<R>,
-    /// Why the cell could not run here (unsupported or unsuited), when it could not.
-    pub skipped: Option<String>,
+    /// Why the cell could not run here (an unsupported or unsuited error), when it could not.
+    pub skipped: Option<Error>,
 }
 
 /// What the harness measured.
@@ -176,7 +176,7 @@ impl RoundsTaken {
 
 struct Live<R> {
     runs: Vec<R>,
-    skipped: Option<String>,
+    skipped: Option<Error>,
     active: bool,
     /// Wall time of its last run, set-up included (for the budget).
     cost: Duration,
@@ -244,7 +244,7 @@ pub fn run<C: Cells>(
                         }
                     }
                     Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
-                        live[i].skipped = Some(e.cause);
+                        live[i].skipped = Some(e);
                         live[i].active = false;
                     }
                     Err(e) => return Err(e),
@@ -311,6 +311,56 @@ pub fn run<C: Cells>(
         looks,
         planned_looks: plan.looks.len(),
     })
+}
+
+/// One cell given by closures: a measurement of a single thing (a `read` or `write` command,
+/// `fast` from one cache state).
+pub struct OneCell<F, G> {
+    /// Its name.
+    pub name: String,
+    /// Prepares and runs it once.
+    pub run: F,
+    /// The figure of a run.
+    pub figure: G,
+}
+
+impl<R, F: FnMut() -> Result<R>, G: Fn(&R) -> f64> Cells for OneCell<F, G> {
+    type Run = R;
+    fn count(&self) -> usize {
+        1
+    }
+    fn name(&self, _: usize) -> String {
+        self.name.clone()
+    }
+    fn run(&mut self, _: usize) -> Result<R> {
+        (self.run)()
+    }
+    fn figure(&self, r: &R) -> f64 {
+        (self.figure)(r)
+    }
+}
+
+/// Runs one cell `warmup + repeat` times (no comparisons): its runs, warm-ups first, or the
+/// error that made it unsupported or unsuited here.
+pub fn repeat<R>(
+    what: &str,
+    warmup: usize,
+    repeat: usize,
+    obs: &dyn Observer,
+    run: impl FnMut() -> Result<R>,
+) -> Result<Vec<R>> {
+    let mut cell = OneCell {
+        name: what.to_string(),
+        run,
+        figure: |_: &R| 1.0,
+    };
+    // The warm-ups are counted rounds to the harness, so that the caller keeps them.
+    let mut out = self::run(what, &mut cell, &Plan::fixed(0, warmup + repeat), &[], obs)?;
+    let one = out.cells.remove(0);
+    match one.skipped {
+        Some(e) => Err(e),
+        None => Ok(one.runs),
+    }
 }
 
 fn all_decided(v: &[Option<Verdict>]) -> bool {
@@ -467,7 +517,7 @@ mod tests {
         let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0), wobble(3.0)]);
         cells.unsupported[1] = true;
         let out = run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).unwrap();
-        assert_eq!(out.cells[1].skipped.as_deref(), Some("not here"));
+        assert_eq!(out.cells[1].skipped.as_ref().unwrap().cause, "not here");
         assert!(out.cells[1].runs.is_empty() && out.cells[2].runs.len() == 3);
 
         let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0)]);

@@ -25,6 +25,9 @@ fn header() -> Vec<String> {
         "majflt/op",
         "dev B/B",
         "cache ok",
+        "runs",
+        "run ms",
+        "bytes/run",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -63,8 +66,18 @@ pub fn cells(r: &AccessRow) -> Vec<String> {
         } else {
             "NO".into()
         },
+        r.kiops.n.to_string(),
+        format!(
+            "{:.1}",
+            1e3 * median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
+        ),
+        format_size(median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64),
     ]);
     row
+}
+
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    crate::measure::stats::summarize(&v.collect::<Vec<_>>()).median
 }
 
 /// `iolab access` in `format`.
@@ -73,14 +86,20 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
     rows.extend(r.rows.iter().map(cells));
     let c = &r.config;
     let head = format!(
-        "access {} ({}, {} blocks of {}), threads {}, depth {}, {} counted run(s) per cell{}{}",
+        "access {} ({}, {} blocks of {}), threads {}, depth {}, {}{}{}",
         c.path.display(),
         format_size(r.file_size),
         r.blocks,
         format_size(c.bs),
         c.threads,
         c.depth,
-        c.repeat,
+        match c.budget {
+            Some(b) => format!(
+                "rounds until each method is told apart from the first at 95% (at most {:.0} s)",
+                b.as_secs_f64()
+            ),
+            None => format!("{} counted run(s) per cell", c.repeat),
+        },
         c.ops
             .map(|o| format!(", {o} ops per run"))
             .unwrap_or_default(),
@@ -96,7 +115,11 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
         Format::Json => json(r),
         Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!("**{head}**\n\n{}\n{xor}", markdown_table(&rows)),
-        Format::Text => format!("{head}\n\n{}\n{xor}", table(&rows)),
+        Format::Text => format!(
+            "{head}\n\n{}\n{xor}{}",
+            table(&rows),
+            super::rounds_line(&r.rounds)
+        ),
     }
 }
 

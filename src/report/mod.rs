@@ -153,6 +153,31 @@ pub fn csv_line(cells: &[String]) -> String {
     format!("{}\n", quoted.join(","))
 }
 
+/// How a harness's rounds went, in one line for a text table's foot (empty for fixed rounds).
+pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
+    let Some(stop) = r.stop else {
+        return String::new();
+    };
+    if r.comparisons == 0 {
+        return format!("\n{} rounds\n", r.rounds);
+    }
+    let why = match stop {
+        crate::harness::Stop::Decided => "every comparison decided at 95%".to_string(),
+        crate::harness::Stop::Budget => format!(
+            "the time budget ended them; {} of {} comparisons undecided",
+            r.undecided, r.comparisons
+        ),
+        crate::harness::Stop::LastLook => format!(
+            "the last planned look; {} of {} comparisons undecided",
+            r.undecided, r.comparisons
+        ),
+    };
+    format!(
+        "\nup to {} interleaved rounds after {} of {} planned looks: {why}\n",
+        r.rounds, r.looks, r.planned_looks
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,8 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
             "min",
             "max",
             "runs",
+            "bytes/run",
+            "run ms",
             "syscalls/GiB",
             "minflt/GiB",
             "majflt/GiB",
@@ -51,6 +53,15 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
                 format!("{:.1}", c.mib_s.min),
                 format!("{:.1}", c.mib_s.max),
                 c.mib_s.n.to_string(),
+                if format == Format::Csv {
+                    median_of(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
+                } else {
+                    format_size(median_of(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64)
+                },
+                format!(
+                    "{:.1}",
+                    1e3 * median_of(c.runs.iter().map(|r| r.counters.wall.as_secs_f64()))
+                ),
                 format!("{:.0}", c.syscalls_per_gib),
                 format!("{:.0}", c.minor_faults_per_gib),
                 format!("{:.0}", c.major_faults_per_gib),
@@ -67,12 +78,18 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
         Format::Csv => super::csv_table(&rows),
         Format::Markdown => markdown_table(&rows),
         _ => format!(
-            "sweep {} of {}\n\n{}",
+            "sweep {} of {}\n\n{}{}",
             op_name(r),
             r.config.path.display(),
-            table(&rows)
+            table(&rows),
+            super::rounds_line(&r.rounds)
         ),
     }
+}
+
+/// The median of some figures (0 for none).
+fn median_of(v: impl Iterator<Item = f64>) -> f64 {
+    crate::measure::stats::summarize(&v.collect::<Vec<_>>()).median
 }
 
 fn op_name(r: &SweepResult) -> &'static str {

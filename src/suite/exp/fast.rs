@@ -52,6 +52,9 @@ impl Entry for Fast {
         };
         let plan = crate::harness::Plan::fixed(0, RUNS);
         let mut out = crate::harness::run("fast", &mut cell, &plan, &[], obs)?;
+        if let Some(e) = out.cells[0].skipped.take() {
+            return Err(e);
+        }
         let runs = std::mem::take(&mut out.cells[0].runs);
         Ok(FastSeries::of(runs))
     }

@@ -66,10 +66,11 @@ impl Entry for SweepRead {
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
         let size = ctx.data.random_size;
-        // Quick: 128 MiB a run, so that even a warm 1 MiB mmap run lasts about 10 ms.
-        let len = ctx.scale(size.min(128 * MB), size);
-        let sizes = ctx.scale("4K,64K,1M", "4K..16M");
-        let budget = ctx.scale(secs(15), secs(90));
+        // 128 MiB a run quick (a warm 1 MiB mmap run lasts about 10 ms), 256 MiB full; every
+        // fourth power of two full, so that the first look (8 rounds of every cell) fits.
+        let len = ctx.scale(size.min(128 * MB), size.min(256 * MB));
+        let sizes = ctx.scale("4K,64K,1M", "4K,16K,64K,256K,1M,4M,16M");
+        let budget = ctx.scale(secs(15), secs(75));
         sweep(
             ctx,
             obs,
@@ -122,7 +123,7 @@ impl Entry for SweepWrite {
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
         let (sizes, len) = ctx.scale(("64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
         let dir = ctx.dir.path().to_path_buf();
-        let budget = ctx.scale(secs(12), secs(60));
+        let budget = ctx.scale(secs(12), secs(45));
         sweep(ctx, obs, SweepOp::Write, dir, sizes, len, budget)
     }
 
