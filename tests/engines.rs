@@ -281,3 +281,28 @@ fn writing_refuses_an_existing_file_without_force() {
     assert_eq!(std::fs::read(&path).unwrap(), b"precious");
     assert!(open_target(&path, true).is_ok());
 }
+
+/// A block larger than one io_uring request is one block, as every other engine counts it
+/// (150 MiB in 100 MiB blocks: 2 blocks, however many requests each took).
+#[test]
+fn every_engine_counts_whole_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = common::bytes(150 << 20, 5);
+    let f = common::write_file(dir.path(), "big", &data);
+    drop(data);
+    for m in ["pread", "mmap", "uring", "uring-direct"] {
+        let o = common::iolab()
+            .args(["read", f.to_str().unwrap(), "--method", m, "--bs", "100M"])
+            .args(["--repeat", "1", "--warmup", "0", "--format", "json"])
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(m.starts_with("uring"), "{m}: {err}");
+            eprintln!("skipped {m}: {err}");
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["runs"][0]["moved"]["blocks"], 2, "{m}");
+    }
+}

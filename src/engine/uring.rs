@@ -352,8 +352,14 @@ impl Worker for UringWorker {
         } else {
             (self.slot_len as u64).min(MAX_IO)
         };
-        let mut todo = part.iter().flat_map(|b| pieces(b, max));
-        let mut in_flight: Vec<Option<Block>> = vec![None; self.slots];
+        // Each piece carries its block's number and how many pieces that block has, so that a
+        // block counts once, when its last piece completes (as the shared loop counts them).
+        let mut todo = part.iter().enumerate().flat_map(|(i, b)| {
+            let n = if b.len <= max { 1 } else { b.len.div_ceil(max) };
+            pieces(b, max).map(move |p| (i, n, p))
+        });
+        let mut left: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+        let mut in_flight: Vec<Option<(usize, Block)>> = vec![None; self.slots];
         let mut free: Vec<usize> = (0..self.slots).rev().collect();
         let mut busy = 0usize;
         // On failure stop queueing but keep reaping: the kernel may still write into buffers
@@ -370,12 +376,15 @@ impl Worker for UringWorker {
             // completed block is digested.
             while failure.is_none() && !stopped && busy < self.depth {
                 let Some(&slot) = free.last() else { break };
-                let Some(piece) = todo.next() else { break };
+                let Some((block, count, piece)) = todo.next() else {
+                    break;
+                };
+                left.entry(block).or_insert(count);
                 free.pop();
                 let (start, len) = self.io_range(piece);
                 let ptr = self.slot_mut(slot).as_mut_ptr();
                 let entry = self.entry(ptr, len as u32, start, slot);
-                in_flight[slot] = Some(piece);
+                in_flight[slot] = Some((block, piece));
                 if recording {
                     sent_at[slot] = Some(Instant::now());
                 }
@@ -402,7 +411,7 @@ impl Worker for UringWorker {
             }
             if let Some((slot, res)) = ready.pop_front() {
                 free.push(slot);
-                let Some(piece) = in_flight[slot].take() else {
+                let Some((block, piece)) = in_flight[slot].take() else {
                     continue;
                 };
                 if failure.is_some() {
@@ -418,8 +427,14 @@ impl Worker for UringWorker {
                         moved.xor ^= x;
                         moved.bytes += piece.len;
                         moved.ops += 1;
-                        moved.blocks += 1;
-                        log.tally();
+                        if let Some(n) = left.get_mut(&block) {
+                            *n -= 1;
+                            if *n == 0 {
+                                left.remove(&block);
+                                moved.blocks += 1;
+                                log.tally();
+                            }
+                        }
                     }
                     Err(e) => failure = Some(e),
                 }
