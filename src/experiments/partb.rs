@@ -135,26 +135,35 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
         threads: 1,
     };
     let opts = EngineOptions::default();
-    let rounds = cfg.warmup + cfg.repeat;
-    let total = rounds * 5;
-    let mut done = 0;
-    let (mut rd, mut mr) = (Acc::new(), Acc::new());
-    for round in 0..rounds {
-        for (method, acc) in [(ReadMethod::Read, &mut rd), (ReadMethod::Mmap, &mut mr)] {
-            cache::prepare(&src.file, src.size, &src.path, CacheMode::Warm, false)?;
-            let prepared = engine::prepare(method, &src, &read_w, &opts)?;
-            let (moved, c) = measure(|| prepared.run());
-            let moved = moved?;
-            if round >= cfg.warmup {
-                acc.rates
-                    .push(crate::size::mib_per_s(moved.bytes, c.wall.as_secs_f64()));
-                acc.syscalls = moved.ops;
-                acc.faults = c.minor_faults + c.major_faults;
-            }
-            done += 1;
-            obs.progress("part B", done, total);
+    let plan = crate::harness::Plan::fixed(cfg.warmup, cfg.repeat);
+    let acc = |runs: &[(crate::engine::Moved, crate::measure::Counters)]| {
+        let mut a = Acc::new();
+        for (m, c) in runs {
+            a.rates
+                .push(crate::size::mib_per_s(m.bytes, c.wall.as_secs_f64()));
+            a.syscalls = m.ops;
+            a.faults = c.minor_faults + c.major_faults;
         }
+        a
+    };
+    let read_cell = |method: ReadMethod| -> crate::harness::ClosureRun<'_> {
+        let (src, read_w, opts) = (&src, &read_w, &opts);
+        Box::new(move || {
+            cache::prepare(&src.file, src.size, &src.path, CacheMode::Warm, false)?;
+            let prepared = engine::prepare(method, src, read_w, opts)?;
+            let (moved, c) = measure(|| prepared.run());
+            Ok((moved?, c))
+        })
+    };
+    let mut reads = crate::harness::Closures(vec![
+        ("read".into(), read_cell(ReadMethod::Read)),
+        ("mmap".into(), read_cell(ReadMethod::Mmap)),
+    ]);
+    let out = crate::harness::run("part B reads", &mut reads, &plan, &[], obs)?;
+    if let Some(e) = out.cells.iter().find_map(|c| c.skipped.clone()) {
+        return Err(e);
     }
+    let (rd, mr) = (acc(&out.cells[0].runs), acc(&out.cells[1].runs));
     let free_after_reads = meminfo::read().free_m();
     // The writes go to a scratch file beside FILE, never kept.
     let dir = cfg
@@ -177,24 +186,32 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
         (WriteMethod::Mmap, SyncMode::End),
         (WriteMethod::Write, SyncMode::End),
     ];
-    let mut accs = [Acc::new(), Acc::new(), Acc::new()];
-    for round in 0..rounds {
-        for (i, (method, sync)) in cells.iter().enumerate() {
-            let prepared = prepare_write(*method, &target, &write_w, *sync)?;
+    let write_cell = |method: WriteMethod, sync: SyncMode| -> crate::harness::ClosureRun<'_> {
+        let (target, write_w, path) = (&target, &write_w, &cfg.path);
+        Box::new(move || {
+            let prepared = prepare_write(method, target, write_w, sync)?;
             let (moved, c) = measure(|| prepared.run());
             let moved = moved?;
-            verify_written(&target.tmp, &write_w, moved.xor).map_err(|e| e.at(&cfg.path))?;
-            if round >= cfg.warmup {
-                accs[i]
-                    .rates
-                    .push(crate::size::mib_per_s(moved.bytes, c.wall.as_secs_f64()));
-                accs[i].syscalls = moved.ops;
-                accs[i].faults = c.minor_faults + c.major_faults;
-            }
-            done += 1;
-            obs.progress("part B", done, total);
-        }
+            verify_written(&target.tmp, write_w, moved.xor).map_err(|e| e.at(path))?;
+            Ok((moved, c))
+        })
+    };
+    let mut writes = crate::harness::Closures(
+        cells
+            .iter()
+            .map(|&(m, s)| (format!("{} sync {}", m.name(), s.name()), write_cell(m, s)))
+            .collect(),
+    );
+    let out = crate::harness::run("part B writes", &mut writes, &plan, &[], obs)?;
+    if let Some(e) = out.cells.iter().find_map(|c| c.skipped.clone()) {
+        return Err(e);
     }
+    drop(writes);
+    let accs = [
+        acc(&out.cells[0].runs),
+        acc(&out.cells[1].runs),
+        acc(&out.cells[2].runs),
+    ];
     drop(target);
     let free_after_writes = meminfo::read().free_m();
     let [we, me, wend] = accs;

@@ -46,37 +46,82 @@ pub struct SyscallsResult {
 
 const SAMPLE: Duration = Duration::from_millis(20);
 
-/// Times one call of `f(i)` per iteration `i` (see [`time_calls`]).
-fn time_each(samples: usize, mut f: impl FnMut(u64) -> Result<()>) -> Result<Vec<f64>> {
-    time_calls(samples, |n| {
-        for i in 0..n {
-            f(i)?;
-        }
-        Ok(())
-    })
-}
-
-/// Times `f(iterations)`: grows the iteration count until a sample takes `SAMPLE`, then takes
-/// `samples` samples. Returns ns per call for each.
-fn time_calls(samples: usize, mut f: impl FnMut(u64) -> Result<()>) -> Result<Vec<f64>> {
+/// Iterations of a loop body that take at least [`SAMPLE`]: grows the count from 64.
+fn calibrate(f: &mut dyn FnMut(u64) -> Result<()>) -> Result<u64> {
     let mut n = 64u64;
     loop {
         let t = Instant::now();
         f(n)?;
         let e = t.elapsed();
         if e >= SAMPLE || n >= 1 << 32 {
-            break;
+            return Ok(n);
         }
         let scale = (SAMPLE.as_secs_f64() / e.as_secs_f64().max(1e-9)).clamp(2.0, 100.0);
         n = (n as f64 * scale) as u64;
     }
-    (0..samples)
-        .map(|_| {
-            let t = Instant::now();
-            f(n)?;
-            Ok(t.elapsed().as_nanos() as f64 / n as f64)
-        })
-        .collect()
+}
+
+/// Runs `n` iterations of one call (the argument is the iteration count).
+type Body<'a> = Box<dyn FnMut(u64) -> Result<()> + 'a>;
+
+/// How one row is sampled.
+enum Sampler<'a> {
+    /// A loop of calls, timed as a whole: ns per call over the calibrated count.
+    Loop { body: Body<'a>, n: u64 },
+    /// The first writes to fresh anonymous pages.
+    Faults,
+    /// Cannot run here.
+    Unsupported(Error),
+}
+
+/// One call measured: a cell of the harness.
+struct Row<'a> {
+    name: &'static str,
+    what: &'static str,
+    sampler: Sampler<'a>,
+}
+
+/// A loop body calling `f(i)` for each iteration `i`.
+fn each<'a>(mut f: impl FnMut(u64) -> Result<()> + 'a) -> Sampler<'a> {
+    Sampler::Loop {
+        body: Box::new(move |n| {
+            for i in 0..n {
+                f(i)?;
+            }
+            Ok(())
+        }),
+        n: 0,
+    }
+}
+
+/// The calls as the harness sees them: every round samples each once, interleaved.
+struct Calls<'a>(Vec<Row<'a>>);
+
+impl crate::harness::Cells for Calls<'_> {
+    type Run = f64;
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn name(&self, i: usize) -> String {
+        self.0[i].name.to_string()
+    }
+    fn run(&mut self, i: usize) -> Result<f64> {
+        match &mut self.0[i].sampler {
+            Sampler::Loop { body, n } => {
+                if *n == 0 {
+                    *n = calibrate(&mut **body)?;
+                }
+                let t = Instant::now();
+                body(*n)?;
+                Ok(t.elapsed().as_nanos() as f64 / *n as f64)
+            }
+            Sampler::Faults => minor_fault_sample(),
+            Sampler::Unsupported(e) => Err(e.clone()),
+        }
+    }
+    fn figure(&self, ns: &f64) -> f64 {
+        *ns
+    }
 }
 
 fn io_err<'a>(what: &str, path: &'a Path) -> impl Fn(std::io::Error) -> Error + 'a {
@@ -139,147 +184,148 @@ fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<Sy
         .map_err(|e| Error::io("cannot stat", path, &e))?
         .len();
     crate::cache::load(&file, size, path)?;
-    let mut rows = Vec::new();
-    let mut add = |name: &str, what: &str, r: Result<Vec<f64>>| -> Result<()> {
-        let (ns, unsupported) = match r {
-            Ok(v) => (summarize(&v), None),
-            Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
-                (summarize(&[]), Some(e.cause))
-            }
-            Err(e) => return Err(e),
-        };
-        let calls_per_s = if ns.median > 0.0 {
-            1e9 / ns.median
-        } else {
-            0.0
-        };
-        rows.push(SyscallRow {
-            name: name.into(),
-            what: what.into(),
-            ns,
-            calls_per_s,
-            unsupported,
-        });
-        obs.progress("syscalls", rows.len(), ROWS);
-        Ok(())
-    };
-    // Calls that touch no file: the floor every other row stands on.
-    let bare: [(&str, &str, fn()); 2] = [
-        ("getppid", "getppid(2), the null system call", || {
-            black_box(calls::getppid());
-        }),
-        (
-            "clock_gettime",
-            "clock_gettime(CLOCK_MONOTONIC) through the vDSO (no kernel entry)",
-            || {
-                black_box(Instant::now());
-            },
-        ),
-    ];
-    for (name, what, call) in bare {
-        let timing = time_each(samples, |_| {
-            call();
-            Ok(())
-        });
-        add(name, what, timing)?;
-    }
     let mut seq = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
     let mut byte = [0u8; 1];
-    add(
-        "read-1b",
-        "read(2) of 1 byte, sequential through a cached file",
-        time_each(samples, |_| {
-            if seq.read(&mut byte).map_err(io_err("read failed", path))? == 0 {
-                calls::lseek(&seq, 0).map_err(io_err("seek failed", path))?;
-            }
-            Ok(())
-        }),
-    )?;
-    add(
-        "pread-1b",
-        "pread(2) of 1 byte at a moving offset",
-        time_each(samples, |i| {
-            file.read_at(&mut byte, i % size)
-                .map_err(io_err("read failed", path))?;
-            Ok(())
-        }),
-    )?;
+    let mut byte2 = [0u8; 1];
     let mut page = crate::sys::buf::AlignedBuf::new(4096);
     let blocks = (size / 4096).max(1);
-    add(
-        "pread-4k",
-        "pread(2) of 4 KiB into an aligned buffer",
-        time_each(samples, |i| {
-            file.read_at(page.as_mut_slice(), (i % blocks) * 4096)
-                .map_err(io_err("read failed", path))
-                .map(drop)
-        }),
-    )?;
-    // Calls on the file that move no data: name, what, the failure's wording, the call (given the
-    // iteration and the file size).
-    type FileCall = fn(&File, u64, u64) -> std::io::Result<()>;
-    let file_calls: [(&str, &str, &str, FileCall); 3] = [
-        (
+    let file = &file;
+    let row = |name, what, sampler| Row {
+        name,
+        what,
+        sampler,
+    };
+    let mut rows = vec![
+        // Calls that touch no file: the floor every other row stands on.
+        row(
+            "getppid",
+            "getppid(2), the null system call",
+            each(|_| {
+                black_box(calls::getppid());
+                Ok(())
+            }),
+        ),
+        row(
+            "clock_gettime",
+            "clock_gettime(CLOCK_MONOTONIC) through the vDSO (no kernel entry)",
+            each(|_| {
+                black_box(Instant::now());
+                Ok(())
+            }),
+        ),
+        row(
+            "read-1b",
+            "read(2) of 1 byte, sequential through a cached file",
+            each(move |_| {
+                if seq.read(&mut byte).map_err(io_err("read failed", path))? == 0 {
+                    calls::lseek(&seq, 0).map_err(io_err("seek failed", path))?;
+                }
+                Ok(())
+            }),
+        ),
+        row(
+            "pread-1b",
+            "pread(2) of 1 byte at a moving offset",
+            each(move |i| {
+                file.read_at(&mut byte2, i % size)
+                    .map_err(io_err("read failed", path))?;
+                Ok(())
+            }),
+        ),
+        row(
+            "pread-4k",
+            "pread(2) of 4 KiB into an aligned buffer",
+            each(move |i| {
+                file.read_at(page.as_mut_slice(), (i % blocks) * 4096)
+                    .map_err(io_err("read failed", path))
+                    .map(drop)
+            }),
+        ),
+        // Calls on the file that move no data.
+        row(
             "lseek",
             "lseek(2) to an offset",
-            "seek failed",
-            |f, i, size| calls::lseek(f, (i % size) as i64).map(drop),
+            each(move |i| {
+                calls::lseek(file, (i % size) as i64)
+                    .map(drop)
+                    .map_err(io_err("seek failed", path))
+            }),
         ),
-        ("fstat", "fstat(2)", "fstat failed", |f, _, _| {
-            calls::fstat(f).map(drop)
-        }),
-        (
+        row(
+            "fstat",
+            "fstat(2)",
+            each(move |_| {
+                calls::fstat(file)
+                    .map(drop)
+                    .map_err(io_err("fstat failed", path))
+            }),
+        ),
+        row(
             "mmap-munmap",
             "mmap(2) + munmap(2) of one page of the file",
-            "mmap failed",
-            |f, _, _| calls::map_unmap_page(f),
+            each(move |_| calls::map_unmap_page(file).map_err(io_err("mmap failed", path))),
+        ),
+        row(
+            "minor-fault",
+            "first write to an anonymous 4 KiB page (one minor fault)",
+            Sampler::Faults,
         ),
     ];
-    for (name, what, failed, call) in file_calls {
-        let timing = time_each(samples, |i| {
-            call(&file, i, size).map_err(io_err(failed, path))
-        });
-        add(name, what, timing)?;
-    }
-    add(
-        "minor-fault",
-        "first write to an anonymous 4 KiB page (one minor fault)",
-        minor_faults(samples),
-    )?;
-    add(
+    const BATCH: u32 = 32;
+    rows.push(row(
         "uring-nop",
         "io_uring NOP, per operation, submitted 32 at a time",
-        uring_nops(samples),
-    )?;
+        match crate::engine::new_ring(BATCH, "uring-nop") {
+            Ok(mut ring) => Sampler::Loop {
+                body: Box::new(move |n| {
+                    let mut left = n;
+                    while left > 0 {
+                        let k = left.min(BATCH as u64) as usize;
+                        left -= crate::engine::nop_batch(&mut ring, k)? as u64;
+                    }
+                    Ok(())
+                }),
+                n: 0,
+            },
+            Err(e) if e.kind == crate::error::ErrorKind::Unsupported => Sampler::Unsupported(e),
+            Err(e) => return Err(e),
+        },
+    ));
     debug_assert_eq!(rows.len(), ROWS, "ROWS counts the calls measured");
-    Ok(rows)
+    // One uncounted round calibrates each loop and warms it; then `samples` rounds.
+    let mut calls = Calls(rows);
+    let plan = crate::harness::Plan::fixed(1, samples);
+    let out = crate::harness::run("syscalls", &mut calls, &plan, &[], obs)?;
+    Ok(calls
+        .0
+        .iter()
+        .zip(out.cells)
+        .map(|(r, c)| {
+            let ns = summarize(&c.runs);
+            SyscallRow {
+                name: r.name.into(),
+                what: r.what.into(),
+                calls_per_s: if ns.median > 0.0 {
+                    1e9 / ns.median
+                } else {
+                    0.0
+                },
+                ns,
+                unsupported: c.skipped.map(|e| e.cause),
+            }
+        })
+        .collect())
 }
 
 /// Calls measured, for the progress count (it once said "10 of 9").
 const ROWS: usize = 10;
 
-fn minor_faults(samples: usize) -> Result<Vec<f64>> {
+/// ns per first write to a fresh anonymous page, over 8192 pages.
+fn minor_fault_sample() -> Result<f64> {
     const PAGES: usize = 8192;
-    let sample = |_| -> Result<f64> {
-        let mut pages = calls::FreshPages::new(PAGES)
-            .map_err(|e| Error::failed("mmap failed", describe_io(&e)))?;
-        let t = Instant::now();
-        pages.touch_all();
-        Ok(t.elapsed().as_nanos() as f64 / pages.pages() as f64)
-    };
-    let _ = sample(0)?; // warm-up: the first pages of a process cost more
-    (0..samples.max(1) * 3).map(sample).collect()
-}
-
-fn uring_nops(samples: usize) -> Result<Vec<f64>> {
-    const BATCH: u32 = 32;
-    let mut ring = crate::engine::new_ring(BATCH, "uring-nop")?;
-    time_calls(samples, |n| {
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(BATCH as u64) as usize;
-            left -= crate::engine::nop_batch(&mut ring, k)? as u64;
-        }
-        Ok(())
-    })
+    let mut pages =
+        calls::FreshPages::new(PAGES).map_err(|e| Error::failed("mmap failed", describe_io(&e)))?;
+    let t = Instant::now();
+    pages.touch_all();
+    Ok(t.elapsed().as_nanos() as f64 / pages.pages() as f64)
 }

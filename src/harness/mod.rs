@@ -340,6 +340,30 @@ impl<R, F: FnMut() -> Result<R>, G: Fn(&R) -> f64> Cells for OneCell<F, G> {
     }
 }
 
+/// Cells given as closures, each preparing and running itself once and returning its bytes
+/// moved and counters; the figure is MiB/s.
+pub struct Closures<'a>(pub Vec<(String, ClosureRun<'a>)>);
+
+/// One closure cell's run.
+pub type ClosureRun<'a> =
+    Box<dyn FnMut() -> Result<(crate::engine::Moved, crate::measure::Counters)> + 'a>;
+
+impl Cells for Closures<'_> {
+    type Run = (crate::engine::Moved, crate::measure::Counters);
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn name(&self, i: usize) -> String {
+        self.0[i].0.clone()
+    }
+    fn run(&mut self, i: usize) -> Result<Self::Run> {
+        (self.0[i].1)()
+    }
+    fn figure(&self, (m, c): &Self::Run) -> f64 {
+        crate::size::mib_per_s(m.bytes, c.wall.as_secs_f64())
+    }
+}
+
 /// Runs one cell `warmup + repeat` times (no comparisons): its runs, warm-ups first, or the
 /// error that made it unsupported or unsuited here.
 pub fn repeat<R>(
