@@ -276,6 +276,7 @@ pub fn run_access(
     };
     let mut out = harness::run("access", &mut set, &plan, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
+    warnings.append(&mut out.warnings);
     let mut whole_xor = None;
     for (cell, done) in cells.iter_mut().zip(out.cells.iter_mut()) {
         if let Some(e) = done.skipped.take() {
@@ -372,6 +373,9 @@ impl Cells for AccessCells<'_> {
     }
     fn figure(&self, (r, _): &Self::Run) -> f64 {
         r.kiops()
+    }
+    fn wall(&self, (r, _): &Self::Run) -> Option<Duration> {
+        Some(r.counters.wall)
     }
     fn xor(&self, _: usize, (r, _): &Self::Run) -> Option<(u64, u32)> {
         // Touching or copying a block says nothing of the file's XOR.

@@ -366,6 +366,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         }
     }
     let rounds = RoundsTaken::of(&out);
+    warnings.append(&mut out.warnings);
     let cells: Vec<SweepCell> = cells.into_iter().map(finish).collect();
     if cfg.op == SweepOp::Write
         && cfg
@@ -441,6 +442,9 @@ impl Cells for SweepCells<'_, '_> {
     }
     fn figure(&self, r: &SweepRun) -> f64 {
         crate::size::mib_per_s(r.moved.bytes, r.counters.wall.as_secs_f64())
+    }
+    fn wall(&self, r: &SweepRun) -> Option<std::time::Duration> {
+        Some(r.counters.wall)
     }
     fn xor(&self, _: usize, r: &SweepRun) -> Option<(u64, u32)> {
         (self.read_len > 0 && r.moved.bytes == self.read_len).then_some((0, r.moved.xor))

@@ -82,7 +82,15 @@ pub trait Cells {
     fn xor(&self, _i: usize, _run: &Self::Run) -> Option<(u64, u32)> {
         None
     }
+    /// The timed part of a run, when the cell knows it (for the check against [`MIN_RUN`]).
+    fn wall(&self, _run: &Self::Run) -> Option<Duration> {
+        None
+    }
 }
+
+/// The shortest timed run the harness accepts without a warning: below it the clock's reads,
+/// the set-up's cache effects and one scheduler tick are a large share of what is timed.
+pub const MIN_RUN: Duration = Duration::from_millis(5);
 
 /// Two cells compared: `a` against `b`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +140,8 @@ pub struct Outcome<R> {
     pub looks: usize,
     /// The planned looks (the verdicts' error is split over these).
     pub planned_looks: usize,
+    /// What the user should know: cells whose median run was shorter than [`MIN_RUN`].
+    pub warnings: Vec<String>,
 }
 
 /// How a measurement's rounds went, as results keep it.
@@ -296,7 +306,27 @@ pub fn run<C: Cells>(
         target = plan.warmup + next;
         total = done + more as usize * going.len();
     };
+    let short: Vec<String> = live
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let mut w: Vec<Duration> = l.runs.iter().filter_map(|r| cells.wall(r)).collect();
+            w.sort();
+            let m = *w.get(w.len() / 2)?;
+            (m < MIN_RUN).then(|| format!("{} ({:.1} ms)", cells.name(i), m.as_secs_f64() * 1e3))
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    if !short.is_empty() {
+        warnings.push(format!(
+            "{} cell(s) ran under {} ms a run, where set-up and the clock weigh on the figure (give more bytes a run): {}",
+            short.len(),
+            MIN_RUN.as_millis(),
+            short.join(", ")
+        ));
+    }
     Ok(Outcome {
+        warnings,
         cells: live
             .into_iter()
             .map(|l| CellRuns {
@@ -463,6 +493,10 @@ mod tests {
         fn xor(&self, i: usize, _: &f64) -> Option<(u64, u32)> {
             self.xor[i]
         }
+        /// The figure, read as milliseconds of run time.
+        fn wall(&self, run: &f64) -> Option<Duration> {
+            Some(Duration::from_secs_f64(run / 1e3))
+        }
     }
 
     fn wobble(base: f64) -> Box<dyn FnMut(usize) -> f64> {
@@ -484,6 +518,11 @@ mod tests {
         assert_eq!(cells.calls.len(), 3 * (1 + LOOKS[0]));
         assert_eq!(&cells.calls[..6], &[0, 1, 2, 1, 2, 0]);
         assert!(out.cells.iter().all(|c| c.runs.len() == LOOKS[0]));
+        assert!(
+            out.warnings.is_empty(),
+            "runs of 50-200 ms: {:?}",
+            out.warnings
+        );
     }
 
     #[test]
@@ -543,6 +582,18 @@ mod tests {
         let out = run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).unwrap();
         assert_eq!(out.cells[1].skipped.as_ref().unwrap().cause, "not here");
         assert!(out.cells[1].runs.is_empty() && out.cells[2].runs.len() == 3);
+        // Runs of 1 and 3 ms are said to be short, naming the cells.
+        assert_eq!(out.warnings.len(), 1);
+        assert!(
+            out.warnings[0].contains("2 cell(s) ran under 5 ms"),
+            "{:?}",
+            out.warnings
+        );
+        assert!(
+            out.warnings[0].contains("cell 0 (1.0 ms)"),
+            "{:?}",
+            out.warnings
+        );
 
         let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0)]);
         cells.xor = vec![Some((7, 0xaa)), Some((7, 0xab))];
