@@ -479,3 +479,51 @@ fn latencies_account_for_the_run_time_of_cold_mapped_reads() {
         );
     }
 }
+
+/// Without --repeat a sweep's rounds are adaptive: at least the first look's 8 for every
+/// compared cell, each comparison stated with its verdict, the rounds said under the table.
+#[test]
+fn sweep_rounds_go_on_to_a_decision_and_say_how_they_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "s", &bytes(4 << 20, 25));
+    let args = [
+        "sweep",
+        f.to_str().unwrap(),
+        "--bs",
+        "64K,1M",
+        "--cache",
+        "warm",
+        "--budget",
+        "3s",
+    ];
+    let v = json(&[&args[..], &["--format", "json"]].concat());
+    let r = &v["rounds"];
+    assert!(r["rounds"].as_u64().unwrap() >= 8, "{r}");
+    assert_eq!(r["planned_looks"], 6);
+    let compared = r["compared"].as_array().unwrap();
+    assert_eq!(compared.len(), 2, "read against mmap at each size: {r}");
+    for c in compared {
+        let v = &c["verdict"];
+        let (lo, hi, ratio) = (
+            v["ci"][0].as_f64().unwrap(),
+            v["ci"][1].as_f64().unwrap(),
+            v["ratio"].as_f64().unwrap(),
+        );
+        assert!(lo <= ratio && ratio <= hi, "{c}");
+        assert!(["winner", "equivalent", "undecided"].contains(&v["decided"].as_str().unwrap()));
+        assert_eq!(v["level"], 0.95, "{c}");
+    }
+    for cell in v["cells"].as_array().unwrap() {
+        assert!(cell["runs"].as_array().unwrap().len() >= 8, "{cell}");
+    }
+    let o = iolab().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("interleaved rounds after"), "{text}");
+    assert!(
+        text.contains("read warm 64 KiB / mmap warm 64 KiB"),
+        "{text}"
+    );
+    // 4 MiB runs take well under 5 ms warm: said.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ran under 5 ms a run"), "{err}");
+}

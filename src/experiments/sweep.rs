@@ -435,7 +435,12 @@ impl Cells for SweepCells<'_, '_> {
     }
     fn name(&self, i: usize) -> String {
         let c = &self.cells[i];
-        format!("{} {} bs {}", c.method_name(), c.mode_name(), c.bs)
+        format!(
+            "{} {} {}",
+            c.method_name(),
+            c.mode_name(),
+            crate::size::format_size(c.bs)
+        )
     }
     fn run(&mut self, i: usize) -> Result<SweepRun> {
         (self.runner)(self.cells[i].kind, self.cells[i].bs)

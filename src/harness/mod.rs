@@ -142,6 +142,8 @@ pub struct Outcome<R> {
     pub planned_looks: usize,
     /// What the user should know: cells whose median run was shorter than [`MIN_RUN`].
     pub warnings: Vec<String>,
+    /// The verdicts with the cells' names.
+    pub compared: Vec<Compared>,
 }
 
 /// How a measurement's rounds went, as results keep it.
@@ -159,6 +161,20 @@ pub struct RoundsTaken {
     pub comparisons: usize,
     /// Of these, still undecided when the rounds ended.
     pub undecided: usize,
+    /// Each comparison with its verdict (figures are the cells' own: a rate or a cost).
+    #[serde(default)]
+    pub compared: Vec<Compared>,
+}
+
+/// One comparison the harness drew, by the cells' names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compared {
+    /// The first cell.
+    pub a: String,
+    /// The second cell.
+    pub b: String,
+    /// a against b.
+    pub verdict: Verdict,
 }
 
 impl RoundsTaken {
@@ -175,6 +191,7 @@ impl RoundsTaken {
                 .iter()
                 .filter(|v| v.is_some_and(|v| v.decided == Decided::Undecided))
                 .count(),
+            compared: o.compared.clone(),
         }
     }
 
@@ -325,7 +342,19 @@ pub fn run<C: Cells>(
             short.join(", ")
         ));
     }
+    let compared = comparisons
+        .iter()
+        .zip(&verdicts)
+        .filter_map(|(c, v)| {
+            Some(Compared {
+                a: cells.name(c.a),
+                b: cells.name(c.b),
+                verdict: (*v)?,
+            })
+        })
+        .collect();
     Ok(Outcome {
+        compared,
         warnings,
         cells: live
             .into_iter()

@@ -172,10 +172,31 @@ pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
             r.undecided, r.comparisons
         ),
     };
-    format!(
+    let mut out = format!(
         "\nup to {} interleaved rounds after {} of {} planned looks: {why}\n",
         r.rounds, r.looks, r.planned_looks
-    )
+    );
+    for c in &r.compared {
+        let v = &c.verdict;
+        let said = match (v.decided, v.a_larger) {
+            (crate::measure::decide::Decided::Winner, Some(true)) => "the first is larger",
+            (crate::measure::decide::Decided::Winner, _) => "the first is smaller",
+            (crate::measure::decide::Decided::Equivalent, _) => "within 5%",
+            _ => "undecided",
+        };
+        out.push_str(&format!(
+            "  {} / {}: {:.2}x ({}), interval {:.2}-{:.2} at {:.0}% over {} rounds: {said}\n",
+            c.a,
+            c.b,
+            v.ratio,
+            v.kind.says(),
+            v.ci[0],
+            v.ci[1],
+            100.0 * v.level,
+            v.rounds
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
