@@ -1234,3 +1234,80 @@ fn more_hostile_senders_are_refused() {
     );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
+
+/// The loopback ports that process `pid` listens on (from /proc/net/tcp and its descriptors).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().to_string();
+                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    tcp.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (local, state, inode) = (f.get(1)?, f.get(3)?, f.get(9)?);
+            let (ip, port) = local.split_once(':')?;
+            (*state == "0A" && ip == "0100007F" && inodes.iter().any(|i| i == inode))
+                .then(|| u16::from_str_radix(port, 16).ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// `iolab transfer` listens on loopback, where any local user may connect: a stranger who
+/// connects to each new port it opens, speaking the protocol (an `iolab recv` of its own),
+/// is refused every time and stores nothing, and the transfer still completes.
+#[test]
+fn a_stranger_cannot_take_the_files_of_a_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = bytes(32 << 20, 41);
+    data[..16].copy_from_slice(b"SECRET-CONTENTS!");
+    let f = write_file(dir.path(), "secret.bin", &data);
+    let thief_dir = dir.path().join("thief");
+    std::fs::create_dir(&thief_dir).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let mut transfer = std::process::Command::new(&bin)
+        .args(["transfer", f.to_str().unwrap(), "--methods", "read:write"])
+        .args(["--repeat", "6", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = transfer.id();
+    let mut tried = std::collections::HashSet::new();
+    let (mut attempts, mut stolen) = (0, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while transfer.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        for port in listening_ports(pid) {
+            if !tried.insert(port) {
+                continue;
+            }
+            attempts += 1;
+            let o = std::process::Command::new(&bin)
+                .args(["recv", "--connect", &format!("127.0.0.1:{port}")])
+                .arg("--out")
+                .arg(&thief_dir)
+                .args(["--timeout", "2s"])
+                .output()
+                .unwrap();
+            stolen += usize::from(o.status.success());
+        }
+    }
+    let out = transfer.wait_with_output().unwrap();
+    assert!(out.status.success(), "the transfer itself completes");
+    assert_eq!(
+        stolen, 0,
+        "a stranger received the files ({attempts} tries)"
+    );
+    let left: Vec<_> = std::fs::read_dir(&thief_dir).unwrap().collect();
+    assert!(left.is_empty(), "the stranger stored {left:?}");
+    eprintln!("{attempts} stranger connections, none served");
+}

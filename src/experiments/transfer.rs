@@ -96,6 +96,25 @@ pub fn run_once(
     discard: bool,
     sizes: ChunkSizes,
 ) -> Result<(SideReport, SideReport)> {
+    let out = crate::output::temp_dir("iolab-transfer")?;
+    let timeout = Duration::from_secs(30);
+    // A fresh secret for each transfer, held only by this process's two sides: any local user
+    // can connect to a loopback port, and without it the first to finish a handshake would be
+    // served the files.
+    let token: String = crate::transfer::protocol::nonce()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let scfg = SendConfig {
+        connections,
+        timeout,
+        sizes,
+        token: Some(token.clone()),
+        ..SendConfig::new(files.to_vec(), s)
+    };
+    // The sender hashes its files before it listens: nobody can connect before they are
+    // ready, and the hashing is outside the transfer's timing on both sides.
+    let files = crate::transfer::sender::prepare_files(&scfg)?;
     let listener = bind(
         "127.0.0.1:0"
             .parse()
@@ -104,25 +123,15 @@ pub fn run_once(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::failed("cannot listen", crate::error::describe_io(&e)))?;
-    let out = crate::output::temp_dir("iolab-transfer")?;
-    let timeout = Duration::from_secs(30);
-    let scfg = SendConfig {
-        connections,
-        timeout,
-        sizes,
-        ..SendConfig::new(files.to_vec(), s)
-    };
     let rcfg = RecvConfig {
         connections,
         timeout,
         sync,
         discard,
         sizes,
+        token: Some(token),
         ..RecvConfig::new(addr.to_string(), out.path().to_path_buf(), r)
     };
-    // The sender hashes its files before the receiver starts: the hashing is outside the
-    // transfer's timing on both sides, as it is outside a real sender's listening.
-    let files = crate::transfer::sender::prepare_files(&scfg)?;
     let result = std::thread::scope(|sc| {
         let sender = sc.spawn(|| crate::transfer::sender::serve_files(listener, &scfg, files));
         let recv = receive(&rcfg);
