@@ -1311,3 +1311,82 @@ fn a_stranger_cannot_take_the_files_of_a_transfer() {
     assert!(left.is_empty(), "the stranger stored {left:?}");
     eprintln!("{attempts} stranger connections, none served");
 }
+
+/// `send --port 0` says the port the kernel chose, not 0.
+#[test]
+fn send_on_port_zero_says_the_real_port() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "a", &bytes(1000, 3));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args([
+            "send",
+            f.to_str().unwrap(),
+            "--port",
+            "0",
+            "--timeout",
+            "5s",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let addr = line
+        .strip_prefix("iolab: listening on ")
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("{line}"));
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(port > 0, "{line}");
+}
+
+/// Secrets are read within bounds and checked: a token file that never ends (/dev/zero) and an
+/// empty --token are refused; a token file others may write is used with a warning.
+#[test]
+fn token_sources_are_bounded_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "a", &bytes(100, 4));
+    let send = |extra: &[&str]| {
+        iolab()
+            .args([
+                "send",
+                f.to_str().unwrap(),
+                "--port",
+                "0",
+                "--timeout",
+                "1s",
+            ])
+            .args(extra)
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap()
+    };
+    let o = send(&["--token-file", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no line end"),
+        "{o:?}"
+    );
+    let o = send(&["--token", ""]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("empty"),
+        "{o:?}"
+    );
+    let t = dir.path().join("t");
+    std::fs::write(&t, "s3cret\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // Nobody connects: the sender gives up after --timeout, having warned first.
+    let o = send(&["--token-file", t.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the token file is writable by other users"),
+        "{err}"
+    );
+}

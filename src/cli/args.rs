@@ -232,24 +232,79 @@ impl NetArgs {
     /// user sees it in /proc/PID/cmdline), else a non-empty IOLAB_TOKEN.
     pub fn token(&self) -> Result<Option<String>, iolab::Error> {
         if let Some(path) = &self.token_file {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| iolab::Error::io("cannot read the token", path, &e))?;
-            let t = text.lines().next().unwrap_or("").trim_end_matches('\r');
-            if t.is_empty() {
-                return Err(
-                    iolab::Error::usage("empty token", "the file's first line is empty").at(path),
-                );
-            }
-            return Ok(Some(t.to_string()));
+            return read_token_file(path).map(Some);
         }
-        if self.token.is_some() {
+        if let Some(t) = &self.token {
+            check_token(t).map_err(|why| iolab::Error::usage("invalid --token", why))?;
             eprintln!(
                 "iolab: warning: --token is visible to every local user (ps, /proc/PID/cmdline); use --token-file FILE or IOLAB_TOKEN"
             );
-            return Ok(self.token.clone());
+            return Ok(Some(t.clone()));
         }
         Ok(std::env::var("IOLAB_TOKEN").ok().filter(|t| !t.is_empty()))
     }
+}
+
+/// The most a token file is read: a secret is a line, not a stream (`/dev/zero` would never end).
+pub const TOKEN_FILE_MAX: u64 = 4096;
+
+/// A token is a non-empty line without control characters.
+fn check_token(t: &str) -> Result<(), String> {
+    if t.is_empty() {
+        return Err("the token is empty: an empty secret proves nothing".into());
+    }
+    if t.chars().any(char::is_control) {
+        return Err("the token holds control characters (NUL, escape, ...)".into());
+    }
+    Ok(())
+}
+
+/// The first line of a token file, read to at most [`TOKEN_FILE_MAX`] bytes (a pipe such as
+/// `<(pass show x)` works; a device that never ends does not). Warns when the file is owned by
+/// another user or writable by others: whoever can change it chooses the secret.
+pub fn read_token_file(path: &std::path::Path) -> Result<String, iolab::Error> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::File::open(path)
+        .map_err(|e| iolab::Error::io("cannot read the token", path, &e))?;
+    if let Ok(m) = file.metadata()
+        && m.is_file()
+    {
+        let mine = m.uid() == iolab::sys::euid();
+        if !mine || m.mode() & 0o022 != 0 {
+            eprintln!(
+                "iolab: warning: {}: the token file is {}: whoever can change it chooses the secret",
+                path.display(),
+                if mine {
+                    "writable by other users"
+                } else {
+                    "owned by another user"
+                }
+            );
+        }
+    }
+    let mut buf = Vec::new();
+    file.take(TOKEN_FILE_MAX + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| iolab::Error::io("cannot read the token", path, &e))?;
+    let line_end = buf.iter().position(|&b| b == b'\n');
+    if line_end.is_none() && buf.len() as u64 > TOKEN_FILE_MAX {
+        return Err(iolab::Error::usage(
+            "invalid token file",
+            format!("no line end in its first {TOKEN_FILE_MAX} bytes: a token is one short line"),
+        )
+        .at(path));
+    }
+    let line = &buf[..line_end.unwrap_or(buf.len())];
+    let t = String::from_utf8(line.to_vec()).map_err(|_| {
+        iolab::Error::usage("invalid token file", "its first line is not UTF-8").at(path)
+    })?;
+    let t = t.trim_end_matches('\r');
+    if t.is_empty() {
+        return Err(iolab::Error::usage("empty token", "the file's first line is empty").at(path));
+    }
+    check_token(t).map_err(|why| iolab::Error::usage("invalid token file", why).at(path))?;
+    Ok(t.to_string())
 }
 
 /// Bytes asked for by `--count` blocks of `--bs`, or by `--size`; `None` when neither is given.

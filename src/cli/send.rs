@@ -63,6 +63,8 @@ pub fn serve(
     cfg.check()?;
     sender::check_files(cfg)?;
     let listener = sender::bind(addr)?;
+    // The port the kernel chose for --port 0, not 0.
+    let addr = listener.local_addr().unwrap_or(addr);
     eprintln!(
         "iolab: listening on {addr}, {} file(s) to send{}",
         cfg.files.len(),

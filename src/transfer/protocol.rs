@@ -163,8 +163,7 @@ pub fn check_name(name: &[u8]) -> Result<String, String> {
         ));
     }
     // Bidirectional controls make a name display as another ("exe.txt" shown for "txt.exe").
-    let bidi = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
-    if s.chars().any(bidi) {
+    if s.chars().any(is_bidi) {
         return Err(format!(
             "the file name {s:?} (bidirectional text controls are refused)"
         ));
@@ -599,15 +598,21 @@ pub fn read_status(r: &mut impl Read) -> io::Result<Status> {
     let got = read_full(r, &mut why)?;
     why.truncate(got);
     bytes.extend_from_slice(&why);
-    // The peer's words go to a terminal: no control characters (escape sequences) pass.
+    // The peer's words go to a terminal: no control characters (escape sequences) and no
+    // bidirectional controls (which reorder what follows them on the line) pass.
     let reason = String::from_utf8_lossy(&why)
         .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
+        .map(|c| if c.is_control() || is_bidi(c) { '?' } else { c })
         .collect();
     Ok(Status {
         reason: Some(reason),
         bytes,
     })
+}
+
+/// A bidirectional text control: it makes what follows display in another order.
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 /// Writes all of `b`, naming the peer on failure.
@@ -619,6 +624,18 @@ pub fn send_all(w: &mut impl Write, b: &[u8], peer: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peers_failure_reason_reaches_the_terminal_without_controls() {
+        let wire = status_bytes(Some("disk full\u{202E}txt.exe\x1b[2J"));
+        let st = read_status(&mut &wire[..]).unwrap();
+        let why = st.reason.unwrap();
+        assert_eq!(why, "disk full?txt.exe?[2J");
+        assert!(
+            !why.chars().any(|c| c.is_control() || is_bidi(c)),
+            "{why:?}"
+        );
+    }
 
     #[test]
     fn hello_round_trip_and_refusals() {
