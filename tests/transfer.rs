@@ -1390,3 +1390,47 @@ fn token_sources_are_bounded_and_checked() {
         "{err}"
     );
 }
+
+/// `recv a b` takes exactly two files: a sender with three or with one is an error, and no
+/// file lands anywhere but under the names given.
+#[test]
+fn recv_with_names_takes_exactly_those_files() {
+    let src = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..3)
+        .map(|i| write_file(src.path(), &format!("f{i}"), &bytes(5000, 50 + i)))
+        .collect();
+    for count in [3usize, 1] {
+        let work = tempfile::tempdir().unwrap();
+        let port = free_port().to_string();
+        let mut args = vec!["send".to_string(), "--port".into(), port.clone()];
+        args.extend(["--timeout".into(), "10s".into()]);
+        args.extend(
+            files[..count]
+                .iter()
+                .map(|f| f.to_str().unwrap().to_string()),
+        );
+        let sender = std::thread::spawn(move || iolab().args(&args).output().unwrap());
+        let o = iolab()
+            .current_dir(work.path())
+            .args(["recv", "a", "b", "--connect", &format!("127.0.0.1:{port}")])
+            .args(["--retry", "10s", "--timeout", "10s"])
+            .output()
+            .unwrap();
+        let _ = sender.join();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{count} files for 2 names: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let left: Vec<String> = std::fs::read_dir(work.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "a" && n != "b")
+            .collect();
+        assert!(left.is_empty(), "{count} files: stray {left:?}");
+        if count == 1 {
+            assert!(!work.path().join("b").exists(), "b was never sent");
+        }
+    }
+}

@@ -16,8 +16,8 @@ use std::time::Duration;
     after_help = "Examples:\n  iolab recv --connect 127.0.0.1:2325 --out incoming/\n  iolab recv --raw a.txt b.txt --classic-sizes --method mmap   (from nc -l or the course's master)\n  iolab recv --method splice --sync --retry 10s\n  iolab recv --discard --format json\n\nFiles are written under a temporary name and renamed when complete and verified."
 )]
 pub struct RecvArgs {
-    /// Output paths for the files in the order sent (default: the senders' names in --out;
-    /// with --raw, one per file, required)
+    /// Output paths for the files in the order sent, exactly as many as the sender sends
+    /// (default: the senders' names in --out; with --raw, one per file, required)
     pub names: Vec<PathBuf>,
     /// The sender: HOST:PORT
     #[arg(long, default_value = "127.0.0.1:2325")]
@@ -54,7 +54,12 @@ pub struct RecvArgs {
 impl RecvArgs {
     /// Receives the files and prints this side's report.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        // Names given: exactly those files, as the classic slave takes them (a sender with more
+        // or fewer is an error, never a stray file in the working directory or a name left
+        // unwritten with exit 0). A raw stream's names are its connections already.
+        let exact = !self.names.is_empty() && !self.net.raw;
         let cfg = RecvConfig {
+            exact,
             names: self.names,
             max_size: self.max_size,
             force: self.force,
