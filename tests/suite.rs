@@ -259,6 +259,30 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!parent.path().join("never").exists());
 
+    // Strings of a hostile results file reach report.md as text, never as HTML.
+    let mut hostile = v.clone();
+    let script = "<script>alert(1)</script>";
+    hostile["host"]["hostname"] = serde_json::json!(script);
+    hostile["host"]["cpu_model"] = serde_json::json!(format!("cpu & {script}"));
+    hostile["findings"][0]["text"] = serde_json::json!(script);
+    hostile["findings"][0]["cites"] = serde_json::json!([script]);
+    let evil = parent.path().join("hostile.json");
+    std::fs::write(&evil, serde_json::to_string(&hostile).unwrap()).unwrap();
+    let rendered = parent.path().join("hostile-report");
+    iolab()
+        .args(["report", evil.to_str().unwrap(), "--out"])
+        .arg(&rendered)
+        .assert()
+        .success();
+    for f in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(rendered.join(f)).unwrap();
+        assert!(
+            !text.contains("<script"),
+            "{f} carries raw HTML from results.json"
+        );
+        assert!(text.contains("&lt;script&gt;"), "{f} shows the text");
+    }
+
     let plots = std::fs::read_dir(out.join("plots")).unwrap().count();
     browser_renders(&out.join("report.html"), plots);
 }

@@ -383,7 +383,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
     let warning = r.interference.warning();
     let mut md = warning
         .as_ref()
-        .map(|w| format!("{w}\n\n"))
+        .map(|w| format!("{}\n\n", md_esc(w)))
         .unwrap_or_default();
     md += "# iolab report\n\n";
     md += &crate::report::markdown_table(
@@ -391,33 +391,41 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             .chain(
                 host_rows(r)
                     .into_iter()
-                    .map(|(k, v)| vec![k.to_string(), v]),
+                    .map(|(k, v)| vec![k.to_string(), md_esc(&v)]),
             )
             .collect::<Vec<_>>(),
     );
     md += "\n## Findings\n\n";
     for f in &r.findings {
-        md.push_str(&format!("- {} _(from {})_\n", f.text, f.cites.join("; ")));
+        md.push_str(&format!(
+            "- {} _(from {})_\n",
+            md_esc(&f.text),
+            md_esc(&f.cites.join("; "))
+        ));
     }
     if results.len() > 1 {
         md.push_str("\n## Hosts side by side\n\n");
-        md.push_str(&crate::report::markdown_table(&comparison(results)));
+        let rows: Vec<Vec<String>> = comparison(results)
+            .iter()
+            .map(|row| row.iter().map(|c| md_esc(c)).collect())
+            .collect();
+        md.push_str(&crate::report::markdown_table(&rows));
     }
     for s in &secs {
         md.push_str(&format!("\n## {}\n\n{}\n\n", s.title, s.why));
         if let Some(b) = &s.busy {
-            md.push_str(&format!("**Busy while measured:** {b}.\n\n"));
+            md.push_str(&format!("**Busy while measured:** {}.\n\n", md_esc(b)));
         }
         if let Some(p) = &s.plot {
             md.push_str(&format!("![{}](plots/{p}.svg)\n\n", s.title));
         }
         match (&s.markdown, &s.table) {
-            (Some(m), _) => md.push_str(&spaced_tables(m)),
+            (Some(m), _) => md.push_str(&spaced_tables(&md_esc(m))),
             (None, Some(t)) => md.push_str(&fenced(t)),
             (None, None) => {}
         }
         if let Some(e) = &s.error {
-            md.push_str(&format!("**Not measured:** {e}\n"));
+            md.push_str(&format!("**Not measured:** {}\n", md_esc(e)));
         }
     }
     md.push_str("\n## Glossary\n\n");
@@ -550,6 +558,16 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         html,
         plots,
     }
+}
+
+/// Text from a results file as Markdown shows it: `&`, `<` and `>` as entities, so that no
+/// string (a host name, a cause, a table cell of a hostile results.json) passes as HTML to
+/// whatever renders report.md, as report.html escapes them. Fenced code needs none (Markdown
+/// shows it as it is), and Markdown's own emphasis in iolab's tables is kept.
+fn md_esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// `text` as a CommonMark fenced code block: the fence on lines of its own (a table without a
