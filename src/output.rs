@@ -214,54 +214,119 @@ pub fn check_can_write(out: &Path) -> Result<()> {
         })
 }
 
-/// Writes a directory of `(relative path, bytes)` atomically: into a temporary directory beside
-/// `out`, renamed into place when complete. An existing `out` is replaced only with `force`;
-/// otherwise a dated sibling is used. Returns where it went; on failure nothing is left.
+/// The list of files iolab wrote into a report directory, one relative path a line: what a
+/// later `--force` may replace or remove, and nothing else.
+pub const MANIFEST: &str = ".iolab-manifest";
+
+/// What a report written before manifests holds (all that `--force` may touch in one).
+const LEGACY_REPORT_FILES: [&str; 3] = ["results.json", "report.md", "report.html"];
+
+/// Writes a directory of `(relative path, bytes)`: into a temporary directory beside `out`,
+/// renamed into place when complete, with a [`MANIFEST`] of what it wrote. An existing `out` is
+/// used only with `force`, and only when it is a report iolab wrote: then only the files its
+/// manifest lists are replaced or removed, and anything else there (notes, a thesis) stays.
+/// Without `force` a dated sibling is used, never one that another run has just taken.
+/// Returns where it went; on failure nothing new is left.
 pub fn save_dir(
     out: &Path,
     files: &[(String, Vec<u8>)],
     force: bool,
 ) -> Result<std::path::PathBuf> {
     let exists = std::fs::symlink_metadata(out).is_ok();
-    if exists && force {
-        refuse_unless_report(out)?;
-    }
-    let target = if exists && !force {
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "iolab-report".into());
-        out.with_file_name(format!("{name}-{}", timestamp()))
-    } else {
-        out.to_path_buf()
-    };
-    let tmp = temp_path(&target, "dir")?;
+    let tmp = temp_path(out, "dir")?;
     let _partial = track(&tmp);
-    let old = temp_path(&target, "old")?;
+    let mut all: Vec<(String, Vec<u8>)> = files.to_vec();
+    let listing: String = files.iter().map(|(rel, _)| format!("{rel}\n")).collect();
+    all.push((MANIFEST.to_string(), listing.into_bytes()));
     let write = || -> std::io::Result<()> {
-        for (rel, bytes) in files {
+        std::fs::create_dir_all(&tmp)?;
+        for (rel, bytes) in &all {
             let p = tmp.join(rel);
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent)?;
             }
             std::fs::write(&p, bytes)?;
         }
-        if target.exists() {
-            std::fs::rename(&target, &old)?;
-            std::fs::rename(&tmp, &target)?;
-            let _ = std::fs::remove_dir_all(&old);
-        } else {
-            crate::sys::rename_noreplace(&tmp, &target)?;
-        }
         Ok(())
     };
-    std::fs::create_dir_all(&tmp)
-        .and_then(|_| write())
-        .map_err(|e| {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Error::io("cannot write the report", &target, &e)
-        })?;
-    Ok(target)
+    let fail = |target: &Path, e: std::io::Error| {
+        let _ = std::fs::remove_dir_all(&tmp);
+        Error::io("cannot write the report", target, &e)
+    };
+    if exists && force {
+        refuse_unless_report(out)?;
+        write().map_err(|e| fail(out, e))?;
+        replace_listed(out, &tmp, &all).map_err(|e| fail(out, e))?;
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Ok(out.to_path_buf());
+    }
+    write().map_err(|e| fail(out, e))?;
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "iolab-report".into());
+    let stamp = timestamp();
+    for k in 0..1000 {
+        let target = match (exists, k) {
+            (false, 0) => out.to_path_buf(),
+            (_, k) if k <= 1 => out.with_file_name(format!("{name}-{stamp}")),
+            (_, k) => out.with_file_name(format!("{name}-{stamp}-{k}")),
+        };
+        match crate::sys::rename_noreplace(&tmp, &target) {
+            Ok(()) => return Ok(target),
+            // Taken meanwhile (another run in the same second): the next name.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(fail(&target, e)),
+        }
+    }
+    Err(fail(
+        out,
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "every dated name is taken",
+        ),
+    ))
+}
+
+/// Into the report `out`: removes the files its manifest lists that `files` does not hold,
+/// then moves each of `files` from `tmp` into place. Never follows a link, never touches a
+/// file the manifest does not list.
+fn replace_listed(out: &Path, tmp: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
+    let old: Vec<String> = match std::fs::read_to_string(out.join(MANIFEST)) {
+        Ok(text) => text.lines().map(str::to_string).collect(),
+        Err(_) => LEGACY_REPORT_FILES.iter().map(|s| s.to_string()).collect(),
+    };
+    let safe = |rel: &str| {
+        !rel.is_empty()
+            && !rel.starts_with('/')
+            && Path::new(rel)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    for rel in old.iter().filter(|r| safe(r)) {
+        if files.iter().any(|(f, _)| f == rel) {
+            continue;
+        }
+        let p = out.join(rel);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    for (rel, _) in files {
+        let dest = out.join(rel);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        // A directory or a link where a file goes is not iolab's to remove.
+        if std::fs::symlink_metadata(&dest).is_ok_and(|m| !m.is_file()) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{rel} is there and is not a file iolab wrote"),
+            ));
+        }
+        std::fs::rename(tmp.join(rel), &dest)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -291,6 +356,11 @@ mod tests {
                 .to_string_lossy()
                 .starts_with("rep-20")
         );
+        // Another in the same second never takes (and so never replaces) the same folder.
+        let third = save_dir(&out, &files, false).unwrap();
+        assert!(third != second && third != out, "{third:?}");
+        assert!(out.join(MANIFEST).is_file() && third.join("a.txt").is_file());
+        std::fs::remove_dir_all(&third).unwrap();
         let f2 = vec![("b.txt".to_string(), b"2".to_vec())];
         assert_eq!(save_dir(&out, &f2, true).unwrap(), out);
         assert!(!out.join("a.txt").exists() && out.join("b.txt").exists());
@@ -327,9 +397,27 @@ mod tests {
         let rep = dir.path().join("old-report");
         save_dir(&rep, &files, false).unwrap();
         assert!(is_iolab_report(&rep));
-        std::fs::write(rep.join("stale.svg"), b"<svg/>").unwrap();
+        // A file iolab wrote and no longer writes goes; a user's note beside the report stays.
+        save_dir(
+            &rep,
+            &[
+                files.clone(),
+                vec![("plots/old.svg".to_string(), b"<svg/>".to_vec())],
+            ]
+            .concat(),
+            true,
+        )
+        .unwrap();
+        assert!(rep.join("plots/old.svg").exists());
+        std::fs::write(rep.join("notes.txt"), b"my notes").unwrap();
+        std::fs::write(rep.join("thesis.tex"), b"years of work").unwrap();
         assert_eq!(save_dir(&rep, &files, true).unwrap(), rep);
-        assert!(!rep.join("stale.svg").exists());
+        assert!(!rep.join("plots/old.svg").exists());
+        assert_eq!(std::fs::read(rep.join("notes.txt")).unwrap(), b"my notes");
+        assert_eq!(
+            std::fs::read(rep.join("thesis.tex")).unwrap(),
+            b"years of work"
+        );
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
