@@ -473,3 +473,47 @@ fn two_ranks_on_two_hosts_in_network_namespaces() {
         assert!(v["notes"].as_array().unwrap().is_empty(), "{}", v["notes"]);
     }
 }
+
+/// `--force` replaces only regular files: a FIFO (as a device would be) and a link are refused
+/// and left as they were, the link's target untouched; a size the file system cannot hold is
+/// refused before anything is written.
+#[test]
+fn force_writes_over_files_only_and_sizes_are_checked_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    let target = dir.path().join("target");
+    std::fs::write(&target, b"precious").unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mut paths = vec![link.clone()];
+    if made {
+        paths.push(fifo.clone());
+    }
+    for p in &paths {
+        let o = iolab()
+            .args(["ior", "-w", "-b", "64k", "-t", "64k", "--force", "-o"])
+            .arg(p)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", p.display());
+        assert!(err.contains("not a regular file"), "{err}");
+        assert!(p.symlink_metadata().is_ok(), "{} was removed", p.display());
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    let big = dir.path().join("big");
+    let o = iolab()
+        .args(["ior", "-w", "-b", "1E", "-t", "1m", "-o"])
+        .arg(&big)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(!big.exists(), "nothing written");
+}

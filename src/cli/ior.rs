@@ -110,19 +110,7 @@ impl IorArgs {
         cfg.check().map_err(|e| usage(e.to_string()))?;
         with_comm(|comm| {
             // Every rank looks at every file, so all take the same decision before any barrier.
-            if cfg.write && !self.force {
-                let files: Vec<PathBuf> = if cfg.file_per_proc {
-                    (0..comm.size()).map(|r| cfg.file_of(r)).collect()
-                } else {
-                    vec![cfg.path.clone()]
-                };
-                if let Some(f) = files.iter().find(|f| f.symlink_metadata().is_ok()) {
-                    return Err(Error::usage(
-                        "refusing to overwrite",
-                        format!("{} exists (add --force to write over it)", f.display()),
-                    ));
-                }
-            }
+            cfg.check_targets(comm.size(), self.force)?;
             let r = run_ior(&cfg, comm)?;
             if comm.rank() == 0 {
                 warn_all(&r.notes);

@@ -171,6 +171,61 @@ impl IorConfig {
         }
     }
 
+    /// Before any rank writes (n ranks): every file it would write is absent, or with `force`
+    /// a regular file (never a device, a FIFO, a socket or a link, which `--force` would
+    /// otherwise fill and, at the end, unlink), and the file system has room for all of it
+    /// (`-b 1E` wrote until the disk was full).
+    pub fn check_targets(&self, n: usize, force: bool) -> Result<()> {
+        if !self.write {
+            return Ok(());
+        }
+        let files: Vec<PathBuf> = if self.file_per_proc {
+            (0..n).map(|r| self.file_of(r)).collect()
+        } else {
+            vec![self.path.clone()]
+        };
+        let mut reused = 0u64;
+        for f in &files {
+            let Ok(m) = f.symlink_metadata() else {
+                continue;
+            };
+            if !force {
+                return Err(Error::usage(
+                    "refusing to overwrite",
+                    format!("{} exists (add --force to write over it)", f.display()),
+                ));
+            }
+            if !m.file_type().is_file() {
+                return Err(Error::usage(
+                    "refusing to write over it",
+                    "it is not a regular file (a link, device, FIFO or socket): --force replaces only files",
+                )
+                .at(f));
+            }
+            reused += m.len();
+        }
+        let need = self
+            .file_len(n)
+            .saturating_mul(files.len() as u64)
+            .saturating_sub(reused);
+        let dir = self
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if let Ok(free) = File::open(dir).and_then(|d| crate::sys::fs_free_bytes(&d))
+            && need > free
+        {
+            return Err(Error::failed(
+                "write failed",
+                format!("No space left on device: {need} bytes to write, {free} bytes free"),
+            )
+            .at(&self.path)
+            .hint("a smaller -b, -s or fewer ranks"));
+        }
+        Ok(())
+    }
+
     /// Bytes in rank `r`'s file when every rank has written (n ranks).
     fn file_len(&self, n: usize) -> u64 {
         if self.file_per_proc {
@@ -447,7 +502,11 @@ fn gather(comm: &dyn Comm, mine: RankPhase) -> Vec<RankPhase> {
 
 fn remove_files(cfg: &IorConfig, r: usize) {
     if cfg.file_per_proc || r == 0 {
-        let _ = std::fs::remove_file(cfg.file_of(r));
+        // Only a regular file: a path swapped for a link or a device meanwhile stays.
+        let f = cfg.file_of(r);
+        if f.symlink_metadata().is_ok_and(|m| m.file_type().is_file()) {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 
@@ -470,11 +529,20 @@ fn expected(cfg: &IorConfig, of: usize, n: usize, count: u64) -> u32 {
 fn open_for_write(cfg: &IorConfig, path: &Path) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(true).create(true);
-    if cfg.api == IorApi::Direct {
-        o.custom_flags(libc::O_DIRECT);
+    // Never through a link; never into a device or a FIFO.
+    let direct = if cfg.api == IorApi::Direct {
+        libc::O_DIRECT
+    } else {
+        0
+    };
+    o.custom_flags(direct | libc::O_NOFOLLOW);
+    let f = o
+        .open(path)
+        .map_err(|e| Error::io("cannot open for writing", path, &e))?;
+    match f.metadata() {
+        Ok(m) if m.file_type().is_file() => Ok(f),
+        _ => Err(Error::usage("refusing to write into it", "it is not a regular file").at(path)),
     }
-    o.open(path)
-        .map_err(|e| Error::io("cannot open for writing", path, &e))
 }
 
 fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPhase> {
