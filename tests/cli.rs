@@ -749,6 +749,38 @@ fn disk_full_is_an_error_and_leaves_nothing_behind() {
                 m.name()
             );
         }
+        // ior through a mapping, past its up-front check: an error, not zero pages called
+        // verified, and its test file removed.
+        let cfg = iolab::experiments::ior::IorConfig {
+            api: iolab::experiments::ior::IorApi::Mmap,
+            block: 4 << 20,
+            transfer: 1 << 20,
+            path: mnt.join("ior"),
+            segments: 1,
+            file_per_proc: false,
+            reorder: false,
+            reorder_offset: 1,
+            tasks_per_node: None,
+            fsync: false,
+            write: true,
+            read: true,
+            iterations: 1,
+            stonewall: None,
+            keep: false,
+            seed: 1,
+            verify: true,
+        };
+        let err = iolab::experiments::ior::run_ior(&cfg, &iolab::experiments::ior::Solo)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("No space left"), "{err}");
+        // And the command refuses up front.
+        let o = iolab()
+            .args(["ior", "-a", "mmap", "-w", "-b", "4m", "-t", "1m", "-o"])
+            .arg(mnt.join("ior"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
         let left: Vec<_> = std::fs::read_dir(&mnt).unwrap().collect();
         assert!(left.is_empty(), "temporary files left behind: {left:?}");
     });

@@ -449,7 +449,12 @@ pub fn run_ior(cfg: &IorConfig, comm: &dyn Comm) -> Result<IorResult> {
     for it in 0..cfg.iterations {
         if cfg.write {
             comm.barrier();
-            let mine = write_phase(cfg, r, n)?;
+            // A failed write (a full file system) leaves no test file behind to keep it full.
+            let mine = write_phase(cfg, r, n).inspect_err(|_| {
+                if !cfg.keep {
+                    remove_files(cfg, r);
+                }
+            })?;
             let ranks = gather(comm, mine);
             written = Some(ranks.iter().map(|p| p.transfers).collect());
             phases.push(PhaseResult::of("write", it, ranks));
@@ -566,6 +571,14 @@ fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPhase> {
             file.set_len(len)
                 .map_err(|e| Error::io("cannot size the file", &path, &e))?;
         }
+        // Blocks reserved before the mapping is written: a full file system is an error here,
+        // not zero pages mapped over failed faults.
+        match crate::sys::fallocate(&file, len) {
+            Ok(()) => {}
+            // Without fallocate the SIGBUS guard's count below still catches it.
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(Error::io("write failed", &path, &e)),
+        }
         map = Some(
             crate::sys::map::WritableMapping::new(&file, len as usize)
                 .map_err(|e| Error::io("cannot map for writing", &path, &e))?,
@@ -579,19 +592,36 @@ fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPhase> {
             break;
         }
         let chunk = data.place(buf.as_mut_slice(), &head, o, t);
-        if cfg.verify {
-            x ^= xor_at(o, chunk);
-        }
         match map.as_mut() {
-            Some(m) => m.as_mut_slice()[o as usize..o as usize + t].copy_from_slice(chunk),
-            None => file
-                .write_all_at(chunk, o)
-                .map_err(|e| Error::io("write failed", &path, &e))?,
+            Some(m) => {
+                let stored = &mut m.as_mut_slice()[o as usize..o as usize + t];
+                stored.copy_from_slice(chunk);
+                // What the mapping holds now (a page lost to SIGBUS reads as zeros).
+                if cfg.verify {
+                    x ^= xor_at(o, stored);
+                }
+            }
+            None => {
+                if cfg.verify {
+                    x ^= xor_at(o, chunk);
+                }
+                file.write_all_at(chunk, o)
+                    .map_err(|e| Error::io("write failed", &path, &e))?
+            }
         }
         bytes += t as u64;
         transfers += 1;
     }
     let xfer_end = seconds(t0);
+    if let Some(m) = &map
+        && m.sigbus_hits() > 0
+    {
+        return Err(Error::failed(
+            "write failed",
+            "the mapping lost its backing (SIGBUS: no space left, or the file was truncated)",
+        )
+        .at(&path));
+    }
     if cfg.fsync {
         if let Some(m) = &map {
             m.sync(0, m.len())
