@@ -390,3 +390,35 @@ fn ctrl_c_kills_the_method_and_removes_its_group() {
         );
     }
 }
+
+/// A folder that only looks like a cgroup (a file named cgroup.controllers in it) is refused
+/// before anything is written into it or run without a limit.
+#[test]
+fn a_fake_cgroup_parent_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake");
+    std::fs::create_dir(&fake).unwrap();
+    std::fs::write(fake.join("cgroup.controllers"), "memory\n").unwrap();
+    let file = big_file(dir.path(), 40);
+    let o = iolab()
+        .env_remove("IOLAB_NO_ROOT")
+        .args(["squeeze", "--cgroup-parent", fake.to_str().unwrap()])
+        .args([
+            file.to_str().unwrap(),
+            "--memory",
+            "16M",
+            "--methods",
+            "pread",
+        ])
+        .args(["--seconds", "1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not on a cgroup file system"), "{err}");
+    let names: Vec<String> = std::fs::read_dir(&fake)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["cgroup.controllers"], "nothing written into it");
+}

@@ -129,6 +129,20 @@ pub fn controller(parent: Option<&Path>) -> Result<Controller> {
 fn controller_as(parent: Option<&Path>, root: bool) -> Result<Controller> {
     let unsupported = |why: String| Error::unsupported("cannot make a memory cgroup", why);
     if let Some(p) = parent {
+        // A cgroup file system, not a folder that merely holds files of those names: a fake
+        // parent got files written into it and the method ran with no memory limit.
+        const CGROUP2_MAGIC: i64 = 0x6367_7270;
+        const CGROUP1_MAGIC: i64 = 0x0027_e0eb;
+        let magic = std::fs::File::open(p)
+            .and_then(|d| crate::sys::fs_magic(&d))
+            .map_err(|e| Error::io("cannot open the cgroup parent", p, &e))?;
+        if magic != CGROUP2_MAGIC && magic != CGROUP1_MAGIC {
+            return Err(Error::usage(
+                "not a memory cgroup",
+                "it is not on a cgroup file system (cgroup2 or cgroup)",
+            )
+            .at(p));
+        }
         // A delegated subtree: its version is the hierarchy it lives in.
         let version = if p.join("cgroup.controllers").exists() {
             Version::V2
