@@ -130,6 +130,8 @@ impl Drop for TempDir {
 /// A new, empty directory under the system's temporary directory: `PREFIX-PID-N`.
 pub fn temp_dir(prefix: &str) -> Result<TempDir> {
     let base = std::env::temp_dir();
+    // What an earlier run killed with -9 left under this prefix goes first.
+    remove_stale(&base, &format!("{prefix}-"));
     for i in 0..1000 {
         let p = base.join(format!("{prefix}-{}-{i}", std::process::id()));
         let partial = track(&p);
@@ -141,6 +143,46 @@ pub fn temp_dir(prefix: &str) -> Result<TempDir> {
         }
     }
     Err(Error::failed("cannot create a temporary directory", "1000 names taken").at(&base))
+}
+
+/// Whether process `pid` is a running iolab (a pid reused by another program is not).
+fn iolab_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "iolab")
+        || pid == std::process::id()
+}
+
+/// Removes what a killed run left in `dir`: directories named `PREFIX<pid>` or
+/// `PREFIX<pid>-...` (iolab's temporary folders carry the pid of their run) whose pid is no
+/// running iolab, and that belong to this user. Returns how many it removed. `kill -9` runs no
+/// clean-up; the next run (or `iolab clean`) does it.
+pub fn remove_stale(dir: &Path, prefix: &str) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = crate::sys::euid();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        let digits = rest.split('-').next().unwrap_or("");
+        let Ok(pid) = digits.parse::<u32>() else {
+            continue;
+        };
+        if iolab_alive(pid) {
+            continue;
+        }
+        // Never through a link, never another user's folder.
+        let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if m.is_dir() && m.uid() == me && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC, for dated folder names.
@@ -429,6 +471,29 @@ mod tests {
         // An output whose parent does not exist is refused before any work.
         assert!(check_can_write(&dir.path().join("no/such/rep")).is_err());
         check_can_write(&dir.path().join("new-rep")).unwrap();
+    }
+
+    #[test]
+    fn what_a_killed_run_left_is_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        // pid_max is at most 4194304: these pids never run.
+        let dead = dir.path().join(".iolab-data-99999999");
+        let dead_tmp = dir.path().join("iolab-transfer-99999998-0");
+        let mine = dir
+            .path()
+            .join(format!(".iolab-data-{}", std::process::id()));
+        let other = dir.path().join(".iolab-data-notapid");
+        for d in [&dead, &dead_tmp, &mine, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("f"), b"x").unwrap();
+        }
+        assert_eq!(remove_stale(dir.path(), ".iolab-data-"), 1);
+        assert_eq!(remove_stale(dir.path(), "iolab-transfer-"), 1);
+        assert!(!dead.exists() && !dead_tmp.exists());
+        assert!(
+            mine.exists() && other.exists(),
+            "a live run's and a stranger's stay"
+        );
     }
 
     #[test]

@@ -1434,3 +1434,25 @@ fn recv_with_names_takes_exactly_those_files() {
         }
     }
 }
+
+/// What a transfer killed with -9 left in the temporary directory goes at the next run.
+#[test]
+fn a_killed_transfers_folder_goes_at_the_next_run() {
+    let stale = std::env::temp_dir().join("iolab-transfer-99999997-0");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("half"), b"x").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "a", &bytes(10_000, 6));
+    iolab()
+        .args([
+            "transfer",
+            f.to_str().unwrap(),
+            "--methods",
+            "read:write",
+            "--repeat",
+            "1",
+        ])
+        .assert()
+        .success();
+    assert!(!stale.exists(), "the stale folder is still there");
+}
