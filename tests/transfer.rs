@@ -1456,3 +1456,81 @@ fn a_killed_transfers_folder_goes_at_the_next_run() {
         .success();
     assert!(!stale.exists(), "the stale folder is still there");
 }
+
+/// Idle connections do not hold a sender's port: its handshakes run side by side, so the real
+/// receiver's goes through at once beside five strangers who connect first and say nothing.
+#[test]
+fn idle_strangers_do_not_hold_the_port() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let f = write_file(src.path(), "doc.txt", &bytes(20_000, 43));
+    let (sender, addr, _) = tokened_sender(&f, &["--handshake-timeout", "3s", "--timeout", "20s"]);
+    // The strangers, once the port is open.
+    let mut idle = Vec::new();
+    let t0 = std::time::Instant::now();
+    while idle.len() < 5 && t0.elapsed() < Duration::from_secs(10) {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(s) => idle.push(s),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    assert_eq!(idle.len(), 5, "the sender never listened");
+    // Its own handshake may take 3 s: five strangers held one after another would take 15.
+    let o = iolab()
+        .env("IOLAB_TOKEN", "shared")
+        .args([
+            "recv",
+            "--connect",
+            &addr,
+            "--out",
+            out.path().to_str().unwrap(),
+        ])
+        .args(["--handshake-timeout", "3s"])
+        .output()
+        .unwrap();
+    let s = sender.join().unwrap();
+    drop(idle);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    assert_eq!(
+        std::fs::read(out.path().join("doc.txt")).unwrap(),
+        std::fs::read(&f).unwrap()
+    );
+}
+
+/// Hundreds of connections: the receiver opens them all before any handshake, so the sender's
+/// handshakes must run side by side (one at a time, 255 hung for minutes).
+#[test]
+fn two_hundred_connections_complete() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..3)
+        .map(|i| write_file(src.path(), &format!("f{i}"), &bytes(30_000, 60 + i)))
+        .collect();
+    let port = free_port().to_string();
+    let mut args = vec!["send".to_string(), "--port".into(), port.clone()];
+    args.extend([
+        "--connections".into(),
+        "200".into(),
+        "--timeout".into(),
+        "30s".into(),
+    ]);
+    args.extend(files.iter().map(|f| f.to_str().unwrap().to_string()));
+    let sender = std::thread::spawn(move || iolab().args(&args).output().unwrap());
+    let o = iolab()
+        .args(["recv", "--connect", &format!("127.0.0.1:{port}")])
+        .args(["--connections", "200", "--retry", "10s", "--timeout", "30s"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let s = sender.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    for f in &files {
+        assert_eq!(
+            std::fs::read(out.path().join(f.file_name().unwrap())).unwrap(),
+            std::fs::read(f).unwrap()
+        );
+    }
+}

@@ -240,8 +240,9 @@ fn serve_prepared(
     }
     let mut streams = Vec::new();
     let mut started = None;
+    let mut acceptor = Acceptor::new(&listener, cfg, &local);
     for _ in 0..cfg.connections {
-        let stream = accept_one(&listener, cfg, &mut rejected, &local)?;
+        let stream = acceptor.next(&mut rejected)?;
         started.get_or_insert_with(Instant::now);
         streams.push(stream);
     }
@@ -285,39 +286,87 @@ fn pages_note(cfg: &SendConfig) -> Option<String> {
     }
 }
 
-/// Waits for the next receiver (at most `cfg.timeout`), dropping connections that fail the
-/// handshake (garbage, a wrong token) and keeping on until the deadline. A raw stream has no
-/// handshake: the first connection is the receiver.
-fn accept_one(
-    listener: &TcpListener,
-    cfg: &SendConfig,
-    rejected: &mut Vec<String>,
-    local: &str,
-) -> Result<(TcpStream, Session)> {
-    let deadline = Instant::now() + cfg.timeout;
-    loop {
-        match listener.accept() {
-            Ok((s, from)) => match greet(s, cfg) {
-                Ok(s) => return Ok(s),
-                Err(e) => rejected.push(format!("{from}: {e}")),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(2));
+/// Accepts receivers and runs their handshakes concurrently, each in a thread of its own within
+/// `--handshake-timeout`: a stranger who connects and stays idle (or drips bytes) holds only
+/// its own thread, never the port, so the real receiver's handshake goes on beside it. At most
+/// `64 + connections` handshakes are pending at once; a connection beyond that is dropped at
+/// once.
+struct Acceptor<'a> {
+    listener: &'a TcpListener,
+    cfg: std::sync::Arc<SendConfig>,
+    tx: std::sync::mpsc::Sender<(String, Result<(TcpStream, Session)>)>,
+    rx: std::sync::mpsc::Receiver<(String, Result<(TcpStream, Session)>)>,
+    pending: usize,
+    local: String,
+}
+
+impl<'a> Acceptor<'a> {
+    fn new(listener: &'a TcpListener, cfg: &SendConfig, local: &str) -> Acceptor<'a> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        Acceptor {
+            listener,
+            cfg: std::sync::Arc::new(cfg.clone()),
+            tx,
+            rx,
+            pending: 0,
+            local: local.to_string(),
+        }
+    }
+
+    /// Waits for the next receiver (at most `cfg.timeout`), dropping connections that fail the
+    /// handshake (garbage, a wrong token, silence) and keeping on until the deadline. A raw
+    /// stream has no handshake: the first connection is the receiver.
+    fn next(&mut self, rejected: &mut Vec<String>) -> Result<(TcpStream, Session)> {
+        let cfg = self.cfg.clone();
+        let deadline = Instant::now() + cfg.timeout;
+        let cap = 64 + cfg.connections;
+        loop {
+            while let Ok((from, r)) = self.rx.try_recv() {
+                self.pending -= 1;
+                match r {
+                    Ok(s) => return Ok(s),
+                    Err(e) => rejected.push(format!("{from}: {e}")),
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let secs = cfg.timeout.as_secs_f64();
-                let why = match rejected.first() {
-                    None => format!("nobody connected within {secs:.0} s"),
-                    Some(first) => format!(
-                        "no receiver passed the handshake within {secs:.0} s ({} connection(s) dropped; the first: {first})",
-                        rejected.len()
-                    ),
-                };
-                return Err(Error::failed("no receiver", why)
-                    .on(local)
-                    .hint("start iolab recv --connect this address, or raise --timeout"));
+            match self.listener.accept() {
+                Ok((s, _)) if cfg.raw => return greet(s, &cfg),
+                Ok((s, from)) if self.pending >= cap => {
+                    drop(s);
+                    rejected.push(format!("{from}: dropped: {cap} handshakes already pending"));
+                }
+                Ok((s, from)) => {
+                    self.pending += 1;
+                    let (tx, cfg) = (self.tx.clone(), cfg.clone());
+                    std::thread::spawn(move || {
+                        let _ = tx.send((from.to_string(), greet(s, &cfg)));
+                    });
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let secs = cfg.timeout.as_secs_f64();
+                    let why = match rejected.first() {
+                        None if self.pending > 0 => format!(
+                            "no receiver passed the handshake within {secs:.0} s ({} still pending)",
+                            self.pending
+                        ),
+                        None => format!("nobody connected within {secs:.0} s"),
+                        Some(first) => format!(
+                            "no receiver passed the handshake within {secs:.0} s ({} connection(s) dropped; the first: {first})",
+                            rejected.len()
+                        ),
+                    };
+                    return Err(Error::failed("no receiver", why)
+                        .on(&self.local)
+                        .hint("start iolab recv --connect this address, or raise --timeout"));
+                }
+                Err(e) => {
+                    return Err(Error::failed("accept failed", describe_io(&e)).on(&self.local));
+                }
             }
-            Err(e) => return Err(Error::failed("accept failed", describe_io(&e)).on(local)),
         }
     }
 }
@@ -330,12 +379,13 @@ fn serve_raw(
     local: String,
     mut rejected: Vec<String>,
 ) -> Result<SideReport> {
+    let mut acceptor = Acceptor::new(listener, cfg, &local);
     let cpu = crate::sys::net::rusage_thread();
     let mut gear = Gear::new(cfg)?;
     let mut records = Vec::new();
     let mut started = None;
     for f in files {
-        let (mut sock, _) = accept_one(listener, cfg, &mut rejected, &local)?;
+        let (mut sock, _) = acceptor.next(&mut rejected)?;
         started.get_or_insert_with(Instant::now);
         let peer = sock
             .peer_addr()
