@@ -146,7 +146,7 @@ pub fn temp_dir(prefix: &str) -> Result<TempDir> {
 }
 
 /// Whether process `pid` is a running iolab (a pid reused by another program is not).
-fn iolab_alive(pid: u32) -> bool {
+pub fn iolab_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "iolab")
         || pid == std::process::id()
 }

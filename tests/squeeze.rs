@@ -422,3 +422,66 @@ fn a_fake_cgroup_parent_is_refused_and_left_alone() {
         .collect();
     assert_eq!(names, ["cgroup.controllers"], "nothing written into it");
 }
+
+/// `kill -9` runs no clean-up: the method's worker dies with iolab all the same, and the next
+/// squeeze removes the group left behind.
+#[test]
+fn after_kill_9_the_worker_dies_and_the_next_run_removes_the_group() {
+    let Some(hierarchy) = root_with_memory_cgroup() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 64);
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let mut victim = std::process::Command::new(&bin)
+        .env_remove("IOLAB_NO_ROOT")
+        .args(["squeeze", file.to_str().unwrap(), "--memory", "16M"])
+        .args(["--methods", "pread", "--seconds", "20s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let prefix = format!("iolab-squeeze-{}-", victim.id());
+    let group = |h: &Path| -> Option<PathBuf> {
+        std::fs::read_dir(h)
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+    };
+    let procs = |g: &Path| std::fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
+    let t = std::time::Instant::now();
+    let mut found = None;
+    while t.elapsed() < std::time::Duration::from_secs(20) {
+        if let Some(g) = group(&hierarchy)
+            && !procs(&g).trim().is_empty()
+        {
+            found = Some(g);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let Some(g) = found else {
+        let _ = victim.kill();
+        panic!("the method's group never held its worker");
+    };
+    victim.kill().unwrap(); // SIGKILL
+    victim.wait().unwrap();
+    let t = std::time::Instant::now();
+    while !procs(&g).trim().is_empty() && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(procs(&g).trim().is_empty(), "the worker outlived iolab");
+    assert!(
+        g.exists(),
+        "kill -9 ran no clean-up (the group is there to be found)"
+    );
+    let o = iolab()
+        .env_remove("IOLAB_NO_ROOT")
+        .args(["squeeze", file.to_str().unwrap(), "--memory", "16M"])
+        .args(["--methods", "pread", "--seconds", "1s"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!g.exists(), "the next run removed the group left behind");
+}

@@ -876,12 +876,14 @@ fn run_child(
 ) -> Result<(Vec<Tick>, Message)> {
     let arg = serde_json::to_string(wc)
         .map_err(|e| Error::failed("cannot start the method", e.to_string()))?;
-    let mut child = Command::new(exe)
-        .arg("squeeze-worker")
+    let mut cmd = Command::new(exe);
+    cmd.arg("squeeze-worker")
         .arg(arg)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    crate::sys::die_with_parent(&mut cmd);
+    let mut child = cmd
         .spawn()
         .map_err(|e| Error::io("cannot start the method's process", exe, &e))?;
     let slot = crate::sys::cleanup::register_child(child.id());

@@ -79,6 +79,41 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Makes the process `cmd` starts die (SIGKILL) when this one does, even by `kill -9`, which
+/// runs no clean-up here: a method's worker would otherwise read on in its group for its whole
+/// run.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl, which
+    // is async-signal-safe, allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Sends SIGKILL to process `pid` (errors ignored: it may have ended).
+pub fn kill_now(pid: u32) {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return;
+    }
+    // SAFETY: plain system call with integer arguments; no memory is passed.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
+
 /// The effective user id.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no arguments and cannot fail.
