@@ -28,6 +28,8 @@ pub struct DataSet {
 /// data is to be kept.
 pub struct DataDir {
     path: PathBuf,
+    /// The folders above it that it made (deepest first).
+    made_parents: Vec<PathBuf>,
     made_dir: bool,
     keep: bool,
     made: RefCell<Vec<PathBuf>>,
@@ -38,9 +40,16 @@ pub struct DataDir {
 impl DataDir {
     /// `dir`, created if missing, or else a new `.iolab-data-PID` directory in `parent`.
     pub fn new(dir: Option<PathBuf>, parent: &Path, keep: bool) -> Result<DataDir> {
+        // The folders above `--dir` that this run makes (deepest first): removed with it.
+        let mut made_parents = Vec::new();
         let (path, made_dir) = match dir {
             Some(d) => {
                 let made = !d.exists();
+                let mut up = d.parent();
+                while let Some(p) = up.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+                    made_parents.push(p.to_path_buf());
+                    up = p.parent();
+                }
                 std::fs::create_dir_all(&d).map_err(|e| Error::io("cannot create", &d, &e))?;
                 (d, made)
             }
@@ -64,6 +73,7 @@ impl DataDir {
         }
         Ok(DataDir {
             path,
+            made_parents,
             made_dir,
             keep,
             made: RefCell::new(Vec::new()),
@@ -110,6 +120,10 @@ impl Drop for DataDir {
         }
         if self.made_dir {
             let _ = std::fs::remove_dir_all(&self.path);
+            // Only while empty: what someone else put there meanwhile stays.
+            for p in &self.made_parents {
+                let _ = std::fs::remove_dir(p);
+            }
             return;
         }
         for p in self.made.borrow().iter().rev() {
@@ -239,6 +253,20 @@ pub(super) fn make_data(size: u64, dir: &DataDir) -> Result<DataSet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_data_dir_removes_the_folders_it_made_above_it() {
+        let top = tempfile::tempdir().unwrap();
+        let d = top.path().join("p/q/d");
+        let dd = DataDir::new(Some(d.clone()), top.path(), false).unwrap();
+        assert!(d.is_dir());
+        drop(dd);
+        assert!(!top.path().join("p").exists(), "p/q left behind");
+        // A folder that was there before stays.
+        std::fs::create_dir(top.path().join("keep")).unwrap();
+        drop(DataDir::new(Some(top.path().join("keep/new")), top.path(), false).unwrap());
+        assert!(top.path().join("keep").is_dir() && !top.path().join("keep/new").exists());
+    }
 
     #[test]
     fn a_data_dir_removes_only_what_it_made() {
