@@ -186,3 +186,25 @@ fn a_transfer_interrupted_removes_its_scratch_directory() {
     assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
     assert_eq!(names(dir.path()), ["f.bin"]);
 }
+
+/// `ior -w`'s test file is iolab's: SIGTERM and SIGINT remove it (it stayed, 1 GiB).
+#[test]
+fn ior_interrupted_removes_its_test_file() {
+    for (sig, code) in [("-TERM", Some(143)), ("-INT", Some(130))] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = iolab(dir.path())
+            .args([
+                "ior", "-w", "-b", "256m", "-t", "4k", "-e", "-i", "20", "-o", "t.ior",
+            ])
+            .spawn()
+            .unwrap();
+        let f = dir.path().join("t.ior");
+        let (got, _, err) = signal_when(child, sig, || f.exists());
+        assert_eq!(got, code, "{sig}: {err}");
+        assert!(
+            names(dir.path()).is_empty(),
+            "{sig}: {:?}",
+            names(dir.path())
+        );
+    }
+}
