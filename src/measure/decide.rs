@@ -126,14 +126,7 @@ fn range_coverage(n: usize) -> f64 {
     }
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
+use crate::measure::stats::median_of as median;
 
 fn sorted(v: impl IntoIterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = v.into_iter().collect();

@@ -47,7 +47,8 @@ impl Summary {
     pub const OUTLIER_MIN_DEVIATION: f64 = 0.10;
 }
 
-fn median_of(sorted: &[f64]) -> f64 {
+/// The median of sorted samples (0 for none).
+pub(crate) fn median_of(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n == 0 {
         return 0.0;
@@ -59,36 +60,19 @@ fn median_of(sorted: &[f64]) -> f64 {
     }
 }
 
-/// P(X < k) for X ~ Binomial(n, 1/2).
-fn binomial_below(n: usize, k: usize) -> f64 {
-    let mut p = 0.0;
-    let mut c = 1.0f64; // C(n, i)
-    for i in 0..k.min(n + 1) {
-        if i > 0 {
-            c = c * (n + 1 - i) as f64 / i as f64;
-        }
-        p += c;
-    }
-    p / 2f64.powi(n as i32)
-}
-
 /// The order-statistic interval of the median of `sorted`: `([lo, hi], coverage)`. It takes the
 /// narrowest symmetric pair `x(k)..x(n+1-k)` whose coverage `1 - 2 P(Bin(n, 1/2) < k)` is at least
 /// [`Summary::LEVEL`]; with fewer than 6 samples no pair reaches it and the range is given with its own
 /// coverage.
 pub fn median_interval(sorted: &[f64]) -> ([f64; 2], f64) {
-    let n = sorted.len();
-    match n {
-        0 => return ([0.0, 0.0], 0.0),
-        1 => return ([sorted[0], sorted[0]], 0.0),
-        _ => {}
+    match sorted.len() {
+        0 => ([0.0, 0.0], 0.0),
+        1 => ([sorted[0], sorted[0]], 0.0),
+        n => crate::measure::decide::order_interval(sorted, Summary::LEVEL).unwrap_or((
+            [sorted[0], sorted[n - 1]],
+            1.0 - 2.0 * crate::measure::decide::binomial_below(n, 1),
+        )),
     }
-    let coverage = |k: usize| 1.0 - 2.0 * binomial_below(n, k);
-    let mut k = 1;
-    while k < n.div_ceil(2) && coverage(k + 1) >= Summary::LEVEL {
-        k += 1;
-    }
-    ([sorted[k - 1], sorted[n - k]], coverage(k))
 }
 
 /// Summarises samples (any unit), kept in the order given. Empty input gives zeros.

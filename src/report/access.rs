@@ -69,15 +69,11 @@ pub fn cells(r: &AccessRow) -> Vec<String> {
         r.kiops.n.to_string(),
         format!(
             "{:.1}",
-            1e3 * median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
+            1e3 * super::median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
         ),
-        format_size(median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64),
+        format_size(super::median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64),
     ]);
     row
-}
-
-fn median(v: impl Iterator<Item = f64>) -> f64 {
-    crate::measure::stats::summarize(&v.collect::<Vec<_>>()).median
 }
 
 /// `iolab access` in `format`.

@@ -153,6 +153,11 @@ pub fn csv_line(cells: &[String]) -> String {
     format!("{}\n", quoted.join(","))
 }
 
+/// The median of some figures (0 for none), for a table's cell.
+pub(crate) fn median(v: impl Iterator<Item = f64>) -> f64 {
+    crate::measure::stats::summarize(&v.collect::<Vec<_>>()).median
+}
+
 /// How a harness's rounds went, in one line for a text table's foot (empty for fixed rounds).
 pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
     let Some(stop) = r.stop else {

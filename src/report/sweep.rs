@@ -54,13 +54,13 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
                 format!("{:.1}", c.mib_s.max),
                 c.mib_s.n.to_string(),
                 if format == Format::Csv {
-                    median_of(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
+                    super::median(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
                 } else {
-                    format_size(median_of(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64)
+                    format_size(super::median(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64)
                 },
                 format!(
                     "{:.1}",
-                    1e3 * median_of(c.runs.iter().map(|r| r.counters.wall.as_secs_f64()))
+                    1e3 * super::median(c.runs.iter().map(|r| r.counters.wall.as_secs_f64()))
                 ),
                 format!("{:.0}", c.syscalls_per_gib),
                 format!("{:.0}", c.minor_faults_per_gib),
@@ -85,11 +85,6 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
             super::rounds_line(&r.rounds)
         ),
     }
-}
-
-/// The median of some figures (0 for none).
-fn median_of(v: impl Iterator<Item = f64>) -> f64 {
-    crate::measure::stats::summarize(&v.collect::<Vec<_>>()).median
 }
 
 fn op_name(r: &SweepResult) -> &'static str {
