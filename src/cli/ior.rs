@@ -111,6 +111,8 @@ impl IorArgs {
         with_comm(|comm| {
             // Every rank looks at every file, so all take the same decision before any barrier.
             cfg.check_targets(comm.size(), self.force)?;
+            // Taken for this job alone (exclusive create, a lock) until it ends.
+            let _claim = cfg.claim_targets(comm, self.force)?;
             let r = run_ior(&cfg, comm)?;
             if comm.rank() == 0 {
                 warn_all(&r.notes);

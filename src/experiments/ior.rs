@@ -226,6 +226,42 @@ impl IorConfig {
         Ok(())
     }
 
+    /// Takes the files this job writes for it alone, on every rank together (after
+    /// [`IorConfig::check_targets`]): each file is created here (without `force`, exclusively, so
+    /// two jobs on one `-o` cannot both start: the existence check alone was not atomic) or
+    /// opened without following a link (with `force`), and locked; a file another iolab holds
+    /// refuses the run. The claim holds the locks until it is dropped; a refused claim removes
+    /// the files it created.
+    pub fn claim_targets(&self, comm: &dyn Comm, force: bool) -> Result<Claim> {
+        if !self.write {
+            return Ok(Claim { _held: None });
+        }
+        let r = comm.rank();
+        let mine = (self.file_per_proc || r == 0).then(|| self.file_of(r));
+        let attempt = match &mine {
+            None => Ok(None),
+            Some(f) => claim_file(f, force).map(Some),
+        };
+        // Every rank learns whether all claims held before any goes on.
+        let ok = comm.all_gather(&[if attempt.is_ok() { 1.0 } else { 0.0 }]);
+        let all = ok.iter().all(|v| v.first() == Some(&1.0));
+        match attempt {
+            Ok(held) if all => Ok(Claim {
+                _held: held.map(|(f, _)| f),
+            }),
+            Ok(held) => {
+                if let (Some((_, true)), Some(f)) = (held, &mine) {
+                    let _ = std::fs::remove_file(f);
+                }
+                Err(Error::failed(
+                    "refusing to write",
+                    "another rank could not take its test file",
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Bytes in rank `r`'s file when every rank has written (n ranks).
     fn file_len(&self, n: usize) -> u64 {
         if self.file_per_proc {
@@ -515,6 +551,56 @@ fn remove_files(cfg: &IorConfig, r: usize) {
         if f.symlink_metadata().is_ok_and(|m| m.file_type().is_file()) {
             let _ = std::fs::remove_file(f);
         }
+    }
+}
+
+/// The locks a job holds on its test files while it runs ([`IorConfig::claim_targets`]).
+#[derive(Debug)]
+pub struct Claim {
+    _held: Option<File>,
+}
+
+/// Creates (or with `force` opens) `path` as a regular file and locks it; true when created here.
+fn claim_file(path: &Path, force: bool) -> Result<(File, bool)> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).custom_flags(libc::O_NOFOLLOW);
+    if force {
+        o.create(true);
+    } else {
+        o.create_new(true);
+    }
+    let existed = path.symlink_metadata().is_ok();
+    let f = o.open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => Error::usage(
+            "refusing to overwrite",
+            format!(
+                "{} exists (it appeared just now: another run?; add --force to write over it)",
+                path.display()
+            ),
+        ),
+        _ => Error::io("cannot open for writing", path, &e),
+    })?;
+    let created = !force || !existed;
+    let refuse = |why: &str| {
+        if created {
+            let _ = std::fs::remove_file(path);
+        }
+        Error::usage("refusing to write over it", why.to_string()).at(path)
+    };
+    if !f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        return Err(refuse(
+            "it is not a regular file (a link, device, FIFO or socket): --force replaces only files",
+        ));
+    }
+    match f.try_lock() {
+        Ok(()) => Ok((f, created)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::failed(
+            "refusing to write over it",
+            "another iolab ior is using this file now",
+        )
+        .at(path)),
+        // A file system without locks: the exclusive create above still keeps two runs apart.
+        Err(std::fs::TryLockError::Error(_)) => Ok((f, created)),
     }
 }
 
@@ -824,5 +910,53 @@ mod tests {
             .check()
             .is_err()
         );
+    }
+
+    /// Two jobs on one `-o` cannot both start: without `--force` the create is exclusive (of
+    /// runs started side by side exactly one takes the file), and with it a file another job
+    /// holds is refused; a refused claim leaves the other job's file alone.
+    #[test]
+    fn one_job_at_a_time_takes_a_test_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = IorConfig {
+            api: IorApi::Posix,
+            block: 4096,
+            transfer: 1024,
+            segments: 1,
+            file_per_proc: false,
+            reorder: false,
+            reorder_offset: 1,
+            tasks_per_node: None,
+            fsync: false,
+            write: true,
+            read: true,
+            iterations: 1,
+            stonewall: None,
+            path: dir.path().join("t"),
+            keep: false,
+            seed: 1,
+            verify: true,
+        };
+        for _ in 0..20 {
+            let won = std::thread::scope(|s| {
+                let a = s.spawn(|| cfg.claim_targets(&Solo, false));
+                let b = s.spawn(|| cfg.claim_targets(&Solo, false));
+                let (a, b) = (a.join().unwrap(), b.join().unwrap());
+                assert!(a.is_ok() != b.is_ok(), "{a:?} {b:?}");
+                let lost = if a.is_ok() { &b } else { &a };
+                assert!(
+                    lost.as_ref().unwrap_err().to_string().contains("exists"),
+                    "{lost:?}"
+                );
+                a.or(b).unwrap()
+            });
+            let forced = cfg.claim_targets(&Solo, true).unwrap_err();
+            assert!(forced.to_string().contains("another iolab ior"), "{forced}");
+            assert!(cfg.path.exists(), "the holder's file stays");
+            drop(won);
+            let again = cfg.claim_targets(&Solo, true).unwrap();
+            drop(again);
+            std::fs::remove_file(&cfg.path).unwrap();
+        }
     }
 }
