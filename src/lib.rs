@@ -5,6 +5,7 @@
 //! `measure`) → result structs → `report`; `suite` composes experiments and report sections.
 
 pub mod cache;
+pub mod clean;
 pub mod engine;
 pub mod error;
 pub mod experiments;

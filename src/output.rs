@@ -147,8 +147,7 @@ pub fn temp_dir(prefix: &str) -> Result<TempDir> {
 
 /// Whether process `pid` is a running iolab (a pid reused by another program is not).
 pub fn iolab_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "iolab")
-        || pid == std::process::id()
+    crate::clean::iolab_alive(pid)
 }
 
 /// Removes what a killed run left in `dir`: directories named `PREFIX<pid>` or
@@ -156,33 +155,7 @@ pub fn iolab_alive(pid: u32) -> bool {
 /// running iolab, and that belong to this user. Returns how many it removed. `kill -9` runs no
 /// clean-up; the next run (or `iolab clean`) does it.
 pub fn remove_stale(dir: &Path, prefix: &str) -> usize {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let me = crate::sys::euid();
-    let mut removed = 0;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
-            continue;
-        };
-        let digits = rest.split('-').next().unwrap_or("");
-        let Ok(pid) = digits.parse::<u32>() else {
-            continue;
-        };
-        if iolab_alive(pid) {
-            continue;
-        }
-        // Never through a link, never another user's folder.
-        let Ok(m) = std::fs::symlink_metadata(e.path()) else {
-            continue;
-        };
-        if m.is_dir() && m.uid() == me && std::fs::remove_dir_all(e.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
+    crate::clean::remove_all(&crate::clean::stale_folders(dir, prefix))
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC, for dated folder names.

@@ -207,33 +207,7 @@ fn hand_down_memory(parent: &Path) -> std::result::Result<(), String> {
 /// Removes the groups a squeeze killed with -9 left under `parent` (`iolab-squeeze-PID-N` whose
 /// pid is no running iolab): their processes are killed first, then the group goes.
 pub fn remove_stale_groups(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("iolab-squeeze-")) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if crate::output::iolab_alive(pid) {
-            continue;
-        }
-        let dir = e.path();
-        for p in std::fs::read_to_string(dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-        {
-            crate::sys::kill_now(p);
-        }
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while std::fs::remove_dir(&dir).is_err() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
+    crate::clean::remove_all(&crate::clean::stale_groups(parent));
 }
 
 /// The files of one memory group, as its members read them.

@@ -7,6 +7,7 @@ mod advise;
 pub mod args;
 mod cache;
 mod classic_net;
+mod clean;
 mod fast;
 mod ior;
 mod read;
@@ -70,6 +71,7 @@ pub enum Command {
     Transfer(transfer::TransferArgs),
     Squeeze(squeeze::SqueezeArgs),
     Ior(ior::IorArgs),
+    Clean(clean::CleanArgs),
     Completions(shell::CompletionsArgs),
     Man(shell::ManArgs),
     /// Internal: one method of `squeeze`, run inside its memory cgroup.
@@ -190,6 +192,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Transfer(a) => a.run(ctx),
         Command::Squeeze(a) => a.run(ctx),
         Command::Ior(a) => a.run(ctx),
+        Command::Clean(a) => a.run(),
         Command::SqueezeWorker(a) => a.run(),
         Command::Completions(a) => a.run(),
         Command::Man(a) => a.run(),

@@ -578,6 +578,8 @@ fn store(
     let (file, mut partial, _tracked) = match dir.create_unnamed() {
         Some(f) => (f, None, None),
         None => {
+            // What a receiver killed with -9 left here under a hidden name goes first.
+            crate::clean::remove_all(&crate::clean::stale_files(dir.path()));
             let tracked = crate::output::track(&dir.handle_path(&tmp));
             let f = dir
                 .create_new(&tmp)
