@@ -36,10 +36,21 @@ pub struct Leftover {
     pub bytes: u64,
 }
 
-/// Whether process `pid` is a running iolab (a pid reused by another program is not).
+/// Whether process `pid` is a running iolab (a pid reused by another program is not, nor a
+/// killed one its parent has not reaped yet: a zombie).
 pub fn iolab_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "iolab")
-        || pid == std::process::id()
+    if pid == std::process::id() {
+        return true;
+    }
+    // `/proc/PID/stat`: "pid (comm) state ..."; comm may hold spaces and parentheses.
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return false;
+    };
+    let state = stat[close + 1..].split_whitespace().next().unwrap_or("");
+    &stat[open + 1..close] == "iolab" && state != "Z" && state != "X"
 }
 
 /// The pid at the start of `rest` (digits up to a `-` or the end).
@@ -183,6 +194,30 @@ pub fn find(dirs: &[PathBuf], cgroup_parent: Option<&Path>) -> Vec<Leftover> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_killed_iolab_awaiting_its_reaping_is_dead() {
+        assert!(iolab_alive(std::process::id()));
+        // A zombie named iolab: `sleep` run under that name, killed and not yet reaped.
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("iolab");
+        std::os::unix::fs::symlink("/bin/sleep", &exe).unwrap();
+        let mut child = std::process::Command::new(&exe).arg("30").spawn().unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(iolab_alive(pid), "a running iolab");
+        child.kill().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while iolab_alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!iolab_alive(pid), "killed, not reaped: dead");
+        assert!(
+            std::fs::metadata(format!("/proc/{pid}")).is_ok(),
+            "still a zombie"
+        );
+        child.wait().unwrap();
+    }
 
     #[test]
     fn temporary_names_are_read_back_to_their_pid() {
