@@ -284,6 +284,8 @@ impl GroupFiles {
 pub struct MemoryGroup {
     files: GroupFiles,
     slot: Option<usize>,
+    /// Its reclaim stalls are iolab's own, not other work's (interference).
+    _own: crate::measure::interference::OwnMemoryLimit,
 }
 
 static SERIAL: AtomicU32 = AtomicU32::new(0);
@@ -308,6 +310,7 @@ impl MemoryGroup {
             }
         })?;
         let group = MemoryGroup {
+            _own: crate::measure::interference::OwnMemoryLimit::hold(),
             slot: crate::sys::cleanup::register(&path),
             files: GroupFiles {
                 path,

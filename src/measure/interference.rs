@@ -46,6 +46,53 @@ pub struct Interference {
     /// user may read: all of them as root), MiB/s.
     #[serde(default)]
     pub other_io_mib_s: f64,
+    /// The least memory available (MemAvailable) at the window's ends, bytes; `None` unread.
+    #[serde(default)]
+    pub mem_available: Option<u64>,
+    /// All memory (MemTotal), bytes; `None` unread.
+    #[serde(default)]
+    pub mem_total: Option<u64>,
+}
+
+/// How many memory cgroups iolab itself is filling now (squeeze): the stalls of its own
+/// reclaim show in the machine's memory pressure and are not other work's.
+static OWN_MEMORY_LIMITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// How many such limits iolab has begun since it started (a window that saw one begin and end
+/// saw its pressure too).
+static OWN_MEMORY_LIMITS_MADE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// Marks, while the guard lives, that iolab runs work under a memory limit of its own.
+#[derive(Debug)]
+pub struct OwnMemoryLimit(());
+
+impl OwnMemoryLimit {
+    /// Starts the mark.
+    pub fn hold() -> OwnMemoryLimit {
+        OWN_MEMORY_LIMITS_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        OWN_MEMORY_LIMITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        OwnMemoryLimit(())
+    }
+}
+
+impl Drop for OwnMemoryLimit {
+    fn drop(&mut self) {
+        OWN_MEMORY_LIMITS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// `(MemAvailable, MemTotal)` in bytes, from /proc/meminfo.
+fn memory() -> (Option<u64>, Option<u64>) {
+    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
+        return (None, None);
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    };
+    (field("MemAvailable"), field("MemTotal"))
 }
 
 /// /proc/stat's "cpu" line, in clock ticks: `(busy, steal, total)`.
@@ -279,6 +326,10 @@ struct Sample {
     ivcsw: u64,
     /// This process's CPU time (all threads), µs.
     own_us: u64,
+    /// MemAvailable and MemTotal, bytes.
+    memory: (Option<u64>, Option<u64>),
+    /// iolab was filling a memory cgroup of its own; how many it had begun.
+    own_limit: (bool, usize),
 }
 
 impl Sample {
@@ -296,6 +347,11 @@ impl Sample {
             procs,
             ivcsw: u.ivcsw,
             own_us: u.user_us + u.sys_us,
+            memory: memory(),
+            own_limit: (
+                OWN_MEMORY_LIMITS.load(std::sync::atomic::Ordering::Relaxed) > 0,
+                OWN_MEMORY_LIMITS_MADE.load(std::sync::atomic::Ordering::Relaxed),
+            ),
         }
     }
 }
@@ -373,6 +429,16 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         (Some(x), Some(y)) => Some(100.0 * y.saturating_sub(x) as f64 / (secs * 1e6)),
         _ => None,
     };
+    let mem_available = match (a.memory.0, b.memory.0) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    // Memory stalls while iolab filled a group of its own (squeeze) are its own doing.
+    let psi_memory = if a.own_limit.0 || b.own_limit.0 || a.own_limit.1 != b.own_limit.1 {
+        None
+    } else {
+        pct(2)
+    };
     judge(Interference {
         busy: false,
         reasons: Vec::new(),
@@ -382,11 +448,13 @@ fn between(a: &Sample, b: &Sample, load_1m: f64, ticks: u64) -> Interference {
         steal_pct: steal,
         psi_cpu_pct: pct(0),
         psi_io_pct: pct(1),
-        psi_memory_pct: pct(2),
+        psi_memory_pct: psi_memory,
         load_1m,
         involuntary_switches: b.ivcsw.saturating_sub(a.ivcsw),
         other_demand_cores: user as f64 / ticks as f64 / secs + u.wait_ns as f64 / 1e9 / secs,
         other_io_mib_s: u.io_bytes as f64 / secs / (1u64 << 20) as f64,
+        mem_available,
+        mem_total: b.memory.1.or(a.memory.1),
     })
 }
 
@@ -417,6 +485,25 @@ pub fn judge(mut i: Interference) -> Interference {
             i.other_io_mib_s
         ));
     }
+    // Memory: tasks stalled for it (reclaim, refaults: pages taken from the cache the run
+    // relies on), or so little left that the page cache cannot hold what is measured.
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    if let Some(p) = i.psi_memory_pct
+        && p >= Interference::BUSY_MEMORY_PSI_PCT
+    {
+        i.reasons.push(format!(
+            "tasks waited for memory {p:.0}% of the time (memory pressure: reclaim takes cached pages)"
+        ));
+    } else if let (Some(avail), Some(total)) = (i.mem_available, i.mem_total)
+        && total > 0
+        && (avail as f64) < Interference::BUSY_MEMORY_AVAILABLE_SHARE * total as f64
+    {
+        i.reasons.push(format!(
+            "only {:.0} MiB of {:.0} MiB memory was available (memory pressure)",
+            mib(avail),
+            mib(total)
+        ));
+    }
     if i.steal_pct >= Interference::BUSY_STEAL_PCT {
         i.reasons.push(format!(
             "the hypervisor stole {:.1}% of CPU time",
@@ -435,6 +522,10 @@ impl Interference {
     pub const BUSY_MIN_OTHER_SECONDS: f64 = 0.1;
     /// Stolen CPU time, in percent, from which the machine counts as busy.
     pub const BUSY_STEAL_PCT: f64 = 5.0;
+    /// Memory stalls (PSI memory "some"), percent of the time, from which it counts as busy.
+    pub const BUSY_MEMORY_PSI_PCT: f64 = 10.0;
+    /// Available memory below this share of all memory counts as busy.
+    pub const BUSY_MEMORY_AVAILABLE_SHARE: f64 = 0.05;
     /// Other processes' storage traffic, MiB/s, from which the machine counts as busy.
     pub const BUSY_OTHER_IO_MIB_S: f64 = 4.0;
     /// And at least this much in all, MiB (a window's stray log write is not contention).
@@ -460,6 +551,11 @@ impl Interference {
             m.psi_cpu_pct = max_opt(m.psi_cpu_pct, i.psi_cpu_pct);
             m.psi_io_pct = max_opt(m.psi_io_pct, i.psi_io_pct);
             m.psi_memory_pct = max_opt(m.psi_memory_pct, i.psi_memory_pct);
+            m.mem_available = match (m.mem_available, i.mem_available) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
+            m.mem_total = m.mem_total.or(i.mem_total);
             m.load_1m = m.load_1m.max(i.load_1m);
             m.other_demand_cores = m.other_demand_cores.max(i.other_demand_cores);
             // Storage traffic over time, not the worst window: a short window of a writer
@@ -577,6 +673,54 @@ mod tests {
                 .collect(),
             ivcsw: 0,
             own_us: 0,
+            memory: (Some(8 << 30), Some(16 << 30)),
+            own_limit: (false, 0),
+        }
+    }
+
+    /// Memory pressure makes a busy machine and says so: stalls for memory, or little memory
+    /// left; stalls while iolab fills a memory group of its own (squeeze) do not.
+    #[test]
+    fn memory_pressure_makes_a_busy_machine_unless_it_is_our_own() {
+        let stalled = judge(Interference {
+            seconds: 2.0,
+            psi_memory_pct: Some(25.0),
+            ..Default::default()
+        });
+        assert!(stalled.busy && stalled.reasons[0].contains("waited for memory 25%"));
+        let short = judge(Interference {
+            seconds: 2.0,
+            mem_available: Some(100 << 20),
+            mem_total: Some(24 << 30),
+            ..Default::default()
+        });
+        assert!(short.busy && short.reasons[0].contains("only 100 MiB of 24576 MiB"));
+        let plenty = judge(Interference {
+            seconds: 2.0,
+            psi_memory_pct: Some(2.0),
+            mem_available: Some(20 << 30),
+            mem_total: Some(24 << 30),
+            ..Default::default()
+        });
+        assert!(!plenty.busy, "{plenty:?}");
+        // 2 s with memory stalls 1 s of it: busy, unless iolab's own limited group ran.
+        let t0 = Instant::now();
+        let mut a = sample(t0, 0, 0, &[]);
+        let mut b = sample(t0 + std::time::Duration::from_secs(2), 0, 400, &[]);
+        b.psi[2] = Some(1_000_000);
+        assert!(between(&a, &b, 0.0, 100).busy);
+        b.own_limit = (false, 1);
+        let own = between(&a, &b, 0.0, 100);
+        assert!(!own.busy && own.psi_memory_pct.is_none(), "{own:?}");
+        a.own_limit = (true, 1);
+        b.own_limit = (true, 1);
+        assert!(!between(&a, &b, 0.0, 100).busy);
+        // The least available memory of the windows is the one judged.
+        let m = Interference::merge([&plenty, &short]);
+        assert_eq!(m.mem_available, Some(100 << 20));
+        {
+            let _held = OwnMemoryLimit::hold();
+            assert!(OWN_MEMORY_LIMITS.load(std::sync::atomic::Ordering::Relaxed) > 0);
         }
     }
 
