@@ -154,6 +154,57 @@ fn parts_of_another_workload_are_cut_to_each_engines_buffer() {
         let m = p.run_over(&big.shared_parts(0, data.len() as u64)).unwrap();
         assert_eq!(m.xor, plain_xor(&data), "{}", method.name());
         assert_eq!(m.bytes, data.len() as u64, "{}", method.name());
+        // However many pieces a block took, it counts once (4 blocks of 1 MiB, the last 5 B).
+        assert_eq!(m.blocks, 4, "{}", method.name());
+    }
+}
+
+/// One block loop for every engine: a limit of N blocks moves N blocks (split between the
+/// threads), a deadline stops every engine, and the latency log holds one entry per block
+/// (timed or counted as untimed), io_uring's requests in flight included.
+#[test]
+fn every_engine_obeys_the_same_limits_and_logs_every_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(4 << 20, 9);
+    let path = write_file(dir.path(), "limits", &data);
+    let src = open_source(&path).unwrap();
+    for (pattern, threads) in [(Pattern::Seq, 1), (Pattern::Random, 2)] {
+        let w = Workload {
+            bs: 64 << 10,
+            len: data.len() as u64,
+            pattern,
+            seed: 3,
+            threads,
+        };
+        for method in ReadMethod::ALL {
+            let name = method.name();
+            let mut p = match prepare(method, &src, &w, &EngineOptions::with_depth(8)) {
+                Ok(p) => p,
+                Err(e) if e.kind == ErrorKind::Unsupported => continue,
+                Err(e) => panic!("{name}: {e}"),
+            };
+            let limits = RunLimits {
+                max_ops: Some(13),
+                latencies: true,
+                ..RunLimits::default()
+            };
+            let (m, hist) = p.run_limited(limits).unwrap();
+            assert_eq!(m.blocks, 13, "{name} {pattern:?}");
+            assert_eq!(m.bytes, 13 * (64 << 10), "{name} {pattern:?}");
+            let h = hist.unwrap();
+            assert_eq!(h.count() + h.untimed(), 13, "{name}: one entry per block");
+            // A deadline already passed: each thread stops after its first timed block.
+            let late = RunLimits {
+                deadline: Some(std::time::Instant::now()),
+                ..RunLimits::default()
+            };
+            let (m, _) = p.run_limited(late).unwrap();
+            assert!(
+                m.blocks >= 1 && m.blocks <= 2 * threads as u64 * 8,
+                "{name} {pattern:?}: {} blocks after the deadline",
+                m.blocks
+            );
+        }
     }
 }
 

@@ -17,8 +17,8 @@ mod uring;
 pub mod write;
 
 pub use driver::{
-    PieceDone, Prepared, RunLimits, SyncWorker, Worker, prepare, race, read_all, run_parts,
-    sync_workers,
+    AsyncWorker, PieceDone, Prepared, RunLimits, SyncWorker, Worker, async_workers, prepare, race,
+    read_all, run_parts, sync_workers,
 };
 pub use uring::{new_ring, nop_batch};
 

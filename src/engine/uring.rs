@@ -1,29 +1,30 @@
 //! `uring` and `uring-direct`: io_uring reads with up to `--depth` requests in flight per thread,
 //! each into its own page-aligned buffer; completions are XORed as they arrive (XOR does not care
-//! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment.
+//! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment. The
+//! engine queues, waits and digests ([`AsyncWorker`]); the shared loop in `driver` chooses the
+//! pieces, counts and times the blocks and stops at the run's limits, as for every engine.
 //!
 //! The one place outside `sys/` with `unsafe`: pushing an entry onto the ring hands the kernel a
 //! buffer address, and the rule that makes it sound (the buffer lives, untouched, until its
-//! completion is reaped, which [`drain`] guarantees even on failure) is this loop's own state.
+//! completion is reaped) is kept by this worker: a slot is freed only when its completion is
+//! digested, a failed wait reaps every request before it returns ([`drain`]), and a worker
+//! dropped with requests in flight reaps them first (or gives its buffers up for good).
 
 use super::direct::{
     aligned_cover, direct_buffer_len, direct_piece_max, open_direct, xor_direct_piece,
 };
-use super::driver::pieces;
 use super::{
-    EngineInfo, Job, MAX_IO, Moved, ReadEngine, Work, Worker, Workers, buffer_len, pread_full,
-    shrank,
+    AsyncWorker, EngineInfo, Job, MAX_IO, PieceDone, ReadEngine, Work, Workers, buffer_len,
+    pread_full, shrank,
 };
 use crate::error::{Error, Result, describe_io};
-use crate::measure::latency::OpLog;
 use crate::sys::buf::AlignedBuf;
-use crate::workload::{Block, Part};
+use crate::workload::Block;
 use io_uring::{IoUring, opcode, types};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The io_uring engines: buffered, or with O_DIRECT.
 pub struct Uring {
@@ -163,14 +164,19 @@ struct UringWorker {
     slot_len: usize,
     /// Requests in flight at most.
     depth: usize,
-    /// Slots: `depth` plus [`SPARE_SLOTS`], so a completed block is digested while the slot
-    /// read next is already in flight.
-    slots: usize,
     /// Requests queued before they are handed to the kernel without waiting.
     submit_every: usize,
     direct: bool,
     path: PathBuf,
     work: Work,
+    /// The piece each slot's request reads (None: the slot is free).
+    pieces: Vec<Option<Block>>,
+    /// Free slots, the next taken from the end.
+    free: Vec<usize>,
+    /// Requests handed to the ring whose completion has not been reaped.
+    busy: usize,
+    /// Completions reaped but not yet digested: their slots are not free yet.
+    ready: std::collections::VecDeque<(usize, i32)>,
 }
 
 impl ReadEngine for Uring {
@@ -199,38 +205,41 @@ impl ReadEngine for Uring {
             buffer_len(w)
         };
         let slots = depth as usize + SPARE_SLOTS;
-        (0..w.threads)
-            .map(|_| {
-                let region = len * slots;
-                let mut bufs = if region >= UNTOUCHED_FROM {
-                    AlignedBuf::untouched(region)
+        super::async_workers((0..w.threads).map(|_| {
+            let region = len * slots;
+            let mut bufs = if region >= UNTOUCHED_FROM {
+                AlignedBuf::untouched(region)
+            } else {
+                AlignedBuf::new(region)
+            };
+            let (ring, tuning) = tuned_ring(depth, name, file.as_raw_fd(), &mut bufs)
+                .map_err(|e| e.at(&src.path))?;
+            Ok(UringWorker {
+                ring,
+                tuning,
+                issuer: None,
+                depth_asked: depth,
+                name,
+                file: file.clone(),
+                bufs,
+                slot_len: len,
+                depth: depth as usize,
+                submit_every: if self.direct {
+                    DIRECT_BATCH
                 } else {
-                    AlignedBuf::new(region)
-                };
-                let (ring, tuning) = tuned_ring(depth, name, file.as_raw_fd(), &mut bufs)
-                    .map_err(|e| e.at(&src.path))?;
-                Ok(Box::new(UringWorker {
-                    ring,
-                    tuning,
-                    issuer: None,
-                    depth_asked: depth,
-                    name,
-                    file: file.clone(),
-                    bufs,
-                    slot_len: len,
-                    depth: depth as usize,
-                    slots,
-                    submit_every: if self.direct {
-                        DIRECT_BATCH
-                    } else {
-                        depth as usize
-                    },
-                    direct: self.direct,
-                    path: src.path.clone(),
-                    work: opts.work,
-                }) as Box<dyn Worker>)
+                    depth as usize
+                },
+                direct: self.direct,
+                path: src.path.clone(),
+                work: opts.work,
+                // `depth` slots plus [`SPARE_SLOTS`], so a completed block is digested
+                // while the slot read next is already in flight.
+                pieces: vec![None; slots],
+                free: (0..slots).rev().collect(),
+                busy: 0,
+                ready: std::collections::VecDeque::with_capacity(slots),
             })
-            .collect()
+        }))
     }
 }
 
@@ -335,8 +344,17 @@ impl UringWorker {
     }
 }
 
-impl Worker for UringWorker {
-    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
+impl AsyncWorker for UringWorker {
+    /// Pieces fit a slot, even for parts of another workload (`Prepared::run_over`).
+    fn max_piece(&self) -> u64 {
+        if self.direct {
+            direct_piece_max(self.slot_len)
+        } else {
+            (self.slot_len as u64).min(MAX_IO)
+        }
+    }
+
+    fn begin(&mut self) -> Result<()> {
         if self.depth == 0 {
             return Err(Error::failed(
                 "read failed",
@@ -344,137 +362,106 @@ impl Worker for UringWorker {
             )
             .at(&self.path));
         }
-        self.claim()?;
-        let mut moved = Moved::default();
-        // Pieces fit a slot, even for parts of another workload (`Prepared::run_over`).
-        let max = if self.direct {
-            direct_piece_max(self.slot_len)
-        } else {
-            (self.slot_len as u64).min(MAX_IO)
+        self.claim()
+    }
+
+    /// `depth` requests in flight, from free slots (spares included) before any completed
+    /// block is digested.
+    fn has_room(&self) -> bool {
+        self.busy < self.depth && !self.free.is_empty()
+    }
+
+    fn queue(&mut self, piece: Block) -> Result<usize> {
+        let Some(slot) = self.free.pop() else {
+            return Err(Error::failed("read failed", "no free io_uring slot").at(&self.path));
         };
-        // Each piece carries its block's number and how many pieces that block has, so that a
-        // block counts once, when its last piece completes (as the shared loop counts them).
-        let mut todo = part.iter().enumerate().flat_map(|(i, b)| {
-            let n = if b.len <= max { 1 } else { b.len.div_ceil(max) };
-            pieces(b, max).map(move |p| (i, n, p))
-        });
-        let mut left: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
-        let mut in_flight: Vec<Option<(usize, Block)>> = vec![None; self.slots];
-        let mut free: Vec<usize> = (0..self.slots).rev().collect();
-        let mut busy = 0usize;
-        // On failure stop queueing but keep reaping: the kernel may still write into buffers
-        // that are in flight, so none may be freed before its completion arrives.
-        let mut failure: Option<Error> = None;
-        let recording = log.recording();
-        let mut sent_at: Vec<Option<Instant>> = vec![None; self.slots];
-        // Completions reaped but not yet digested: their slots are not free yet.
-        let mut ready: std::collections::VecDeque<(usize, i32)> =
-            std::collections::VecDeque::with_capacity(self.slots);
-        let mut stopped = false;
+        let (start, len) = self.io_range(piece);
+        let ptr = self.slot_mut(slot).as_mut_ptr();
+        let entry = self.entry(ptr, len as u32, start, slot);
+        // SAFETY: the buffer of `slot` stays alive and untouched until its completion is reaped
+        // and digested (the slot is not freed before then, and the core loop does not return
+        // while any request is in flight: `in_flight` counts it), and the file outlives the
+        // ring's use of it (registered or not: the worker holds it). The queue has room: no
+        // more than depth entries are ever outstanding.
+        if unsafe { self.ring.submission().push(&entry) }.is_err() {
+            self.free.push(slot);
+            return Err(
+                Error::failed("read failed", "io_uring submission queue full").at(&self.path),
+            );
+        }
+        self.pieces[slot] = Some(piece);
+        self.busy += 1;
+        if self.ring.submission().len() >= self.submit_every {
+            // A failure here shows again in the wait, which handles it.
+            let _ = self.ring.submit();
+        }
+        Ok(slot)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.busy + self.ready.len()
+    }
+
+    fn wait(&mut self) -> Result<()> {
         loop {
-            // Keep `depth` requests in flight, from free slots (spares included), before any
-            // completed block is digested.
-            while failure.is_none() && !stopped && busy < self.depth {
-                let Some(&slot) = free.last() else { break };
-                let Some((block, count, piece)) = todo.next() else {
-                    break;
-                };
-                left.entry(block).or_insert(count);
-                free.pop();
-                let (start, len) = self.io_range(piece);
-                let ptr = self.slot_mut(slot).as_mut_ptr();
-                let entry = self.entry(ptr, len as u32, start, slot);
-                in_flight[slot] = Some((block, piece));
-                if recording {
-                    sent_at[slot] = Some(Instant::now());
-                }
-                // SAFETY: the buffer of `slot` stays alive and untouched until its completion
-                // is reaped and digested below (the slot is not reused before then, and run()
-                // does not return while any is in flight), and the file outlives the ring's use
-                // of it (registered or not: the worker holds it). The queue has room: no more
-                // than depth entries are ever outstanding.
-                let pushed = unsafe { self.ring.submission().push(&entry) };
-                if pushed.is_err() {
-                    in_flight[slot] = None;
-                    free.push(slot);
-                    failure = Some(
-                        Error::failed("read failed", "io_uring submission queue full")
-                            .at(&self.path),
-                    );
-                    break;
-                }
-                busy += 1;
-                if self.ring.submission().len() >= self.submit_every {
-                    // A failure here shows again in the wait below, which handles it.
-                    let _ = self.ring.submit();
-                }
-            }
-            if let Some((slot, res)) = ready.pop_front() {
-                free.push(slot);
-                let Some((block, piece)) = in_flight[slot].take() else {
-                    continue;
-                };
-                if failure.is_some() {
-                    continue;
-                }
-                if res < 0 {
-                    let e = std::io::Error::from_raw_os_error(-res);
-                    failure = Some(Error::io("read failed", &self.path, &e));
-                    continue;
-                }
-                match self.complete(slot, piece, res as usize) {
-                    Ok(x) => {
-                        moved.xor ^= x;
-                        moved.bytes += piece.len;
-                        moved.ops += 1;
-                        if let Some(n) = left.get_mut(&block) {
-                            *n -= 1;
-                            if *n == 0 {
-                                left.remove(&block);
-                                moved.blocks += 1;
-                                log.tally();
-                            }
-                        }
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) => {
+                    // The kernel may still write into the buffers in flight: reap every
+                    // completion before returning, or, if the ring cannot be waited on any
+                    // more, never free those buffers.
+                    let err = Error::io("io_uring submit failed", &self.path, &e);
+                    let ring = &mut self.ring;
+                    let drained = drain(self.busy, || {
+                        ring.submit_and_wait(1)?;
+                        Ok(ring.completion().count())
+                    });
+                    self.busy = 0;
+                    self.ready.clear();
+                    if !drained {
+                        std::mem::forget(std::mem::replace(&mut self.bufs, AlignedBuf::new(0)));
+                        self.depth = 0;
                     }
-                    Err(e) => failure = Some(e),
+                    return Err(err);
                 }
-                stopped = log.expired();
-                continue;
-            }
-            if busy == 0 {
-                break;
-            }
-            if let Err(e) = self.ring.submit_and_wait(1) {
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                // The kernel may still write into the buffers in flight: reap every completion
-                // before returning, or, if the ring cannot be waited on any more, never free
-                // those buffers.
-                let err = Error::io("io_uring submit failed", &self.path, &e);
-                let ring = &mut self.ring;
-                let drained = drain(busy, || {
-                    ring.submit_and_wait(1)?;
-                    Ok(ring.completion().count())
-                });
-                if !drained {
-                    std::mem::forget(std::mem::replace(&mut self.bufs, AlignedBuf::new(0)));
-                    self.depth = 0;
-                }
-                return Err(err);
-            }
-            for c in self.ring.completion() {
-                let slot = c.user_data() as usize;
-                if let Some(t) = sent_at[slot].take() {
-                    log.record(t.elapsed());
-                }
-                busy -= 1;
-                ready.push_back((slot, c.result()));
             }
         }
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(moved),
+        for c in self.ring.completion() {
+            self.busy -= 1;
+            self.ready.push_back((c.user_data() as usize, c.result()));
+        }
+        Ok(())
+    }
+
+    fn digest(&mut self) -> Option<(usize, Result<PieceDone>)> {
+        let (slot, res) = self.ready.pop_front()?;
+        self.free.push(slot);
+        let piece = self.pieces.get_mut(slot).and_then(Option::take)?;
+        let done = if res < 0 {
+            let e = std::io::Error::from_raw_os_error(-res);
+            Err(Error::io("read failed", &self.path, &e))
+        } else {
+            self.complete(slot, piece, res as usize)
+                .map(|xor| PieceDone { xor, ops: 1 })
+        };
+        Some((slot, done))
+    }
+}
+
+impl Drop for UringWorker {
+    /// Never frees buffers the kernel may still write into (a run that unwound mid-way).
+    fn drop(&mut self) {
+        if self.busy == 0 {
+            return;
+        }
+        let ring = &mut self.ring;
+        let drained = drain(self.busy, || {
+            ring.submit_and_wait(1)?;
+            Ok(ring.completion().count())
+        });
+        if !drained {
+            std::mem::forget(std::mem::replace(&mut self.bufs, AlignedBuf::new(0)));
         }
     }
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const SUB_BITS: u32 = 4;
 const SUB: u64 = 1 << SUB_BITS;
@@ -95,6 +95,11 @@ impl Histogram {
     /// Latencies recorded.
     pub fn count(&self) -> u64 {
         self.n
+    }
+
+    /// Operations that happened but were not timed (sampling).
+    pub fn untimed(&self) -> u64 {
+        self.untimed
     }
 
     /// The value at quantile `q` (0..=1): the upper bound of the bucket holding it, capped at the
@@ -317,13 +322,21 @@ impl OpLog {
     /// instructions inside the engine's loop.
     #[inline(never)]
     fn end_timed(&mut self, start: Instant) -> bool {
+        let on_time = self.timed_done(start, self.weight);
+        self.draw_gap();
+        on_time
+    }
+
+    /// Records a timed operation that began at `start` and stands for `weight` operations, and
+    /// decides the sampling gap anew when due; false once the deadline has passed.
+    fn timed_done(&mut self, start: Instant, weight: u64) -> bool {
         let now = Instant::now();
         let ns = now.duration_since(start).as_nanos() as u64;
         if let Some(h) = &mut self.hist {
             // A sampled operation stands for the ones skipped before it: weighted so, the
             // percentiles and mean are those of every operation, however the gap changed (the
             // first, all-timed operations of a run are often its slowest).
-            h.record_weighted(ns, self.weight);
+            h.record_weighted(ns, weight);
         }
         // Decided after the first 64 timed operations and again each time the count of timed
         // ones doubles, from their mean so far: the first operations of a run (its first
@@ -339,6 +352,11 @@ impl OpLog {
                 1
             };
         }
+        self.deadline.is_none_or(|d| now < d)
+    }
+
+    /// Draws how many operations go untimed before the next timed one.
+    fn draw_gap(&mut self) {
         if self.every > 1 {
             // Gaps drawn uniformly from 0..2*every-1 (mean every-1 skipped), so that no
             // periodic pattern in the workload lines up with the timed operations.
@@ -348,29 +366,40 @@ impl OpLog {
             self.skip = self.rng % (2 * self.every - 1);
         }
         self.weight = u64::from(self.skip) + 1;
-        self.deadline.is_none_or(|d| now < d)
+    }
+
+    /// Before an operation that overlaps others (io_uring keeps many in flight): when it is to
+    /// be timed, as [`OpLog::begin`] samples, its start and how many operations it stands for.
+    /// The next gap is drawn here, at the start, since more start before this one ends.
+    #[inline]
+    pub fn start_overlapped(&mut self) -> Option<(Instant, u64)> {
+        if self.skip > 0 {
+            self.skip -= 1;
+            self.untimed += 1;
+            None
+        } else if self.active() {
+            let weight = self.weight;
+            self.draw_gap();
+            Some((Instant::now(), weight))
+        } else {
+            None
+        }
+    }
+
+    /// After an overlapped operation: counts it and records its latency, as [`OpLog::end`];
+    /// false once the deadline has passed (checked on timed operations).
+    #[inline]
+    pub fn end_overlapped(&mut self, started: Option<(Instant, u64)>) -> bool {
+        self.tally();
+        match started {
+            None => true,
+            Some((start, weight)) => self.timed_done(start, weight),
+        }
     }
 
     /// Operations that were not timed (sampling short operations).
     pub fn untimed(&self) -> u64 {
         self.untimed
-    }
-
-    /// Records a latency measured elsewhere (io_uring: submission to completion).
-    pub fn record(&mut self, d: Duration) {
-        if let Some(h) = &mut self.hist {
-            h.record(d.as_nanos() as u64);
-        }
-    }
-
-    /// Whether latencies are wanted (so an engine knows to take timestamps).
-    pub fn recording(&self) -> bool {
-        self.hist.is_some()
-    }
-
-    /// Whether the deadline has passed.
-    pub fn expired(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// The latencies, when recorded (with the count of operations not timed).
@@ -396,6 +425,45 @@ impl Drop for OpLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    /// Operations that overlap (io_uring's requests, many started before the first ends) are
+    /// sampled as sequential ones are: once the gap is wide, most go untimed, and the timed
+    /// ones' weights add up to every operation, so percentiles stand for all of them.
+    #[test]
+    fn overlapped_operations_are_sampled_and_weighted_as_sequential_ones() {
+        let mut log = OpLog::new(true, None);
+        let depth = 8;
+        let total = 200_000u64;
+        let mut in_flight = std::collections::VecDeque::new();
+        for _ in 0..total {
+            if in_flight.len() == depth {
+                let s = in_flight.pop_front().unwrap();
+                assert!(log.end_overlapped(s));
+            }
+            in_flight.push_back(log.start_overlapped());
+        }
+        for s in in_flight {
+            log.end_overlapped(s);
+        }
+        let (untimed, every) = (log.untimed(), u64::from(log.sampling_every()));
+        let h = log.into_histogram().unwrap();
+        // All but the untimed ones after the last timed one (fewer than two gaps).
+        assert!(
+            h.weight <= total && total - h.weight < 2 * every,
+            "weights {} stand for every operation of {total} (gap {every})",
+            h.weight
+        );
+        assert!(
+            untimed > total / 2,
+            "short operations are sampled: {untimed} untimed"
+        );
+        assert_eq!(h.count() + untimed, total);
+        // A deadline that has passed stops the run at the next timed operation.
+        let mut late = OpLog::new(false, Some(Instant::now()));
+        let s = late.start_overlapped();
+        assert!(s.is_some() && !late.end_overlapped(s));
+    }
 
     #[test]
     fn short_operations_are_sampled_and_long_ones_all_timed() {
