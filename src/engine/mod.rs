@@ -4,7 +4,8 @@
 //! Running a method has two phases: [`prepare`] (open, map, allocate, set up rings: never timed by
 //! the measuring experiments) and [`Prepared::run`] (the work itself, the timed part). The loop
 //! over blocks lives in [`mod@driver`]: a synchronous engine supplies only "move this piece"
-//! ([`SyncWorker`]); io_uring, which keeps many requests in flight, runs its own loop ([`Worker`]).
+//! ([`SyncWorker`]); io_uring, which keeps many requests in flight, only queues, waits and digests
+//! ([`AsyncWorker`]) under the same loop.
 //!
 //! Adding a read method is one new file with its engine and one line in the list below.
 
