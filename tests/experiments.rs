@@ -288,6 +288,30 @@ fn sweep_has_one_row_per_cell_and_a_valid_svg() {
     );
     // Every tag opened is closed: a cheap well-formedness check.
     assert_eq!(text.matches("<g ").count(), text.matches("</g>").count());
+    // Whole-file cold runs need no warning about readahead past their end; a prefix does.
+    let ahead = |v: &serde_json::Value| {
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("reads ahead past that end"))
+    };
+    assert!(!ahead(&v), "{}", v["warnings"]);
+    let prefix = json(&[
+        "sweep",
+        f.to_str().unwrap(),
+        "--bs",
+        "64K",
+        "--size",
+        "256K",
+        "--cache",
+        "cold",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(ahead(&prefix), "{}", prefix["warnings"]);
     // An existing plot is not overwritten without --force, and nothing is measured first.
     let o = iolab()
         .args([

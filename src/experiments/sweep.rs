@@ -381,6 +381,13 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
     if cells.iter().any(|c| !c.cache_verified) {
         warnings.push("some runs did not start in the asked cache state (marked)".into());
     }
+    if cfg.op == SweepOp::Read && cfg.caches.contains(&CacheMode::Cold) && read_len < file_size {
+        warnings.push(format!(
+            "cold runs read the first {} of a {} file: the kernel reads ahead past that end (read's window with its sequential hint is twice a mapping's), device time a run pays for and does not count; to compare methods cold, read a whole file",
+            crate::size::format_size(read_len),
+            crate::size::format_size(file_size)
+        ));
+    }
     Ok(SweepResult {
         host: host_facts(Some(&cfg.path), command_line),
         config: cfg.clone(),

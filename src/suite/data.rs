@@ -148,6 +148,23 @@ fn write_new(path: &Path, data: &[u8]) -> Result<()> {
         .map_err(|e| Error::io("cannot write data", path, &e))
 }
 
+/// Writes a new file of `size` random bytes (seeded from `seed`, 8 MiB at a time).
+pub(crate) fn write_random(path: &Path, size: u64, seed: u64) -> Result<()> {
+    use std::io::Write;
+    let mut f = create_new(path)?;
+    let mut buf = vec![0u8; (8 << 20).min(size as usize)];
+    let (mut left, mut seed) = (size, seed);
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        fill_random(&mut buf[..n], seed);
+        seed += 1;
+        f.write_all(&buf[..n])
+            .map_err(|e| Error::io("cannot write data", path, &e))?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
 /// Words for the generated text files.
 const WORDS: [&str; 24] = [
     "page", "cache", "block", "read", "write", "map", "fault", "kernel", "file", "byte", "disk",
@@ -196,21 +213,7 @@ pub(super) fn make_data(size: u64, dir: &DataDir) -> Result<DataSet> {
     }
     size = size / 4096 * 4096;
     let random_file = dir.scratch("random.bin")?;
-    {
-        use std::io::Write;
-        let mut f = create_new(&random_file)?;
-        let mut buf = vec![0u8; 8 << 20];
-        let mut left = size;
-        let mut seed = 1;
-        while left > 0 {
-            let n = left.min(buf.len() as u64) as usize;
-            fill_random(&mut buf[..n], seed);
-            seed += 1;
-            f.write_all(&buf[..n])
-                .map_err(|e| Error::io("cannot write data", &random_file, &e))?;
-            left -= n as u64;
-        }
-    }
+    write_random(&random_file, size, 1)?;
     let mut files = Vec::new();
     for i in 0..10 {
         let p = c.join(format!("small{i:02}.txt"));
@@ -236,6 +239,9 @@ pub(super) fn make_data(size: u64, dir: &DataDir) -> Result<DataSet> {
         write_new(&p, &b)?;
         files.push(p);
     }
+    // On the device before anything is measured: the kernel wrote the 1 GiB back 30 s later,
+    // in the middle of whichever experiment ran then, competing with its cold reads.
+    crate::sys::syncfs(&dirf).map_err(|e| Error::io("cannot write data", dir.path(), &e))?;
     let classic_bytes = files
         .iter()
         .filter_map(|f| std::fs::metadata(f).ok())

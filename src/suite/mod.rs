@@ -4,7 +4,7 @@
 //! feeds) in one file under `exp/`; progress, warnings, the JSON, report sections and findings
 //! all iterate the registry. Adding an experiment is one file plus one line in [`REGISTRY`].
 
-mod data;
+pub(crate) mod data;
 mod entry;
 mod exp;
 pub mod findings;
@@ -53,6 +53,12 @@ fn outcome(e: &dyn Experiment, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Re
     if ctx.cfg.wait_quiet > 0.0 {
         obs.progress("waiting for a quiet machine", 0, 1);
         wait_quiet(Duration::from_secs_f64(ctx.cfg.wait_quiet));
+    }
+    // What earlier experiments wrote goes to the device now, outside any timing: left dirty, the
+    // kernel writes it back about 30 s later, during a later experiment's cold reads (tens of MiB
+    // were still dirty when the read sweep began, and its cold verdict followed them).
+    if let Ok(f) = std::fs::File::open(ctx.file()) {
+        let _ = crate::sys::syncfs(&f);
     }
     let t = Instant::now();
     let probe = Probe::start();

@@ -323,6 +323,18 @@ pub fn sync_all_filesystems() {
     unsafe { libc::sync() };
 }
 
+/// `syncfs(2)`: writes back the dirty data of the file system holding `file`, and waits for it.
+pub fn syncfs(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: syncfs only reads the descriptor, which `file` keeps open for the call.
+    let r = unsafe { libc::syncfs(file.as_raw_fd()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Whether SIGINT or SIGTERM arrived (with [`cleanup::install`] in place).
 pub fn interrupted() -> bool {
     cleanup::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)

@@ -34,10 +34,10 @@ impl Entry for Squeeze {
         let size = std::fs::metadata(ctx.file()).map(|m| m.len()).unwrap_or(0);
         let memory = (size / OVERSIZE).max(SqueezeConfig::MIN_MEMORY);
         let mut cfg = SqueezeConfig::new(ctx.file().to_path_buf(), memory, worker);
-        // A steady state needs 3 whole seconds after the group fills (about a second).
-        cfg.seconds = ctx.scale(5.0, 10.0);
-        // Quick: a sample every half second, so the steady state holds the 7 samples a side
-        // that an interval at 95% of two sides' ratio needs.
+        // A steady state needs 3 whole seconds after the group fills (one to two seconds).
+        // Quick: a sample every half second, for the 7 samples a side that an interval at 95%
+        // of two sides' ratio needs: 5 s left some methods 6 (a level of 0.94), 6 s leaves 8-9.
+        cfg.seconds = ctx.scale(6.0, 10.0);
         cfg.tick = ctx.scale(0.5, 1.0);
         run_squeeze(&cfg, obs)
     }
