@@ -236,6 +236,9 @@ impl IorConfig {
         if !self.write {
             return Ok(Claim { _held: None });
         }
+        // Every rank has looked at every file (check_targets) before any creates one: else a
+        // rank still looking found rank 0's new file and refused alone, and rank 0 waited.
+        comm.barrier();
         let r = comm.rank();
         let mine = (self.file_per_proc || r == 0).then(|| self.file_of(r));
         let attempt = match &mine {
