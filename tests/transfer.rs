@@ -523,6 +523,28 @@ fn transfer_matrix_covers_the_pairs() {
         assert!(p["mib_s"]["median"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(v["bytes"], 1 << 20);
+    // Adaptive rounds: the text says the runs each pair made (8 at the first look at least),
+    // not the configured --repeat's default of 3.
+    let o = iolab()
+        .args([
+            "transfer",
+            f.to_str().unwrap(),
+            "--methods",
+            "read:write,mmap:mmap",
+        ])
+        .args(["--budget", "2s", "--format", "text"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs: usize = text
+        .split(" run(s) per pair")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.split('-').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(runs >= 8, "{text}");
     let o = iolab()
         .args(["transfer", f.to_str().unwrap(), "--methods", "read:nope"])
         .output()

@@ -108,7 +108,8 @@ pub fn matrix(r: &TransferResult, format: Format) -> String {
         "transfer over loopback: {} file(s), {} per run, {} run(s) per pair, {} connection(s), chunk {}, map {}{}\n\n",
         r.config.files.len(),
         format_size(r.bytes),
-        r.config.repeat,
+        // The runs each pair made (the harness's rounds), not the configured count.
+        runs_per_pair(r),
         r.config.connections,
         format_size(r.config.sizes.chunk as u64),
         r.config
@@ -126,5 +127,15 @@ pub fn matrix(r: &TransferResult, format: Format) -> String {
         Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!("{head}{}", markdown_table(&rows)),
         _ => format!("{head}{}", table(&rows)),
+    }
+}
+
+/// The runs per pair: one figure when all pairs made as many, else the range.
+fn runs_per_pair(r: &TransferResult) -> String {
+    let n: Vec<usize> = r.pairs.iter().map(|p| p.seconds.n).collect();
+    match (n.iter().min(), n.iter().max()) {
+        (Some(a), Some(b)) if a != b => format!("{a}-{b}"),
+        (Some(a), _) => a.to_string(),
+        _ => "0".into(),
     }
 }
