@@ -357,3 +357,90 @@ fn every_engine_counts_whole_blocks() {
         assert_eq!(v["runs"][0]["moved"]["blocks"], 2, "{m}");
     }
 }
+
+/// `uncached` (preadv2 RWF_DONTCACHE) reads the right bytes and leaves the file as uncached as
+/// it found it, where pread leaves it resident; where the file system lacks it (tmpfs) it is
+/// unsupported with the reason.
+#[test]
+fn uncached_reads_leave_a_cold_file_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(8 << 20, 12);
+    let path = write_file(dir.path(), "u", &data);
+    let file = std::fs::File::open(&path).unwrap();
+    let resident = || {
+        iolab::cache::residency_of(&file, data.len() as u64, &path)
+            .unwrap()
+            .fraction()
+    };
+    let src = open_source(&path).unwrap();
+    let w = Workload {
+        bs: 1 << 20,
+        len: data.len() as u64,
+        pattern: Pattern::Seq,
+        seed: 0,
+        threads: 2,
+    };
+    for (method, left) in [(ReadMethod::Uncached, false), (ReadMethod::Pread, true)] {
+        iolab::cache::evict(&file, &path, false).unwrap();
+        assert!(resident() < 0.05, "evicted: {}", resident());
+        match read_all(method, &src, &w, &EngineOptions::default()) {
+            Ok(m) => assert_eq!(m.xor, plain_xor(&data), "{}", method.name()),
+            Err(e) if e.kind == ErrorKind::Unsupported => {
+                eprintln!("skipped {}: {e}", method.name());
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", method.name()),
+        }
+        let after = resident();
+        assert_eq!(
+            after > 0.9,
+            left,
+            "{}: {:.0}% resident",
+            method.name(),
+            100.0 * after
+        );
+    }
+    // tmpfs keeps every page in memory and refuses the flag: unsupported, with the reason.
+    if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+        let p = write_file(shm.path(), "t", &data[..4096]);
+        let src = open_source(&p).unwrap();
+        let w = Workload {
+            bs: 4096,
+            len: 4096,
+            ..w
+        };
+        if let Err(e) = read_all(ReadMethod::Uncached, &src, &w, &EngineOptions::default()) {
+            assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+            assert!(e.to_string().contains("file system"), "{e}");
+        }
+    }
+}
+
+/// An `uncached` write (pwritev2 RWF_DONTCACHE) synced at the end leaves its file written and
+/// not resident, and so does the read-back that verifies it; a `pwrite` leaves its file cached.
+#[test]
+fn uncached_writes_leave_the_cache_as_they_found_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (method, cached) in [("uncached", false), ("pwrite", true)] {
+        let path = dir.path().join(method);
+        let o = common::iolab()
+            .args(["write", path.to_str().unwrap(), "--method", method])
+            .args([
+                "--size", "8M", "--sync", "end", "--repeat", "1", "--warmup", "0",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() && err.contains("unsupported") {
+            eprintln!("skipped {method}: {err}");
+            continue;
+        }
+        assert!(o.status.success(), "{method}: {err}");
+        let file = std::fs::File::open(&path).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 8 << 20);
+        let r = iolab::cache::residency_of(&file, 8 << 20, &path)
+            .unwrap()
+            .fraction();
+        assert_eq!(r > 0.9, cached, "{method}: {:.0}% resident", 100.0 * r);
+    }
+}

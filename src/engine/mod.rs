@@ -14,6 +14,7 @@ pub mod driver;
 mod mmap;
 mod pread;
 mod read;
+mod uncached;
 mod uring;
 pub mod write;
 
@@ -44,6 +45,8 @@ crate::names::method_list! {
         Read = "read" | "fcntl" => read::ReadSyscall,
         /// pread(2) at each block's offset.
         Pread = "pread" => pread::Pread,
+        /// preadv2(2) with RWF_DONTCACHE: through the page cache, its pages dropped once read.
+        Uncached = "uncached" => uncached::Uncached,
         /// A mapping with no hint (MADV_NORMAL); the bytes are XORed in place.
         Mmap = "mmap" => mmap::Mmap::NORMAL,
         /// A mapping with MADV_SEQUENTIAL.

@@ -27,6 +27,40 @@ pub fn read(file: &File, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// preadv2(2) of one buffer at `offset` with `flags` (`RWF_DONTCACHE`, `RWF_NOWAIT`, ...): one
+/// call, no retry.
+#[inline(always)]
+pub fn preadv2(file: &File, buf: &mut [u8], offset: u64, flags: i32) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: one iovec over a buffer writable for its whole length, a valid descriptor.
+    let r = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, offset as libc::off_t, flags) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// pwritev2(2) of one buffer at `offset` with `flags`: one call, no retry.
+#[inline(always)]
+pub fn pwritev2(file: &File, buf: &[u8], offset: u64, flags: i32) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: one iovec over a buffer readable for its whole length (the kernel only reads it
+    // for a write), a valid descriptor.
+    let r = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, offset as libc::off_t, flags) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
 /// pread(2) into `buf` at `offset`: one call, no retry; inline for the reason [`read`] is.
 #[inline(always)]
 pub fn pread(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {

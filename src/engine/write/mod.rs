@@ -26,6 +26,8 @@ crate::names::method_list! {
         Write = "write" | "fcntl" => syscall::Syscall::WRITE,
         /// pwrite(2) at each block's offset.
         Pwrite = "pwrite" => syscall::Syscall::PWRITE,
+        /// pwritev2(2) with RWF_DONTCACHE: buffered, its pages dropped once written back.
+        Uncached = "uncached" => syscall::Syscall::UNCACHED,
         /// Copies into a MAP_SHARED mapping of the sized, reserved file.
         Mmap = "mmap" => mmap::MmapWrite,
         /// O_DIRECT pwrite from aligned buffers.
@@ -361,12 +363,15 @@ pub fn verify_written(path: &Path, w: &Workload, engine_xor: u32) -> Result<()> 
         seed: 0,
         threads: 1,
     };
-    let back = super::read_all(
-        super::ReadMethod::Pread,
-        &src,
-        &whole,
-        &super::EngineOptions::default(),
-    )?;
+    // Read back uncached where the kernel can, so checking leaves the cache as the writers
+    // left it (an uncached write's pages gone once written back); else with pread.
+    let opts = super::EngineOptions::default();
+    let back = match super::read_all(super::ReadMethod::Uncached, &src, &whole, &opts) {
+        Err(e) if e.kind == crate::ErrorKind::Unsupported => {
+            super::read_all(super::ReadMethod::Pread, &src, &whole, &opts)?
+        }
+        r => r?,
+    };
     if src.size != w.len || back.xor != expected || engine_xor != expected {
         let x = crate::xor::format_xor;
         return Err(Error::failed(

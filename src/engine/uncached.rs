@@ -1,0 +1,108 @@
+//! `uncached`: preadv2(2) with `RWF_DONTCACHE` (Linux 6.14+; ext4, xfs and btrfs among others):
+//! a buffered read through the page cache whose pages are dropped once read, so streaming a
+//! large file does not evict the rest of the cache. Pages that were already cached stay. The
+//! kernel's and file system's support is probed when the method is set up: without it the
+//! method is unsupported, with the reason.
+
+use super::{Job, PieceDone, ReadEngine, SyncWorker, Work, Workers, shrank};
+use crate::error::{Error, Result};
+use crate::sys::buf::AlignedBuf;
+use crate::workload::Block;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The `uncached` engine.
+pub struct Uncached;
+
+struct UncachedWorker {
+    file: Arc<File>,
+    buf: AlignedBuf,
+    path: PathBuf,
+    work: Work,
+}
+
+impl ReadEngine for Uncached {
+    fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
+        let file = Arc::new(super::open_advised(job)?);
+        let path = &job.src.path;
+        probe(&file, path, job.src.size, libc::RWF_DONTCACHE, "uncached")?;
+        job.each_thread(|| {
+            Ok(UncachedWorker {
+                file: file.clone(),
+                buf: job.buffer(),
+                path: path.clone(),
+                work: job.opts.work,
+            })
+        })
+    }
+}
+
+/// Reads one byte with `flags` to learn whether the kernel and the file system take them: a
+/// refusal is "unsupported" with the reason (EOPNOTSUPP: the file system; EINVAL: the kernel).
+pub(crate) fn probe(file: &File, path: &Path, size: u64, flags: i32, method: &str) -> Result<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    let mut b = [0u8; 1];
+    match crate::sys::calls::preadv2(file, &mut b, 0, flags) {
+        Ok(_) => Ok(()),
+        // RWF_NOWAIT on an uncached page: supported, it just would have waited.
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(()),
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) => format!(
+                    "this file system does not support it ({}; uncached reads need Linux 6.14+ on ext4, xfs or btrfs)",
+                    crate::error::describe_io(&e)
+                ),
+                Some(libc::EINVAL) => format!(
+                    "this kernel does not take the flag ({}; uncached reads need Linux 6.14+)",
+                    crate::error::describe_io(&e)
+                ),
+                _ => return Err(Error::io("read failed", path, &e)),
+            };
+            Err(Error::unsupported(format!("method {method} unsupported"), why).at(path))
+        }
+    }
+}
+
+/// preadv2 with `flags` until `buf` is full or the file ends; returns the bytes read.
+pub(crate) fn preadv2_full(
+    file: &File,
+    buf: &mut [u8],
+    offset: u64,
+    flags: i32,
+) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match crate::sys::calls::preadv2(file, &mut buf[done..], offset + done as u64, flags) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+impl SyncWorker for UncachedWorker {
+    /// Pieces fit the buffer, even when the parts come from another workload (fast's race).
+    fn max_piece(&self) -> u64 {
+        (self.buf.len() as u64).min(super::MAX_IO)
+    }
+
+    #[inline]
+    fn piece(&mut self, piece: Block) -> Result<PieceDone> {
+        let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
+        let n = preadv2_full(&self.file, buf, piece.offset, libc::RWF_DONTCACHE)
+            .map_err(|e| Error::io("read failed", &self.path, &e))?;
+        if n < buf.len() {
+            return Err(shrank(&self.path, piece.offset + n as u64));
+        }
+        Ok(PieceDone {
+            xor: self.work.digest(piece.offset, buf),
+            ops: 1,
+        })
+    }
+}
