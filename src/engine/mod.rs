@@ -14,7 +14,7 @@ pub mod driver;
 mod mmap;
 mod pread;
 mod read;
-mod uncached;
+pub(crate) mod uncached;
 mod uring;
 pub mod write;
 

@@ -50,20 +50,27 @@ pub(crate) fn probe(file: &File, path: &Path, size: u64, flags: i32, method: &st
         Ok(_) => Ok(()),
         // RWF_NOWAIT on an uncached page: supported, it just would have waited.
         Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(()),
-        Err(e) => {
-            let why = match e.raw_os_error() {
-                Some(libc::EOPNOTSUPP) => format!(
-                    "this file system does not support it ({}; uncached reads need Linux 6.14+ on ext4, xfs or btrfs)",
-                    crate::error::describe_io(&e)
-                ),
-                Some(libc::EINVAL) => format!(
-                    "this kernel does not take the flag ({}; uncached reads need Linux 6.14+)",
-                    crate::error::describe_io(&e)
-                ),
-                _ => return Err(Error::io("read failed", path, &e)),
-            };
-            Err(Error::unsupported(format!("method {method} unsupported"), why).at(path))
-        }
+        Err(e) => match refusal(&e, "reads") {
+            Some(why) => {
+                Err(Error::unsupported(format!("method {method} unsupported"), why).at(path))
+            }
+            None => Err(Error::io("read failed", path, &e)),
+        },
+    }
+}
+
+/// Why the kernel or the file system refused an I/O flag (EOPNOTSUPP: the file system; EINVAL:
+/// the kernel), for uncached `what` ("reads", "writes"); `None` for any other error.
+pub(crate) fn refusal(e: &io::Error, what: &str) -> Option<String> {
+    let d = crate::error::describe_io(e);
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Some(format!(
+            "this file system does not support it ({d}; uncached {what} need Linux 6.14+ on ext4, xfs or btrfs)"
+        )),
+        Some(libc::EINVAL) => Some(format!(
+            "this kernel does not take the flag ({d}; uncached {what} need Linux 6.14+)"
+        )),
+        _ => None,
     }
 }
 

@@ -57,20 +57,10 @@ fn probe(file: &File, path: &std::path::Path, flags: i32) -> Result<()> {
             }
             Ok(())
         }
-        Err(e) => {
-            let why = match e.raw_os_error() {
-                Some(libc::EOPNOTSUPP) => format!(
-                    "this file system does not support it ({}; uncached writes need Linux 6.14+ on ext4, xfs or btrfs)",
-                    crate::error::describe_io(&e)
-                ),
-                Some(libc::EINVAL) => format!(
-                    "this kernel does not take the flag ({}; uncached writes need Linux 6.14+)",
-                    crate::error::describe_io(&e)
-                ),
-                _ => return Err(write_error(path, &e)),
-            };
-            Err(Error::unsupported("method uncached unsupported", why).at(path))
-        }
+        Err(e) => match crate::engine::uncached::refusal(&e, "writes") {
+            Some(why) => Err(Error::unsupported("method uncached unsupported", why).at(path)),
+            None => Err(write_error(path, &e)),
+        },
     }
 }
 
