@@ -199,7 +199,7 @@ fn page_cache_change_and_residency_map() {
         .args(["cache", "load", f.to_str().unwrap()])
         .assert()
         .success();
-    iolab()
+    let o = iolab()
         .args([
             "cache",
             "status",
@@ -208,9 +208,22 @@ fn page_cache_change_and_residency_map() {
             "--width",
             "10",
         ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("[##########] 100.0%"));
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    // Every bucket holds pages; all of them, unless this machine kind's idle reclaimer (DAMON
+    // pageout, docs/methodology.md) took a few between the load and the look: once it took 10
+    // of 1024 pages, "[o##ooo#oo#] 99.0%".
+    let text = String::from_utf8_lossy(&o.stdout);
+    let map = text
+        .lines()
+        .find_map(|l| l.split_once(" [").map(|(_, m)| m))
+        .unwrap_or_else(|| panic!("no map: {text}"));
+    let (bar, pct) = map.split_once("] ").unwrap();
+    assert_eq!(bar.len(), 10, "{text}");
+    assert!(bar.chars().all(|c| c == '#' || c == 'o'), "{text}");
+    let pct: f64 = pct.trim().trim_end_matches('%').parse().unwrap();
+    assert!(pct >= 98.0, "{text}");
     let o = iolab()
         .args([
             "cache",
