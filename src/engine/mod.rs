@@ -12,9 +12,8 @@
 mod direct;
 pub mod driver;
 mod mmap;
-mod pread;
+pub(crate) mod pread;
 mod read;
-pub(crate) mod uncached;
 mod uring;
 pub mod write;
 
@@ -44,9 +43,9 @@ crate::names::method_list! {
         /// read(2) at the file position; lseek for random order.
         Read = "read" | "fcntl" => read::ReadSyscall,
         /// pread(2) at each block's offset.
-        Pread = "pread" => pread::Pread,
+        Pread = "pread" => pread::Pread::PLAIN,
         /// preadv2(2) with RWF_DONTCACHE: through the page cache, its pages dropped once read.
-        Uncached = "uncached" => uncached::Uncached,
+        Uncached = "uncached" => pread::Pread::UNCACHED,
         /// A mapping with no hint (MADV_NORMAL); the bytes are XORed in place.
         Mmap = "mmap" => mmap::Mmap::NORMAL,
         /// A mapping with MADV_SEQUENTIAL.

@@ -1,17 +1,36 @@
 //! `pread`: pread(2) at each piece's offset into a page-aligned buffer; no seeks needed.
+//! `uncached`: the same with preadv2(2) and `RWF_DONTCACHE` (Linux 6.14+; ext4, xfs and btrfs
+//! among others): a buffered read through the page cache whose pages are dropped once read, so
+//! streaming a large file does not evict the rest of the cache (pages already cached stay). The
+//! kernel's and file system's support is probed at set-up: without it the method is
+//! unsupported, with the reason.
 
 use super::{Job, PieceDone, ReadEngine, SyncWorker, Work, Workers, pread_full, shrank};
 use crate::error::{Error, Result};
 use crate::sys::buf::AlignedBuf;
 use crate::workload::Block;
 use std::fs::File;
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The `pread` engine.
-pub struct Pread;
+/// The `pread` and `uncached` engines.
+pub struct Pread {
+    /// preadv2 flags (`RWF_DONTCACHE`); 0: plain pread(2).
+    flags: i32,
+}
+
+impl Pread {
+    /// `pread`.
+    pub const PLAIN: Pread = Pread { flags: 0 };
+    /// `uncached`: preadv2 with RWF_DONTCACHE.
+    pub const UNCACHED: Pread = Pread {
+        flags: libc::RWF_DONTCACHE,
+    };
+}
 
 struct PreadWorker {
+    flags: i32,
     file: Arc<File>,
     buf: AlignedBuf,
     path: PathBuf,
@@ -23,8 +42,12 @@ impl ReadEngine for Pread {
         // One descriptor for all threads: pread(2) has no file position to share.
         let file = Arc::new(super::open_advised(job)?);
         let path = &job.src.path;
+        if self.flags != 0 {
+            probe(&file, path, job.src.size, self.flags, "uncached")?;
+        }
         job.each_thread(|| {
             Ok(PreadWorker {
+                flags: self.flags,
                 file: file.clone(),
                 buf: job.buffer(),
                 path: path.clone(),
@@ -32,6 +55,60 @@ impl ReadEngine for Pread {
             })
         })
     }
+}
+
+/// Reads one byte with `flags` to learn whether the kernel and the file system take them: a
+/// refusal is "unsupported" with the reason (EOPNOTSUPP: the file system; EINVAL: the kernel).
+pub(crate) fn probe(file: &File, path: &Path, size: u64, flags: i32, method: &str) -> Result<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    let mut b = [0u8; 1];
+    match crate::sys::calls::preadv2(file, &mut b, 0, flags) {
+        Ok(_) => Ok(()),
+        // RWF_NOWAIT on an uncached page: supported, it just would have waited.
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(()),
+        Err(e) => match refusal(&e, "reads") {
+            Some(why) => {
+                Err(Error::unsupported(format!("method {method} unsupported"), why).at(path))
+            }
+            None => Err(Error::io("read failed", path, &e)),
+        },
+    }
+}
+
+/// Why the kernel or the file system refused an I/O flag (EOPNOTSUPP: the file system; EINVAL:
+/// the kernel), for uncached `what` ("reads", "writes"); `None` for any other error.
+pub(crate) fn refusal(e: &io::Error, what: &str) -> Option<String> {
+    let d = crate::error::describe_io(e);
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Some(format!(
+            "this file system does not support it ({d}; uncached {what} need Linux 6.14+ on ext4, xfs or btrfs)"
+        )),
+        Some(libc::EINVAL) => Some(format!(
+            "this kernel does not take the flag ({d}; uncached {what} need Linux 6.14+)"
+        )),
+        _ => None,
+    }
+}
+
+/// preadv2 with `flags` until `buf` is full or the file ends; returns the bytes read.
+pub(crate) fn preadv2_full(
+    file: &File,
+    buf: &mut [u8],
+    offset: u64,
+    flags: i32,
+) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match crate::sys::calls::preadv2(file, &mut buf[done..], offset + done as u64, flags) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 impl SyncWorker for PreadWorker {
@@ -43,8 +120,12 @@ impl SyncWorker for PreadWorker {
     #[inline]
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
-        let n = pread_full(&self.file, buf, piece.offset)
-            .map_err(|e| Error::io("read failed", &self.path, &e))?;
+        let n = if self.flags == 0 {
+            pread_full(&self.file, buf, piece.offset)
+        } else {
+            preadv2_full(&self.file, buf, piece.offset, self.flags)
+        }
+        .map_err(|e| Error::io("read failed", &self.path, &e))?;
         if n < buf.len() {
             return Err(shrank(&self.path, piece.offset + n as u64));
         }

@@ -57,7 +57,7 @@ fn probe(file: &File, path: &std::path::Path, flags: i32) -> Result<()> {
             }
             Ok(())
         }
-        Err(e) => match crate::engine::uncached::refusal(&e, "writes") {
+        Err(e) => match crate::engine::pread::refusal(&e, "writes") {
             Some(why) => Err(Error::unsupported("method uncached unsupported", why).at(path)),
             None => Err(write_error(path, &e)),
         },
