@@ -812,6 +812,29 @@ fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> Result<Rank
 mod tests {
     use super::*;
 
+    /// Two segments of 4 KiB blocks in 1 KiB transfers, shared file, write and read, at `path`.
+    fn config(path: PathBuf) -> IorConfig {
+        IorConfig {
+            api: IorApi::Posix,
+            block: 4096,
+            transfer: 1024,
+            segments: 2,
+            file_per_proc: false,
+            reorder: false,
+            reorder_offset: 1,
+            tasks_per_node: None,
+            fsync: false,
+            write: true,
+            read: true,
+            iterations: 1,
+            stonewall: None,
+            path,
+            keep: false,
+            seed: 1,
+            verify: true,
+        }
+    }
+
     fn phase(start: f64, end: f64, bytes: u64) -> RankPhase {
         RankPhase {
             open_start: start,
@@ -857,25 +880,7 @@ mod tests {
 
     #[test]
     fn ranks_cover_the_file_once_in_ior_order() {
-        let cfg = IorConfig {
-            api: IorApi::Posix,
-            block: 4096,
-            transfer: 1024,
-            segments: 2,
-            file_per_proc: false,
-            reorder: false,
-            reorder_offset: 1,
-            tasks_per_node: None,
-            fsync: false,
-            write: true,
-            read: true,
-            iterations: 1,
-            stonewall: None,
-            path: "f".into(),
-            keep: false,
-            seed: 1,
-            verify: true,
-        };
+        let cfg = config("f".into());
         let mut all: Vec<u64> = (0..3).flat_map(|r| cfg.offsets(r, 3)).collect();
         assert_eq!(cfg.offsets(1, 3).next(), Some(4096), "segment 0, rank 1");
         assert_eq!(
@@ -922,23 +927,8 @@ mod tests {
     fn one_job_at_a_time_takes_a_test_file() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = IorConfig {
-            api: IorApi::Posix,
-            block: 4096,
-            transfer: 1024,
             segments: 1,
-            file_per_proc: false,
-            reorder: false,
-            reorder_offset: 1,
-            tasks_per_node: None,
-            fsync: false,
-            write: true,
-            read: true,
-            iterations: 1,
-            stonewall: None,
-            path: dir.path().join("t"),
-            keep: false,
-            seed: 1,
-            verify: true,
+            ..config(dir.path().join("t"))
         };
         for _ in 0..20 {
             let won = std::thread::scope(|s| {
