@@ -380,7 +380,11 @@ fn uncached_reads_leave_a_cold_file_cold() {
         seed: 0,
         threads: 2,
     };
-    for (method, left) in [(ReadMethod::Uncached, false), (ReadMethod::Pread, true)] {
+    for (method, left) in [
+        (ReadMethod::Uncached, false),
+        (ReadMethod::UringUncached, false),
+        (ReadMethod::Pread, true),
+    ] {
         iolab::cache::evict(&file, &path, false).unwrap();
         assert!(resident() < 0.05, "evicted: {}", resident());
         match read_all(method, &src, &w, &EngineOptions::default()) {
@@ -409,9 +413,11 @@ fn uncached_reads_leave_a_cold_file_cold() {
             len: 4096,
             ..w
         };
-        if let Err(e) = read_all(ReadMethod::Uncached, &src, &w, &EngineOptions::default()) {
-            assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
-            assert!(e.to_string().contains("file system"), "{e}");
+        for m in [ReadMethod::Uncached, ReadMethod::UringUncached] {
+            if let Err(e) = read_all(m, &src, &w, &EngineOptions::default()) {
+                assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+                assert!(e.to_string().contains("file system"), "{e}");
+            }
         }
     }
 }

@@ -64,6 +64,8 @@ crate::names::method_list! {
         Uring = "uring" => uring::Uring::BUFFERED,
         /// io_uring reads with O_DIRECT.
         UringDirect = "uring-direct" => uring::Uring::DIRECT,
+        /// io_uring reads with RWF_DONTCACHE: through the page cache, its pages dropped once read.
+        UringUncached = "uring-uncached" => uring::Uring::UNCACHED,
     }
 }
 

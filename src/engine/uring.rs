@@ -1,6 +1,7 @@
-//! `uring` and `uring-direct`: io_uring reads with up to `--depth` requests in flight per thread,
-//! each into its own page-aligned buffer; completions are XORed as they arrive (XOR does not care
-//! about order). `uring-direct` opens with O_DIRECT and widens each read to the alignment. The
+//! `uring`, `uring-direct` and `uring-uncached`: io_uring reads with up to `--depth` requests in
+//! flight per thread, each into its own page-aligned buffer; completions are XORed as they arrive
+//! (XOR does not care about order). `uring-direct` opens with O_DIRECT and widens each read to the
+//! alignment; `uring-uncached` reads with `RWF_DONTCACHE` (as `uncached` does with preadv2). The
 //! engine queues, waits and digests ([`AsyncWorker`]); the shared loop in `driver` chooses the
 //! pieces, counts and times the blocks and stops at the run's limits, as for every engine.
 //!
@@ -29,13 +30,26 @@ use std::sync::Arc;
 /// The io_uring engines: buffered, or with O_DIRECT.
 pub struct Uring {
     direct: bool,
+    /// Flags of every read (`RWF_DONTCACHE` for `uring-uncached`).
+    rw_flags: i32,
 }
 
 impl Uring {
     /// `uring`: buffered reads through the page cache.
-    pub const BUFFERED: Uring = Uring { direct: false };
+    pub const BUFFERED: Uring = Uring {
+        direct: false,
+        rw_flags: 0,
+    };
+    /// `uring-uncached`: buffered reads whose pages leave the cache once read (RWF_DONTCACHE).
+    pub const UNCACHED: Uring = Uring {
+        direct: false,
+        rw_flags: libc::RWF_DONTCACHE,
+    };
     /// `uring-direct`: O_DIRECT reads.
-    pub const DIRECT: Uring = Uring { direct: true };
+    pub const DIRECT: Uring = Uring {
+        direct: true,
+        rw_flags: 0,
+    };
 }
 
 /// Creates a ring, turning the kernel's refusal into "unsupported" with the reason.
@@ -167,6 +181,8 @@ struct UringWorker {
     /// Requests queued before they are handed to the kernel without waiting.
     submit_every: usize,
     direct: bool,
+    /// Flags of every read.
+    rw_flags: i32,
     path: PathBuf,
     work: Work,
     /// The piece each slot's request reads (None: the slot is free).
@@ -190,7 +206,11 @@ impl ReadEngine for Uring {
 
     fn prepare(&self, job: &Job<'_>) -> Result<Workers> {
         let (src, w, opts) = (job.src, job.w, job.opts);
-        let name = if self.direct { "uring-direct" } else { "uring" };
+        let name = match (self.direct, self.rw_flags) {
+            (true, _) => "uring-direct",
+            (false, 0) => "uring",
+            (false, _) => "uring-uncached",
+        };
         let file = Arc::new(if self.direct {
             open_direct(src, name)?
         } else {
@@ -198,6 +218,10 @@ impl ReadEngine for Uring {
                 .try_clone()
                 .map_err(|e| Error::io("cannot open", &src.path, &e))?
         });
+        if self.rw_flags != 0 {
+            // The flag goes through the same kernel path for io_uring as for preadv2.
+            super::pread::probe(&file, &src.path, src.size, self.rw_flags, name)?;
+        }
         let depth = opts.depth.clamp(1, 4096);
         let len = if self.direct {
             direct_buffer_len(w)
@@ -230,6 +254,7 @@ impl ReadEngine for Uring {
                     depth as usize
                 },
                 direct: self.direct,
+                rw_flags: self.rw_flags,
                 path: src.path.clone(),
                 work: opts.work,
                 // `depth` slots plus [`SPARE_SLOTS`], so a completed block is digested
@@ -299,14 +324,20 @@ impl UringWorker {
         let e = match (self.tuning.fixed_file, self.tuning.fixed_buf) {
             (true, true) => opcode::ReadFixed::new(types::Fixed(0), ptr, len, 0)
                 .offset(start)
+                .rw_flags(self.rw_flags)
                 .build(),
             (false, true) => opcode::ReadFixed::new(fd, ptr, len, 0)
                 .offset(start)
+                .rw_flags(self.rw_flags)
                 .build(),
             (true, false) => opcode::Read::new(types::Fixed(0), ptr, len)
                 .offset(start)
+                .rw_flags(self.rw_flags)
                 .build(),
-            (false, false) => opcode::Read::new(fd, ptr, len).offset(start).build(),
+            (false, false) => opcode::Read::new(fd, ptr, len)
+                .offset(start)
+                .rw_flags(self.rw_flags)
+                .build(),
         };
         e.user_data(slot as u64)
     }
@@ -335,8 +366,12 @@ impl UringWorker {
             return xor_direct_piece(&self.file, buf, piece, &self.path, self.work);
         }
         let buf = &mut slot_of(&mut self.bufs, self.slot_len, slot)[..want];
-        let rest = pread_full(&self.file, &mut buf[n..], start + n as u64)
-            .map_err(|e| Error::io("read failed", &self.path, &e))?;
+        let rest = if self.rw_flags == 0 {
+            pread_full(&self.file, &mut buf[n..], start + n as u64)
+        } else {
+            super::pread::preadv2_full(&self.file, &mut buf[n..], start + n as u64, self.rw_flags)
+        }
+        .map_err(|e| Error::io("read failed", &self.path, &e))?;
         if n + rest < want {
             return Err(shrank(&self.path, start + (n + rest) as u64));
         }
