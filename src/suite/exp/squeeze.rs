@@ -36,7 +36,7 @@ impl Entry for Squeeze {
         let mut cfg = SqueezeConfig::new(ctx.file().to_path_buf(), memory, worker);
         // A steady state needs 3 whole seconds after the group fills (one to two seconds).
         // Quick: a sample every half second, for the 7 samples a side that an interval at 95%
-        // of two sides' ratio needs: 5 s left some methods 6 (a level of 0.94), 6 s leaves 8-9.
+        // of two sides' ratio needs: 5 s left some methods 6 (a level of 0.94), 6 s left 8-11.
         cfg.seconds = ctx.scale(6.0, 10.0);
         cfg.tick = ctx.scale(0.5, 1.0);
         run_squeeze(&cfg, obs)
