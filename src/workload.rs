@@ -26,6 +26,9 @@ pub struct Shape {
     pub threads: usize,
     /// io_uring requests in flight per thread.
     pub depth: u32,
+    /// io_uring methods: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sqpoll: bool,
 }
 
 impl Shape {
@@ -35,7 +38,16 @@ impl Shape {
         seed: 1,
         threads: 1,
         depth: 32,
+        sqpoll: false,
     };
+
+    /// The engine options this shape asks for (depth, SQPOLL), the rest at their defaults.
+    pub fn engine_options(&self) -> crate::engine::EngineOptions {
+        crate::engine::EngineOptions {
+            sqpoll: self.sqpoll,
+            ..crate::engine::EngineOptions::with_depth(self.depth)
+        }
+    }
 
     /// `len` bytes in blocks of `bs`, visited this way.
     pub fn workload(&self, bs: u64, len: u64) -> Workload {

@@ -42,13 +42,19 @@ fn every_read_engine_agrees_with_the_plain_xor() {
                             seed: 9,
                             threads,
                         };
-                        let opts = EngineOptions::with_depth(4);
+                        // The io_uring methods also with a polling kernel thread, every
+                        // other combination (a ring with SQPOLL costs a kernel thread each).
+                        let sqpoll = method.uses_depth() && (checked % 2 == 1);
+                        let opts = EngineOptions {
+                            sqpoll,
+                            ..EngineOptions::with_depth(4)
+                        };
                         match read_all(method, &src, &w, &opts) {
                             Ok(m) => {
                                 assert_eq!(
                                     (m.xor, m.bytes),
                                     (want, size as u64),
-                                    "{} {:?} t{threads} bs{bs} size{size}",
+                                    "{} {:?} t{threads} bs{bs} size{size} sqpoll {sqpoll}",
                                     method.name(),
                                     pattern
                                 );
@@ -420,6 +426,44 @@ fn uncached_reads_leave_a_cold_file_cold() {
             }
         }
     }
+}
+
+/// `pread-nowait` reads a cold file right and counts the blocks the cache could not serve; a
+/// warm file it reads without a single miss.
+#[test]
+fn nowait_reads_count_what_the_cache_could_not_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(8 << 20, 13);
+    let path = write_file(dir.path(), "n", &data);
+    let file = std::fs::File::open(&path).unwrap();
+    let src = open_source(&path).unwrap();
+    let w = Workload {
+        bs: 64 << 10,
+        len: data.len() as u64,
+        pattern: Pattern::Random,
+        seed: 3,
+        threads: 1,
+    };
+    iolab::cache::evict(&file, &path, false).unwrap();
+    let cold = match read_all(ReadMethod::PreadNowait, &src, &w, &EngineOptions::default()) {
+        Ok(m) => m,
+        Err(e) if e.kind == ErrorKind::Unsupported => return eprintln!("skipped: {e}"),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        (cold.xor, cold.bytes),
+        (plain_xor(&data), data.len() as u64)
+    );
+    // Random 64 KiB blocks of an evicted file: readahead is off (POSIX_FADV_RANDOM), so most
+    // blocks are refused first.
+    assert!(cold.waited > 0 && cold.waited <= cold.blocks, "{cold:?}");
+    assert!(
+        cold.ops > cold.blocks,
+        "a refused block costs two calls: {cold:?}"
+    );
+    let warm = read_all(ReadMethod::PreadNowait, &src, &w, &EngineOptions::default()).unwrap();
+    assert_eq!(warm.xor, plain_xor(&data));
+    assert_eq!((warm.waited, warm.ops), (0, warm.blocks), "{warm:?}");
 }
 
 /// An `uncached` write (pwritev2 RWF_DONTCACHE) synced at the end leaves its file written and

@@ -52,6 +52,7 @@ impl WorkloadArgs {
             seed: self.seed,
             threads: self.engine.threads,
             depth: self.engine.depth,
+            sqpoll: false,
         }
     }
 }

@@ -8,12 +8,13 @@ use iolab::cache::CacheMode;
 use iolab::engine::ReadMethod;
 use iolab::experiments::read::{ReadConfig, run_read};
 use iolab::report;
+use iolab::workload::Shape;
 use std::path::PathBuf;
 
 /// Read a file with one method, repeated, with statistics and kernel counters.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab read big.bin --method mmap --cache warm --repeat 5\n  iolab read big.bin --method pread --bs 4K --pattern random --size 256M\n  iolab read big.bin --method uring-direct --depth 32 --cache cold --format json"
+    after_help = "Examples:\n  iolab read big.bin --method mmap --cache warm --repeat 5\n  iolab read big.bin --method pread --bs 4K --pattern random --size 256M\n  iolab read big.bin --method uring-direct --depth 32 --cache cold --format json\n  iolab read big.bin --method uncached --cache cold   # leaves the file out of the cache\n  iolab read big.bin --method pread-nowait            # counts blocks the cache missed"
 )]
 pub struct ReadArgs {
     /// A regular file to read
@@ -32,6 +33,10 @@ pub struct ReadArgs {
     pub size: Option<u64>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
+    /// io_uring methods: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL), so
+    /// queuing a read is no system call; the thread spends a core while reads flow
+    #[arg(long)]
+    pub sqpoll: bool,
     #[command(flatten)]
     pub cache: CacheArgs,
     #[command(flatten)]
@@ -43,12 +48,21 @@ pub struct ReadArgs {
 impl ReadArgs {
     fn config(&self) -> Result<ReadConfig, String> {
         let len = args::byte_len(self.bs, self.count, self.size)?;
+        if self.sqpoll && !self.method.uses_depth() {
+            return Err(format!(
+                "--sqpoll applies to the io_uring methods (uring, uring-direct, uring-uncached), not {}",
+                self.method.name()
+            ));
+        }
         Ok(ReadConfig {
             path: self.file.clone(),
             method: self.method,
             bs: self.bs,
             len,
-            shape: self.workload.shape(),
+            shape: Shape {
+                sqpoll: self.sqpoll,
+                ..self.workload.shape()
+            },
             cache: self.cache.cache.unwrap_or(CacheMode::Warm),
             drop_all: self.cache.drop_all,
             runs: self.runs.repeats(),

@@ -136,6 +136,10 @@ impl SyncWorker for DirectWorker {
             &self.path,
             self.work,
         )?;
-        Ok(PieceDone { xor, ops: 1 })
+        Ok(PieceDone {
+            xor,
+            ops: 1,
+            waited: 0,
+        })
     }
 }

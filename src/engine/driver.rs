@@ -27,6 +27,9 @@ pub struct PieceDone {
     pub xor: u32,
     /// Requests issued to the kernel for it (system calls; 0 for a mapping).
     pub ops: u64,
+    /// Pieces the page cache could not serve without waiting (`pread-nowait` only: read again
+    /// with a plain pread).
+    pub waited: u64,
 }
 
 impl PieceDone {
@@ -35,6 +38,7 @@ impl PieceDone {
         PieceDone {
             xor: crate::xor::xor_at(offset, bytes),
             ops: 1,
+            waited: 0,
         }
     }
 }
@@ -88,6 +92,7 @@ impl<R: SyncWorker> Worker for SyncLoop<R> {
                 let done = self.0.piece(piece)?;
                 moved.xor ^= done.xor;
                 moved.ops += done.ops;
+                moved.waited += done.waited;
                 moved.bytes += piece.len;
             }
             moved.ops += self.0.end_block(block)?;
@@ -224,6 +229,7 @@ impl<A: AsyncWorker> Worker for AsyncLoop<A> {
                 };
                 moved.xor ^= done.xor;
                 moved.ops += done.ops;
+                moved.waited += done.waited;
                 moved.bytes += req.len;
                 let finished = if req.single {
                     Some(req.started)

@@ -134,7 +134,11 @@ impl MmapWorker {
         // The copy is the work: it must not be reduced to the one byte digested.
         let xor = self.work.digest(piece.offset, std::hint::black_box(&*copy));
         self.scratch = Some(to);
-        Ok(PieceDone { xor, ops: 0 })
+        Ok(PieceDone {
+            xor,
+            ops: 0,
+            waited: 0,
+        })
     }
 }
 
@@ -204,6 +208,7 @@ impl SyncWorker for MmapWorker {
         Ok(PieceDone {
             xor: self.work.digest(piece.offset, s),
             ops: 0,
+            waited: 0,
         })
     }
 

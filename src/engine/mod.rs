@@ -46,6 +46,9 @@ crate::names::method_list! {
         Pread = "pread" => pread::Pread::PLAIN,
         /// preadv2(2) with RWF_DONTCACHE: through the page cache, its pages dropped once read.
         Uncached = "uncached" => pread::Pread::UNCACHED,
+        /// preadv2(2) with RWF_NOWAIT: served from the page cache or refused (EAGAIN); a refused
+        /// piece is counted and read with a plain pread.
+        PreadNowait = "pread-nowait" => pread::Pread::NOWAIT,
         /// A mapping with no hint (MADV_NORMAL); the bytes are XORed in place.
         Mmap = "mmap" => mmap::Mmap::NORMAL,
         /// A mapping with MADV_SEQUENTIAL.
@@ -213,6 +216,9 @@ pub struct EngineOptions {
     /// Otherwise one mapping of the file is made in preparation and released when the workers
     /// are dropped, outside the run, as the classic benchmark read its clock before munmap.
     pub map_each_run: bool,
+    /// io_uring engines: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL), so
+    /// queuing a request needs no system call; it spends a core while the ring is busy.
+    pub sqpoll: bool,
 }
 
 impl Default for EngineOptions {
@@ -223,6 +229,7 @@ impl Default for EngineOptions {
             file_hint: true,
             prefetch: true,
             map_each_run: false,
+            sqpoll: false,
         }
     }
 }
@@ -310,6 +317,14 @@ pub struct Moved {
     pub ops: u64,
     /// Blocks of the workload completed (a block larger than 64 MiB takes several requests).
     pub blocks: u64,
+    /// Pieces the page cache could not serve without waiting for the device (`pread-nowait`:
+    /// preadv2 with RWF_NOWAIT said EAGAIN, and a plain pread read them); 0 for other methods.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waited: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Moved {
@@ -319,6 +334,7 @@ impl Moved {
         self.xor ^= other.xor;
         self.ops += other.ops;
         self.blocks += other.blocks;
+        self.waited += other.waited;
     }
 }
 

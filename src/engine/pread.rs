@@ -4,6 +4,10 @@
 //! streaming a large file does not evict the rest of the cache (pages already cached stay). The
 //! kernel's and file system's support is probed at set-up: without it the method is
 //! unsupported, with the reason.
+//! `pread-nowait`: preadv2(2) with `RWF_NOWAIT`, which returns what the page cache holds and
+//! refuses (EAGAIN) what it would have to wait for; each refused piece is counted and read with
+//! a plain pread, so the run says how much of the file the cache could not serve. (The refusal
+//! itself starts readahead, as a cache miss does.)
 
 use super::{Job, PieceDone, ReadEngine, SyncWorker, Work, Workers, pread_full, shrank};
 use crate::error::{Error, Result};
@@ -27,6 +31,18 @@ impl Pread {
     pub const UNCACHED: Pread = Pread {
         flags: libc::RWF_DONTCACHE,
     };
+    /// `pread-nowait`: preadv2 with RWF_NOWAIT, a plain pread where it would block.
+    pub const NOWAIT: Pread = Pread {
+        flags: libc::RWF_NOWAIT,
+    };
+
+    fn name(&self) -> &'static str {
+        match self.flags {
+            0 => "pread",
+            libc::RWF_NOWAIT => "pread-nowait",
+            _ => "uncached",
+        }
+    }
 }
 
 struct PreadWorker {
@@ -43,7 +59,7 @@ impl ReadEngine for Pread {
         let file = Arc::new(super::open_advised(job)?);
         let path = &job.src.path;
         if self.flags != 0 {
-            probe(&file, path, job.src.size, self.flags, "uncached")?;
+            probe(&file, path, job.src.size, self.flags, self.name())?;
         }
         job.each_thread(|| {
             Ok(PreadWorker {
@@ -111,6 +127,32 @@ pub(crate) fn preadv2_full(
     Ok(done)
 }
 
+/// Fills `buf` from `offset` with RWF_NOWAIT reads, switching to plain preads at the first
+/// refusal (EAGAIN: part of it is not cached): the bytes read, the system calls made, and
+/// whether the cache refused any of it.
+fn nowait_full(file: &File, buf: &mut [u8], offset: u64) -> (io::Result<usize>, u64, bool) {
+    let (mut done, mut calls) = (0, 0);
+    while done < buf.len() {
+        calls += 1;
+        match crate::sys::calls::preadv2(
+            file,
+            &mut buf[done..],
+            offset + done as u64,
+            libc::RWF_NOWAIT,
+        ) {
+            Ok(0) => return (Ok(done), calls, false),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                let rest = pread_full(file, &mut buf[done..], offset + done as u64);
+                return (rest.map(|n| done + n), calls + 1, true);
+            }
+            Err(e) => return (Err(e), calls, false),
+        }
+    }
+    (Ok(done), calls, false)
+}
+
 impl SyncWorker for PreadWorker {
     /// Pieces fit the buffer, even when the parts come from another workload (fast's race).
     fn max_piece(&self) -> u64 {
@@ -120,10 +162,16 @@ impl SyncWorker for PreadWorker {
     #[inline]
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let buf = &mut self.buf.as_mut_slice()[..piece.len as usize];
-        let n = if self.flags == 0 {
-            pread_full(&self.file, buf, piece.offset)
-        } else {
-            preadv2_full(&self.file, buf, piece.offset, self.flags)
+        let (mut ops, mut waited) = (1, 0);
+        let n = match self.flags {
+            0 => pread_full(&self.file, buf, piece.offset),
+            libc::RWF_NOWAIT => {
+                let (n, calls, refused) = nowait_full(&self.file, buf, piece.offset);
+                ops = calls;
+                waited = refused as u64;
+                n
+            }
+            flags => preadv2_full(&self.file, buf, piece.offset, flags),
         }
         .map_err(|e| Error::io("read failed", &self.path, &e))?;
         if n < buf.len() {
@@ -131,7 +179,8 @@ impl SyncWorker for PreadWorker {
         }
         Ok(PieceDone {
             xor: self.work.digest(piece.offset, buf),
-            ops: 1,
+            ops,
+            waited,
         })
     }
 }

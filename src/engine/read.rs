@@ -66,6 +66,10 @@ impl SyncWorker for ReadWorker {
         }
         self.pos = piece.offset + piece.len;
         let xor = self.work.digest(piece.offset, buf);
-        Ok(PieceDone { xor, ops })
+        Ok(PieceDone {
+            xor,
+            ops,
+            waited: 0,
+        })
     }
 }

@@ -134,9 +134,20 @@ struct Tuning {
 /// kernel has them (else cooperative task running, else a plain ring), with the file and (under
 /// [`UNTOUCHED_FROM`]) the buffers registered when the kernel (and RLIMIT_MEMLOCK) allow. Each
 /// refusal falls back.
-fn tuned_ring(depth: u32, name: &str, fd: i32, bufs: &mut AlignedBuf) -> Result<(IoUring, Tuning)> {
+fn tuned_ring(
+    depth: u32,
+    name: &str,
+    fd: i32,
+    bufs: &mut AlignedBuf,
+    sqpoll: bool,
+) -> Result<(IoUring, Tuning)> {
     let depth = depth.max(1);
     let mut tuning = Tuning::default();
+    if sqpoll {
+        let ring = sqpoll_ring(depth, name)?;
+        let tuning = register(&ring, fd, bufs, tuning);
+        return Ok((ring, tuning));
+    }
     let deferred = IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
@@ -152,6 +163,12 @@ fn tuned_ring(depth: u32, name: &str, fd: i32, bufs: &mut AlignedBuf) -> Result<
             Err(_) => new_ring(depth, name)?,
         },
     };
+    let tuning = register(&ring, fd, bufs, tuning);
+    Ok((ring, tuning))
+}
+
+/// Registers the file and (under [`UNTOUCHED_FROM`]) the buffer region where the kernel lets it.
+fn register(ring: &IoUring, fd: i32, bufs: &mut AlignedBuf, mut tuning: Tuning) -> Tuning {
     tuning.fixed_file = ring.submitter().register_files(&[fd]).is_ok();
     let iov = libc::iovec {
         iov_base: bufs.as_mut_slice().as_mut_ptr().cast(),
@@ -161,7 +178,26 @@ fn tuned_ring(depth: u32, name: &str, fd: i32, bufs: &mut AlignedBuf) -> Result<
     // the ring first, so the region outlives its registration.
     tuning.fixed_buf =
         bufs.len() < UNTOUCHED_FROM && unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok();
-    Ok((ring, tuning))
+    tuning
+}
+
+/// How long the kernel's polling thread spins without work before it sleeps (it is woken by
+/// the next submission then).
+const SQPOLL_IDLE_MS: u32 = 1000;
+
+/// A ring whose submission queue a kernel thread polls (`--sqpoll`): queuing needs no system
+/// call while the thread is awake. Refused: unsupported, with the reason.
+fn sqpoll_ring(depth: u32, name: &str) -> Result<IoUring> {
+    IoUring::builder()
+        .setup_sqpoll(SQPOLL_IDLE_MS)
+        .build(depth)
+        .map_err(|e| {
+            let why = match e.raw_os_error() {
+                Some(libc::EPERM) => "the kernel refused a polling thread (SQPOLL needs Linux 5.11+ without CAP_SYS_NICE)".to_string(),
+                _ => format!("io_uring_setup with SQPOLL failed: {}", describe_io(&e)),
+            };
+            Error::unsupported(format!("method {name} with --sqpoll unsupported"), why)
+        })
 }
 
 struct UringWorker {
@@ -171,6 +207,8 @@ struct UringWorker {
     /// The thread that enabled a deferred ring: the only one that may submit to it.
     issuer: Option<std::thread::ThreadId>,
     depth_asked: u32,
+    /// The ring was made with a polling kernel thread.
+    sqpoll: bool,
     name: &'static str,
     file: Arc<File>,
     /// One region for all slots (so it sits on huge pages), `slot_len` bytes each.
@@ -236,19 +274,22 @@ impl ReadEngine for Uring {
             } else {
                 AlignedBuf::new(region)
             };
-            let (ring, tuning) = tuned_ring(depth, name, file.as_raw_fd(), &mut bufs)
+            let (ring, tuning) = tuned_ring(depth, name, file.as_raw_fd(), &mut bufs, opts.sqpoll)
                 .map_err(|e| e.at(&src.path))?;
             Ok(UringWorker {
                 ring,
                 tuning,
                 issuer: None,
                 depth_asked: depth,
+                sqpoll: opts.sqpoll,
                 name,
                 file: file.clone(),
                 bufs,
                 slot_len: len,
                 depth: depth as usize,
-                submit_every: if self.direct {
+                // A polling kernel thread that has gone to sleep is woken only by a submit;
+                // while it polls, a submit is a flag check, no system call.
+                submit_every: if self.direct || opts.sqpoll {
                     DIRECT_BATCH
                 } else {
                     depth as usize
@@ -300,7 +341,8 @@ impl UringWorker {
             Some(t) if t == me => return Ok(()),
             Some(_) => {
                 let fd = self.file.as_raw_fd();
-                let (ring, tuning) = tuned_ring(self.depth_asked, self.name, fd, &mut self.bufs)?;
+                let (ring, tuning) =
+                    tuned_ring(self.depth_asked, self.name, fd, &mut self.bufs, self.sqpoll)?;
                 self.ring = ring;
                 self.tuning = tuning;
                 if !tuning.deferred {
@@ -316,6 +358,32 @@ impl UringWorker {
             .map_err(|e| Error::io("io_uring failed", &self.path, &e))?;
         self.issuer = Some(me);
         Ok(())
+    }
+
+    /// Puts `entry` on the submission queue. A polling kernel thread commits the queue's head
+    /// only after a batch, so completions of the batch can arrive while the queue still looks
+    /// full: then it waits (yielding, at most a second) for the thread to catch up.
+    ///
+    /// # Safety
+    /// As for [`io_uring::squeue::SubmissionQueue::push`]: what `entry` points to outlives it.
+    unsafe fn push(&mut self, entry: &io_uring::squeue::Entry) -> bool {
+        // SAFETY: passed on from the caller.
+        if unsafe { self.ring.submission().push(entry) }.is_ok() {
+            return true;
+        }
+        if !self.sqpoll {
+            return false;
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while std::time::Instant::now() < until {
+            let _ = self.ring.submit();
+            std::thread::yield_now();
+            // SAFETY: passed on from the caller.
+            if unsafe { self.ring.submission().push(entry) }.is_ok() {
+                return true;
+            }
+        }
+        false
     }
 
     /// The read of `len` bytes at `start` into `ptr`, through what this ring has registered.
@@ -417,8 +485,8 @@ impl AsyncWorker for UringWorker {
         // and digested (the slot is not freed before then, and the core loop does not return
         // while any request is in flight: `in_flight` counts it), and the file outlives the
         // ring's use of it (registered or not: the worker holds it). The queue has room: no
-        // more than depth entries are ever outstanding.
-        if unsafe { self.ring.submission().push(&entry) }.is_err() {
+        // more than depth entries are ever outstanding (a polling thread's lag is waited out).
+        if !unsafe { self.push(&entry) } {
             self.free.push(slot);
             return Err(
                 Error::failed("read failed", "io_uring submission queue full").at(&self.path),
@@ -478,7 +546,11 @@ impl AsyncWorker for UringWorker {
             Err(Error::io("read failed", &self.path, &e))
         } else {
             self.complete(slot, piece, res as usize)
-                .map(|xor| PieceDone { xor, ops: 1 })
+                .map(|xor| PieceDone {
+                    xor,
+                    ops: 1,
+                    waited: 0,
+                })
         };
         Some((slot, done))
     }

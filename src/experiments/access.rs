@@ -226,6 +226,7 @@ pub fn run_access(
         file_hint: !cfg.classic,
         prefetch: !cfg.classic,
         map_each_run: false,
+        sqpoll: false,
     };
     // The classic benchmark read size / bs whole blocks.
     let len = if cfg.classic {

@@ -4,7 +4,7 @@
 use super::Observer;
 use super::host::{Host, host_facts};
 use crate::cache::{self, CacheMode, CacheState};
-use crate::engine::{self, EngineOptions, Moved, ReadMethod};
+use crate::engine::{self, Moved, ReadMethod};
 use crate::error::{Error, Result};
 use crate::measure::stats::{Summary, summarize};
 use crate::measure::{Counters, measure};
@@ -213,7 +213,7 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
     let w = cfg.shape.workload(cfg.bs, len);
-    let opts = EngineOptions::with_depth(cfg.shape.depth);
+    let opts = cfg.shape.engine_options();
     let runs = Runs::measure(cfg.runs, "read", obs, || {
         // Cache state is established and verified right before each run, outside the timing.
         let mut state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;

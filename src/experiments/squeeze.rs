@@ -373,6 +373,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
         file_hint: true,
         prefetch: false,
         map_each_run: false,
+        sqpoll: false,
     };
     let mut prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
     let ops = Arc::new(AtomicU64::new(0));

@@ -82,6 +82,7 @@ impl SweepConfig {
             seed: self.seed,
             threads: self.threads,
             depth: self.depth,
+            sqpoll: false,
         }
     }
 }

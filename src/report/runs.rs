@@ -14,6 +14,8 @@ struct RunSet<'a> {
     runs: &'a Runs,
     xor: u32,
     with_cache: bool,
+    /// Show the pieces the page cache could not serve without waiting (`pread-nowait`).
+    misses: bool,
 }
 
 /// `iolab read` in `format`.
@@ -39,12 +41,14 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
             &c.shape,
             [
                 ("depth", c.shape.depth.to_string()),
+                ("sqpoll", if c.shape.sqpoll { "yes" } else { "no" }.into()),
                 ("cache", c.cache.name().into()),
             ],
         ),
         runs: &r.runs,
         xor: r.xor,
         with_cache: true,
+        misses: c.method == crate::engine::ReadMethod::PreadNowait,
     };
     render(&set, format)
 }
@@ -71,6 +75,7 @@ pub fn write_report(r: &WriteResult, format: Format) -> String {
         runs: &r.runs,
         xor: r.xor,
         with_cache: false,
+        misses: false,
     };
     render(&set, format)
 }
@@ -130,6 +135,9 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    if set.misses {
+        header.push("missed".into());
+    }
     if set.with_cache {
         header.push("resident".into());
         header.push("cache ok".into());
@@ -148,6 +156,9 @@ fn rows(set: &RunSet) -> Vec<Vec<String>> {
                 .map(format_size)
                 .unwrap_or_else(|| "n/a".into()),
         );
+        if set.misses {
+            row.push(r.moved.waited.to_string());
+        }
         if set.with_cache {
             let c = r.cache.as_ref();
             row.push(
@@ -193,6 +204,9 @@ fn text(set: &RunSet) -> String {
     out.push('\n');
     out.push_str(&summary_line(set));
     out.push('\n');
+    if set.misses {
+        out.push_str("missed: blocks (or 64 MiB pieces) the page cache could not serve without waiting (RWF_NOWAIT said EAGAIN); a plain pread read them\n");
+    }
     out.push_str(&format!("Xor value is {}\n", format_xor(set.xor)));
     out
 }
@@ -227,6 +241,7 @@ fn csv(set: &RunSet) -> String {
             "device_read_bytes",
             "resident_pct",
             "cache_verified",
+            "cache_missed",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -257,6 +272,11 @@ fn csv(set: &RunSet) -> String {
                 .as_ref()
                 .map(|c| c.verified.to_string())
                 .unwrap_or_default(),
+            if set.misses {
+                r.moved.waited.to_string()
+            } else {
+                String::new()
+            },
         ]);
         out.push_str(&csv_line(&row));
     }

@@ -91,7 +91,11 @@ impl SyncWorker for MmapWriter {
             xor ^= xor_at(at, data);
             at += n as u64;
         }
-        Ok(PieceDone { xor, ops: 0 })
+        Ok(PieceDone {
+            xor,
+            ops: 0,
+            waited: 0,
+        })
     }
 
     fn end_block(&mut self, block: Block) -> Result<u64> {
