@@ -4,6 +4,7 @@
 pub mod access;
 pub mod advise;
 pub mod cache_cmd;
+pub mod child;
 pub mod classic;
 pub mod fast;
 pub mod host;

@@ -18,9 +18,8 @@ use crate::measure::series;
 use crate::measure::stats::{Summary, summarize};
 use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -313,19 +312,14 @@ impl Sampler {
 }
 
 fn send(out: &mut dyn Write, m: &Message) -> Result<()> {
-    let line = serde_json::to_string(m)
-        .map_err(|e| Error::failed("cannot write a sample", e.to_string()))?;
-    writeln!(out, "{line}")
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::failed("cannot write a sample", e.to_string()))
+    super::child::send(out, m)
 }
 
 /// The child: waits for one line on `go` (the parent has moved it into the group by then), runs
 /// the method for `cfg.seconds`, and writes a [`Message`] per line to `out`: a tick per second,
 /// then `done` (or `failed`).
 pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    let mut line = String::new();
-    let _ = go.read_line(&mut line);
+    super::child::wait_for_go(go);
     match work(cfg, out) {
         Ok(()) => Ok(()),
         Err(e) => send(
@@ -868,76 +862,31 @@ pub fn explain(methods: &[MethodSeries], bs: u64, read_ahead_kb: Option<u64>) ->
 }
 
 /// Runs one method in a child inside `group`; returns its ticks and its last message (done or
-/// failed). The child is registered so that Ctrl-C kills it before the group is removed.
+/// failed).
 fn run_child(
     exe: &Path,
     wc: &WorkerConfig,
     group: &MemoryGroup,
     mut each: impl FnMut(&Tick),
 ) -> Result<(Vec<Tick>, Message)> {
-    let arg = serde_json::to_string(wc)
-        .map_err(|e| Error::failed("cannot start the method", e.to_string()))?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("squeeze-worker")
-        .arg(arg)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    crate::sys::die_with_parent(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::io("cannot start the method's process", exe, &e))?;
-    let slot = crate::sys::cleanup::register_child(child.id());
-    let outcome = (|| -> Result<(Vec<Tick>, Message)> {
-        group.files().add(child.id())?;
-        let mut stdin = child.stdin.take().expect("piped");
-        stdin
-            .write_all(b"go\n")
-            .map_err(|e| Error::failed("cannot start the method", e.to_string()))?;
-        drop(stdin);
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut ticks = Vec::new();
-        for line in stdout.lines() {
-            let line =
-                line.map_err(|e| Error::failed("lost the method's samples", e.to_string()))?;
-            let msg: Message = serde_json::from_str(&line).map_err(|e| {
-                Error::failed("unreadable sample from the method", format!("{e}: {line}"))
-            })?;
-            match msg {
-                Message::Tick(t) => {
-                    each(&t);
-                    ticks.push(t);
-                }
-                end => return Ok((ticks, end)),
+    let mut all = super::child::run_in_group(exe, "squeeze-worker", wc, group, |m: &Message| {
+        match m {
+            Message::Tick(t) => {
+                each(t);
+                false
             }
+            _ => true,
         }
-        Err(Error::failed(
-            "the method's process ended without a result",
-            "killed? (the memory limit may be too small for the process itself)",
-        ))
-    })();
-    if outcome.is_err() {
-        let _ = child.kill();
-    }
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-    }
-    let status = child.wait();
-    if let Some(i) = slot {
-        crate::sys::cleanup::unregister_child(i);
-    }
-    match outcome {
-        Err(mut e) if !stderr.trim().is_empty() => {
-            e.cause = format!("{} ({})", e.cause, stderr.trim());
-            Err(e)
-        }
-        Err(e) => Err(e),
-        Ok(r) => {
-            let _ = status;
-            Ok(r)
-        }
-    }
+    })?;
+    let end = all.pop().expect("ends on done or failed");
+    let ticks = all
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::Tick(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    Ok((ticks, end))
 }
 
 #[cfg(test)]

@@ -25,6 +25,24 @@ pub fn fadvise(file: &File, advice: libc::c_int) -> io::Result<()> {
     }
 }
 
+/// `posix_fadvise` on `len` bytes from `offset`.
+pub fn fadvise_range(file: &File, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain system call on a valid open descriptor; no memory is passed.
+    let rc = unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            offset as libc::off_t,
+            len as libc::off_t,
+            advice,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
 /// `posix_fallocate`: reserve blocks so later writes through a mapping cannot hit ENOSPC.
 pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
     if len == 0 {
