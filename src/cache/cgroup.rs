@@ -264,6 +264,13 @@ impl GroupFiles {
         }
     }
 
+    /// A counter of the group's `memory.stat` (`pgsteal`, `workingset_refault_file`, ...), for
+    /// the group alone (v1 lists its hierarchy's totals as `total_*`, not read here).
+    pub fn stat(&self, key: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(self.path.join("memory.stat")).ok()?;
+        stat_value(&text, key)
+    }
+
     /// The process ids in the group.
     pub fn pids(&self) -> Vec<u32> {
         std::fs::read_to_string(self.path.join("cgroup.procs"))
@@ -277,6 +284,14 @@ impl GroupFiles {
         std::fs::write(&procs, pid.to_string())
             .map_err(|e| Error::io("cannot join the memory cgroup", &procs, &e))
     }
+}
+
+/// The value of `key` in a `memory.stat` text.
+pub fn stat_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok())?
+    })
 }
 
 /// A memory group this process made; removed when dropped.

@@ -10,6 +10,7 @@ mod classic_net;
 mod clean;
 mod fast;
 mod ior;
+mod pollute;
 mod read;
 mod recv;
 mod report;
@@ -70,6 +71,7 @@ pub enum Command {
     Recv(recv::RecvArgs),
     Transfer(transfer::TransferArgs),
     Squeeze(squeeze::SqueezeArgs),
+    Pollute(pollute::PolluteArgs),
     Ior(ior::IorArgs),
     Clean(clean::CleanArgs),
     Completions(shell::CompletionsArgs),
@@ -77,6 +79,9 @@ pub enum Command {
     /// Internal: one method of `squeeze`, run inside its memory cgroup.
     #[command(hide = true, name = "squeeze-worker")]
     SqueezeWorker(squeeze::WorkerArgs),
+    /// Internal: one stream of `pollute`, run inside its memory cgroup.
+    #[command(hide = true, name = "pollute-worker")]
+    PolluteWorker(pollute::WorkerArgs),
     #[command(subcommand)]
     Cache(cache::CacheCommand),
     /// The classic sender: master N f1 .. fN fcntl|mmap (port 2325).
@@ -191,9 +196,11 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Slave(a) => a.run_slave(ctx),
         Command::Transfer(a) => a.run(ctx),
         Command::Squeeze(a) => a.run(ctx),
+        Command::Pollute(a) => a.run(ctx),
         Command::Ior(a) => a.run(ctx),
         Command::Clean(a) => a.run(),
         Command::SqueezeWorker(a) => a.run(),
+        Command::PolluteWorker(a) => a.run(),
         Command::Completions(a) => a.run(),
         Command::Man(a) => a.run(),
     }

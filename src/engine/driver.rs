@@ -362,6 +362,9 @@ pub struct RunLimits {
     pub latencies: bool,
     /// Count finished blocks here while the run goes on (for a time series).
     pub progress: Option<Arc<AtomicU64>>,
+    /// Add each block to `progress` as it finishes, not in batches of
+    /// [`OpLog::TALLY_BATCH`]: for large blocks, whose count a short tick must see exactly.
+    pub progress_each: bool,
 }
 
 impl Prepared {
@@ -469,8 +472,11 @@ pub fn run_parts(
             p.limit(max * (i + 1) / n - max * i / n);
         }
     }
-    let log =
-        || OpLog::new(limits.latencies, limits.deadline).with_progress(limits.progress.clone());
+    let log = || {
+        OpLog::new(limits.latencies, limits.deadline)
+            .with_progress(limits.progress.clone())
+            .tally_each(limits.progress_each)
+    };
     let (first, rest) = workers.split_at_mut(1);
     let first = &mut first[0];
     let here = crate::sys::current_cpu();

@@ -356,6 +356,7 @@ impl Cells for AccessCells<'_> {
             deadline: cfg.duration.map(|d| Instant::now() + d),
             latencies: !cfg.untimed,
             progress: None,
+            progress_each: false,
         };
         let (out, counters) = measure(|| prepared.run_limited(limits));
         // Unmapped and closed after the clock, as the classic benchmark did.

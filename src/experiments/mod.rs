@@ -10,6 +10,7 @@ pub mod fast;
 pub mod host;
 pub mod ior;
 pub mod partb;
+pub mod pollute;
 pub mod read;
 pub mod run2;
 pub mod squeeze;

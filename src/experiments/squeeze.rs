@@ -409,6 +409,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
                         deadline: Some(deadline),
                         latencies: true,
                         progress: Some(ops.clone()),
+                        progress_each: false,
                     };
                     let (m, h) = prepared.run_over_limited(&parts, limits)?;
                     total.add(m);
@@ -869,15 +870,14 @@ fn run_child(
     group: &MemoryGroup,
     mut each: impl FnMut(&Tick),
 ) -> Result<(Vec<Tick>, Message)> {
-    let mut all = super::child::run_in_group(exe, "squeeze-worker", wc, group, |m: &Message| {
-        match m {
+    let mut all =
+        super::child::run_in_group(exe, "squeeze-worker", wc, group, |m: &Message| match m {
             Message::Tick(t) => {
                 each(t);
                 false
             }
             _ => true,
-        }
-    })?;
+        })?;
     let end = all.pop().expect("ends on done or failed");
     let ticks = all
         .into_iter()

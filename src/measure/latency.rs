@@ -189,6 +189,8 @@ pub struct OpLog {
     progress: Option<Arc<AtomicU64>>,
     /// Operations finished but not yet added to `progress`.
     pending: u64,
+    /// Operations per shared add to `progress`.
+    batch: u64,
 }
 
 impl OpLog {
@@ -265,6 +267,7 @@ impl OpLog {
             rng: 0x9e37_79b9,
             progress: None,
             pending: 0,
+            batch: Self::TALLY_BATCH,
         }
     }
 
@@ -272,6 +275,15 @@ impl OpLog {
     /// the rest when the log is dropped), so another thread can sample the rate during the run.
     pub fn with_progress(mut self, counter: Option<Arc<AtomicU64>>) -> OpLog {
         self.progress = counter;
+        self
+    }
+
+    /// With `each`, every operation is added to the progress counter as it finishes (large
+    /// operations, where one atomic add is nothing and a batch would blur a short tick).
+    pub fn tally_each(mut self, each: bool) -> OpLog {
+        if each {
+            self.batch = 1;
+        }
         self
     }
 
@@ -284,7 +296,7 @@ impl OpLog {
     pub fn tally(&mut self) {
         if let Some(p) = &self.progress {
             self.pending += 1;
-            if self.pending >= Self::TALLY_BATCH {
+            if self.pending >= self.batch {
                 p.fetch_add(self.pending, Ordering::Relaxed);
                 self.pending = 0;
             }

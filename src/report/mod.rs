@@ -4,6 +4,7 @@
 pub mod access;
 pub mod classic;
 pub mod ior;
+pub mod pollute;
 pub mod runs;
 pub mod squeeze;
 pub mod svg;

@@ -39,6 +39,7 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::vm::Vm,
     &exp::transfer::Transfer,
     &exp::squeeze::Squeeze,
+    &exp::pollute::Pollute,
 ];
 
 fn interrupted() -> Error {

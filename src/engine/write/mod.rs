@@ -321,13 +321,13 @@ pub fn prepare_write(
 
 impl PreparedWrite {
     /// Writes every part (one thread each) and finishes with the sync mode's last step.
-    pub fn run(mut self) -> Result<Moved> {
-        let (total, _) = run_parts(
-            &mut self.workers,
-            &self.parts,
-            RunLimits::default(),
-            "write failed",
-        )?;
+    pub fn run(self) -> Result<Moved> {
+        self.run_limited(RunLimits::default())
+    }
+
+    /// [`PreparedWrite::run`] within `limits` (a deadline, a progress counter).
+    pub fn run_limited(mut self, limits: RunLimits) -> Result<Moved> {
+        let (total, _) = run_parts(&mut self.workers, &self.parts, limits, "write failed")?;
         let path = &self.path;
         match self.finish {
             Finish::Nothing => {}

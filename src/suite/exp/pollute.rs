@@ -1,0 +1,75 @@
+//! Streaming beside a hot set: each stream method in a memory cgroup a quarter of the data file.
+
+use crate::engine::write::WriteMethod;
+use crate::error::{Error, Result};
+use crate::experiments::Observer;
+use crate::experiments::pollute::{PolluteConfig, PolluteResult, StreamMethod, run_pollute};
+use crate::report::Format;
+use crate::report::pollute::{pollute_plot, pollute_report};
+use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
+use crate::suite::findings::{self, Finding};
+
+/// `pollute` with the data file as the stream and a group a quarter of its size.
+pub struct Pollute;
+
+/// The stream file is this many times the group's memory.
+pub const OVERSIZE: u64 = 4;
+
+impl Entry for Pollute {
+    type Output = PolluteResult;
+    fn about(&self) -> &'static About {
+        &About {
+            name: "pollute",
+            title: "a stream beside a hot set",
+            explains: "A hot set, read at random by a thread that never stops, shares a memory cgroup with a stream through a file four times larger than the group may hold; each stream method in turn. Uncached I/O (RWF_DONTCACHE, Linux 6.14+) reads and writes through the page cache but drops its pages once done, so a buffered stream no longer pushes other data out; O_DIRECT and fadvise(DONTNEED) behind the reader are the older ways to the same end.",
+        }
+    }
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<PolluteResult> {
+        let worker = ctx.cfg.worker.clone().ok_or_else(|| {
+            Error::unsupported(
+                "cannot run pollute",
+                "it runs each stream in a process of its own and needs the iolab program (run by `iolab suite`)",
+            )
+        })?;
+        let size = std::fs::metadata(ctx.file()).map(|m| m.len()).unwrap_or(0);
+        let memory = (size / OVERSIZE).max(32 << 20);
+        let mut cfg = PolluteConfig::new(ctx.file().to_path_buf(), memory, worker);
+        // The steady half of the stream needs 7 ticks or more a method for an interval at 95%
+        // between two methods; on this project's VM the hot set slid for about a second after
+        // a stream started.
+        cfg.before = ctx.scale(0.8, 2.0);
+        cfg.seconds = ctx.scale(3.2, 8.0);
+        cfg.tick = ctx.scale(0.2, 0.5);
+        if ctx.cfg.quick {
+            cfg.reads = vec![
+                StreamMethod::Read,
+                StreamMethod::Uncached,
+                StreamMethod::FadviseDontneed,
+            ];
+            cfg.writes = vec![WriteMethod::Write, WriteMethod::Uncached];
+        }
+        run_pollute(&cfg, obs)
+    }
+
+    fn table(&self, out: &PolluteResult) -> String {
+        pollute_report(out, &findings::pollute(out), Format::Text, false)
+    }
+
+    fn markdown(&self, out: &PolluteResult) -> Option<String> {
+        Some(pollute_report(
+            out,
+            &findings::pollute(out),
+            Format::Markdown,
+            false,
+        ))
+    }
+
+    fn plot(&self, out: &PolluteResult) -> Option<String> {
+        Some(pollute_plot(out))
+    }
+
+    fn findings(&self, out: &PolluteResult, _: &SuiteResult) -> Vec<Finding> {
+        findings::pollute(out)
+    }
+}

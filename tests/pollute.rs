@@ -1,0 +1,218 @@
+//! `iolab pollute`: a stream beside a hot set in one memory cgroup. As root: every stream method
+//! runs, the methods that keep the cache out of it leave the hot set resident, a buffered stream
+//! fills the group, the finding's interval holds its ratio, and nothing is left behind (groups,
+//! the temporary hot set, the written stream). Without root: the reason, exit 1. Bad settings:
+//! exit 2 before anything is made.
+
+mod common;
+
+use common::{bytes, iolab, is_root};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn big_file(dir: &Path, mib: usize) -> PathBuf {
+    let p = dir.join("big.bin");
+    let mut f = std::fs::File::create(&p).unwrap();
+    for i in 0..mib {
+        f.write_all(&bytes(1 << 20, i as u64 + 7)).unwrap();
+    }
+    f.sync_all().unwrap();
+    p
+}
+
+fn has_memory_cgroup() -> bool {
+    Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()
+        || ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .iter()
+            .any(|d| {
+                std::fs::read_to_string(Path::new(d).join("cgroup.controllers"))
+                    .is_ok_and(|c| c.split_whitespace().any(|x| x == "memory"))
+            })
+}
+
+fn leftover_groups() -> Vec<String> {
+    let mut out = Vec::new();
+    for root in [
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/unified",
+    ] {
+        if let Ok(d) = std::fs::read_dir(root) {
+            out.extend(
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("iolab-squeeze-")),
+            );
+        }
+    }
+    out
+}
+
+fn run<'a>(v: &'a Value, dir: &str, method: &str) -> &'a Value {
+    v[dir]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["method"] == method)
+        .unwrap_or_else(|| panic!("no {dir} {method}"))
+}
+
+#[test]
+fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
+    if !is_root() || !has_memory_cgroup() {
+        eprintln!("skipped: needs root and a memory cgroup controller");
+        return;
+    }
+    let before = leftover_groups();
+    let dir = tempfile::tempdir().unwrap();
+    // A 16 MiB hot set in a 64 MiB group; smaller groups leave the process itself too little
+    // room (at 32 MiB a stream's read-ahead alone pushed the hot set out, whatever the method).
+    let file = big_file(dir.path(), 256);
+    let o = iolab()
+        .args(["pollute", file.to_str().unwrap()])
+        .args([
+            "--memory",
+            "64M",
+            "--hot-size",
+            "16M",
+            "--write-size",
+            "128M",
+        ])
+        .args([
+            "--before",
+            "600ms",
+            "--seconds",
+            "1600ms",
+            "--tick",
+            "200ms",
+        ])
+        .args(["--reads", "read,uncached,direct,mmap-seq,fadvise-dontneed"])
+        .args(["--writes", "write,uncached,direct", "--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let limit = v["limit"].as_f64().unwrap();
+    assert!((limit - 64.0 * 1048576.0).abs() < 1048576.0, "{limit}");
+    for d in ["reads", "writes"] {
+        for r in v[d].as_array().unwrap() {
+            let name = format!("{d} {}", r["method"]);
+            if !r["unsupported"].is_null() {
+                eprintln!("skipped {name}: {}", r["unsupported"]);
+                continue;
+            }
+            let ticks = r["ticks"].as_array().unwrap();
+            assert!(ticks.len() >= 10, "{name}: {} ticks", ticks.len());
+            assert!(ticks.iter().any(|t| t["streaming"] == false), "{name}");
+            let e = &r["effect"];
+            assert!(e["hot_alone"]["median"].as_f64().unwrap() > 0.0, "{name}");
+            assert!(
+                e["stream_mib_s"]["median"].as_f64().unwrap() > 0.0,
+                "{name}"
+            );
+            assert!(r["done"]["stream_bytes"].as_u64().unwrap() > 0, "{name}");
+        }
+    }
+    // O_DIRECT, fadvise(DONTNEED) behind the reader and uncached reads keep the stream's pages
+    // out of the group: the hot set stays resident through the stream.
+    for m in ["direct", "fadvise-dontneed", "uncached"] {
+        let r = run(&v, "reads", m);
+        if !r["unsupported"].is_null() {
+            continue;
+        }
+        let least = r["effect"]["hot_resident_min_pct"].as_f64().unwrap();
+        assert!(least >= 95.0, "read {m}: the hot set fell to {least}%");
+    }
+    // A buffered read stream fills the group to its limit.
+    let mem = run(&v, "reads", "read")["effect"]["mem_bytes"]
+        .as_f64()
+        .unwrap();
+    assert!(mem >= 0.8 * limit, "read: the group held {mem} of {limit}");
+    // The findings: each interval holds its ratio; a winner is named in the text.
+    let findings = v["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        let (r, lo, hi) = (
+            f["ratio"].as_f64().unwrap(),
+            f["ci"][0].as_f64().unwrap(),
+            f["ci"][1].as_f64().unwrap(),
+        );
+        assert!(lo <= r && r <= hi, "{f}");
+        let key = f["key"].as_str().unwrap();
+        assert!(key == "pollute-read" || key == "pollute-write", "{key}");
+        if let Some(w) = f["winner"].as_str() {
+            assert!(
+                f["text"].as_str().unwrap().contains(&format!(": {w} ")),
+                "{f}"
+            );
+        }
+    }
+    // Nothing left: groups, the temporary hot set, the written stream's file.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["big.bin"]);
+    let after: Vec<_> = leftover_groups()
+        .into_iter()
+        .filter(|g| !before.contains(g))
+        .collect();
+    assert!(after.is_empty(), "groups left: {after:?}");
+}
+
+#[test]
+fn without_root_it_says_why_and_exits_1_having_made_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 40);
+    let o = iolab()
+        .env("IOLAB_NO_ROOT", "1")
+        .args(["pollute", file.to_str().unwrap(), "--memory", "32M"])
+        .args(["--hot-size", "8M"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("needs root") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn settings_that_cannot_work_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path(), 16);
+    let f = file.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--memory", "32M"],
+            "the stream fits in the memory limit",
+        ),
+        (
+            vec!["--memory", "12M", "--hot-size", "8M", "--reads", "none"],
+            "the hot set does not fit",
+        ),
+        (
+            vec!["--memory", "8M", "--reads", "bogus"],
+            "unknown method 'bogus'",
+        ),
+        (
+            vec!["--memory", "8M", "--reads", "none", "--writes", "none"],
+            "no stream methods",
+        ),
+    ] {
+        let o = iolab()
+            .env("IOLAB_NO_ROOT", "1")
+            .args(["pollute", f])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
