@@ -5,7 +5,7 @@ use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
-use iolab::engine::ReadMethod;
+use iolab::engine::{ReadMethod, Work};
 use iolab::experiments::read::{ReadConfig, run_read};
 use iolab::report;
 use iolab::workload::Shape;
@@ -33,6 +33,10 @@ pub struct ReadArgs {
     pub size: Option<u64>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
+    /// What each block is used for: xor every 32-bit word, or copy (moved into a buffer and
+    /// not used, as fio's reads are; a mapping is copied out of)
+    #[arg(long, value_enum, default_value_t = Work::Xor)]
+    pub work: Work,
     /// io_uring methods: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL), so
     /// queuing a read is no system call; the thread spends a core while reads flow
     #[arg(long)]
@@ -66,6 +70,7 @@ impl ReadArgs {
             cache: self.cache.cache.unwrap_or(CacheMode::Warm),
             drop_all: self.cache.drop_all,
             runs: self.runs.repeats(),
+            work: self.work,
         })
     }
 

@@ -4,7 +4,7 @@
 use super::Observer;
 use super::host::{Host, host_facts};
 use crate::cache::{self, CacheMode, CacheState};
-use crate::engine::{self, Moved, ReadMethod};
+use crate::engine::{self, Moved, ReadMethod, Work};
 use crate::error::{Error, Result};
 use crate::measure::stats::{Summary, summarize};
 use crate::measure::{Counters, measure};
@@ -33,6 +33,10 @@ pub struct ReadConfig {
     /// Warm-up and counted runs.
     #[serde(flatten)]
     pub runs: Repeats,
+    /// What each block is used for: XOR (the default), or `copy` (moved into a buffer and not
+    /// used, as fio's reads are; the XOR then checks nothing).
+    #[serde(default)]
+    pub work: Work,
 }
 
 /// One run, counted or warm-up.
@@ -213,7 +217,10 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
     let w = cfg.shape.workload(cfg.bs, len);
-    let opts = cfg.shape.engine_options();
+    let opts = engine::EngineOptions {
+        work: cfg.work,
+        ..cfg.shape.engine_options()
+    };
     let runs = Runs::measure(cfg.runs, "read", obs, || {
         // Cache state is established and verified right before each run, outside the timing.
         let mut state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
@@ -248,6 +255,12 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         warnings.push(note);
     }
     warnings.extend(runs.outlier_warning());
+    if cfg.work != Work::Xor {
+        warnings.push(format!(
+            "--work {}: the bytes were not used, so the XOR printed checks nothing",
+            cfg.work.name()
+        ));
+    }
     Ok(ReadResult {
         host: host_facts(Some(&cfg.path), command_line),
         config: cfg.clone(),
