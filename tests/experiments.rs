@@ -551,3 +551,66 @@ fn sweep_rounds_go_on_to_a_decision_and_say_how_they_went() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("ran under 5 ms a run"), "{err}");
 }
+
+/// `advise`'s answers are what its own rows say: the best by median, its paired ratio inside its
+/// interval, "clear" only when the interval clears 1 by 5%; uncached "matches" only when its
+/// interval says within 5% or faster.
+#[test]
+fn advise_says_what_its_measurements_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "adv", &bytes(8 << 20, 5));
+    let v = json(&["advise", f.to_str().unwrap(), "--format", "json"]);
+    let rows = v["measured"]["rows"].as_array().unwrap();
+    let advice = v["advice"].as_array().unwrap();
+    assert_eq!(advice.len(), 2, "warm and cold");
+    for a in advice {
+        let cache = a["cache"].as_str().unwrap();
+        let best = rows
+            .iter()
+            .filter(|r| r["cache"] == cache && r["unsupported"].is_null())
+            .max_by(|x, y| {
+                let m = |r: &serde_json::Value| r["kiops"]["median"].as_f64().unwrap();
+                m(x).total_cmp(&m(y))
+            })
+            .unwrap();
+        assert_eq!(a["best"], best["method"], "{cache}");
+        let (r, lo, hi) = (
+            a["ratio"].as_f64().unwrap(),
+            a["ci"][0].as_f64().unwrap(),
+            a["ci"][1].as_f64().unwrap(),
+        );
+        assert!(lo <= r && r <= hi, "{a}");
+        assert_eq!(
+            a["clear"].as_bool().unwrap(),
+            lo > 1.05 && a["best"] != a["versus"],
+            "{a}"
+        );
+    }
+    let uncached_rows = rows
+        .iter()
+        .filter(|r| r["method"] == "uncached" && r["unsupported"].is_null())
+        .count();
+    assert_eq!(
+        v["uncached"].as_array().unwrap().len(),
+        uncached_rows.min(2)
+    );
+    for u in v["uncached"].as_array().unwrap() {
+        let (r, lo, hi) = (
+            u["ratio"].as_f64().unwrap(),
+            u["ci"][0].as_f64().unwrap(),
+            u["ci"][1].as_f64().unwrap(),
+        );
+        assert!(lo <= r && r <= hi, "{u}");
+        let within = lo >= 1.0 / 1.05 && hi <= 1.05;
+        assert_eq!(u["matches"].as_bool().unwrap(), within || lo > 1.05, "{u}");
+    }
+    let text = iolab()
+        .args(["advise", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Advice, warm cache") && text.contains("Advice, cold cache"),
+        "{text}"
+    );
+}

@@ -36,6 +36,22 @@ pub struct Advice {
     pub device_bytes_per_byte: Option<f64>,
 }
 
+/// Uncached reads against the plain call, for one cache state: what reading without keeping the
+/// file in the page cache costs here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UncachedAdvice {
+    /// The cache state it applies to.
+    pub cache: CacheMode,
+    /// uncached / the plain call (read or pread), paired by round.
+    pub ratio: f64,
+    /// Its interval.
+    pub ci: [f64; 2],
+    /// What the interval decided.
+    pub decided: decide::Decided,
+    /// Uncached is at least as fast: within 5%, or faster.
+    pub matches: bool,
+}
+
 /// What `iolab advise` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdviseResult {
@@ -49,6 +65,10 @@ pub struct AdviseResult {
     pub resident_now: f64,
     /// One answer per cache state.
     pub advice: Vec<Advice>,
+    /// Uncached reads against the plain call, per cache state (none where the kernel or file
+    /// system lacks them: `unsupported` in the measured rows says why).
+    #[serde(default)]
+    pub uncached: Vec<UncachedAdvice>,
     /// The measurements behind it.
     pub measured: AccessResult,
 }
@@ -88,6 +108,7 @@ pub fn run_advise(
             ReadMethod::Mmap,
             hint,
             ReadMethod::Uring,
+            ReadMethod::Uncached,
         ],
         caches: vec![CacheMode::Warm, CacheMode::Cold],
         threads,
@@ -146,12 +167,37 @@ pub fn run_advise(
             })
         })
         .collect();
+    let uncached = [CacheMode::Warm, CacheMode::Cold]
+        .into_iter()
+        .filter_map(|c| {
+            let row = |m: ReadMethod| {
+                measured
+                    .rows
+                    .iter()
+                    .filter(usable)
+                    .find(|r| r.cache == c && r.method == m)
+            };
+            let (u, base) = (row(ReadMethod::Uncached)?, row(baseline)?);
+            let (a, b) = (&u.kiops.samples, &base.kiops.samples);
+            let m = a.len().min(b.len());
+            let r = decide::paired(&a[..m], &b[..m], measured.rounds.looks_for_verdicts())?;
+            Some(UncachedAdvice {
+                cache: c,
+                ratio: r.ratio,
+                ci: r.ci,
+                decided: r.decided,
+                matches: r.decided == decide::Decided::Equivalent
+                    || (r.decided == decide::Decided::Winner && r.a_larger == Some(true)),
+            })
+        })
+        .collect();
     Ok(AdviseResult {
         path: path.to_path_buf(),
         pattern,
         bs,
         resident_now,
         advice,
+        uncached,
         measured,
     })
 }

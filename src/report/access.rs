@@ -179,6 +179,30 @@ pub fn advise_report(r: &crate::experiments::advise::AdviseResult, format: Forma
         }
         out.push('\n');
     }
+    for u in &r.uncached {
+        let figures = format!(
+            "{:.2}x {}, interval {:.2}-{:.2}",
+            u.ratio,
+            r.advice
+                .first()
+                .map_or("the plain call", |a| a.versus.name()),
+            u.ci[0],
+            u.ci[1]
+        );
+        let verdict = match (u.matches, u.decided) {
+            (true, _) => {
+                "as fast as buffered reads here, and it drops the pages it read (RWF_DONTCACHE): for data read once, it leaves the page cache to everything else"
+            }
+            (false, crate::measure::decide::Decided::Winner) => {
+                "slower than buffered reads here: keeping the file out of the cache costs this much"
+            }
+            _ => "not told apart from buffered reads by these rounds",
+        };
+        out.push_str(&format!(
+            "Uncached, {} cache: {verdict} ({figures})\n",
+            u.cache.name()
+        ));
+    }
     if let Some(c) = r.measured.config.cold_ops {
         out.push_str(&format!(
             "Cold runs read a sparse sample of {c} blocks each (of {}), as a reader that jumps around would.\n",
