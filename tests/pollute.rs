@@ -88,7 +88,14 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
             "200ms",
         ])
         .args(["--reads", "read,uncached,direct,mmap-seq,fadvise-dontneed"])
-        .args(["--writes", "write,uncached,direct", "--format", "json"])
+        .args([
+            "--writes",
+            "write,uncached,direct",
+            "--passes",
+            "1",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

@@ -168,6 +168,11 @@ fn check_report(dir: &Path) -> serde_json::Value {
     ] {
         assert!(!html.contains(bad), "external reference: {bad}");
     }
+    // Markdown is rendered, not shown: no emphasis marks or table rules left as text.
+    for raw in ["**", "|---"] {
+        assert!(!html.contains(raw), "literal {raw} in report.html");
+    }
+    assert!(html.contains("<b>"), "bold text is bold");
     v
 }
 

@@ -55,6 +55,10 @@ pub struct PolluteArgs {
     /// Time between samples
     #[arg(long, default_value = "500ms", value_parser = args::duration)]
     pub tick: Duration,
+    /// Runs of each method, interleaved: a finding names a winner only when every run's
+    /// interval does (ticks within one run share its state)
+    #[arg(long, default_value_t = 2, value_parser = args::positive)]
+    pub passes: usize,
     /// Also print every method's ticks (text and Markdown; CSV always has them)
     #[arg(long)]
     pub ticks: bool,
@@ -109,6 +113,7 @@ impl PolluteArgs {
         cfg.before = self.before.as_secs_f64();
         cfg.seconds = self.seconds.as_secs_f64();
         cfg.tick = self.tick.as_secs_f64();
+        cfg.passes = self.passes;
         cfg.cgroup_parent = self.cgroup_parent;
         let r = run_pollute(&cfg, &ctx.progress)?;
         ctx.progress.clear();

@@ -147,6 +147,38 @@ pub fn decide(ci: [f64; 2]) -> (Decided, Option<bool>) {
     }
 }
 
+/// One verdict from the verdicts of the same comparison in several independent runs (each from
+/// that run's own samples, e.g. its ticks): the hull of their intervals, so that a winner is
+/// named only when every run names it, and "within 5%" only when every run says so. Samples
+/// within one run share that run's state (a squeezed page cache settles differently from run
+/// to run); the runs' spread is what the hull adds. The ratio is the geometric mean of the
+/// runs' ratios; the level the least of theirs (below [`LEVEL`] nothing is decided); rounds
+/// add up. `None` without verdicts.
+pub fn replicated(runs: &[Verdict]) -> Option<Verdict> {
+    let first = runs.first()?;
+    let lo = runs.iter().map(|v| v.ci[0]).fold(f64::INFINITY, f64::min);
+    let hi = runs
+        .iter()
+        .map(|v| v.ci[1])
+        .fold(f64::NEG_INFINITY, f64::max);
+    let ratio = (runs.iter().map(|v| v.ratio.ln()).sum::<f64>() / runs.len() as f64).exp();
+    let level = runs.iter().map(|v| v.level).fold(f64::INFINITY, f64::min);
+    let (decided, a_larger) = if level >= LEVEL {
+        decide([lo, hi])
+    } else {
+        (Decided::Undecided, None)
+    };
+    Some(Verdict {
+        ratio,
+        ci: [lo, hi],
+        level,
+        rounds: runs.iter().map(|v| v.rounds).sum(),
+        kind: first.kind,
+        decided,
+        a_larger,
+    })
+}
+
 /// The error each of `looks` looks may spend.
 fn per_look(looks: usize) -> f64 {
     (1.0 - LEVEL) / looks.max(1) as f64
@@ -564,5 +596,45 @@ mod tests {
             early += usize::from(v.rounds == LOOKS[0]);
         }
         assert!(early >= 450, "{early}");
+    }
+
+    #[test]
+    fn a_replicated_verdict_names_a_winner_only_when_every_run_does() {
+        let v = |lo: f64, hi: f64| Verdict {
+            ratio: (lo * hi).sqrt(),
+            ci: [lo, hi],
+            level: LEVEL,
+            rounds: 8,
+            kind: RatioKind::OfMedians,
+            decided: decide([lo, hi]).0,
+            a_larger: decide([lo, hi]).1,
+        };
+        let both = replicated(&[v(2.0, 5.0), v(1.5, 3.0)]).unwrap();
+        assert_eq!(
+            (both.decided, both.a_larger, both.ci),
+            (Decided::Winner, Some(true), [1.5, 5.0])
+        );
+        assert_eq!(both.rounds, 16);
+        assert!(both.ci[0] <= both.ratio && both.ratio <= both.ci[1]);
+        // One run names the other side, or none: undecided.
+        let split = replicated(&[v(2.0, 5.0), v(0.2, 0.5)]).unwrap();
+        assert_eq!(split.decided, Decided::Undecided);
+        assert_eq!(
+            replicated(&[v(2.0, 5.0), v(0.9, 3.0)]).unwrap().decided,
+            Decided::Undecided
+        );
+        // Within 5% in every run: within 5%.
+        assert_eq!(
+            replicated(&[v(0.98, 1.02), v(0.99, 1.04)]).unwrap().decided,
+            Decided::Equivalent
+        );
+        // A run short of the level decides nothing.
+        let mut short = v(2.0, 5.0);
+        short.level = 0.9;
+        assert_eq!(
+            replicated(&[v(2.0, 5.0), short]).unwrap().decided,
+            Decided::Undecided
+        );
+        assert!(replicated(&[]).is_none());
     }
 }

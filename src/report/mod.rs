@@ -84,11 +84,16 @@ pub fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A Markdown table from rows of cells (first row is the header).
+/// A Markdown table from rows of cells (first row is the header); a `|` in a cell is escaped, so
+/// that it stays in its cell, and a line break becomes a space.
 pub fn markdown_table(rows: &[Vec<String>]) -> String {
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
-        out.push_str(&format!("| {} |\n", row.join(" | ")));
+        let cells: Vec<String> = row
+            .iter()
+            .map(|c| c.replace('|', "\\|").replace(['\n', '\r'], " "))
+            .collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
         if i == 0 {
             out.push_str(&format!(
                 "|{}\n",

@@ -41,10 +41,19 @@ fn label(m: &StreamRun) -> String {
     format!("{} {}", if m.writes { "write" } else { "read" }, m.method)
 }
 
+/// The label with the run's number when there are several.
+fn run_label(r: &PolluteResult, m: &StreamRun) -> String {
+    if r.config.passes > 1 {
+        format!("{} #{}", label(m), m.pass + 1)
+    } else {
+        label(m)
+    }
+}
+
 fn summary_rows(r: &PolluteResult) -> Vec<Vec<String>> {
     let mut rows = vec![SUMMARY_HEADER.iter().map(|s| s.to_string()).collect()];
     for m in r.reads.iter().chain(&r.writes) {
-        let mut row = vec![label(m)];
+        let mut row = vec![run_label(r, m)];
         match (&m.unsupported, &m.effect) {
             (Some(why), _) => {
                 row.push("unsupported".into());
@@ -121,7 +130,7 @@ fn heading(r: &PolluteResult) -> String {
     )
 }
 
-const NOTES: &str = "Medians over the hot reader's ticks alone (its first left out) and over the second half of the stream's (the first half holds the stream's start and the hot set's slide); interval: the hot KIOPS median's at 95%. hot resident: the hot file's pages in the page cache under the stream (least: the lowest tick). evicted/s: pages the group evicted to stay under its limit (memory.stat: pgsteal; in cgroup v1 pgpgout, every page uncharged, the pages uncached I/O drops itself included); refaults/s: file pages of the group read again soon after their eviction (workingset_refault_file): the hot set's, or the stream's own read-ahead evicted before it was read. kswapd scan/s: machine-wide, the machine's own pressure. A written stream's file is never kept.\n";
+const NOTES: &str = "Each method ran --passes times, interleaved (#1, #2); a finding names a winner only when every run's interval does. Medians over the hot reader's ticks alone (its first left out) and over the second half of the stream's (the first half holds the stream's start and the hot set's slide); interval: the hot KIOPS median's at 95%. hot resident: the hot file's pages in the page cache under the stream (least: the lowest tick). evicted/s: pages the group evicted to stay under its limit (memory.stat: pgsteal; in cgroup v1 pgpgout, every page uncharged, the pages uncached I/O drops itself included); refaults/s: file pages of the group read again soon after their eviction (workingset_refault_file): the hot set's, or the stream's own read-ahead evicted before it was read. kswapd scan/s: machine-wide, the machine's own pressure. A written stream's file is never kept.\n";
 
 /// `iolab pollute` in `format`, with its findings; `ticks` adds every method's series to text.
 pub fn pollute_report(
@@ -140,7 +149,11 @@ pub fn pollute_report(
             json(&v)
         }
         Format::Csv => {
-            let mut header = vec!["direction".to_string(), "method".to_string()];
+            let mut header = vec![
+                "direction".to_string(),
+                "method".to_string(),
+                "run".to_string(),
+            ];
             header.extend(TICK_HEADER.iter().map(|s| super::csv_key(s)));
             let mut out = csv_line(&header);
             for m in runs() {
@@ -148,6 +161,7 @@ pub fn pollute_report(
                     let mut row = vec![
                         if m.writes { "write" } else { "read" }.to_string(),
                         m.method.clone(),
+                        (m.pass + 1).to_string(),
                     ];
                     row.extend(tick_cells(t));
                     out.push_str(&csv_line(&row));
@@ -168,7 +182,7 @@ pub fn pollute_report(
             out.push_str(&tab(&summary_rows(r)));
             if ticks {
                 for m in runs().filter(|m| !m.ticks.is_empty()) {
-                    out.push_str(&format!("\n{}\n\n", label(m)));
+                    out.push_str(&format!("\n{}\n\n", run_label(r, m)));
                     let mut rows = vec![TICK_HEADER.iter().map(|s| s.to_string()).collect()];
                     rows.extend(m.ticks.iter().map(tick_cells));
                     out.push_str(&tab(&rows));
@@ -192,7 +206,7 @@ pub fn pollute_plot(r: &PolluteResult) -> String {
             .chain(&r.writes)
             .filter(|m| !m.ticks.is_empty())
             .map(|m| Series {
-                name: label(m),
+                name: run_label(r, m),
                 points: m
                     .ticks
                     .iter()

@@ -70,10 +70,16 @@ struct Side {
 
 /// How the two sides were measured: in the same rounds of a harness that looked `looks` times,
 /// or apart (`looks` then counts the looks either side's runs were taken under).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Pairing {
-    Paired { looks: usize },
-    Apart { looks: usize },
+    Paired {
+        looks: usize,
+    },
+    Apart {
+        looks: usize,
+    },
+    /// The verdict already drawn (from several runs: [`decide::replicated`]).
+    Given(decide::Verdict),
 }
 
 /// Compares `a` with `b` on `what` (figures in `unit`). `None` when either side has no runs,
@@ -96,6 +102,7 @@ fn compare(
             decide::paired(&a.s.samples[..m], &b.s.samples[..m], looks)?
         }
         Pairing::Apart { looks } => decide::unpaired(&a.s.samples, &b.s.samples, looks)?,
+        Pairing::Given(v) => v,
     };
     let a_ahead = match (v.a_larger, better) {
         (None, _) => None,
@@ -577,6 +584,44 @@ pub fn pollute(r: &PolluteResult) -> Vec<Finding> {
     out
 }
 
+/// One stream method's runs: its effect in each pass it ran.
+struct MethodRuns<'a> {
+    name: &'a str,
+    writes: bool,
+    passes: Vec<(usize, &'a Effect)>,
+}
+
+impl MethodRuns<'_> {
+    /// The median of its runs' hot KIOPS medians.
+    fn hot_median(&self) -> f64 {
+        crate::report::median(self.passes.iter().map(|(_, e)| e.hot_kiops.median))
+    }
+
+    /// Every run's samples of `f` together, for the figures a finding prints.
+    fn pooled(&self, f: fn(&Effect) -> &Summary) -> Summary {
+        summarize(
+            &self
+                .passes
+                .iter()
+                .flat_map(|(_, e)| f(e).samples.iter().copied())
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// `a` against `b` on `f`, run by run (the same pass), as one replicated verdict.
+fn per_pass(a: &MethodRuns, b: &MethodRuns, f: fn(&Effect) -> &Summary) -> Option<decide::Verdict> {
+    let verdicts: Vec<decide::Verdict> = a
+        .passes
+        .iter()
+        .filter_map(|(p, ea)| {
+            let (_, eb) = b.passes.iter().find(|(q, _)| q == p)?;
+            decide::unpaired(&f(ea).samples, &f(eb).samples, 1)
+        })
+        .collect();
+    decide::replicated(&verdicts)
+}
+
 fn pollute_pair(
     r: &PolluteResult,
     runs: &[StreamRun],
@@ -584,38 +629,47 @@ fn pollute_pair(
     order: &[&str],
     key: &str,
 ) -> Option<Finding> {
-    let usable: Vec<(&StreamRun, &Effect)> = runs
-        .iter()
-        .filter(|m| m.unsupported.is_none())
-        .filter_map(|m| Some((m, m.effect.as_ref()?)))
-        .collect();
-    let find = |name: &str| usable.iter().find(|(m, _)| m.method == name).copied();
+    let mut methods: Vec<MethodRuns> = Vec::new();
+    for m in runs.iter().filter(|m| m.unsupported.is_none()) {
+        let Some(e) = m.effect.as_ref() else { continue };
+        match methods.iter_mut().find(|x| x.name == m.method) {
+            Some(x) => x.passes.push((m.pass, e)),
+            None => methods.push(MethodRuns {
+                name: &m.method,
+                writes: m.writes,
+                passes: vec![(m.pass, e)],
+            }),
+        }
+    }
+    let find = |name: &str| methods.iter().find(|m| m.name == name);
     let base = find(plain)?;
-    let best = usable
+    let best = methods
         .iter()
-        .max_by(|a, b| a.1.hot_kiops.median.total_cmp(&b.1.hot_kiops.median))?;
-    // As fast as the best: no interval says the best is ahead.
-    let level_with_best = |e: &Effect| {
-        std::ptr::eq(e, best.1)
-            || decide::unpaired(&best.1.hot_kiops.samples, &e.hot_kiops.samples, 1)
+        .max_by(|a, b| a.hot_median().total_cmp(&b.hot_median()))?;
+    let hot: fn(&Effect) -> &Summary = |e| &e.hot_kiops;
+    // Level with the best: no replicated interval says the best is ahead.
+    let level_with_best = |m: &MethodRuns| {
+        m.name == best.name
+            || per_pass(best, m, hot)
                 .is_none_or(|v| !(v.decided == Decided::Winner && v.a_larger == Some(true)))
     };
-    let tied: Vec<(&StreamRun, &Effect)> = order
+    let tied: Vec<&MethodRuns> = order
         .iter()
         .filter_map(|n| find(n))
-        .filter(|(_, e)| level_with_best(e))
+        .filter(|m| level_with_best(m))
         .collect();
     let chosen = tied
         .first()
         .copied()
         .or_else(|| order.iter().find_map(|n| find(n)))?;
-    let side = |(m, e): (&StreamRun, &Effect)| Side {
-        name: m.method.clone(),
-        s: e.hot_kiops.clone(),
+    let v = per_pass(chosen, base, hot)?;
+    let side = |m: &MethodRuns| Side {
+        name: m.name.to_string(),
+        s: m.pooled(hot),
         cite: format!(
             "pollute: {} {}",
             if m.writes { "write" } else { "read" },
-            m.method
+            m.name
         ),
     };
     let verb = if plain == "read" { "reads" } else { "writes" };
@@ -631,38 +685,40 @@ fn pollute_pair(
             format!("{} a pass", crate::size::format_size(r.config.write_size))
         },
         crate::size::format_size(r.limit),
-        chosen.0.method
+        chosen.name
     );
     let mut f = compare(
         key,
         &what,
         "hot KIOPS",
         Better::Higher,
-        Pairing::Apart { looks: 1 },
+        Pairing::Given(v),
         side(chosen),
         side(base),
     )?;
-    // Each measurement is one tick under the stream, not a separate run.
-    f.text = f.text.replace(" rounds)", " ticks)");
-    let pct = |e: &Effect| {
-        e.hot_resident_pct
-            .map_or("-".into(), |p| format!("{p:.0}%"))
+    // Each measurement is one tick under the stream, not a separate run; the interval is the
+    // hull of each run's.
+    let n_runs = chosen.passes.len().min(base.passes.len());
+    f.text = f.text.replace(
+        " rounds)",
+        &format!(" ticks, {n_runs} runs of each, every run's interval within it)"),
+    );
+    let pct = |m: &MethodRuns| {
+        let p = crate::report::median(m.passes.iter().filter_map(|(_, e)| e.hot_resident_pct));
+        format!("{p:.0}%")
     };
     let mut more = vec![format!(
         "hot set resident {} under {} against {} under {plain}",
-        pct(chosen.1),
-        chosen.0.method,
-        pct(base.1)
+        pct(chosen),
+        chosen.name,
+        pct(base)
     )];
-    if let Some(v) = decide::unpaired(
-        &chosen.1.stream_mib_s.samples,
-        &base.1.stream_mib_s.samples,
-        1,
-    ) {
+    let stream: fn(&Effect) -> &Summary = |e| &e.stream_mib_s;
+    if let Some(v) = per_pass(chosen, base, stream) {
         more.push(format!(
             "the stream itself ran at {:.0} MiB/s against {:.0} ({:.2}x, interval {:.2}-{:.2}x{})",
-            chosen.1.stream_mib_s.median,
-            base.1.stream_mib_s.median,
+            chosen.pooled(stream).median,
+            base.pooled(stream).median,
             v.ratio,
             v.ci[0],
             v.ci[1],
@@ -675,10 +731,10 @@ fn pollute_pair(
     }
     let others: Vec<&str> = tied
         .iter()
-        .filter(|(m, _)| m.method != chosen.0.method)
-        .map(|(m, _)| m.method.as_str())
+        .filter(|m| m.name != chosen.name)
+        .map(|m| m.name)
         .collect();
-    if best.0.method == plain && !std::ptr::eq(best.1, chosen.1) {
+    if best.name == plain && best.name != chosen.name {
         more.push(format!("{plain} itself kept the hot set fastest by median"));
     } else if !others.is_empty() {
         more.push(format!(
@@ -1042,6 +1098,11 @@ mod pollute_tests {
     }
 
     fn result(reads: &[(&str, f64)]) -> PolluteResult {
+        passes(&[reads])
+    }
+
+    /// Several passes, each the hot KIOPS of each method.
+    fn passes(each: &[&[(&str, f64)]]) -> PolluteResult {
         PolluteResult {
             config: PolluteConfig::new("big".into(), 256 << 20, "iolab".into()),
             stream_size: 1 << 30,
@@ -1051,11 +1112,14 @@ mod pollute_tests {
                 parent: "/sys/fs/cgroup/memory".into(),
             },
             limit: 256 << 20,
-            reads: reads
+            reads: each
                 .iter()
-                .map(|(m, hot)| StreamRun {
+                .enumerate()
+                .flat_map(|(pass, reads)| reads.iter().map(move |r| (pass, r)))
+                .map(|(pass, (m, hot))| StreamRun {
                     method: m.to_string(),
                     writes: false,
+                    pass,
                     unsupported: None,
                     ticks: Vec::new(),
                     done: None,
@@ -1107,6 +1171,42 @@ mod pollute_tests {
             ("fadvise-dontneed", 1400.0),
         ]);
         assert_eq!(pollute(&r)[0].winner.as_deref(), Some("fadvise-dontneed"));
+    }
+
+    #[test]
+    fn a_winner_must_win_in_every_run() {
+        let agree = passes(&[
+            &[("read", 8.0), ("uncached", 1400.0)],
+            &[("read", 50.0), ("uncached", 1300.0)],
+        ]);
+        let f = &pollute(&agree)[0];
+        assert_eq!(f.winner.as_deref(), Some("uncached"), "{}", f.text);
+        assert!(f.text.contains("2 runs of each"), "{}", f.text);
+        // The second run reverses the first: nobody wins.
+        let split = passes(&[
+            &[("write", 25.0), ("uncached", 1.1)],
+            &[("write", 3.0), ("uncached", 20.0)],
+        ]);
+        let f = &pollute(&PolluteResult {
+            writes: split
+                .reads
+                .iter()
+                .map(|r| StreamRun {
+                    writes: true,
+                    method: r.method.replace("read", "write"),
+                    ..r.clone()
+                })
+                .collect(),
+            reads: Vec::new(),
+            ..split.clone()
+        })[0];
+        assert_eq!(
+            (f.key.as_str(), f.winner.as_deref()),
+            ("pollute-write", None),
+            "{}",
+            f.text
+        );
+        assert_eq!(f.decided, Some(Decided::Undecided), "{}", f.text);
     }
 
     #[test]

@@ -274,78 +274,105 @@ fn cell_html(tag: &str, text: &str, header: &str) -> String {
     format!("<{tag}{class}>{}</{tag}>", esc(t))
 }
 
-/// The cells of a Markdown table row.
-fn md_cells(line: &str) -> Vec<String> {
-    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
-    inner.split('|').map(|c| c.trim().to_string()).collect()
-}
-
-/// A report's Markdown (tables, lines, `== stage` blocks) as HTML: tables become `<table>`s in a
-/// scrolling wrapper, `== ` blocks fold into `<details>`, other lines are kept as lines.
+/// A report's Markdown as HTML, parsed by pulldown-cmark (CommonMark with tables): tables go into
+/// a scrolling wrapper with numbers right-aligned and a failed check marked ([`cell_html`]),
+/// a paragraph keeps its lines, bold and code are kept, and `== ` blocks fold into `<details>`.
+/// Raw HTML in the text is shown as text, never passed through (a results.json may be hostile).
 pub(crate) fn md_to_html(md: &str) -> String {
     let mut html = String::new();
-    let mut text: Vec<&str> = Vec::new();
-    let mut table: Vec<&str> = Vec::new();
+    let mut chunk = String::new();
     let mut open_details = false;
-    let flush_text = |text: &mut Vec<&str>, html: &mut String| {
-        if !text.is_empty() {
-            html.push_str(&format!(
-                "<p class=\"lines\">{}</p>",
-                text.iter().map(|l| esc(l)).collect::<Vec<_>>().join("<br>")
-            ));
-            text.clear();
-        }
-    };
-    let flush_table = |table: &mut Vec<&str>, html: &mut String| {
-        if table.is_empty() {
-            return;
-        }
-        let rows: Vec<Vec<String>> = table
-            .iter()
-            .filter(|l| !(l.contains("---") && l.replace(['|', '-', ':', ' '], "").is_empty()))
-            .map(|l| md_cells(l))
-            .collect();
-        html.push_str("<div class=\"tw\"><table>");
-        let header = rows.first().cloned().unwrap_or_default();
-        for (i, row) in rows.iter().enumerate() {
-            let tag = if i == 0 { "th" } else { "td" };
-            html.push_str("<tr>");
-            for (j, c) in row.iter().enumerate() {
-                html.push_str(&cell_html(
-                    tag,
-                    c,
-                    header.get(j).map(String::as_str).unwrap_or(""),
-                ));
-            }
-            html.push_str("</tr>");
-        }
-        html.push_str("</table></div>");
-        table.clear();
-    };
     for line in md.lines() {
-        if line.trim_start().starts_with('|') {
-            flush_text(&mut text, &mut html);
-            table.push(line);
-            continue;
-        }
-        flush_table(&mut table, &mut html);
         if let Some(title) = line.strip_prefix("== ") {
-            flush_text(&mut text, &mut html);
+            html.push_str(&markdown_chunk(&chunk));
+            chunk.clear();
             if open_details {
                 html.push_str("</details>");
             }
             html.push_str(&format!("<details><summary>{}</summary>", esc(title)));
             open_details = true;
-        } else if line.trim().is_empty() {
-            flush_text(&mut text, &mut html);
         } else {
-            text.push(line);
+            chunk.push_str(line);
+            chunk.push('\n');
         }
     }
-    flush_table(&mut table, &mut html);
-    flush_text(&mut text, &mut html);
+    html.push_str(&markdown_chunk(&chunk));
     if open_details {
         html.push_str("</details>");
+    }
+    html
+}
+
+/// One block of Markdown (no `== ` lines) as HTML.
+fn markdown_chunk(md: &str) -> String {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut html = String::new();
+    // In a table: the header row's cells (for each column's kind), the cell being read, and
+    // whether the row is the header.
+    let mut header: Vec<String> = Vec::new();
+    let mut cell: Option<String> = None;
+    let mut in_head = false;
+    let mut column = 0;
+    let text = |html: &mut String, cell: &mut Option<String>, t: &str| match cell {
+        Some(c) => c.push_str(t),
+        None => html.push_str(&esc(t)),
+    };
+    for event in Parser::new_ext(&spaced_tables(md), Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Paragraph) => html.push_str("<p class=\"lines\">"),
+            Event::End(TagEnd::Paragraph) => html.push_str("</p>"),
+            Event::Start(Tag::Table(_)) => {
+                header.clear();
+                html.push_str("<div class=\"tw\"><table>");
+            }
+            Event::End(TagEnd::Table) => html.push_str("</table></div>"),
+            Event::Start(Tag::TableHead) => {
+                in_head = true;
+                column = 0;
+                html.push_str("<tr>");
+            }
+            Event::End(TagEnd::TableHead) => {
+                in_head = false;
+                html.push_str("</tr>");
+            }
+            Event::Start(Tag::TableRow) => {
+                column = 0;
+                html.push_str("<tr>");
+            }
+            Event::End(TagEnd::TableRow) => html.push_str("</tr>"),
+            Event::Start(Tag::TableCell) => cell = Some(String::new()),
+            Event::End(TagEnd::TableCell) => {
+                let c = cell.take().unwrap_or_default();
+                if in_head {
+                    header.push(c.clone());
+                }
+                let tag = if in_head { "th" } else { "td" };
+                let h = header.get(column).map(String::as_str).unwrap_or("");
+                html.push_str(&cell_html(tag, &c, h));
+                column += 1;
+            }
+            Event::Start(Tag::Strong) if cell.is_none() => html.push_str("<b>"),
+            Event::End(TagEnd::Strong) if cell.is_none() => html.push_str("</b>"),
+            Event::Start(Tag::Emphasis) if cell.is_none() => html.push_str("<i>"),
+            Event::End(TagEnd::Emphasis) if cell.is_none() => html.push_str("</i>"),
+            Event::Start(Tag::List(Some(_))) => html.push_str("<ol>"),
+            Event::End(TagEnd::List(true)) => html.push_str("</ol>"),
+            Event::Start(Tag::List(None)) => html.push_str("<ul>"),
+            Event::End(TagEnd::List(false)) => html.push_str("</ul>"),
+            Event::Start(Tag::Item) => html.push_str("<li>"),
+            Event::End(TagEnd::Item) => html.push_str("</li>"),
+            Event::Start(Tag::Heading { level, .. }) => html.push_str(&format!("<{level}>")),
+            Event::End(TagEnd::Heading(level)) => html.push_str(&format!("</{level}>")),
+            Event::Start(Tag::CodeBlock(_)) => html.push_str("<pre>"),
+            Event::End(TagEnd::CodeBlock) => html.push_str("</pre>"),
+            Event::Code(t) if cell.is_none() => html.push_str(&format!("<code>{}</code>", esc(&t))),
+            Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => {
+                text(&mut html, &mut cell, &t)
+            }
+            Event::SoftBreak | Event::HardBreak if cell.is_none() => html.push_str("<br>"),
+            Event::SoftBreak | Event::HardBreak => text(&mut html, &mut cell, " "),
+            _ => {}
+        }
     }
     html
 }
@@ -615,6 +642,22 @@ mod tests {
             spaced_tables("a\n| x |\n|---|\nb\n"),
             "a\n\n| x |\n|---|\n\nb\n"
         );
+    }
+
+    #[test]
+    fn a_pipe_in_a_cell_bold_and_raw_html_render_as_meant() {
+        let md = crate::report::markdown_table(&[
+            vec!["method".into(), "note".into()],
+            vec!["read".into(), "a | b".into()],
+        ]);
+        let html = md_to_html(&format!("**Busy:** <script>x</script> here\n\n{md}"));
+        assert!(html.contains("<td>a | b</td>"), "{html}");
+        assert!(html.contains("<b>Busy:</b>"), "{html}");
+        assert!(
+            !html.contains("<script>") && html.contains("&lt;script&gt;"),
+            "{html}"
+        );
+        assert!(!html.contains("**"), "{html}");
     }
 
     #[test]

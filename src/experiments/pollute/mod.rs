@@ -84,6 +84,10 @@ pub struct PolluteConfig {
     pub seconds: f64,
     /// Seconds between samples.
     pub tick: f64,
+    /// Runs of each method, interleaved (every method once, then again): ticks within one run
+    /// share its state, and a finding names a winner only when every run does.
+    #[serde(default = "one")]
+    pub passes: usize,
     /// Make the groups under this directory (a delegated subtree) instead of the hierarchy's root.
     pub cgroup_parent: Option<PathBuf>,
     /// The program that runs a method (iolab itself, `pollute-worker`); not part of the result.
@@ -127,10 +131,15 @@ impl PolluteConfig {
             before: 2.0,
             seconds: 8.0,
             tick: 0.5,
+            passes: 2,
             cgroup_parent: None,
             worker,
         }
     }
+}
+
+fn one() -> usize {
+    1
 }
 
 /// What the stream does, as the child is told.
@@ -270,6 +279,9 @@ pub struct StreamRun {
     pub method: String,
     /// A written stream.
     pub writes: bool,
+    /// Which run of the method this is (from 0; see [`PolluteConfig::passes`]).
+    #[serde(default)]
+    pub pass: usize,
     /// Why it could not run here.
     pub unsupported: Option<String>,
     /// Every tick.
@@ -392,6 +404,9 @@ fn check(cfg: &PolluteConfig) -> Result<()> {
     if cfg.hot_bs == 0 || cfg.stream_bs == 0 {
         return bad("block sizes must be at least 1 byte");
     }
+    if cfg.passes == 0 {
+        return bad("--passes must be at least 1");
+    }
     if !(cfg.seconds > 0.0 && cfg.before > 0.0 && cfg.tick >= 0.05) {
         return bad("--seconds and --before must be positive, --tick at least 0.05 s");
     }
@@ -513,7 +528,19 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
     let mut limit = cfg.memory;
     let total_ticks = ((cfg.before + cfg.seconds) / cfg.tick).round() as usize;
-    for (i, (name, writing, job)) in jobs.into_iter().enumerate() {
+    let runs: Vec<(usize, &(String, bool, StreamJob))> = (0..cfg.passes)
+        .flat_map(|p| jobs.iter().map(move |j| (p, j)))
+        .collect();
+    let n_runs = runs.len();
+    for (i, (pass, (name, writing, job))) in runs.into_iter().enumerate() {
+        let (name, writing) = (name.clone(), *writing);
+        if pass > 0
+            && if writing { &writes } else { &reads }
+                .iter()
+                .any(|r: &StreamRun| r.method == name && r.unsupported.is_some())
+        {
+            continue;
+        }
         if crate::sys::interrupted() {
             return Err(Error::failed("interrupted", "stopped by a signal"));
         }
@@ -526,17 +553,16 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
         let wc = WorkerConfig {
             hot: hot_path.clone(),
             hot_bs: cfg.hot_bs,
-            stream: job,
+            stream: job.clone(),
             before: cfg.before,
             seconds: cfg.seconds,
             tick: cfg.tick,
             group: Some(group.files().clone()),
         };
         let what = format!(
-            "pollute: {} stream {name} ({} of {})",
+            "pollute: {} stream {name} ({} of {n_runs})",
             if writing { "written" } else { "read" },
-            i + 1,
-            cfg.reads.len() + cfg.writes.len()
+            i + 1
         );
         let mut k = 0;
         let mut all = super::child::run_in_group(
@@ -562,6 +588,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
         let mut run = StreamRun {
             method: name.clone(),
             writes: writing,
+            pass,
             unsupported: None,
             effect: effect(&ticks),
             ticks,
@@ -573,7 +600,9 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
                 error,
                 unsupported: true,
             } => {
-                warnings.push(format!("{name}: {error}"));
+                if pass == 0 {
+                    warnings.push(format!("{name}: {error}"));
+                }
                 run.unsupported = Some(error);
             }
             Message::Failed { error, .. } => {
@@ -657,6 +686,10 @@ mod tests {
             },
             PolluteConfig {
                 stream_bs: 1000,
+                ..ok.clone()
+            },
+            PolluteConfig {
+                passes: 0,
                 ..ok.clone()
             },
         ] {
