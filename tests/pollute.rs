@@ -6,20 +6,10 @@
 
 mod common;
 
-use common::{bytes, iolab, is_root};
+use common::{big_file, iolab, is_root};
 use serde_json::Value;
-use std::io::Write;
-use std::path::{Path, PathBuf};
 
-fn big_file(dir: &Path, mib: usize) -> PathBuf {
-    let p = dir.join("big.bin");
-    let mut f = std::fs::File::create(&p).unwrap();
-    for i in 0..mib {
-        f.write_all(&bytes(1 << 20, i as u64 + 7)).unwrap();
-    }
-    f.sync_all().unwrap();
-    p
-}
+use std::path::Path;
 
 fn has_memory_cgroup() -> bool {
     Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()

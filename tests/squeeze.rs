@@ -4,22 +4,11 @@
 
 mod common;
 
-use common::{bytes, iolab, is_root};
-use std::io::{Read, Write};
+use common::{big_file, iolab, is_root};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A file of `mib` MiB of random bytes, written in 1 MiB pieces.
-fn big_file(dir: &Path, mib: usize) -> PathBuf {
-    let p = dir.join("big.bin");
-    let mut f = std::fs::File::create(&p).unwrap();
-    for i in 0..mib {
-        f.write_all(&bytes(1 << 20, i as u64 + 1)).unwrap();
-    }
-    f.sync_all().unwrap();
-    p
-}
 
 /// The memory cgroup hierarchy's directory on this machine (v1 mount, or v2 with memory).
 fn memory_hierarchy() -> Option<PathBuf> {

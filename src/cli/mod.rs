@@ -392,6 +392,22 @@ pub fn out(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
+/// A hidden worker subcommand (`squeeze-worker`, `pollute-worker`): its configuration from the
+/// JSON argument, then `run` with "go" from stdin and JSON lines to stdout. The parent ends it on
+/// Ctrl-C and removes its group, so it ignores interrupts and has nothing to clean.
+pub fn run_worker<C: serde::de::DeserializeOwned>(
+    name: &str,
+    config: &str,
+    run: impl FnOnce(&C, &mut dyn std::io::BufRead, &mut dyn std::io::Write) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let _ = iolab::sys::cleanup::ignore_interrupts();
+    let cfg: C = serde_json::from_str(config)
+        .map_err(|e| usage(format!("{name}: invalid configuration: {e}")))?;
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    run(&cfg, &mut stdin.lock(), &mut stdout.lock())
+}
+
 /// Each warning as one line on stderr.
 pub fn warn_all(warnings: &[String]) {
     for w in warnings {

@@ -140,14 +140,6 @@ pub struct WorkerArgs {
 impl WorkerArgs {
     /// Waits for "go" on stdin, then writes one JSON line per tick to stdout.
     pub fn run(self) -> Result<(), Error> {
-        // The parent ends this process on Ctrl-C and removes the group; nothing to clean here.
-        let _ = iolab::sys::cleanup::ignore_interrupts();
-        let cfg: WorkerConfig = serde_json::from_str(&self.config)
-            .map_err(|e| usage(format!("pollute-worker: invalid configuration: {e}")))?;
-        let stdin = std::io::stdin();
-        let mut go = stdin.lock();
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        run_worker(&cfg, &mut go, &mut out)
+        super::run_worker::<WorkerConfig>("pollute-worker", &self.config, run_worker)
     }
 }

@@ -5,12 +5,49 @@
 //! line on stdout; the parent reads them until the one that ends the run.
 
 use crate::cache::cgroup::MemoryGroup;
-use crate::error::{Error, Result};
-use serde::Serialize;
+use crate::error::{Error, ErrorKind, Result};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+/// What a child says, one per line: a sample, the end, or why it could not run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Message<T, D> {
+    /// One sample.
+    Tick(T),
+    /// The run finished.
+    Done(D),
+    /// The method could not run here (`unsupported`) or failed.
+    Failed {
+        /// Why.
+        error: String,
+        /// The kernel or file system lacks it (not an error of the run).
+        unsupported: bool,
+    },
+}
+
+/// The child's side: waits for the parent's line on `go`, runs `work` (which sends its ticks
+/// and its end to `out`), and sends its error as the end when it fails.
+pub fn serve<T: Serialize, D: Serialize>(
+    go: &mut dyn BufRead,
+    out: &mut dyn Write,
+    work: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    wait_for_go(go);
+    match work(out) {
+        Ok(()) => Ok(()),
+        Err(e) => send(
+            out,
+            &Message::<T, D>::Failed {
+                error: e.to_string(),
+                unsupported: e.kind == ErrorKind::Unsupported,
+            },
+        ),
+    }
+}
 
 /// Writes `m` as one JSON line and flushes it.
 pub fn send<M: Serialize>(out: &mut dyn Write, m: &M) -> Result<()> {
@@ -21,16 +58,17 @@ pub fn send<M: Serialize>(out: &mut dyn Write, m: &M) -> Result<()> {
         .map_err(|e| Error::failed("cannot write a sample", e.to_string()))
 }
 
-/// Runs `exe subcommand CONFIG_JSON` inside `group`; hands each message to `each` until `each`
-/// says it was the last, and returns them all. The child is registered so that Ctrl-C kills it
-/// before the group is removed; its stderr is added to the error of a run that fails.
-pub fn run_in_group<M: DeserializeOwned>(
+/// Runs `exe subcommand CONFIG_JSON` inside `group`; hands each tick to `each` and returns the
+/// ticks and the message that ended the run (done or failed). The child is registered so that
+/// Ctrl-C kills it before the group is removed; its stderr is added to the error of a run that
+/// fails.
+pub fn run_in_group<T: DeserializeOwned, D: DeserializeOwned>(
     exe: &Path,
     subcommand: &str,
     config: &impl Serialize,
     group: &MemoryGroup,
-    mut each: impl FnMut(&M) -> bool,
-) -> Result<Vec<M>> {
+    mut each: impl FnMut(&T),
+) -> Result<(Vec<T>, Message<T, D>)> {
     let arg = serde_json::to_string(config)
         .map_err(|e| Error::failed("cannot start the method", e.to_string()))?;
     let mut cmd = Command::new(exe);
@@ -44,7 +82,7 @@ pub fn run_in_group<M: DeserializeOwned>(
         .spawn()
         .map_err(|e| Error::io("cannot start the method's process", exe, &e))?;
     let slot = crate::sys::cleanup::register_child(child.id());
-    let outcome = (|| -> Result<Vec<M>> {
+    let outcome = (|| -> Result<(Vec<T>, Message<T, D>)> {
         group.files().add(child.id())?;
         let mut stdin = child.stdin.take().expect("piped");
         stdin
@@ -52,17 +90,19 @@ pub fn run_in_group<M: DeserializeOwned>(
             .map_err(|e| Error::failed("cannot start the method", e.to_string()))?;
         drop(stdin);
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut all = Vec::new();
+        let mut ticks = Vec::new();
         for line in stdout.lines() {
             let line =
                 line.map_err(|e| Error::failed("lost the method's samples", e.to_string()))?;
-            let msg: M = serde_json::from_str(&line).map_err(|e| {
+            let msg: Message<T, D> = serde_json::from_str(&line).map_err(|e| {
                 Error::failed("unreadable sample from the method", format!("{e}: {line}"))
             })?;
-            let last = each(&msg);
-            all.push(msg);
-            if last {
-                return Ok(all);
+            match msg {
+                Message::Tick(t) => {
+                    each(&t);
+                    ticks.push(t);
+                }
+                end => return Ok((ticks, end)),
             }
         }
         Err(Error::failed(

@@ -143,21 +143,7 @@ pub struct Tick {
 }
 
 /// What the child says: a sample, the end, or why it could not run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Message {
-    /// One sample.
-    Tick(Tick),
-    /// The method finished.
-    Done(WorkerDone),
-    /// The method could not run here (`unsupported`) or failed.
-    Failed {
-        /// Why.
-        error: String,
-        /// The kernel or file system lacks it (not an error of the run).
-        unsupported: bool,
-    },
-}
+pub type Message = super::child::Message<Tick, WorkerDone>;
 
 /// The child's totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -319,17 +305,7 @@ fn send(out: &mut dyn Write, m: &Message) -> Result<()> {
 /// the method for `cfg.seconds`, and writes a [`Message`] per line to `out`: a tick per second,
 /// then `done` (or `failed`).
 pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    super::child::wait_for_go(go);
-    match work(cfg, out) {
-        Ok(()) => Ok(()),
-        Err(e) => send(
-            out,
-            &Message::Failed {
-                error: e.to_string(),
-                unsupported: e.kind == ErrorKind::Unsupported,
-            },
-        ),
-    }
+    super::child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
 }
 
 fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
@@ -868,25 +844,9 @@ fn run_child(
     exe: &Path,
     wc: &WorkerConfig,
     group: &MemoryGroup,
-    mut each: impl FnMut(&Tick),
+    each: impl FnMut(&Tick),
 ) -> Result<(Vec<Tick>, Message)> {
-    let mut all =
-        super::child::run_in_group(exe, "squeeze-worker", wc, group, |m: &Message| match m {
-            Message::Tick(t) => {
-                each(t);
-                false
-            }
-            _ => true,
-        })?;
-    let end = all.pop().expect("ends on done or failed");
-    let ticks = all
-        .into_iter()
-        .filter_map(|m| match m {
-            Message::Tick(t) => Some(t),
-            _ => None,
-        })
-        .collect();
-    Ok((ticks, end))
+    super::child::run_in_group(exe, "squeeze-worker", wc, group, each)
 }
 
 #[cfg(test)]

@@ -61,3 +61,15 @@ pub fn fs_type(path: &Path) -> String {
         .map(|m| m.0)
         .unwrap_or_default()
 }
+
+/// A file `big.bin` of `mib` MiB of deterministic bytes, written in 1 MiB pieces and synced.
+pub fn big_file(dir: &Path, mib: usize) -> PathBuf {
+    use std::io::Write;
+    let p = dir.join("big.bin");
+    let mut f = std::fs::File::create(&p).unwrap();
+    for i in 0..mib {
+        f.write_all(&bytes(1 << 20, i as u64 + 1)).unwrap();
+    }
+    f.sync_all().unwrap();
+    p
+}

@@ -255,22 +255,8 @@ pub struct WorkerDone {
     pub device: Option<String>,
 }
 
-/// What the child says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Message {
-    /// One tick.
-    Tick(Tick),
-    /// The end.
-    Done(WorkerDone),
-    /// Why it could not run.
-    Failed {
-        /// Why.
-        error: String,
-        /// The kernel or file system lacks the method.
-        unsupported: bool,
-    },
-}
+/// What the child says: a tick, the end, or why it could not run.
+pub type Message = super::child::Message<Tick, WorkerDone>;
 
 /// One stream method's run, and what its ticks say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -565,26 +551,12 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
             i + 1
         );
         let mut k = 0;
-        let mut all = super::child::run_in_group(
-            &cfg.worker,
-            "pollute-worker",
-            &wc,
-            &group,
-            |m: &Message| {
+        let (ticks, end): (Vec<Tick>, Message) =
+            super::child::run_in_group(&cfg.worker, "pollute-worker", &wc, &group, |_: &Tick| {
                 k += 1;
                 obs.progress(&what, k, total_ticks);
-                !matches!(m, Message::Tick(_))
-            },
-        )?;
+            })?;
         group.remove()?;
-        let end = all.pop().expect("ends on done or failed");
-        let ticks: Vec<Tick> = all
-            .into_iter()
-            .filter_map(|m| match m {
-                Message::Tick(t) => Some(t),
-                _ => None,
-            })
-            .collect();
         let mut run = StreamRun {
             method: name.clone(),
             writes: writing,
@@ -608,7 +580,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
             Message::Failed { error, .. } => {
                 return Err(Error::failed("the stream failed", error).on(&name));
             }
-            Message::Tick(_) => unreachable!("the run ends on done or failed"),
+            Message::Tick(_) => unreachable!("run_in_group ends on done or failed"),
         }
         if run.unsupported.is_none() && run.effect.is_none() {
             warnings.push(format!(

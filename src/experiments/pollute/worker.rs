@@ -7,7 +7,7 @@ use super::{Message, StreamJob, Tick, WorkerConfig, WorkerDone};
 use crate::cache::cgroup::GroupFiles;
 use crate::engine::write::{SyncMode, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, RunLimits, Work};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::experiments::child;
 use crate::measure::latency::Histogram;
 use crate::measure::series;
@@ -21,17 +21,7 @@ use std::time::{Duration, Instant};
 
 /// The child: waits for the parent's line on `go`, runs, and writes its messages to `out`.
 pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    child::wait_for_go(go);
-    match work(cfg, out) {
-        Ok(()) => Ok(()),
-        Err(e) => child::send(
-            out,
-            &Message::Failed {
-                error: e.to_string(),
-                unsupported: e.kind == ErrorKind::Unsupported,
-            },
-        ),
-    }
+    child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
 }
 
 /// /proc/vmstat's reclaim counters: pages scanned and stolen by kswapd and by direct reclaim,
