@@ -362,7 +362,15 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
             stop.store(true, Ordering::Relaxed);
             r
         });
-        let streamer = s.spawn(|| stream(&cfg.stream, begin, deadline, &stream_blocks));
+        let streamer = s.spawn(|| {
+            let r = stream(&cfg.stream, begin, deadline, &stream_blocks);
+            // A stream that cannot run (a method this file system lacks) ends the run now,
+            // not after its seconds.
+            if r.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            r
+        });
         let mut last = sampler.snap();
         let mut sent: Result<()> = Ok(());
         for k in 1..=ticks {
