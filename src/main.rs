@@ -3,7 +3,6 @@
 
 mod cli;
 
-use clap::Parser;
 use clap::error::ErrorKind as ClapKind;
 
 /// Clap's message for a usage error as one line (DESIGN: errors are one line): its first line, the
@@ -21,6 +20,12 @@ fn one_line(e: &clap::Error) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with("tip:") && !l.starts_with("[possible values"))
         .collect();
+    // clap's "a similar subcommand/argument exists" tips, kept.
+    let tips: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("tip: "))
+        .filter(|t| t.contains("similar"))
+        .collect();
     let mut out = first.to_string();
     if !details.is_empty() {
         if !out.ends_with(':') {
@@ -37,10 +42,18 @@ fn one_line(e: &clap::Error) -> String {
     if let Some(v) = values {
         out.push_str(&format!("; expected one of: {v}"));
     }
-    let usage = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Usage: "))
-        .map(str::trim);
+    for t in tips {
+        out.push_str(&format!("; {t}"));
+    }
+    // The command's own usage line, not the one clap builds from the arguments typed so far
+    // (which shows an option given, such as `--format`, as if it were required).
+    let typed = subcommand_path();
+    let own_usage = typed.as_ref().map(|(_, usage)| usage.clone());
+    let usage = own_usage.as_deref().or_else(|| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("Usage: "))
+            .map(str::trim)
+    });
     if let Some(u) = usage {
         out.push_str(&format!("; usage: {u}"));
     }
@@ -54,16 +67,57 @@ fn one_line(e: &clap::Error) -> String {
                 .collect();
             (!words.is_empty()).then(|| words.join(" "))
         })
-        .or_else(|| {
-            // No usage line (a bad value): the subcommand the user typed, if it is one.
-            let sub = std::env::args().nth(1)?;
-            use clap::CommandFactory;
-            cli::Cli::command()
-                .find_subcommand(&sub)
-                .map(|_| format!("iolab {sub}"))
-        })
+        .or_else(|| typed.map(|(path, _)| path))
         .unwrap_or_else(|| "iolab".into());
     format!("{out} (see '{command} --help')")
+}
+
+/// The subcommands the user typed (`iolab cache status`), and that command's usage line.
+fn subcommand_path() -> Option<(String, String)> {
+    use clap::CommandFactory;
+    let mut cmd = cli::Cli::command();
+    cmd.build();
+    let mut path = vec!["iolab".to_string()];
+    let mut current = &cmd;
+    for word in std::env::args().skip(1) {
+        match current.find_subcommand(&word) {
+            Some(sub) => {
+                path.push(sub.get_name().to_string());
+                current = sub;
+            }
+            None => break,
+        }
+    }
+    if path.len() == 1 {
+        return None;
+    }
+    let mut sub = current.clone().bin_name(path.join(" "));
+    let usage = sub.render_usage().to_string();
+    let usage = usage
+        .strip_prefix("Usage: ")
+        .unwrap_or(&usage)
+        .trim()
+        .to_string();
+    Some((path.join(" "), usage))
+}
+
+/// The command line with a value that starts with `-` taken as the value of the option before
+/// it, so that `--bs -4K` reaches the size parser and gets its message, not "unexpected argument
+/// '-4'". Only options that always take one value: a flag or a positional is never affected.
+fn command() -> clap::Command {
+    fn numbers_as_values(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            let one_value = a.get_num_args().is_none_or(|n| n.min_values() == 1);
+            if a.get_long().is_some() && a.get_action().takes_values() && one_value {
+                a.allow_hyphen_values(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(numbers_as_values)
+    }
+    use clap::CommandFactory;
+    numbers_as_values(cli::Cli::command())
 }
 
 fn main() {
@@ -73,7 +127,10 @@ fn main() {
             "iolab: warning: cannot handle interrupts ({e}); Ctrl-C may leave partial outputs"
         );
     }
-    let args = match cli::Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| <cli::Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let args = match parsed {
         Ok(args) => args,
         Err(e) => match e.kind() {
             ClapKind::DisplayHelp | ClapKind::DisplayVersion => {

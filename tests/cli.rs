@@ -884,7 +884,7 @@ fn usage_help_completions_and_manual_pages() {
     fails_with(
         &["squeeze", "f"],
         2,
-        "not provided: --memory <SIZE>; usage: iolab squeeze --memory <SIZE> <FILE> (see 'iolab squeeze --help')",
+        "not provided: --memory <SIZE>; usage: iolab squeeze [OPTIONS] --memory <SIZE> <FILE> (see 'iolab squeeze --help')",
     );
     fails_with(
         &["cache", "status", "f", "--drop-all"],
@@ -1140,4 +1140,95 @@ fn clean_removes_only_what_dead_runs_left() {
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to clean"));
     let bad = iolab().arg("clean").arg(&user).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// Every command's `--format csv` is one table that Python's csv module reads: rows of one
+/// width, a header and at least one row, no prose after it (advise's answer goes to stderr).
+#[test]
+fn every_csv_output_is_one_table() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        return eprintln!("skipped: no python3 (its csv module is the reference reader)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "f", &bytes(4 << 20, 3));
+    let f = s(&f);
+    let w = dir.path().join("w.bin");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["read", f, "--repeat", "2"],
+        vec!["write", s(&w), "--size", "1M", "--repeat", "2"],
+        vec!["access", f, "--duration", "20ms", "--methods", "pread,mmap"],
+        vec![
+            "sweep", f, "--bs", "4K,64K", "--size", "1M", "--repeat", "2",
+        ],
+        vec!["advise", f],
+        vec!["syscalls", f],
+        vec!["vm", f],
+        vec!["cache", "status", f],
+        vec!["fast", f],
+    ];
+    for args in commands {
+        let o = iolab()
+            .args(&args)
+            .args(["--format", "csv"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let check = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import csv,sys\nrows=[r for r in csv.reader(sys.stdin) if r]\nw={len(r) for r in rows}\nassert len(rows)>=2 and len(w)==1, (len(rows), sorted(w))",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(&o.stdout)?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{args:?}: {}\n{}",
+            String::from_utf8_lossy(&check.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
+
+/// A typo gets clap's suggestion, a negative size the sizes message, and every usage line is the
+/// command's own (an option given is not shown as if it were required).
+#[test]
+fn typos_negative_sizes_and_usage_lines_are_answered_in_one_line() {
+    fails_with(&["raed", "f"], 2, "a similar subcommand exists: 'read'");
+    fails_with(
+        &["read", "f", "--metod", "pread"],
+        2,
+        "a similar argument exists: '--method'",
+    );
+    fails_with(&["read", "--bs", "-4K", "f"], 2, "sizes cannot be negative");
+    fails_with(
+        &["write", "o.bin", "--size", "-1M"],
+        2,
+        "sizes cannot be negative",
+    );
+    fails_with(&["read", "f", "--threads", "-2"], 2, "from 1 to 1024");
+    fails_with(
+        &["recv", "--format", "bogus"],
+        2,
+        "usage: iolab recv [OPTIONS] [NAMES]... (see 'iolab recv --help')",
+    );
+    fails_with(
+        &["cache", "status"],
+        2,
+        "usage: iolab cache status [OPTIONS] <FILES>...",
+    );
 }

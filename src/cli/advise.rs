@@ -43,6 +43,11 @@ impl AdviseArgs {
         )?;
         let format = self.output.format;
         let text = report::access::advise_report(&r, format);
-        ctx.show(format, &r.measured.warnings, &text)
+        ctx.show(format, &r.measured.warnings, &text)?;
+        // CSV carries the rows alone; the answer in words goes beside it, on stderr.
+        if format == report::Format::Csv {
+            eprint!("{}", report::access::advice_lines(&r));
+        }
+        Ok(())
     }
 }

@@ -138,13 +138,24 @@ pub fn classic_lines(r: &AccessResult) -> String {
     format!("took {ms}ms\niops : {iops:.2}\n")
 }
 
-/// `iolab advise` output: the measured table, then the answer per cache state.
+/// `iolab advise` output: the measured table, then the answer per cache state. CSV is the table
+/// alone (one row type); its answer is [`advice_lines`], for stderr.
 pub fn advise_report(r: &crate::experiments::advise::AdviseResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
+    match format {
+        Format::Json => json(r),
+        Format::Csv => access_report(&r.measured, format),
+        _ => format!(
+            "{}\n{}",
+            access_report(&r.measured, format),
+            advice_lines(r)
+        ),
     }
-    let mut out = access_report(&r.measured, format);
-    out.push('\n');
+}
+
+/// `iolab advise`'s answer in words: one line per cache state, uncached against the plain call,
+/// and which answer applies now.
+pub fn advice_lines(r: &crate::experiments::advise::AdviseResult) -> String {
+    let mut out = String::new();
     for a in &r.advice {
         let what = format!("{} {} blocks", r.pattern.name(), format_size(r.bs));
         out.push_str(&if a.clear {
