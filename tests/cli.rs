@@ -1232,3 +1232,86 @@ fn typos_negative_sizes_and_usage_lines_are_answered_in_one_line() {
         "usage: iolab cache status [OPTIONS] <FILES>...",
     );
 }
+
+/// `cache status DIR` goes on past what it cannot read under DIR, as vmtouch does: each left
+/// out with why, counted in the total line; a file named on the command line still stops it.
+#[test]
+fn cache_status_of_a_directory_goes_on_past_unreadable_entries() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(dir.path(), 0o755).unwrap();
+    for (name, m) in [("a", 0o644), ("b", 0o000), ("c", 0o644)] {
+        let f = write_file(dir.path(), name, &bytes(8192, 4));
+        mode(&f, m).unwrap();
+    }
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    write_file(&sub, "d", &bytes(4096, 5));
+    mode(&sub, 0o000).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let run = |args: &[&str]| {
+        let mut c = if is_root() {
+            // Root reads anything: as nobody (setpriv, util-linux).
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin);
+            c
+        } else {
+            std::process::Command::new(&bin)
+        };
+        c.args(args).output()
+    };
+    let o = match run(&["cache", "status", s(dir.path()), "--format", "json"]) {
+        Ok(o) if o.status.success() || o.status.code() == Some(1) => o,
+        other => return eprintln!("skipped: cannot drop privileges here: {other:?}"),
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(files, ["a", "c"]);
+    let unreadable = v["unreadable"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 2, "{unreadable:?}");
+    assert!(
+        err.contains("2 entries under the directories given could not be read"),
+        "{err}"
+    );
+    let text = run(&["cache", "status", s(dir.path())]).unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("total (2 files, 2 unreadable left out)"),
+        "{text}"
+    );
+    // Named on the command line, the unreadable file is an error.
+    let named = run(&["cache", "status", s(&dir.path().join("b"))]).unwrap();
+    assert_eq!(
+        named.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    mode(&sub, 0o755).unwrap();
+}
+
+#[test]
+fn write_asks_for_size_or_count_and_classic_access_names_the_wrong_word() {
+    fails_with(&["write", "o.bin"], 2, "<--size <SIZE>|--count <COUNT>>");
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "f", &bytes(8192, 1));
+    fails_with(
+        &["access", s(&f), "random", "mmap", "adv_bogus"],
+        2,
+        "unknown madvise hint 'adv_bogus'",
+    );
+    fails_with(
+        &["access", s(&f), "random", "mapp"],
+        2,
+        "unknown classic method 'mapp'",
+    );
+}

@@ -82,9 +82,11 @@ fn classic_method(method: &str, advice: Option<&str>) -> Result<ReadMethod, Stri
         ("mmap", Some("adv_seq")) => Ok(ReadMethod::MmapSeq),
         ("mmap", Some("adv_random")) => Ok(ReadMethod::MmapRandom),
         ("read", Some(_)) => Err("adv_seq/adv_random are madvise hints: they apply to mmap".into()),
-        (m, a) => Err(format!(
-            "unknown classic method '{m}'{}: expected read or mmap [adv_seq|adv_random]",
-            a.map(|a| format!(" {a}")).unwrap_or_default()
+        ("mmap", Some(a)) => Err(format!(
+            "unknown madvise hint '{a}': expected adv_seq or adv_random (or none)"
+        )),
+        (m, _) => Err(format!(
+            "unknown classic method '{m}': expected read or mmap [adv_seq|adv_random]"
         )),
     }
 }

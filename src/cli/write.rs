@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 /// Write a file with one method and sync mode, repeated, then read it back to verify.
 #[derive(Debug, Args)]
+#[group(id = "amount", required = true, multiple = false)]
 #[command(
     after_help = "Examples:\n  iolab write out.bin --size 1G --bs 1M --method write --sync end\n  iolab write out.bin --size 256M --method mmap --sync each --force"
 )]
@@ -23,12 +24,12 @@ pub struct WriteArgs {
     /// Block size
     #[arg(long, default_value = "1M", value_parser = args::size)]
     pub bs: u64,
-    /// Blocks to write
-    #[arg(long, value_parser = args::count, conflicts_with = "size", required_unless_present = "size")]
-    pub count: Option<u64>,
-    /// Bytes to write
-    #[arg(long, value_parser = args::size)]
+    /// Bytes to write (or --count)
+    #[arg(long, value_parser = args::size, group = "amount")]
     pub size: Option<u64>,
+    /// Blocks to write (or --size)
+    #[arg(long, value_parser = args::count, group = "amount")]
+    pub count: Option<u64>,
     /// Durability
     #[arg(long, value_enum, default_value_t = SyncMode::None)]
     pub sync: SyncMode,

@@ -45,10 +45,19 @@ pub struct CacheReport {
     pub page_cache: PageCache,
     /// What the user should know about this result.
     pub notes: Vec<String>,
+    /// Files and directories found under the directories given that could not be read, each
+    /// with why: left out, as vmtouch leaves them, and counted in the total.
+    #[serde(default)]
+    pub unreadable: Vec<String>,
 }
 
-/// Applies `action` to every file, then reports residency. Stops at the first failing file.
-/// With `map_width`, each file also gets a residency map of that many slices.
+/// At most this many unreadable entries are named one by one in the notes.
+const NAMED_UNREADABLE: usize = 5;
+
+/// Applies `action` to every file, then reports residency. A file given by name that fails
+/// stops it; one found under a directory given that cannot be read is left out, noted and
+/// counted (as vmtouch warns and goes on). With `map_width`, each file also gets a residency map
+/// of that many slices.
 pub fn run_cache(
     action: CacheAction,
     paths: &[PathBuf],
@@ -57,16 +66,28 @@ pub fn run_cache(
 ) -> Result<CacheReport> {
     let mut files = Vec::new();
     let mut notes = Vec::new();
-    let (paths, skipped) = expand(paths)?;
+    let Expanded {
+        files: paths,
+        skipped,
+        mut unreadable,
+    } = expand(paths)?;
     if skipped > 0 {
         notes.push(format!(
             "{skipped} entr{} in the directories given are not regular files (links, devices, sockets) and were left out, as vmtouch does",
             if skipped == 1 { "y" } else { "ies" }
         ));
     }
-    let paths = &paths[..];
-    for path in paths {
-        let src = engine::open_source(path)?;
+    let mut kept = Vec::new();
+    for (path, named) in paths {
+        let src = match engine::open_source(&path) {
+            Ok(s) => s,
+            Err(e) if !named => {
+                unreadable.push(e.to_string());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let path = &path;
         match action {
             CacheAction::Status => {}
             CacheAction::Load => cache::load(&src.file, src.size, path)?,
@@ -75,6 +96,28 @@ pub fn run_cache(
             }
         }
         files.push(status(path, &src, map_width)?);
+        kept.push(path.clone());
+    }
+    let paths = &kept[..];
+    if !unreadable.is_empty() {
+        let named: Vec<&str> = unreadable
+            .iter()
+            .take(NAMED_UNREADABLE)
+            .map(String::as_str)
+            .collect();
+        let more = unreadable.len().saturating_sub(NAMED_UNREADABLE);
+        notes.push(format!(
+            "{} entr{} under the directories given could not be read and {} left out: {}{}",
+            unreadable.len(),
+            if unreadable.len() == 1 { "y" } else { "ies" },
+            if unreadable.len() == 1 { "was" } else { "were" },
+            named.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        ));
     }
     if action == CacheAction::Evict && drop_all {
         match cache::drop_all_caches() {
@@ -102,25 +145,45 @@ pub fn run_cache(
         files,
         page_cache: meminfo::read(),
         notes,
+        unreadable,
     })
 }
 
+/// The files a list of paths names.
+pub struct Expanded {
+    /// Each file, and whether it was named (not found under a directory).
+    pub files: Vec<(PathBuf, bool)>,
+    /// Entries under the directories that are not regular files.
+    pub skipped: usize,
+    /// Directories under those given that could not be read, each with why.
+    pub unreadable: Vec<String>,
+}
+
 /// The files to act on: each path as given, a directory replaced by the regular files under it
-/// (walked depth-first in name order, symbolic links not followed, as vmtouch walks). Returns
-/// them and how many entries under the directories were not regular files.
-pub fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize)> {
+/// (walked depth-first in name order, symbolic links not followed, as vmtouch walks). A path
+/// given that cannot be opened, or a directory given that cannot be read, is an error; a
+/// directory under it that cannot be read is noted in `unreadable` and the walk goes on.
+pub fn expand(paths: &[PathBuf]) -> Result<Expanded> {
     let mut out = Vec::new();
     let mut skipped = 0;
+    let mut unreadable = Vec::new();
     for p in paths {
         let meta = std::fs::symlink_metadata(p).map_err(|e| Error::io("cannot open", p, &e))?;
         if !meta.is_dir() {
-            out.push(p.clone());
+            out.push((p.clone(), true));
             continue;
         }
         let mut stack = vec![p.clone()];
         while let Some(dir) = stack.pop() {
-            let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(&dir)
-                .map_err(|e| Error::io("cannot read the directory", &dir, &e))?
+            let listing = match std::fs::read_dir(&dir) {
+                Ok(l) => l,
+                Err(e) if &dir != p => {
+                    unreadable.push(Error::io("cannot read the directory", &dir, &e).to_string());
+                    continue;
+                }
+                Err(e) => return Err(Error::io("cannot read the directory", &dir, &e)),
+            };
+            let mut entries: Vec<(PathBuf, std::fs::FileType)> = listing
                 .filter_map(|e| e.ok())
                 .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t)))
                 .collect();
@@ -130,7 +193,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize)> {
                 if t.is_dir() {
                     subdirs.push(path);
                 } else if t.is_file() {
-                    out.push(path);
+                    out.push((path, false));
                 } else {
                     skipped += 1;
                 }
@@ -139,7 +202,11 @@ pub fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize)> {
             stack.extend(subdirs.into_iter().rev());
         }
     }
-    Ok((out, skipped))
+    Ok(Expanded {
+        files: out,
+        skipped,
+        unreadable,
+    })
 }
 
 /// The files' residency added up: `(files, bytes, resident pages, pages)`.
@@ -178,13 +245,17 @@ mod tests {
             std::fs::write(p.join(f), b"data").unwrap();
         }
         std::os::unix::fs::symlink(p.join("a.bin"), p.join("link")).unwrap();
-        let (files, skipped) = expand(&[p.to_path_buf(), p.join("z.bin")]).unwrap();
-        let names: Vec<String> = files
+        let e = expand(&[p.to_path_buf(), p.join("z.bin")]).unwrap();
+        let names: Vec<String> = e
+            .files
             .iter()
-            .map(|f| f.strip_prefix(p).unwrap().display().to_string())
+            .map(|(f, _)| f.strip_prefix(p).unwrap().display().to_string())
             .collect();
         assert_eq!(names, ["a.bin", "z.bin", "b/x.bin", "b/c/y.bin", "z.bin"]);
-        assert_eq!(skipped, 1, "the symbolic link");
+        let named: Vec<bool> = e.files.iter().map(|(_, n)| *n).collect();
+        assert_eq!(named, [false, false, false, false, true]);
+        assert_eq!(e.skipped, 1, "the symbolic link");
+        assert!(e.unreadable.is_empty());
         assert!(expand(&[p.join("nope")]).is_err());
     }
 }

@@ -326,15 +326,20 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
             format!("{:.1}%", f.residency.percent()),
         ]);
     }
-    if r.files.len() > 1 {
+    if r.files.len() > 1 || !r.unreadable.is_empty() {
         let (n, bytes, res, pages) = crate::experiments::cache_cmd::total(&r.files);
         let pct = if pages == 0 {
             100.0
         } else {
             100.0 * res as f64 / pages as f64
         };
+        let unreadable = if r.unreadable.is_empty() {
+            String::new()
+        } else {
+            format!(", {} unreadable left out", r.unreadable.len())
+        };
         rows.push(vec![
-            format!("total ({n} files)"),
+            format!("total ({n} files{unreadable})"),
             format_size(bytes),
             format!("{res}/{pages}"),
             format!("{pct:.1}%"),
