@@ -456,14 +456,21 @@ fn nowait_reads_count_what_the_cache_could_not_serve() {
     );
     // Random 64 KiB blocks of an evicted file: readahead is off (POSIX_FADV_RANDOM), so most
     // blocks are refused first.
-    assert!(cold.waited > 0 && cold.waited <= cold.blocks, "{cold:?}");
     assert!(
-        cold.ops > cold.blocks,
-        "a refused block costs two calls: {cold:?}"
+        cold.waited > cold.blocks / 2 && cold.waited <= cold.blocks,
+        "{cold:?}"
     );
+    assert!(
+        cold.ops >= cold.blocks + cold.waited,
+        "a refused block costs a call more: {cold:?}"
+    );
+    // Warm, nearly every block is served without waiting. Not always all: a CI run saw 4 of 128
+    // refused right after the cold run had read them (RWF_NOWAIT also refuses what it would
+    // have to wait for otherwise, such as a page still locked).
     let warm = read_all(ReadMethod::PreadNowait, &src, &w, &EngineOptions::default()).unwrap();
     assert_eq!(warm.xor, plain_xor(&data));
-    assert_eq!((warm.waited, warm.ops), (0, warm.blocks), "{warm:?}");
+    assert!(warm.waited * 8 <= cold.waited, "{warm:?} after {cold:?}");
+    assert_eq!(warm.ops, warm.blocks + warm.waited, "{warm:?}");
 }
 
 /// An `uncached` write (pwritev2 RWF_DONTCACHE) synced at the end leaves its file written and
