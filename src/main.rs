@@ -148,6 +148,7 @@ fn main() {
             }
         },
     };
+    cli::set_output(args.progress, args.quiet);
     let ctx = match args.command {
         cli::Command::Fast(ref f) if f.host_ahead_pays() => cli::Ctx::with_host_ahead(),
         _ => cli::Ctx::new(),

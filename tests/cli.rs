@@ -1315,3 +1315,27 @@ fn write_asks_for_size_or_count_and_classic_access_names_the_wrong_word() {
         "unknown classic method 'mapp'",
     );
 }
+
+/// `--quiet` leaves stderr to errors; `--progress always` speaks even when stderr is not a
+/// terminal, `never` never (global options: before or after the command).
+#[test]
+fn quiet_and_progress_say_what_they_promise() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "f", &bytes(1 << 20, 2));
+    let err = |args: &[&str]| {
+        let o = iolab().args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // Asking for more than the file holds gives a warning.
+    let read = ["read", s(&f), "--size", "2M", "--repeat", "2"];
+    assert!(err(&read).contains("warning: the file is shorter"));
+    assert_eq!(err(&[&["--quiet"][..], &read].concat()), "");
+    assert_eq!(err(&[&read[..], &["-q"]].concat()), "");
+    let always = err(&[&read[..], &["--progress", "always"]].concat());
+    assert!(always.contains("iolab: read: "), "{always}");
+    let never = err(&[&read[..], &["--progress", "never"]].concat());
+    assert!(!never.contains("iolab: read: "), "{never}");
+    // Errors still speak.
+    fails_with(&["--quiet", "read", "/nonexistent/f"], 1, "No such file");
+}

@@ -46,7 +46,7 @@ impl AdviseArgs {
         ctx.show(format, &r.measured.warnings, &text)?;
         // CSV carries the rows alone; the answer in words goes beside it, on stderr.
         if format == report::Format::Csv {
-            eprint!("{}", report::access::advice_lines(&r));
+            super::talk(report::access::advice_lines(&r).trim_end());
         }
         Ok(())
     }

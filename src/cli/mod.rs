@@ -50,6 +50,42 @@ with madvise, O_DIRECT and io_uring, with repeats, statistics and a verified pag
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Progress on stderr: auto (bars on a terminal; the suite's step lines otherwise), always
+    /// (also each command's steps as lines when stderr is not a terminal), never
+    #[arg(long, global = true, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// No progress, warnings or notes on stderr (errors still); stdout as asked
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+/// When progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// Bars on a terminal; otherwise only the suite's step lines.
+    Auto,
+    /// As auto on a terminal; otherwise each command's steps as lines too.
+    Always,
+    /// None.
+    Never,
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static PROGRESS: std::sync::Mutex<ProgressMode> = std::sync::Mutex::new(ProgressMode::Auto);
+
+/// Sets `--quiet` and `--progress` for the whole process (before the command runs).
+pub fn set_output(progress: ProgressMode, quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(mut p) = PROGRESS.lock() {
+        *p = if quiet { ProgressMode::Never } else { progress };
+    }
+}
+
+/// A line of talk on stderr (a warning, a note), unless `--quiet`.
+pub fn talk(line: impl std::fmt::Display) {
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("{line}");
+    }
 }
 
 /// The subcommands. Each one's description and examples sit on its argument type, in its file.
@@ -107,7 +143,10 @@ impl Ctx {
     /// The context of this process.
     pub fn new() -> Ctx {
         Ctx {
-            progress: Progress::new(std::io::stderr().is_terminal()),
+            progress: Progress::new(
+                std::io::stderr().is_terminal(),
+                PROGRESS.lock().map_or(ProgressMode::Auto, |p| *p),
+            ),
             command_line: command_line(),
             probe: Probe::start(),
             host_ahead: std::sync::Mutex::new(None),
@@ -169,7 +208,7 @@ impl Ctx {
             out(text);
         }
         if let Some(w) = interference.warning() {
-            eprintln!("iolab: {w}");
+            talk(format!("iolab: {w}"));
         }
     }
 }
@@ -214,6 +253,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
 /// other commands stay silent, so their stderr holds only warnings and errors.
 pub struct Progress {
     tty: bool,
+    mode: ProgressMode,
     state: std::sync::Mutex<Bars>,
 }
 
@@ -225,13 +265,16 @@ struct Bars {
     work: Option<indicatif::ProgressBar>,
     /// The suite's step under way and when it started.
     stage: Option<(String, Instant)>,
+    /// `--progress always` off a terminal: the subject last printed and when.
+    line: Option<(String, Instant)>,
 }
 
 impl Progress {
-    /// Progress for this stderr.
-    pub fn new(tty: bool) -> Progress {
+    /// Progress for this stderr, as `mode` asks.
+    pub fn new(tty: bool, mode: ProgressMode) -> Progress {
         Progress {
             tty,
+            mode,
             state: std::sync::Mutex::new(Bars::default()),
         }
     }
@@ -286,9 +329,10 @@ fn bar(len: usize, template: &str) -> indicatif::ProgressBar {
     .with_style(style)
 }
 
-const SUITE_BAR: &str =
-    "suite: {pos} of {len} steps done, now {msg} [{bar:20}] {elapsed}, about {eta} left";
-const WORK_BAR: &str = "{msg} {pos}/{len} [{bar:20}] {elapsed}, about {eta} left";
+// No time left is shown: a rate-based guess said "about 5h left" for a suite that took 105 s
+// (its steps differ by 100x in length); steps done and time elapsed are known.
+const SUITE_BAR: &str = "suite: {pos} of {len} steps done, now {msg} [{bar:20}] {elapsed}";
+const WORK_BAR: &str = "{msg} {pos}/{len} [{bar:20}] {elapsed}";
 
 impl Bars {
     /// The terminal's bar set, made on first use.
@@ -301,6 +345,9 @@ impl Bars {
 
 impl Observer for Progress {
     fn stage(&self, k: usize, n: usize, name: &str) {
+        if self.mode == ProgressMode::Never {
+            return;
+        }
         let Ok(mut bars) = self.state.lock() else {
             return;
         };
@@ -328,12 +375,24 @@ impl Observer for Progress {
     }
 
     fn progress(&self, what: &str, done: usize, total: usize) {
-        if !self.tty {
+        if self.mode == ProgressMode::Never || (!self.tty && self.mode == ProgressMode::Auto) {
             return;
         }
         let Ok(mut bars) = self.state.lock() else {
             return;
         };
+        if !self.tty {
+            // A line when a subject starts or a second after the last, not one per step.
+            let due = bars
+                .line
+                .as_ref()
+                .is_none_or(|(w, t)| w != what || t.elapsed().as_secs_f64() >= 1.0);
+            if due {
+                eprintln!("iolab: {what}: {done} of {total}");
+                bars.line = Some((what.to_string(), Instant::now()));
+            }
+            return;
+        }
         if bars.work.is_none() {
             let b = bars.multi().add(bar(total, WORK_BAR));
             bars.work = Some(b);
@@ -411,7 +470,7 @@ pub fn run_worker<C: serde::de::DeserializeOwned>(
 /// Each warning as one line on stderr.
 pub fn warn_all(warnings: &[String]) {
     for w in warnings {
-        eprintln!("iolab: warning: {w}");
+        talk(format!("iolab: warning: {w}"));
     }
 }
 
@@ -555,7 +614,7 @@ mod tests {
             "{line}"
         );
         // Off a terminal, a step is remembered until the next one or the end.
-        let p = Progress::new(false);
+        let p = Progress::new(false, ProgressMode::Auto);
         p.stage(1, 2, "data");
         p.progress("data", 3, 9);
         assert_eq!(

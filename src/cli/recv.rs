@@ -71,7 +71,7 @@ impl RecvArgs {
         };
         let r = receiver::receive(&cfg)?;
         if let Some(n) = &r.pages_note {
-            eprintln!("iolab: note: {n}");
+            super::talk(format!("iolab: note: {n}"));
         }
         ctx.emit(
             self.net.output.format,

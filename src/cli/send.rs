@@ -76,10 +76,12 @@ pub fn serve(
     );
     let r = sender::serve(listener, cfg)?;
     for why in &r.rejected {
-        eprintln!("iolab: warning: dropped a connection that failed the handshake: {why}");
+        super::talk(format!(
+            "iolab: warning: dropped a connection that failed the handshake: {why}"
+        ));
     }
     if let Some(n) = &r.pages_note {
-        eprintln!("iolab: note: {n}");
+        super::talk(format!("iolab: note: {n}"));
     }
     ctx.emit(format, &report::transfer::side_report(&r, format, classic));
     Ok(())

@@ -67,7 +67,9 @@ impl SuiteArgs {
         drop(data);
         for (name, o) in &r.experiments {
             if let Some(e) = &o.error {
-                eprintln!("iolab: warning: an experiment was not measured: {name}: {e}");
+                super::talk(format!(
+                    "iolab: warning: an experiment was not measured: {name}: {e}"
+                ));
             }
         }
         let mut text = String::new();
