@@ -878,7 +878,7 @@ fn usage_help_completions_and_manual_pages() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("Usage: iolab <COMMAND>") && err.contains("squeeze"),
+        err.contains("Usage: iolab [OPTIONS] <COMMAND>") && err.contains("squeeze"),
         "{err}"
     );
     fails_with(

@@ -507,12 +507,26 @@ fn a_busy_machine_is_seen_and_said() {
     let parent = tempfile::tempdir().unwrap();
     let out = parent.path().join("rep");
     let o = iolab()
-        .args(["suite", "--quick", "--size", "16M", "--out"])
+        .args([
+            "suite",
+            "--quick",
+            "--size",
+            "16M",
+            "--wait-quiet",
+            "1s",
+            "--out",
+        ])
         .arg(&out)
         .output();
     let _ = (a.kill(), b.kill(), a.wait(), b.wait());
     let o = o.unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // The wait for a quiet machine says it gave up, and why.
+    assert!(
+        err.contains("gave up waiting for a quiet machine before run_read after 1 s: still busy ("),
+        "{err}"
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.starts_with("Warning: "), "{stdout}");
     let v: serde_json::Value =

@@ -374,6 +374,15 @@ impl Observer for Progress {
         }
     }
 
+    fn note(&self, line: &str) {
+        let line = format!("iolab: {line}");
+        match self.state.lock().ok().and_then(|b| b.multi.clone()) {
+            // Above the bars, which are drawn again below it.
+            Some(m) if self.tty => m.suspend(|| talk(&line)),
+            _ => talk(&line),
+        }
+    }
+
     fn progress(&self, what: &str, done: usize, total: usize) {
         if self.mode == ProgressMode::Never || (!self.tty && self.mode == ProgressMode::Auto) {
             return;

@@ -27,6 +27,8 @@ pub trait Observer {
     /// Step `k` (from 1) of `n` of a run of several experiments (the suite), named `name`,
     /// begins; the `progress` calls that follow belong to it.
     fn stage(&self, _k: usize, _n: usize, _name: &str) {}
+    /// Something the user should hear now (a wait that ended, a wait given up), as one line.
+    fn note(&self, _line: &str) {}
 }
 
 /// An observer that ignores everything.

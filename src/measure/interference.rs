@@ -615,16 +615,32 @@ impl Interference {
     }
 }
 
-/// Waits, up to `limit`, for a quiet second; returns the last second's figures.
-pub fn wait_quiet(limit: std::time::Duration) -> Interference {
-    let deadline = Instant::now() + limit;
+/// Waits, up to `limit`, for a quiet second; returns the last second's figures and how long
+/// it waited.
+pub fn wait_quiet(limit: std::time::Duration) -> (Interference, std::time::Duration) {
+    let start = Instant::now();
+    let deadline = start + limit;
     loop {
         let p = Probe::start();
         std::thread::sleep(std::time::Duration::from_millis(1000).min(limit));
         let i = p.finish();
         if !i.busy || Instant::now() >= deadline {
-            return i;
+            return (i, start.elapsed());
         }
+    }
+}
+
+/// What a wait for a quiet machine before `what` comes to, in one line: how long it took, or
+/// that it gave up and why.
+pub fn waited_line(what: &str, last: &Interference, waited: std::time::Duration) -> String {
+    let secs = waited.as_secs_f64();
+    if last.busy {
+        format!(
+            "gave up waiting for a quiet machine before {what} after {secs:.0} s: still busy ({}); measuring anyway",
+            last.reasons.join("; ")
+        )
+    } else {
+        format!("waited {secs:.0} s for a quiet machine before {what}")
     }
 }
 
@@ -912,5 +928,27 @@ mod tests {
         // Demand counts the waits beside the CPU used (the forked `date`s' waits are not seen:
         // a run queue is read per process, and they end within the window).
         assert!(i.other_demand_cores >= i.other_cpu_cores * 0.99, "{i:?}");
+    }
+
+    #[test]
+    fn a_wait_for_quiet_says_how_long_or_why_it_gave_up() {
+        let quiet = Interference::default();
+        let d = std::time::Duration::from_secs_f64(2.4);
+        assert_eq!(
+            waited_line("access", &quiet, d),
+            "waited 2 s for a quiet machine before access"
+        );
+        let busy = Interference {
+            busy: true,
+            reasons: vec!["2.0 cores of CPU wanted by other processes".into()],
+            ..Default::default()
+        };
+        let l = waited_line("access", &busy, d);
+        assert!(
+            l.starts_with(
+                "gave up waiting for a quiet machine before access after 2 s: still busy (2.0 cores"
+            ),
+            "{l}"
+        );
     }
 }

@@ -53,7 +53,12 @@ fn outcome(e: &dyn Experiment, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Re
     }
     if ctx.cfg.wait_quiet > 0.0 {
         obs.progress("waiting for a quiet machine", 0, 1);
-        wait_quiet(Duration::from_secs_f64(ctx.cfg.wait_quiet));
+        let (last, waited) = wait_quiet(Duration::from_secs_f64(ctx.cfg.wait_quiet));
+        obs.note(&crate::measure::interference::waited_line(
+            e.name(),
+            &last,
+            waited,
+        ));
     }
     // What earlier experiments wrote goes to the device now, outside any timing: left dirty, the
     // kernel writes it back about 30 s later, during a later experiment's cold reads (tens of MiB
