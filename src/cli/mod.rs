@@ -207,8 +207,10 @@ impl Ctx {
         } else {
             out(text);
         }
-        if let Some(w) = interference.warning() {
-            talk(format!("iolab: {w}"));
+        // One spelling of warnings on stderr; the suite's own hint (--wait-quiet) only where
+        // the command has it.
+        if let Some(w) = interference.busy_line() {
+            talk(format!("iolab: warning: {w}"));
         }
     }
 }

@@ -604,11 +604,23 @@ impl Interference {
         m
     }
 
-    /// One line for people: "Warning: the machine was busy: ..." or `None` when quiet.
+    /// What was busy, for a command's stderr: "the machine was busy while measuring: ...", or
+    /// `None` when quiet.
+    pub fn busy_line(&self) -> Option<String> {
+        self.busy_text("")
+    }
+
+    /// The suite's line at the top of its report: "Warning: " and [`Interference::busy_line`],
+    /// with the suite's own way to wait for a quiet machine; `None` when quiet.
     pub fn warning(&self) -> Option<String> {
+        self.busy_text("; iolab suite --wait-quiet waits for one")
+            .map(|l| format!("Warning: {l}"))
+    }
+
+    fn busy_text(&self, hint: &str) -> Option<String> {
         self.busy.then(|| {
             format!(
-                "Warning: the machine was busy while measuring: {}; figures may be slower and noisier than this machine can do (rerun on a quiet machine; iolab suite --wait-quiet waits for one)",
+                "the machine was busy while measuring: {}; figures may be slower and noisier than this machine can do (rerun on a quiet machine{hint})",
                 self.reasons.join("; ")
             )
         })
@@ -800,6 +812,9 @@ mod tests {
         assert!(m.reasons[0].starts_with("1 of 2 experiments"), "{m:?}");
         assert!(!Interference::merge([&q, &q]).busy);
         assert!(m.warning().unwrap().starts_with("Warning: "));
+        assert!(m.warning().unwrap().contains("--wait-quiet"));
+        let line = m.busy_line().unwrap();
+        assert!(line.starts_with("the machine was busy") && !line.contains("--wait-quiet"));
         assert!(q.warning().is_none());
     }
 
