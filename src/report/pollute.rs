@@ -2,7 +2,7 @@
 //! own rate, memory and reclaim side by side, then the findings; the per-tick series in text with
 //! `--ticks`, and in CSV always (one row per method and tick); a two-panel plot.
 
-use super::svg::{Plot, Point, Series, line_plot};
+use super::svg::{Plot, Series, line_plot, series_points};
 use super::{Format, csv_line, json, markdown_table, table};
 use crate::experiments::pollute::{PolluteResult, StreamRun, Tick};
 use crate::size::format_size;
@@ -207,18 +207,7 @@ pub fn pollute_plot(r: &PolluteResult) -> String {
             .filter(|m| !m.ticks.is_empty())
             .map(|m| Series {
                 name: run_label(r, m),
-                points: m
-                    .ticks
-                    .iter()
-                    .filter_map(|t| {
-                        f(t).map(|y| Point {
-                            x: t.t,
-                            y,
-                            lo: y,
-                            hi: y,
-                        })
-                    })
-                    .collect(),
+                points: series_points(m.ticks.iter().map(|t| (t.t, f(t)))),
             })
             .collect()
     };

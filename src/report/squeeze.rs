@@ -1,7 +1,7 @@
 //! `iolab squeeze` report: per method a row per second, the steady states side by side, the
 //! finding; CSV is the time series itself (one row per method and second); a two-panel plot.
 
-use super::svg::{Plot, Point, Series, line_plot};
+use super::svg::{Plot, Series, line_plot, series_points};
 use super::{Format, csv_line, json, markdown_table, table};
 use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick, amplification};
 use crate::size::format_size;
@@ -229,18 +229,7 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
             .filter(|m| !m.ticks.is_empty())
             .map(|m| Series {
                 name: m.method.name().into(),
-                points: m
-                    .ticks
-                    .iter()
-                    .filter_map(|t| {
-                        f(t).map(|y| Point {
-                            x: t.t,
-                            y,
-                            lo: y,
-                            hi: y,
-                        })
-                    })
-                    .collect(),
+                points: series_points(m.ticks.iter().map(|t| (t.t, f(t)))),
             })
             .collect()
     };

@@ -16,6 +16,20 @@ pub struct Point {
     pub hi: f64,
 }
 
+impl Point {
+    /// A point with no spread bar.
+    pub fn exact(x: f64, y: f64) -> Point {
+        Point { x, y, lo: y, hi: y }
+    }
+}
+
+/// A time series' points: `(x, y)` pairs, those without a `y` left out.
+pub fn series_points(xy: impl IntoIterator<Item = (f64, Option<f64>)>) -> Vec<Point> {
+    xy.into_iter()
+        .filter_map(|(x, y)| y.map(|y| Point::exact(x, y)))
+        .collect()
+}
+
 /// One line of a plot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
