@@ -180,19 +180,21 @@ pub fn pollute_report(
             };
             let mut out = format!("{}\n\n", heading(r));
             out.push_str(&tab(&summary_rows(r)));
-            if ticks {
-                for m in runs().filter(|m| !m.ticks.is_empty()) {
-                    out.push_str(&format!("\n{}\n\n", run_label(r, m)));
-                    let mut rows = vec![TICK_HEADER.iter().map(|s| s.to_string()).collect()];
-                    rows.extend(m.ticks.iter().map(tick_cells));
-                    out.push_str(&tab(&rows));
-                }
-            }
             for f in findings {
                 out.push_str(&format!("\nFinding: {}\n", f.text));
             }
             out.push('\n');
             out.push_str(NOTES);
+            // Each run's series last, under a `== ` line: report.html folds it (and leaves it
+            // out of print).
+            if ticks {
+                for m in runs().filter(|m| !m.ticks.is_empty()) {
+                    out.push_str(&format!("\n== {}\n\n", run_label(r, m)));
+                    let mut rows = vec![TICK_HEADER.iter().map(|s| s.to_string()).collect()];
+                    rows.extend(m.ticks.iter().map(tick_cells));
+                    out.push_str(&tab(&rows));
+                }
+            }
             out
         }
     }

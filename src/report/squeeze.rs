@@ -178,15 +178,6 @@ pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -
         }
         Format::Markdown => {
             let mut out = format!("{}\n\n{}\n", heading(r), markdown_table(&summary_rows(r)));
-            for m in &r.methods {
-                if m.ticks.is_empty() {
-                    continue;
-                }
-                out.push_str(&format!("\n**{}**\n\n", method_heading(m)));
-                let mut rows = vec![header(&TICK_HEADER)];
-                rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
-                out.push_str(&markdown_table(&rows));
-            }
             for f in findings {
                 out.push_str(&format!("\nFinding: {}\n", f.text));
             }
@@ -194,6 +185,14 @@ pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -
                 out.push_str(&format!("\nWhy: {e}\n"));
             }
             out.push_str(&format!("\n{}", notes(r)));
+            // Each method's series last, under a `== ` line: report.html folds it (and leaves
+            // it out of print).
+            for m in r.methods.iter().filter(|m| !m.ticks.is_empty()) {
+                out.push_str(&format!("\n== {}\n\n", method_heading(m)));
+                let mut rows = vec![header(&TICK_HEADER)];
+                rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
+                out.push_str(&markdown_table(&rows));
+            }
             out
         }
         Format::Text => {

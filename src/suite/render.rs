@@ -481,7 +481,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         "@media print{body{max-width:none;padding:0;font-size:9pt}nav,details{display:none}",
         ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
         ".tw th:first-child,.tw td:first-child{position:static}tr,li,figure,dt,dd{break-inside:avoid}",
-        "h2{break-after:avoid;margin-top:1rem}figure svg{max-height:8.5cm;width:auto;max-width:100%;margin:0 auto}}",
+        "h2{break-after:avoid;margin-top:1rem}figure svg{max-height:7cm;width:auto;max-width:100%;margin:0 auto}}",
         "</style></head><body>"
     ));
     if let Some(w) = &warning {
