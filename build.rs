@@ -1,5 +1,5 @@
 //! Records the git commit iolab is built from (when built from a checkout), so every result can
-//! say exactly which code measured it.
+//! say exactly which code measured it, and the date its manual pages carry.
 
 use std::path::Path;
 use std::process::Command;
@@ -31,5 +31,21 @@ fn main() {
     println!(
         "cargo:rustc-env=IOLAB_GIT_COMMIT={}",
         commit.unwrap_or_default()
+    );
+    // The manual pages' date: the commit's day, else the build's (`date`), else none.
+    let date = git(&["log", "-1", "--format=%cs"])
+        .filter(|d| !d.is_empty())
+        .or_else(|| {
+            let o = Command::new("date")
+                .args(["-u", "+%Y-%m-%d"])
+                .output()
+                .ok()?;
+            o.status
+                .success()
+                .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        });
+    println!(
+        "cargo:rustc-env=IOLAB_PAGE_DATE={}",
+        date.unwrap_or_default()
     );
 }

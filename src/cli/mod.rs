@@ -45,7 +45,8 @@ with madvise, O_DIRECT and io_uring, with repeats, statistics and a verified pag
     version,
     about = ABOUT,
     propagate_version = true,
-    arg_required_else_help = true
+    arg_required_else_help = true,
+    after_help = "Examples:\n  iolab suite --quick\n  iolab advise big.bin --pattern random --bs 4K\n  iolab read big.bin --method mmap --cache cold --repeat 5\n  iolab fast big.bin --explain\n  iolab man --dir ~/.local/share/man/man1\n\n'iolab COMMAND --help' has each command's options and examples."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -118,11 +119,20 @@ pub enum Command {
     /// Internal: one stream of `pollute`, run inside its memory cgroup.
     #[command(hide = true, name = "pollute-worker")]
     PolluteWorker(pollute::WorkerArgs),
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  iolab cache status big.bin\n  iolab cache status ~/data --map\n  iolab cache evict big.bin\n  iolab cache load big.bin\n  iolab cache meminfo --format json"
+    )]
     Cache(cache::CacheCommand),
     /// The classic sender: master N f1 .. fN fcntl|mmap (port 2325).
+    #[command(
+        after_help = "Examples:\n  iolab master 2 a.txt b.txt mmap\n  iolab master 2 a.txt b.txt fcntl --classic-sizes\n  iolab master input.txt mmap      (the 2019 one-file form)\n\nEach file's line: Transmission time: <ms> ms, File size: <bytes> bytes. The slave connects\nto port 2325; --raw serves the bytes alone, for nc or the course's own slave."
+    )]
     Master(classic_net::ClassicArgs),
     /// The classic receiver: slave N f1 .. fN fcntl|mmap IP (writes f1 .. fN).
+    #[command(
+        after_help = "Examples:\n  iolab slave 2 a.txt b.txt mmap 127.0.0.1\n  iolab slave 2 a.txt b.txt fcntl 127.0.0.1 --classic-sizes\n  iolab slave got.txt fcntl 127.0.0.1 -v      (the 2019 one-file form)\n  iolab slave fromnc.txt mmap 127.0.0.1 --raw      (from nc -l 127.0.0.1 2325 < file)\n\nEach file's line: Transmission time: <ms> ms, File size: <bytes> bytes."
+    )]
     Slave(classic_net::ClassicArgs),
 }
 

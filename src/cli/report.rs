@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 /// Re-render report(s) from results.json files; several give hosts side by side.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab report iolab-report/results.json --out again --force\n  iolab report laptop/results.json server/results.json --out both\n\nSeveral results files give one report with the hosts side by side: each finding per host,\nand each figure with the ratio to the first host."
+)]
 pub struct ReportArgs {
     /// results.json files from `iolab suite`
     #[arg(required = true)]

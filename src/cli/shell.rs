@@ -4,6 +4,7 @@
 use super::{Cli, out};
 use clap::{Args, CommandFactory, ValueEnum};
 use iolab::Error;
+use std::path::{Path, PathBuf};
 
 /// The shells completions are made for.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -51,26 +52,35 @@ impl CompletionsArgs {
     }
 }
 
-/// Print iolab's manual page (roff), or one command's.
+/// Print iolab's manual page (roff), or one command's; `--dir` writes every page.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab man | man -l -\n  iolab man squeeze > iolab-squeeze.1\n  iolab man > /usr/local/share/man/man1/iolab.1"
+    after_help = "Examples:\n  iolab man | man -l -\n  iolab man squeeze > iolab-squeeze.1\n  iolab man --dir ~/.local/share/man/man1\n  man -l ~/.local/share/man/man1/iolab-read.1\n\n--dir writes iolab.1 and one iolab-COMMAND.1 per command; pages that exist are\nreplaced only with --force."
 )]
 pub struct ManArgs {
     /// A command: its own page (iolab-COMMAND(1))
+    #[arg(conflicts_with = "dir")]
     pub command: Option<String>,
+    /// Write every page (iolab.1, iolab-COMMAND.1) into this directory instead
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// With --dir: replace pages that exist
+    #[arg(long, requires = "dir")]
+    pub force: bool,
 }
 
 impl ManArgs {
-    /// Writes the page to stdout.
+    /// Writes the page to stdout, or every page into `--dir`.
     pub fn run(self) -> Result<(), Error> {
+        if let Some(dir) = &self.dir {
+            return write_pages(dir, self.force);
+        }
         let top = Cli::command();
-        let cmd = match &self.command {
-            None => top,
+        let page = match &self.command {
+            None => man_page(top, None),
             Some(name) => {
-                let sub = top
-                    .get_subcommands()
-                    .find(|c| c.get_name() == name && !c.is_hide_set())
+                let sub = visible(&top)
+                    .find(|c| c.get_name() == name)
                     .cloned()
                     .ok_or_else(|| {
                         Error::usage(
@@ -78,16 +88,166 @@ impl ManArgs {
                             format!("'{name}' (see 'iolab --help' for the commands)"),
                         )
                     })?;
-                // clap names are &'static str; this process prints one page and ends.
-                let page: &'static str = Box::leak(format!("iolab-{name}").into_boxed_str());
-                sub.name(page).bin_name(page)
+                man_page(sub, Some(name))
             }
         };
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(cmd)
-            .render(&mut buf)
-            .map_err(|e| Error::failed("cannot render the manual page", e.to_string()))?;
-        out(&String::from_utf8_lossy(&buf));
+        out(&page);
         Ok(())
+    }
+}
+
+/// The commands a user sees (not the hidden workers, not `help`).
+fn visible(top: &clap::Command) -> impl Iterator<Item = &clap::Command> {
+    top.get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+}
+
+/// Every page into `dir` (made if missing): all or nothing, nothing replaced without `force`.
+fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
+    let top = Cli::command();
+    let mut pages = vec![("iolab.1".to_string(), man_page(top.clone(), None))];
+    for c in visible(&top) {
+        let name = c.get_name().to_string();
+        pages.push((format!("iolab-{name}.1"), man_page(c.clone(), Some(&name))));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::failed(
+            "cannot make the directory",
+            format!("{}: {e}", dir.display()),
+        )
+    })?;
+    if !force {
+        if let Some((file, _)) = pages.iter().find(|(f, _)| dir.join(f).exists()) {
+            return Err(iolab::output::exists(&dir.join(file)));
+        }
+    }
+    for (file, page) in &pages {
+        let path = dir.join(file);
+        std::fs::write(&path, page)
+            .map_err(|e| Error::failed("cannot write", format!("{}: {e}", path.display())))?;
+    }
+    super::talk(format!(
+        "iolab: wrote {} manual pages into {} (man -l {}/iolab.1)",
+        pages.len(),
+        dir.display(),
+        dir.display()
+    ));
+    Ok(())
+}
+
+/// The date of the code a page describes: the commit's, else the build's.
+const PAGE_DATE: &str = env!("IOLAB_PAGE_DATE");
+
+/// One manual page in roff: clap_mangen's NAME, SYNOPSIS, DESCRIPTION, OPTIONS and COMMANDS,
+/// then EXAMPLES kept line for line, NOTES, EXIT STATUS, ENVIRONMENT and SEE ALSO, which
+/// clap_mangen would reflow into one "EXTRA" paragraph or not write at all.
+pub fn man_page(cmd: clap::Command, sub: Option<&str>) -> String {
+    let (examples, notes) = split_after_help(
+        &cmd.get_after_help()
+            .map(|h| h.to_string())
+            .unwrap_or_default(),
+    );
+    let cmd = match sub {
+        // clap names are &'static str; a page is made a few times per process.
+        Some(name) => {
+            let page: &'static str = Box::leak(format!("iolab-{name}").into_boxed_str());
+            cmd.name(page).bin_name(format!("iolab {name}"))
+        }
+        None => cmd,
+    }
+    .version(env!("CARGO_PKG_VERSION"))
+    .after_help(None::<&str>)
+    .after_long_help(None::<&str>);
+    let has_subs = cmd.get_subcommands().any(|c| !c.is_hide_set());
+    let man = clap_mangen::Man::new(cmd)
+        .date(PAGE_DATE)
+        .source(format!("iolab {}", env!("CARGO_PKG_VERSION")))
+        .manual("iolab manual");
+    let mut buf = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = man.render_title(&mut buf);
+    let _ = man.render_name_section(&mut buf);
+    let _ = man.render_synopsis_section(&mut buf);
+    let _ = man.render_description_section(&mut buf);
+    let _ = man.render_options_section(&mut buf);
+    if has_subs {
+        let _ = man.render_subcommands_section(&mut buf);
+    }
+    let mut page = String::from_utf8_lossy(&buf).into_owned();
+    if !examples.is_empty() {
+        page.push_str(".SH EXAMPLES\n.nf\n");
+        for line in &examples {
+            page.push_str(&roff_line(line));
+            page.push('\n');
+        }
+        page.push_str(".fi\n");
+    }
+    if !notes.is_empty() {
+        page.push_str(".SH NOTES\n");
+        for para in &notes {
+            page.push_str(".PP\n");
+            page.push_str(&roff_line(&para.replace('\n', " ")));
+            page.push('\n');
+        }
+    }
+    page.push_str(
+        ".SH \"EXIT STATUS\"\n.TP\n0\nSuccess.\n.TP\n1\nThe work failed: an I/O error, a peer's error, a checksum that did not match.\n.TP\n2\nA usage error: the message names what is wrong and the usage line.\n.TP\n130, 143\nInterrupted (SIGINT, SIGTERM); partial outputs were removed.\n",
+    );
+    page.push_str(
+        ".SH ENVIRONMENT\n.TP\nIOLAB_TOKEN\nThe shared secret of send, recv, master and slave when --token-file is not given.\n.TP\nIOLAB_NO_ROOT\nWhen set (and not 0), iolab skips its root-only steps even as root (drop_caches, page flags, memory cgroups of its own) and says so, as it does without root: to see that path.\n",
+    );
+    let mut see: Vec<String> = vec![];
+    if sub.is_some() {
+        see.push("iolab(1)".into());
+    }
+    see.extend(
+        [
+            "fio(1)",
+            "vmtouch(8)",
+            "pmap(1)",
+            "strace(1)",
+            "io_uring(7)",
+            "madvise(2)",
+        ]
+        .map(String::from),
+    );
+    page.push_str(&format!(
+        ".SH \"SEE ALSO\"\n{}\n.PP\nThe README and docs/ of the source tree: docs/commands.md, docs/methodology.md.\n",
+        roff_line(&see.join(", "))
+    ));
+    page
+}
+
+/// A command's after-help as its example lines (the block under `Examples:`, unindented) and
+/// its other paragraphs.
+fn split_after_help(text: &str) -> (Vec<String>, Vec<String>) {
+    let mut examples = Vec::new();
+    let mut notes = Vec::new();
+    for block in text
+        .split("\n\n")
+        .map(str::trim_end)
+        .filter(|b| !b.trim().is_empty())
+    {
+        if let Some(rest) = block.strip_prefix("Examples:") {
+            examples.extend(
+                rest.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| l.strip_prefix("  ").unwrap_or(l).to_string()),
+            );
+        } else {
+            notes.push(block.trim().to_string());
+        }
+    }
+    (examples, notes)
+}
+
+/// Text for roff: backslashes and hyphens escaped, and a line that starts with `.` or `'` kept
+/// from being read as a request.
+fn roff_line(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with('.') || escaped.starts_with('\'') {
+        format!("\\&{escaped}")
+    } else {
+        escaped
     }
 }
