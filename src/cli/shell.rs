@@ -116,10 +116,8 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
             format!("{}: {e}", dir.display()),
         )
     })?;
-    if !force {
-        if let Some((file, _)) = pages.iter().find(|(f, _)| dir.join(f).exists()) {
-            return Err(iolab::output::exists(&dir.join(file)));
-        }
+    if !force && let Some((file, _)) = pages.iter().find(|(f, _)| dir.join(f).exists()) {
+        return Err(iolab::output::exists(&dir.join(file)));
     }
     for (file, page) in &pages {
         let path = dir.join(file);
