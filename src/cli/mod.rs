@@ -544,19 +544,14 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn readme_commands_exist_and_their_flags_parse() {
-        let readme = include_str!("../../README.md");
-        let table = readme
-            .split("## Commands")
-            .nth(1)
-            .expect("a Commands section");
+    /// The `iolab ...` spans of a Markdown table's first column, under `heading` in `doc`.
+    fn table_commands(doc: &str, heading: &str) -> Vec<String> {
+        let table = doc.split(heading).nth(1).expect("the section");
         let table = table
             .split("\n\n")
             .find(|p| p.contains("|---|"))
             .expect("its table");
-        let mut named = std::collections::BTreeSet::new();
-        let mut lines: Vec<String> = Vec::new();
+        let mut lines = Vec::new();
         for row in table.lines().filter(|l| l.starts_with("| `iolab")) {
             let first = row
                 .trim_start_matches("| ")
@@ -572,9 +567,97 @@ mod tests {
                     .map(String::from),
             );
         }
+        lines
+    }
+
+    /// Every relative link of README.md and docs/*.md names a file that exists.
+    #[test]
+    fn doc_links_resolve() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut docs = vec![root.join("README.md")];
+        for e in std::fs::read_dir(root.join("docs")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "md") {
+                docs.push(p);
+            }
+        }
+        let mut checked = 0;
+        for doc in &docs {
+            let text = std::fs::read_to_string(doc).unwrap();
+            for target in text.split("](").skip(1).filter_map(|t| t.split(')').next()) {
+                let target = target.split('#').next().unwrap_or_default();
+                if target.is_empty() || target.contains("://") {
+                    continue;
+                }
+                let path = doc.parent().unwrap().join(target);
+                assert!(
+                    path.exists(),
+                    "{}: link to {target}, no such file",
+                    doc.display()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} links");
+    }
+
+    /// README is short, says first what iolab answers and then the two set-up commands, and the
+    /// test command is the one CI runs.
+    #[test]
+    fn readme_is_short_and_starts_with_what_it_answers() {
+        let readme = include_str!("../../README.md");
+        assert!(
+            readme.lines().count() <= 150,
+            "README has {} lines",
+            readme.lines().count()
+        );
+        let headings: Vec<&str> = readme.lines().filter(|l| l.starts_with("## ")).collect();
+        assert_eq!(
+            &headings[..2],
+            ["## What it answers", "## Quick start"],
+            "{headings:?}"
+        );
+        let quick = readme.split("## Quick start").nth(1).unwrap();
+        let block = quick
+            .split("```sh")
+            .nth(1)
+            .unwrap()
+            .split("```")
+            .next()
+            .unwrap();
+        let commands: Vec<&str> = block
+            .lines()
+            .map(|l| l.split('#').next().unwrap().trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(
+            commands,
+            ["cargo run --release -- suite", "cargo test --locked"]
+        );
+        let ci = include_str!("../../.ci/run");
+        assert!(
+            ci.lines().any(|l| l.trim() == commands[1]),
+            ".ci/run does not run README's test command"
+        );
+        for section in ["## Install", "## Requirements", "## License"] {
+            assert!(readme.contains(section), "README lacks {section}");
+        }
+    }
+
+    /// The README's and docs/commands.md's command tables, and every example typed after `$ `
+    /// in docs/examples.md, parse; every command the user can see is in the README.
+    #[test]
+    fn readme_commands_exist_and_their_flags_parse() {
+        let readme = include_str!("../../README.md");
+        let examples = include_str!("../../docs/examples.md");
+        let reference = include_str!("../../docs/commands.md");
+        let mut named = std::collections::BTreeSet::new();
+        let mut lines = table_commands(readme, "## Commands");
         assert!(lines.len() >= 18, "{lines:?}");
+        let in_readme = lines.len();
+        lines.extend(table_commands(reference, "## The commands"));
         // The examples, as typed after `$ ` (comments, redirections and other programs left out).
-        for l in readme.lines().filter_map(|l| l.strip_prefix("$ ")) {
+        for l in examples.lines().filter_map(|l| l.strip_prefix("$ ")) {
             for part in l.split(';') {
                 let part = part.split('#').next().unwrap_or_default().trim();
                 if let Some(rest) = part.strip_prefix("iolab ") {
@@ -586,9 +669,12 @@ mod tests {
                 }
             }
         }
-        for line in &lines {
+        assert!(lines.len() > in_readme + 20, "{lines:?}");
+        for (i, line) in lines.iter().enumerate() {
             for args in readme_variants(line) {
-                named.insert(args.get(1).cloned().unwrap_or_default());
+                if i < in_readme {
+                    named.insert(args.get(1).cloned().unwrap_or_default());
+                }
                 if let Err(e) = Cli::try_parse_from(&args) {
                     panic!("README's `{line}` as {args:?} does not parse: {e}");
                 }
