@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{big_file, iolab, is_root};
+use common::{big_file, check_csv, iolab, is_root};
 use serde_json::Value;
 
 use std::path::Path;
@@ -146,6 +146,24 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
             );
         }
     }
+    // CSV: a row per tick, one table (one short read stream and one write stream).
+    let o = iolab()
+        .args(["pollute", file.to_str().unwrap()])
+        .args([
+            "--memory",
+            "64M",
+            "--hot-size",
+            "16M",
+            "--write-size",
+            "32M",
+        ])
+        .args(["--before", "600ms", "--seconds", "1s", "--tick", "200ms"])
+        .args(["--reads", "uncached", "--writes", "write", "--passes", "1"])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_csv("pollute", &o.stdout);
     // Nothing left: groups, the temporary hot set, the written stream's file.
     let names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{big_file, iolab, is_root};
+use common::{big_file, check_csv, iolab, is_root};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -238,6 +238,7 @@ fn text_csv_and_plot_outputs_under_a_parent_group() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_csv("squeeze", &o.stdout);
     let csv = String::from_utf8(o.stdout).unwrap();
     let mut lines = csv.lines();
     assert!(lines.next().unwrap().starts_with("method,t_s,kiops,mib_s"));

@@ -9,13 +9,20 @@ fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
 
-fn header() -> Vec<String> {
-    [
+/// Timed operations a percentile needs before a table shows it: p99 from 100, p99.9 from 1,000
+/// (below that it is one of the slowest few samples, not a percentile).
+pub const P99_MIN_SAMPLES: u64 = 100;
+/// See [`P99_MIN_SAMPLES`].
+pub const P999_MIN_SAMPLES: u64 = 1000;
+
+fn header(csv: bool) -> Vec<String> {
+    let mut h: Vec<String> = [
         "method",
         "pattern",
         "cache",
         "KIOPS",
         "MiB/s",
+        "samples",
         "p50 us",
         "p90 us",
         "p99 us",
@@ -27,41 +34,63 @@ fn header() -> Vec<String> {
         "cache ok",
         "runs",
         "run ms",
-        "bytes/run",
+        if csv { "bytes/run" } else { "per run" },
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect()
+    .collect();
+    if csv {
+        h.push("unsupported".into());
+    }
+    h
 }
 
-/// The cells of one row, for text, Markdown and CSV alike.
-pub fn cells(r: &AccessRow) -> Vec<String> {
+/// The cells of one row for text and Markdown (`csv` false: sizes and `yes`/`NO` for people) or
+/// CSV (plain numbers, `true`/`false`, a percentile without enough samples empty, and every
+/// row as wide as the header).
+pub fn cells(r: &AccessRow, csv: bool) -> Vec<String> {
     let mut row = vec![
         r.method.name().to_string(),
         r.pattern.name().into(),
         r.cache.name().into(),
     ];
     if let Some(why) = &r.unsupported {
-        row.push(format!("unsupported: {why}"));
+        if csv {
+            let width = header(true).len();
+            row.resize(width - 1, String::new());
+            row.push(why.clone());
+        } else {
+            row.push(format!("unsupported: {why}"));
+        }
         return row;
     }
     let l = &r.latency;
-    // No block timed (--no-latency): no percentile is claimed.
-    let us = |ns: u64| if l.ops == 0 { "-".to_string() } else { us(ns) };
+    let none = if csv { "" } else { "-" };
+    // No block timed (--no-latency), or too few for this percentile: no figure is claimed.
+    let pct = |ns: u64, need: u64| {
+        if l.ops == 0 || l.ops < need {
+            none.to_string()
+        } else {
+            us(ns)
+        }
+    };
     row.extend([
         format!("{:.1}", r.kiops.median),
         format!("{:.1}", r.mib_s.median),
-        us(l.p50_ns),
-        us(l.p90_ns),
-        us(l.p99_ns),
-        us(l.p999_ns),
-        us(l.max_ns),
+        l.ops.to_string(),
+        pct(l.p50_ns, 1),
+        pct(l.p90_ns, 10),
+        pct(l.p99_ns, P99_MIN_SAMPLES),
+        pct(l.p999_ns, P999_MIN_SAMPLES),
+        pct(l.max_ns, 1),
         format!("{:.4}", r.minor_faults_per_op),
         format!("{:.4}", r.major_faults_per_op),
         r.device_bytes_per_byte
             .map(|d| format!("{d:.2}"))
-            .unwrap_or_else(|| "n/a".into()),
-        if r.cache_verified {
+            .unwrap_or_else(|| if csv { "" } else { "n/a" }.into()),
+        if csv {
+            super::csv_bool(r.cache_verified)
+        } else if r.cache_verified {
             "yes".into()
         } else {
             "NO".into()
@@ -71,15 +100,25 @@ pub fn cells(r: &AccessRow) -> Vec<String> {
             "{:.1}",
             1e3 * super::median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
         ),
-        format_size(super::median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64),
     ]);
+    let bytes = super::median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64;
+    if csv {
+        row.push(bytes.to_string());
+        row.push(String::new());
+    } else {
+        row.push(format_size(bytes));
+    }
     row
 }
 
+/// What the samples and percentile columns mean, under a text or Markdown table.
+pub const SAMPLES_NOTE: &str = "samples: blocks timed (short reads are timed one in 16 or more after the first 64); a percentile shows from enough of them: p99 from 100, p99.9 from 1,000 (else -)";
+
 /// `iolab access` in `format`.
 pub fn access_report(r: &AccessResult, format: Format) -> String {
-    let mut rows = vec![header()];
-    rows.extend(r.rows.iter().map(cells));
+    let csv = format == Format::Csv;
+    let mut rows = vec![header(csv)];
+    rows.extend(r.rows.iter().map(|row| cells(row, csv)));
     let c = &r.config;
     let head = format!(
         "access {} ({}, {} blocks of {}), threads {}, depth {}, {}{}{}",
@@ -110,9 +149,12 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
     match format {
         Format::Json => json(r),
         Format::Csv => super::csv_table(&rows),
-        Format::Markdown => format!("**{head}**\n\n{}\n{xor}", markdown_table(&rows)),
+        Format::Markdown => format!(
+            "**{head}**\n\n{}\n{SAMPLES_NOTE}\n\n{xor}",
+            markdown_table(&rows)
+        ),
         Format::Text => format!(
-            "{head}\n\n{}\n{xor}{}",
+            "{head}\n\n{}\n{SAMPLES_NOTE}\n{xor}{}",
             table(&rows),
             super::rounds_line(&r.rounds)
         ),

@@ -60,7 +60,7 @@ pub fn fast_rows(r: &FastResult) -> Vec<Vec<String>> {
         [
             "method",
             "threads",
-            "bs",
+            "bs bytes",
             "depth",
             "bytes",
             "secs",
@@ -381,7 +381,7 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
             let mut out = super::csv_line(
                 &[
                     "file",
-                    "size",
+                    "size_bytes",
                     "resident_pages",
                     "total_pages",
                     "resident_pct",

@@ -104,8 +104,9 @@ fn summary_rows(r: &IorResult) -> Vec<Vec<String>> {
     rows
 }
 
-/// A row per rank and phase: what iolab adds.
-fn rank_rows(r: &IorResult) -> Vec<Vec<String>> {
+/// A row per rank and phase: what iolab adds; `csv`: plain numbers, `true`/`false` (empty when
+/// not checked), a missing figure empty.
+fn rank_rows(r: &IorResult, csv: bool) -> Vec<Vec<String>> {
     let mut rows = vec![
         [
             "access",
@@ -114,10 +115,14 @@ fn rank_rows(r: &IorResult) -> Vec<Vec<String>> {
             "data of",
             "bytes",
             "secs",
-            "resident before",
+            if csv {
+                "resident before %"
+            } else {
+                "resident before"
+            },
             "minflt",
             "majflt",
-            "dev read",
+            if csv { "dev read bytes" } else { "dev read" },
             "xor",
             "expected",
             "ok",
@@ -134,22 +139,28 @@ fn rank_rows(r: &IorResult) -> Vec<Vec<String>> {
                 k.data_of.to_string(),
                 k.bytes.to_string(),
                 format!("{:.6}", k.close_end - k.open_start),
-                if k.resident_before < 0.0 {
-                    "-".into()
-                } else {
-                    format!("{:.1}%", k.resident_before * 100.0)
+                match (k.resident_before < 0.0, csv) {
+                    (true, true) => String::new(),
+                    (true, false) => "-".into(),
+                    (false, true) => format!("{:.1}", k.resident_before * 100.0),
+                    (false, false) => format!("{:.1}%", k.resident_before * 100.0),
                 },
                 k.minor_faults.to_string(),
                 k.major_faults.to_string(),
-                format_size(k.device_read_bytes),
-                k.xor.map_or("-".into(), format_xor),
+                if csv {
+                    k.device_read_bytes.to_string()
+                } else {
+                    format_size(k.device_read_bytes)
+                },
+                k.xor.map_or(if csv { "" } else { "-" }.into(), format_xor),
                 format_xor(k.expected_xor),
-                match k.xor {
-                    None => "not checked",
-                    Some(x) if x == k.expected_xor => "yes",
-                    Some(_) => "no",
-                }
-                .into(),
+                match (k.xor, csv) {
+                    (None, true) => String::new(),
+                    (Some(x), true) => super::csv_bool(x == k.expected_xor),
+                    (None, false) => "not checked".into(),
+                    (Some(x), false) if x == k.expected_xor => "yes".into(),
+                    (Some(_), false) => "no".into(),
+                },
             ]);
         }
     }
@@ -160,13 +171,13 @@ fn rank_rows(r: &IorResult) -> Vec<Vec<String>> {
 pub fn ior_report(r: &IorResult, format: Format) -> String {
     match format {
         Format::Json => return json(r),
-        Format::Csv => return csv_table(&rank_rows(r)),
+        Format::Csv => return csv_table(&rank_rows(r, true)),
         Format::Markdown => {
             return format!(
                 "{}\n{}\n{}",
                 markdown_table(&results_rows(r)),
                 markdown_table(&summary_rows(r)),
-                markdown_table(&rank_rows(r))
+                markdown_table(&rank_rows(r, false))
             );
         }
         Format::Text => {}
@@ -198,7 +209,7 @@ pub fn ior_report(r: &IorResult, format: Format) -> String {
     out.push_str("\nSummary of all tests:\n");
     out.push_str(&table(&summary_rows(r)));
     out.push_str("\nPer rank (iolab):\n");
-    out.push_str(&table(&rank_rows(r)));
+    out.push_str(&table(&rank_rows(r, false)));
     for p in &r.phases {
         if p.ranks.len() > 1 {
             out.push_str(&format!(

@@ -111,6 +111,8 @@ pub fn csv_key(header: &str) -> String {
     for c in header.chars() {
         if c.is_ascii_alphanumeric() {
             key.push(c.to_ascii_lowercase());
+        } else if c == 'µ' {
+            key.push('u');
         } else if c == '%' {
             key.push_str(if key.is_empty() { "pct" } else { "_pct" });
         } else if !key.is_empty() && !key.ends_with('_') {
@@ -144,19 +146,29 @@ pub fn table_as(format: Format, rows: &[Vec<String>]) -> String {
     }
 }
 
-/// A CSV line, quoting cells that need it.
+/// A CSV line, quoted as the csv crate quotes (RFC 4180).
 pub fn csv_line(cells: &[String]) -> String {
-    let quoted: Vec<String> = cells
-        .iter()
-        .map(|c| {
-            if c.contains([',', '"', '\n']) {
-                format!("\"{}\"", c.replace('"', "\"\""))
-            } else {
-                c.clone()
-            }
-        })
-        .collect();
-    format!("{}\n", quoted.join(","))
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing into a Vec cannot fail; a row of no cells is an empty line.
+    let _ = w.write_record(cells);
+    let bytes = w.into_inner().unwrap_or_default();
+    let line = String::from_utf8_lossy(&bytes).into_owned();
+    if line.is_empty() { "\n".into() } else { line }
+}
+
+/// Text-table cells made CSV cells: a missing figure (`-`) is empty.
+pub(crate) fn csv_cells(cells: Vec<String>) -> Vec<String> {
+    cells
+        .into_iter()
+        .map(|c| if c == "-" { String::new() } else { c })
+        .collect()
+}
+
+/// A boolean as every CSV and JSON output spells it.
+pub fn csv_bool(b: bool) -> String {
+    if b { "true" } else { "false" }.into()
 }
 
 /// The median of some figures (0 for none), for a table's cell.
@@ -222,6 +234,7 @@ mod tests {
         assert_eq!(csv_key("resident %"), "resident_pct");
         assert_eq!(csv_key("dev B/B"), "dev_b_b");
         assert_eq!(csv_key("mib_s"), "mib_s");
+        assert_eq!(csv_key("hot p99 µs"), "hot_p99_us");
         let rows = vec![
             vec!["MiB/s".to_string(), "time s".into()],
             vec!["1.5".into(), "2".into()],

@@ -163,7 +163,9 @@ pub fn pollute_report(
                         m.method.clone(),
                         (m.pass + 1).to_string(),
                     ];
-                    row.extend(tick_cells(t));
+                    let mut cells = super::csv_cells(tick_cells(t));
+                    cells[1] = super::csv_bool(t.streaming);
+                    row.extend(cells);
                     out.push_str(&csv_line(&row));
                 }
             }

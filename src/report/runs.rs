@@ -1,16 +1,36 @@
 //! Reports of measured runs (`iolab read`, `iolab write`): one row per run, then the summary.
 
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, csv_bool, csv_line, json, markdown_table, table};
 use crate::experiments::read::{ReadResult, RunRecord, Runs};
 use crate::experiments::write::WriteResult;
 use crate::size::format_size;
 use crate::workload::Shape;
 use crate::xor::format_xor;
 
+/// One setting of a run set: its CSV column, as the settings line shows it, as CSV holds it.
+struct Setting {
+    key: &'static str,
+    text: String,
+    csv: String,
+}
+
+impl Setting {
+    fn new(key: &'static str, text: impl Into<String>) -> Self {
+        let text = text.into();
+        Setting {
+            key,
+            csv: text.clone(),
+            text,
+        }
+    }
+}
+
 /// The common view of a set of measured runs.
 struct RunSet<'a> {
     headline: String,
-    config: Vec<(&'static str, String)>,
+    /// Each setting's CSV column, its text and its CSV value (numbers plain, booleans
+    /// `true`/`false`).
+    config: Vec<Setting>,
     runs: &'a Runs,
     xor: u32,
     with_cache: bool,
@@ -40,9 +60,13 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
             c.bs,
             &c.shape,
             [
-                ("depth", c.shape.depth.to_string()),
-                ("sqpoll", if c.shape.sqpoll { "yes" } else { "no" }.into()),
-                ("cache", c.cache.name().into()),
+                Setting::new("depth", c.shape.depth.to_string()),
+                Setting {
+                    key: "sqpoll",
+                    text: if c.shape.sqpoll { "yes" } else { "no" }.into(),
+                    csv: csv_bool(c.shape.sqpoll),
+                },
+                Setting::new("cache", c.cache.name()),
             ],
         ),
         runs: &r.runs,
@@ -70,7 +94,7 @@ pub fn write_report(r: &WriteResult, format: Format) -> String {
             c.method.name(),
             c.bs,
             &c.shape,
-            [("sync", c.sync.name().into())],
+            [Setting::new("sync", c.sync.name())],
         ),
         runs: &r.runs,
         xor: r.xor,
@@ -99,13 +123,17 @@ fn settings(
     method: &str,
     bs: u64,
     shape: &Shape,
-    more: impl IntoIterator<Item = (&'static str, String)>,
-) -> Vec<(&'static str, String)> {
+    more: impl IntoIterator<Item = Setting>,
+) -> Vec<Setting> {
     let mut v = vec![
-        ("method", method.to_string()),
-        ("bs", format_size(bs)),
-        ("pattern", shape.pattern.name().into()),
-        ("threads", shape.threads.to_string()),
+        Setting::new("method", method),
+        Setting {
+            key: "bs_bytes",
+            text: format_size(bs),
+            csv: bs.to_string(),
+        },
+        Setting::new("pattern", shape.pattern.name()),
+        Setting::new("threads", shape.threads.to_string()),
     ];
     v.extend(more);
     v
@@ -193,7 +221,7 @@ fn summary_line(set: &RunSet) -> String {
 fn config_line(set: &RunSet) -> String {
     set.config
         .iter()
-        .map(|(k, v)| format!("{k} {v}"))
+        .map(|s| format!("{} {}", s.key.trim_end_matches("_bytes"), s.text))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -223,7 +251,7 @@ fn markdown(set: &RunSet) -> String {
 }
 
 fn csv(set: &RunSet) -> String {
-    let mut header: Vec<String> = set.config.iter().map(|(k, _)| k.to_string()).collect();
+    let mut header: Vec<String> = set.config.iter().map(|s| s.key.to_string()).collect();
     header.extend(
         [
             "run",
@@ -249,10 +277,10 @@ fn csv(set: &RunSet) -> String {
     let mut out = csv_line(&header);
     for (i, r) in set.runs.runs.iter().enumerate() {
         let c = &r.counters;
-        let mut row: Vec<String> = set.config.iter().map(|(_, v)| v.clone()).collect();
+        let mut row: Vec<String> = set.config.iter().map(|s| s.csv.clone()).collect();
         row.extend([
             run_label(i, &set.runs.runs),
-            r.warmup.to_string(),
+            csv_bool(r.warmup),
             format!("{:.6}", c.wall.as_secs_f64()),
             format!("{:.3}", r.mib_per_s()),
             r.moved.bytes.to_string(),
@@ -270,7 +298,7 @@ fn csv(set: &RunSet) -> String {
                 .unwrap_or_default(),
             r.cache
                 .as_ref()
-                .map(|c| c.verified.to_string())
+                .map(|c| csv_bool(c.verified))
                 .unwrap_or_default(),
             if set.misses {
                 r.moved.waited.to_string()

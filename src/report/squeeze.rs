@@ -170,7 +170,7 @@ pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -
             for m in &r.methods {
                 for t in &m.ticks {
                     let mut row = vec![m.method.name().to_string()];
-                    row.extend(tick_cells(r, t));
+                    row.extend(super::csv_cells(tick_cells(r, t)));
                     out.push_str(&csv_line(&row));
                 }
             }

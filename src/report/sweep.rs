@@ -15,14 +15,15 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
     } else {
         "sync"
     };
+    let csv = format == Format::Csv;
     let mut rows = vec![
         [
-            "bs",
+            if csv { "bs bytes" } else { "bs" },
             "method",
             mode,
             "MiB/s median",
-            "min",
-            "max",
+            "MiB/s min",
+            "MiB/s max",
             "runs",
             "bytes/run",
             "run ms",
@@ -30,14 +31,16 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
             "minflt/GiB",
             "majflt/GiB",
             "cache ok",
+            "unsupported",
         ]
         .iter()
+        .take(if csv { 14 } else { 13 })
         .map(|s| s.to_string())
         .collect::<Vec<_>>(),
     ];
     for c in &r.cells {
         let mut row = vec![
-            if format == Format::Csv {
+            if csv {
                 c.bs.to_string()
             } else {
                 format_size(c.bs)
@@ -46,14 +49,19 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
             c.mode_name().to_string(),
         ];
         if let Some(why) = &c.unsupported {
-            row.push(format!("unsupported: {why}"));
+            if csv {
+                row.resize(13, String::new());
+                row.push(why.clone());
+            } else {
+                row.push(format!("unsupported: {why}"));
+            }
         } else {
             row.extend([
                 format!("{:.1}", c.mib_s.median),
                 format!("{:.1}", c.mib_s.min),
                 format!("{:.1}", c.mib_s.max),
                 c.mib_s.n.to_string(),
-                if format == Format::Csv {
+                if csv {
                     super::median(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
                 } else {
                     format_size(super::median(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64)
@@ -65,12 +73,17 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
                 format!("{:.0}", c.syscalls_per_gib),
                 format!("{:.0}", c.minor_faults_per_gib),
                 format!("{:.0}", c.major_faults_per_gib),
-                match (c.read(), c.cache_verified) {
-                    (None, _) => "-".into(),
-                    (Some(_), true) => "yes".into(),
-                    (Some(_), false) => "NO".into(),
+                match (c.read(), c.cache_verified, csv) {
+                    (None, _, true) => String::new(),
+                    (None, _, false) => "-".into(),
+                    (Some(_), ok, true) => super::csv_bool(ok),
+                    (Some(_), true, false) => "yes".into(),
+                    (Some(_), false, false) => "NO".into(),
                 },
             ]);
+            if csv {
+                row.push(String::new());
+            }
         }
         rows.push(row);
     }

@@ -9,7 +9,7 @@ pub fn syscalls_report(r: &SyscallsResult, format: Format) -> String {
         return json(r);
     }
     let mut rows = vec![
-        ["call", "ns/call", "min", "max", "calls/s", "what"]
+        ["call", "ns/call", "ns min", "ns max", "calls/s", "what"]
             .iter()
             .map(|s| s.to_string())
             .collect::<Vec<_>>(),

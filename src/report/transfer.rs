@@ -26,7 +26,7 @@ pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
                     format!("{:.6}", f.time.as_secs_f64() * 1000.0),
                     format!("{:.2}", f.mib_s),
                     if f.blake3.is_empty() {
-                        "-".to_string()
+                        if format == Format::Csv { "" } else { "-" }.to_string()
                     } else {
                         f.blake3.clone()
                     },
@@ -83,8 +83,8 @@ pub fn matrix(r: &TransferResult, format: Format) -> String {
             "sender",
             "receiver",
             "time ms",
-            "min",
-            "max",
+            "time ms min",
+            "time ms max",
             "MiB/s",
             "sender CPU s",
             "receiver CPU s",

@@ -212,9 +212,16 @@ pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) 
         return json(r);
     }
     let mut rows = vec![
-        ["how", "MiB/s", "min", "max", "calls/run", "faults/run"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "how",
+            "MiB/s",
+            "MiB/s min",
+            "MiB/s max",
+            "calls/run",
+            "faults/run",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for c in [
         &r.read,

@@ -152,6 +152,10 @@ const GLOSSARY: &[(&str, &str)] = &[
         "latency percentiles of single operations: half of them, 99% of them, 99.9% of them took at most this long",
     ),
     (
+        "samples",
+        "operations whose time was taken; a percentile is shown only from enough of them: p99 from 100, p99.9 from 1,000",
+    ),
+    (
         "cold / warm",
         "the file's pages were evicted from the page cache before the run / were all cached before the run",
     ),

@@ -73,3 +73,48 @@ pub fn big_file(dir: &Path, mib: usize) -> PathBuf {
     f.sync_all().unwrap();
     p
 }
+
+/// What every `--format csv` output must be, checked by Python's csv module: rows of one width;
+/// a snake_case header with no bare `min`/`max`/`size` (a unit says what they count); booleans
+/// `true`/`false`, never `yes`/`no`; no number written as a human size (`8 MiB`), a percentage
+/// (`12%`) or a missing figure as `-` or `n/a`.
+const CSV_RULES: &str = r#"
+import csv, re, sys
+rows = [r for r in csv.reader(sys.stdin) if r]
+w = {len(r) for r in rows}
+assert len(rows) >= 2 and len(w) == 1, (len(rows), sorted(w))
+head = rows[0]
+for h in head:
+    assert re.fullmatch(r"[a-z0-9_]+", h), ("header", h)
+    assert h not in ("min", "max", "size", "mean", "median"), ("a header without its unit", h)
+size = re.compile(r"-?[0-9.]+ ?(B|KiB|MiB|GiB|TiB|KB|MB|GB)")
+for r in rows[1:]:
+    for h, c in zip(head, r):
+        assert c.lower() not in ("yes", "no"), ("a boolean as yes/no", h, c)
+        assert not size.fullmatch(c), ("a human size", h, c)
+        assert not re.fullmatch(r"-?[0-9.]+%", c), ("a percentage sign", h, c)
+        assert c not in ("-", "n/a"), ("a missing figure not left empty", h, c)
+"#;
+
+/// Checks `out` against [`CSV_RULES`] with Python's csv module (skipped, with a line, without
+/// python3); `label` names the command in a failure.
+pub fn check_csv(label: &str, out: &[u8]) {
+    use std::io::Write;
+    let child = std::process::Command::new("python3")
+        .args(["-c", CSV_RULES])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return eprintln!("skipped the CSV check of {label}: no python3");
+    };
+    child.stdin.take().unwrap().write_all(out).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{label}: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(out)
+    );
+}
