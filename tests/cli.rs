@@ -1437,3 +1437,46 @@ fn quiet_and_progress_say_what_they_promise() {
     // Errors still speak.
     fails_with(&["--quiet", "read", "/nonexistent/f"], 1, "No such file");
 }
+
+/// `--export-json/csv/markdown FILE` write the same result beside the human output on stdout,
+/// as hyperfine does; a file that exists is refused before any work, and nothing is replaced.
+#[test]
+fn exports_write_every_format_beside_the_human_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "f", &bytes(1 << 20, 5));
+    let (json, csv, md) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.md"),
+    );
+    let o = iolab()
+        .args(["read", s(&f), "--repeat", "2", "--export-json", s(&json)])
+        .args(["--export-csv", s(&csv), "--export-markdown", s(&md)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let xor = format!("{:08x}", plain_xor(&bytes(1 << 20, 5)));
+    assert!(text.contains(&format!("Xor value is {xor}")), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "iolab-read/1");
+    assert!(
+        v["host"]["kernel"].is_string() && v["interference"].is_object(),
+        "{v}"
+    );
+    assert_eq!(v["xor"].as_str().unwrap(), xor);
+    let csv_bytes = std::fs::read(&csv).unwrap();
+    check_csv("read --export-csv", &csv_bytes);
+    assert_eq!(String::from_utf8_lossy(&csv_bytes).lines().count(), 1 + 3);
+    assert!(std::fs::read_to_string(&md).unwrap().contains("|---|"));
+    // A file that exists: a usage error before the work, the file untouched.
+    std::fs::write(&csv, "mine").unwrap();
+    let o = iolab()
+        .args(["fast", s(&f), "--export-csv", s(&csv)])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("exists") && o.stdout.is_empty(), "{err}");
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), "mine");
+}

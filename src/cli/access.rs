@@ -148,10 +148,6 @@ impl AccessArgs {
         if !self.classic.is_empty() && self.output.format == Format::Text {
             out(&report::access::classic_lines(&r));
         }
-        ctx.emit(
-            self.output.format,
-            &report::access::access_report(&r, self.output.format),
-        );
-        Ok(())
+        ctx.emit(&self.output, |f| report::access::access_report(&r, f))
     }
 }

@@ -42,8 +42,9 @@ impl AdviseArgs {
             &ctx.progress,
         )?;
         let format = self.output.format;
-        let text = report::access::advise_report(&r, format);
-        ctx.show(format, &r.measured.warnings, &text)?;
+        ctx.show(&self.output, &r.measured.warnings, |f| {
+            report::access::advise_report(&r, f)
+        })?;
         // CSV carries the rows alone; the answer in words goes beside it, on stderr.
         if format == report::Format::Csv {
             super::talk(report::access::advice_lines(&r).trim_end());

@@ -12,12 +12,52 @@ use iolab::transfer::{RecvMethod, SendMethod};
 use iolab::workload::{Pattern, Shape};
 use std::time::Duration;
 
-/// `--format`: what goes to stdout.
+/// `--format`: what goes to stdout; `--export-*`: the same result in other formats, in files.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     /// Output on stdout: a text table, or data for other tools
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Also write the result as JSON to FILE, beside the --format output (a new file)
+    #[arg(long, value_name = "FILE", value_parser = new_file)]
+    pub export_json: Option<std::path::PathBuf>,
+    /// Also write the result as CSV to FILE (a new file)
+    #[arg(long, value_name = "FILE", value_parser = new_file)]
+    pub export_csv: Option<std::path::PathBuf>,
+    /// Also write the result as Markdown to FILE (a new file)
+    #[arg(long, value_name = "FILE", value_parser = new_file)]
+    pub export_markdown: Option<std::path::PathBuf>,
+}
+
+impl OutputArgs {
+    /// The files asked for with `--export-*`, each with its format.
+    pub fn exports(&self) -> Vec<(Format, &std::path::Path)> {
+        [
+            (Format::Json, &self.export_json),
+            (Format::Csv, &self.export_csv),
+            (Format::Markdown, &self.export_markdown),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect()
+    }
+}
+
+/// An export file: one that does not exist yet (checked before any work; never replaced).
+fn new_file(text: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(text);
+    if text.is_empty() {
+        return Err("expected a file name".into());
+    }
+    if path.symlink_metadata().is_ok() {
+        return Err(format!(
+            "'{text}' exists; iolab does not replace it: remove it or name another file"
+        ));
+    }
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => Err(format!("'{}' is not a directory", dir.display())),
+        _ => Ok(path),
+    }
 }
 
 /// How many threads, and how many io_uring requests each keeps in flight.

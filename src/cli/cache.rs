@@ -57,13 +57,13 @@ impl CacheCommand {
             CacheCommand::Load(f) => (CacheAction::Load, f, false),
             CacheCommand::Meminfo(o) => {
                 let info = iolab::cache::meminfo::read();
-                ctx.emit(o.format, &report::classic::meminfo_report(&info, o.format));
-                return Ok(());
+                return ctx.emit(&o, |f| report::classic::meminfo_report(&info, f));
             }
         };
         let width = files.map.then_some(files.width);
         let r = run_cache(action, &files.files, drop_all, width)?;
-        let format = files.output.format;
-        ctx.show(format, &r.notes, &report::classic::cache_report(&r, format))
+        ctx.show(&files.output, &r.notes, |f| {
+            report::classic::cache_report(&r, f)
+        })
     }
 }

@@ -95,7 +95,7 @@ impl ClassicArgs {
             SendMethod::Read
         };
         let cfg = self.net.send_config(c.files, method)?;
-        serve(ctx, addr, &cfg, self.net.output.format, !self.verbose)
+        serve(ctx, addr, &cfg, &self.net.output, !self.verbose)
     }
 
     /// The course's slave: writes the files it names, as the course program did.
@@ -124,10 +124,8 @@ impl ClassicArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(
-            self.net.output.format,
-            &report::transfer::side_report(&r, self.net.output.format, !self.verbose),
-        );
-        Ok(())
+        ctx.emit(&self.net.output, |f| {
+            report::transfer::side_report(&r, f, !self.verbose)
+        })
     }
 }

@@ -67,14 +67,10 @@ impl FastArgs {
         if self.explain {
             eprint!("{}", report::classic::fast_explain(&r));
         }
-        match self.output.format {
-            Format::Json => ctx.emit(Format::Json, &report::json(&r)),
-            Format::Text => ctx.emit(
-                Format::Text,
-                &format!("Xor value is {}\n", xor::format_xor(r.xor)),
-            ),
-            f => ctx.emit(f, &report::table_as(f, &report::classic::fast_rows(&r))),
-        }
-        Ok(())
+        ctx.emit(&self.output, |f| match f {
+            Format::Json => report::json(&r),
+            Format::Text => format!("Xor value is {}\n", xor::format_xor(r.xor)),
+            f => report::table_as(f, &report::classic::fast_rows(&r)),
+        })
     }
 }

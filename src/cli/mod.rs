@@ -192,20 +192,49 @@ impl Ctx {
     }
 
     /// Prints a result's warnings on stderr, then the result (see [`Ctx::emit`]).
-    pub fn show(&self, format: Format, warnings: &[String], text: &str) -> Result<(), Error> {
+    pub fn show(
+        &self,
+        o: &args::OutputArgs,
+        warnings: &[String],
+        render: impl Fn(Format) -> String,
+    ) -> Result<(), Error> {
         warn_all(warnings);
-        self.emit(format, text);
+        self.emit(o, render)
+    }
+
+    /// Prints a result in `--format` on stdout, and writes it in each `--export-*` format to its
+    /// file (new files only). JSON gets a top-level `interference` object (what else the machine
+    /// was doing since the command started), `schema` and `host`; when the machine was busy a
+    /// warning goes to stderr.
+    pub fn emit(
+        &self,
+        o: &args::OutputArgs,
+        render: impl Fn(Format) -> String,
+    ) -> Result<(), Error> {
+        self.progress.clear();
+        let interference = self.probe.finish();
+        out(&self.decorate(o.format, render(o.format), &interference));
+        for (format, path) in o.exports() {
+            let text = self.decorate(format, render(format), &interference);
+            iolab::output::save(path, text.as_bytes(), false)?;
+        }
+        // One spelling of warnings on stderr; the suite's own hint (--wait-quiet) only where
+        // the command has it.
+        if let Some(w) = interference.busy_line() {
+            talk(format!("iolab: warning: {w}"));
+        }
         Ok(())
     }
 
-    /// Prints a result: JSON gets a top-level `interference` object (what else the machine was
-    /// doing since the command started); other formats are printed as they are, with a warning on
-    /// stderr when the machine was busy.
-    pub fn emit(&self, format: Format, text: &str) {
-        self.progress.clear();
-        let interference = self.probe.finish();
+    /// A rendered result as it is printed: JSON with `interference`, `schema` and `host` added.
+    fn decorate(
+        &self,
+        format: Format,
+        text: String,
+        interference: &iolab::measure::interference::Interference,
+    ) -> String {
         if format == Format::Json
-            && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(text)
+            && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(&text)
         {
             map.insert("interference".into(), serde_json::json!(interference));
             // Every JSON output says what it is and where it was measured.
@@ -213,14 +242,9 @@ impl Ctx {
                 .or_insert_with(|| serde_json::json!(schema_name(&self.command_line)));
             map.entry("host")
                 .or_insert_with(|| serde_json::json!(self.host()));
-            out(&iolab::report::json(&map));
+            iolab::report::json(&map)
         } else {
-            out(text);
-        }
-        // One spelling of warnings on stderr; the suite's own hint (--wait-quiet) only where
-        // the command has it.
-        if let Some(w) = interference.busy_line() {
-            talk(format!("iolab: warning: {w}"));
+            text
         }
     }
 }

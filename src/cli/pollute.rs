@@ -122,11 +122,9 @@ impl PolluteArgs {
         if let Some(p) = &self.plot {
             iolab::output::save(p, report::pollute::pollute_plot(&r).as_bytes(), self.force)?;
         }
-        ctx.emit(
-            self.output.format,
-            &report::pollute::pollute_report(&r, &findings, self.output.format, self.ticks),
-        );
-        Ok(())
+        ctx.emit(&self.output, |f| {
+            report::pollute::pollute_report(&r, &findings, f, self.ticks)
+        })
     }
 }
 

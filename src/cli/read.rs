@@ -76,8 +76,10 @@ impl ReadArgs {
 
     /// Runs it and prints the runs and their summary.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
-        let (cfg, format) = (self.config().map_err(usage)?, self.output.format);
+        let cfg = self.config().map_err(usage)?;
         let r = run_read(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.show(format, &r.warnings, &report::runs::read_report(&r, format))
+        ctx.show(&self.output, &r.warnings, |f| {
+            report::runs::read_report(&r, f)
+        })
     }
 }

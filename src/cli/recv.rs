@@ -73,10 +73,8 @@ impl RecvArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(
-            self.net.output.format,
-            &report::transfer::side_report(&r, self.net.output.format, false),
-        );
-        Ok(())
+        ctx.emit(&self.net.output, |f| {
+            report::transfer::side_report(&r, f, false)
+        })
     }
 }

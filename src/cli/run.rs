@@ -79,11 +79,10 @@ impl RunArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_classic(&cfg)?;
-        let text = match self.output.format {
+        ctx.show(&self.output, &r.notes, |f| match f {
             Format::Json => report::json(&r),
             Format::Text => report::classic::run_lines(&r),
             f => report::table_as(f, &report::classic::run_rows(&r)),
-        };
-        ctx.show(self.output.format, &r.notes, &text)
+        })
     }
 }

@@ -58,11 +58,10 @@ impl Run2Args {
             drop_all: self.cache.drop_all,
         };
         let r = run_run2(&cfg, &ctx.progress)?;
-        match self.output.format {
-            Format::Json => ctx.emit(Format::Json, &report::json(&r)),
-            Format::Text => ctx.emit(Format::Text, &report::classic::run2_lines(&r)),
-            f => ctx.emit(f, &report::table_as(f, &report::classic::run2_rows(&r))),
-        }
-        Ok(())
+        ctx.emit(&self.output, |f| match f {
+            Format::Json => report::json(&r),
+            Format::Text => report::classic::run2_lines(&r),
+            f => report::table_as(f, &report::classic::run2_rows(&r)),
+        })
     }
 }

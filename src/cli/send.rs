@@ -5,7 +5,7 @@ use super::args::{FileList, NetArgs};
 use super::usage;
 use clap::Args;
 use iolab::Error;
-use iolab::report::{self, Format};
+use iolab::report;
 use iolab::transfer::SendMethod;
 use iolab::transfer::sender::{self, SendConfig};
 use std::net::SocketAddr;
@@ -57,7 +57,7 @@ pub fn serve(
     ctx: &Ctx,
     addr: SocketAddr,
     cfg: &SendConfig,
-    format: Format,
+    output: &super::args::OutputArgs,
     classic: bool,
 ) -> Result<(), Error> {
     cfg.check()?;
@@ -83,8 +83,7 @@ pub fn serve(
     if let Some(n) = &r.pages_note {
         super::talk(format!("iolab: note: {n}"));
     }
-    ctx.emit(format, &report::transfer::side_report(&r, format, classic));
-    Ok(())
+    ctx.emit(output, |f| report::transfer::side_report(&r, f, classic))
 }
 
 impl SendArgs {
@@ -92,6 +91,6 @@ impl SendArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = self.net.send_config(self.files.files, self.method)?;
-        serve(ctx, addr, &cfg, self.net.output.format, false)
+        serve(ctx, addr, &cfg, &self.net.output, false)
     }
 }

@@ -99,11 +99,9 @@ impl SqueezeArgs {
         if let Some(p) = &self.plot {
             iolab::output::save(p, report::squeeze::squeeze_plot(&r).as_bytes(), self.force)?;
         }
-        ctx.emit(
-            self.output.format,
-            &report::squeeze::squeeze_report(&r, &findings, self.output.format),
-        );
-        Ok(())
+        ctx.emit(&self.output, |f| {
+            report::squeeze::squeeze_report(&r, &findings, f)
+        })
     }
 }
 

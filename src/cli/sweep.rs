@@ -111,11 +111,8 @@ impl SweepArgs {
         if let Some(plot) = &self.plot {
             iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), self.force)?;
         }
-        let format = self.output.format;
-        ctx.show(
-            format,
-            &r.warnings,
-            &report::sweep::sweep_report(&r, format),
-        )
+        ctx.show(&self.output, &r.warnings, |f| {
+            report::sweep::sweep_report(&r, f)
+        })
     }
 }

@@ -33,10 +33,6 @@ impl SyscallsArgs {
             &ctx.command_line,
             &ctx.progress,
         )?;
-        ctx.emit(
-            self.output.format,
-            &report::syscalls::syscalls_report(&r, self.output.format),
-        );
-        Ok(())
+        ctx.emit(&self.output, |f| report::syscalls::syscalls_report(&r, f))
     }
 }

@@ -76,11 +76,7 @@ impl VmArgs {
                 &ctx.command_line,
                 &ctx.progress,
             )?;
-            ctx.emit(
-                self.output.format,
-                &report::vm::partb_report(&r, self.output.format),
-            );
-            return Ok(());
+            return ctx.emit(&self.output, |f| report::vm::partb_report(&r, f));
         }
         let r = run_vm(&VmConfig {
             path: self.file,
@@ -89,10 +85,6 @@ impl VmArgs {
             evict: !self.no_evict,
             page_cache: self.page_cache,
         })?;
-        ctx.emit(
-            self.output.format,
-            &report::vm::vm_report(&r, self.output.format),
-        );
-        Ok(())
+        ctx.emit(&self.output, |f| report::vm::vm_report(&r, f))
     }
 }

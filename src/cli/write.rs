@@ -62,8 +62,10 @@ impl WriteArgs {
 
     /// Runs it and prints the runs, their summary and the verification.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
-        let (cfg, format) = (self.config().map_err(usage)?, self.output.format);
+        let cfg = self.config().map_err(usage)?;
         let r = run_write(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.show(format, &r.warnings, &report::runs::write_report(&r, format))
+        ctx.show(&self.output, &r.warnings, |f| {
+            report::runs::write_report(&r, f)
+        })
     }
 }
