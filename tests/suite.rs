@@ -293,7 +293,9 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
 }
 
 /// Headless Chromium loads the page from disk: a non-blank screenshot, every plot in the DOM,
-/// no console errors.
+/// no console errors; at 390 and 1280 px no sideways scroll and no element wider than the page
+/// outside a scrolling box, plot text of at least 10 px, no literal `**`, no two plot labels
+/// overlapping (their rotated boxes); printed, at most 12 pages.
 fn browser_renders(html: &Path, plots: usize) {
     let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
         .iter()
@@ -408,6 +410,21 @@ fn browser_renders(html: &Path, plots: usize) {
             serde_json::json!([]),
             "every link resolves: {m}"
         );
+        assert_eq!(
+            m["wide"],
+            serde_json::json!([]),
+            "{width} px: elements wider than the page outside a scrolling box: {m}"
+        );
+        assert!(
+            m["minPlotText"].as_f64().unwrap() >= 10.0,
+            "{width} px: plot text under 10 px: {m}"
+        );
+        assert_eq!(m["stars"], false, "literal ** in the page: {m}");
+        assert_eq!(
+            m["overlaps"],
+            serde_json::json!([]),
+            "{width} px: plot labels that overlap: {m}"
+        );
     }
     // Printed: whole plots, no repeated tables, at most 12 pages for the quick suite.
     let pdf = profile.path().join("report.pdf");
@@ -446,7 +463,35 @@ document.getElementById('f').addEventListener('load', function () {{
     plots: [...d.querySelectorAll('figure.plot svg')].map(e => Math.round(e.getBoundingClientRect().width)),
     tables: d.querySelectorAll('table').length, pres: d.querySelectorAll('pre').length,
     contents: d.querySelectorAll('nav a[href^="#"]').length,
-    badLinks: [...d.querySelectorAll('a[href^="#"]')].map(a => a.getAttribute('href').slice(1)).filter(id => !d.getElementById(id))
+    badLinks: [...d.querySelectorAll('a[href^="#"]')].map(a => a.getAttribute('href').slice(1)).filter(id => !d.getElementById(id)),
+    wide: [...d.body.querySelectorAll('*')].filter(e => {{
+      const q = e.getBoundingClientRect();
+      if (q.width === 0 || (q.right <= w.innerWidth + 1 && q.left >= -1)) return false;
+      for (let a = e.parentElement; a && a !== d.body; a = a.parentElement) {{
+        const o = w.getComputedStyle(a).overflowX;
+        if (o === 'auto' || o === 'scroll' || o === 'hidden') return false;
+      }}
+      return true;
+    }}).slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right) + ': ' + (e.textContent || '').slice(0, 40)),
+    minPlotText: Math.min(...[...d.querySelectorAll('figure.plot svg text')].filter(t => t.textContent.trim()).map(t => Math.round(10 * t.getBoundingClientRect().height) / 10)),
+    stars: d.body.innerText.includes('**'),
+    overlaps: [...d.querySelectorAll('figure.plot svg')].flatMap(svg => {{
+      // Each text's box as four corners on the page (rotated labels stay rotated), and two
+      // boxes overlap when no edge of either separates them by more than 1 px.
+      const quad = x => {{ const b = x.getBBox(), m = x.getScreenCTM();
+        return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+          .map(([px, py]) => [m.a * px + m.c * py + m.e, m.b * px + m.d * py + m.f]); }};
+      const apart = (p, q) => [p, q].some(poly => poly.some(([x1, y1], i) => {{
+        const [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2, len = Math.hypot(nx, ny) || 1;
+        const a = p.map(([x, y]) => (x * nx + y * ny) / len), c = q.map(([x, y]) => (x * nx + y * ny) / len);
+        return Math.min(...a) - Math.max(...c) >= -1 || Math.min(...c) - Math.max(...a) >= -1;
+      }}));
+      const t = [...svg.querySelectorAll('text')].filter(x => x.textContent.trim()).map(x => [x.textContent.trim(), quad(x)]);
+      const hits = [];
+      for (let i = 0; i < t.length; i++) for (let j = i + 1; j < t.length; j++)
+        if (!apart(t[i][1], t[j][1])) hits.push((svg.closest('figure').id || '?') + ': "' + t[i][0] + '" / "' + t[j][0] + '"');
+      return hits;
+    }}).slice(0, 8)
   }};
   const p = document.createElement('output'); p.id = 'probe'; p.textContent = JSON.stringify(r);
   document.body.appendChild(p);

@@ -62,7 +62,9 @@ pub struct Plot {
 const W: f64 = 600.0;
 /// The plotting area's height.
 const PH: f64 = 300.0;
-const LEFT: f64 = 66.0;
+/// Left of the plotting area: a y tick label of up to five characters ([`tick_label`]) and the
+/// y axis title beside it.
+const LEFT: f64 = 72.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 46.0;
 /// Under a line plot's area: tick labels and the x axis label.
@@ -108,6 +110,37 @@ fn bytes_label(v: f64) -> String {
         }
     }
     v.to_string()
+}
+
+/// A y tick's label in at most five characters: `0`, `2.5`, `750`, `9000`, `15k`, `12.5k`, `3M`,
+/// `0.001`; wider numbers ran into the axis title.
+fn tick_label(y: f64) -> String {
+    let trim = |v: String| {
+        if v.contains('.') {
+            v.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            v
+        }
+    };
+    // Scaled to one of the suffixes, one decimal under 100 and none above.
+    let short = |v: f64, suffix: &str| {
+        let digits = if v.abs() >= 100.0 { 0 } else { 1 };
+        format!("{}{suffix}", trim(format!("{v:.digits$}")))
+    };
+    let a = y.abs();
+    if a >= 1e12 {
+        short(y / 1e12, "T")
+    } else if a >= 1e9 {
+        short(y / 1e9, "G")
+    } else if a >= 1e6 {
+        short(y / 1e6, "M")
+    } else if a >= 1e4 {
+        short(y / 1e3, "k")
+    } else if a >= 1.0 || a == 0.0 {
+        short(y, "")
+    } else {
+        trim(format!("{y:.4}"))
+    }
 }
 
 fn nice_step(range: f64) -> f64 {
@@ -223,11 +256,7 @@ pub fn line_plot(p: &Plot) -> String {
             LEFT + pw,
             LEFT - 6.0,
             py + 4.0,
-            if y >= 1.0 || y == 0.0 {
-                format!("{y:.0}")
-            } else {
-                format!("{y}")
-            }
+            tick_label(y)
         );
     }
     // x ticks: each distinct x of the data, or, on a linear axis with many of them (a time
@@ -261,7 +290,7 @@ pub fn line_plot(p: &Plot) -> String {
     }
     let _ = write!(
         o,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(17,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
         LEFT + pw / 2.0,
         TOP + ph + 44.0,
         esc(&p.x_label),
@@ -496,6 +525,10 @@ pub struct Bars {
 }
 
 const HATCH: [&str; 4] = ["", "url(#h1)", "url(#h2)", "url(#h3)"];
+/// A bar's note: its text size, and the narrowest bar it is written on (upright, a line of
+/// text is about this wide).
+const NOTE_FONT: f64 = 11.0;
+const NOTE_MIN_BAR: f64 = 13.0;
 
 /// Renders a grouped bar chart; series differ by colour and by hatching for grey-scale print.
 pub fn bar_chart(b: &Bars) -> String {
@@ -546,11 +579,7 @@ pub fn bar_chart(b: &Bars) -> String {
     };
     for y in ticks {
         let py = sy(y);
-        let label = if y >= 1.0 || y == 0.0 {
-            format!("{y:.0}")
-        } else {
-            format!("{y}")
-        };
+        let label = tick_label(y);
         let _ = write!(
             o,
             r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
@@ -585,12 +614,22 @@ pub fn bar_chart(b: &Bars) -> String {
                     (TOP + ph - y).max(0.0)
                 );
             }
-            if let Some(Some(note)) = b.notes.get(g).and_then(|n| n.get(s)) {
+            if let Some(Some(note)) = b.notes.get(g).and_then(|n| n.get(s))
+                && bw >= NOTE_MIN_BAR
+            {
+                // Upright, so that it is never wider than its bar: above the bar, or inside it
+                // from its top when there is no room above; a white halo keeps it legible on
+                // the bar.
+                let cx = x + bw / 2.0 + NOTE_FONT * 0.35 - 1.0;
+                let len = note.chars().count() as f64 * NOTE_FONT * 0.62;
+                let (ny, anchor) = if y - 3.0 - len >= TOP + 2.0 {
+                    (y - 3.0, "start")
+                } else {
+                    (y + 3.0, "end")
+                };
                 let _ = write!(
                     o,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
-                    x + bw / 2.0 - 1.0,
-                    y - 3.0,
+                    r#"<text x="{cx:.1}" y="{ny:.1}" font-size="{NOTE_FONT}" text-anchor="{anchor}" transform="rotate(-90 {cx:.1} {ny:.1})" paint-order="stroke" stroke="white" stroke-width="3">{}</text>"#,
                     esc(note)
                 );
             }
@@ -608,7 +647,7 @@ pub fn bar_chart(b: &Bars) -> String {
     }
     let _ = write!(
         o,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text transform="translate(17,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
         TOP + ph / 2.0,
         esc(&b.y_label)
     );
@@ -660,5 +699,33 @@ mod bar_tests {
         assert!(svg.contains("p99 3us"));
         let log = bar_chart(&Bars { log_y: true, ..b });
         assert!(log.contains("</svg>"));
+    }
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::tick_label;
+
+    #[test]
+    fn tick_labels_stay_short() {
+        for (y, want) in [
+            (0.0, "0"),
+            (2.5, "2.5"),
+            (750.0, "750"),
+            (9000.0, "9000"),
+            (15000.0, "15k"),
+            (12500.0, "12.5k"),
+            (3e6, "3M"),
+            (0.001, "0.001"),
+            (0.30000000000000004, "0.3"),
+            (1e10, "10G"),
+        ] {
+            assert_eq!(tick_label(y), want, "{y}");
+        }
+        // 0.001 up to about 1e15.
+        for i in 0..130 {
+            let y = 1.37f64.powi(i) / 1000.0;
+            assert!(tick_label(y).chars().count() <= 6, "{y}: {}", tick_label(y));
+        }
     }
 }

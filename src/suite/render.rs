@@ -472,7 +472,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         "h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2rem}",
         "nav ol{columns:2;font-size:.9rem;padding-left:1.4rem}@media (max-width:40rem){nav ol{columns:1}}",
         "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd;white-space:pre}",
-        "figure{margin:.5rem 0;width:100%;max-width:44rem}figure svg{width:100%;height:auto;display:block}",
+        "figure{margin:.5rem 0;width:100%;max-width:44rem;overflow-x:auto}figure svg{width:100%;min-width:34rem;height:auto;display:block}",
         ".cite{color:#555;font-size:.85em}.err,.warn{color:#a00}",
         ".tw{overflow-x:auto;max-width:100%;margin:.5rem 0}",
         "table{border-collapse:collapse;font-size:.8rem;font-variant-numeric:tabular-nums}",
@@ -485,7 +485,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         "@media print{body{max-width:none;padding:0;font-size:9pt}nav,details{display:none}",
         ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
         ".tw th:first-child,.tw td:first-child{position:static}tr,li,figure,dt,dd{break-inside:avoid}",
-        "h2{break-after:avoid;margin-top:1rem}figure svg{max-height:7cm;width:auto;max-width:100%;margin:0 auto}}",
+        "h2{break-after:avoid;margin-top:1rem}figure{overflow:visible}figure svg{max-height:7cm;width:auto;min-width:0;max-width:100%;margin:0 auto}}",
         "</style></head><body>"
     ));
     if let Some(w) = &warning {
