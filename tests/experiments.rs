@@ -105,7 +105,9 @@ fn access_without_latency_reads_every_block_and_claims_no_percentile() {
     assert_eq!(rows.len(), 4, "{text}");
     for l in rows {
         let cols: Vec<&str> = l.split_whitespace().collect();
-        assert_eq!(&cols[5..10], ["-"; 5], "{l}");
+        // samples 0, then p50 .. p99.9 and max.
+        assert_eq!(cols[5], "0", "{l}");
+        assert_eq!(&cols[6..11], ["-"; 5], "{l}");
     }
 }
 

@@ -186,7 +186,7 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
             "suite",
             "--quick",
             "--size",
-            "64M",
+            "128M",
             "--out",
             out.to_str().unwrap(),
         ])
@@ -194,7 +194,7 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
         .unwrap();
     let secs = t.elapsed().as_secs_f64();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    eprintln!("suite --quick --size 64M took {secs:.1} s");
+    eprintln!("suite --quick --size 128M took {secs:.1} s");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("Findings:") && text.contains("report.html"),
@@ -242,6 +242,53 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
         .success();
     let html = std::fs::read_to_string(both.join("report.html")).unwrap();
     assert!(html.contains("Hosts side by side") && html.contains("host 2"));
+    // Hosts side by side in numbers: each finding's ratio per host and host 2 over host 1 (the
+    // same results twice: 1.000), and each compared side's median per host.
+    let md = std::fs::read_to_string(both.join("report.md")).unwrap();
+    let hosts = md.split("## Hosts side by side").nth(1).unwrap();
+    let ratio_rows: Vec<&str> = hosts
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| ") && l.trim_end().ends_with("| 1.000 |"))
+        .collect();
+    let n = v["findings"].as_array().unwrap().len();
+    assert!(ratio_rows.len() >= 2 * n, "{n} findings: {hosts}");
+    // A finding whose experiment was not measured is listed as not judged, with why.
+    let mut lacking = v.clone();
+    lacking["access"]["result"] = serde_json::Value::Null;
+    lacking["access"]["error"] = serde_json::json!("no access here");
+    let kept: Vec<serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["key"] != "random-4k-warm")
+        .cloned()
+        .collect();
+    lacking["findings"] = serde_json::json!(kept);
+    let lacks = parent.path().join("lacking.json");
+    std::fs::write(&lacks, serde_json::to_string(&lacking).unwrap()).unwrap();
+    let shown = parent.path().join("lacking-report");
+    iolab()
+        .args(["report", lacks.to_str().unwrap(), "--out"])
+        .arg(&shown)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(shown.join("report.md")).unwrap();
+    assert!(
+        md.contains("- random-4k-warm: not judged: 'access: sequential vs random 4 KiB' was not measured: no access here"),
+        "{md}"
+    );
+    // In the run itself every finding was judged, or its experiment says why not.
+    for line in text.lines().filter(|l| l.contains(": not judged: ")) {
+        assert!(line.contains("was not measured"), "{line}");
+    }
+    if common::is_root() {
+        assert!(
+            v["pollute"]["result"].is_object() || v["pollute"]["kind"] == "unsupported",
+            "pollute ran in the suite: {}",
+            v["pollute"]
+        );
+    }
     let o = iolab()
         .args(["report", both.join("report.md").to_str().unwrap()])
         .output()

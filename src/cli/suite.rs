@@ -81,6 +81,9 @@ impl SuiteArgs {
         for f in &r.findings {
             text.push_str(&format!("  - {}\n", f.text));
         }
+        for (key, why) in iolab::suite::not_judged(&r) {
+            text.push_str(&format!("  - {key}: not judged: {why}\n"));
+        }
         text.push_str(&format!(
             "Report: {}\n",
             saved.join("report.html").display()

@@ -231,6 +231,12 @@ pub trait Entry: Sync {
     fn findings(&self, _out: &Self::Output, _suite: &SuiteResult) -> Vec<Finding> {
         Vec::new()
     }
+
+    /// The keys of the findings it always feeds when it is measured: one that is missing from a
+    /// run is listed as not judged, with why.
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// An experiment of the registry, its result type erased to JSON.
@@ -243,6 +249,10 @@ pub trait Experiment: Sync {
     fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section;
     /// The findings it feeds.
     fn findings(&self, o: &Outcome, suite: &SuiteResult) -> Vec<Finding>;
+    /// Its section's heading.
+    fn title(&self) -> &'static str;
+    /// See [`Entry::finding_keys`].
+    fn finding_keys(&self) -> &'static [&'static str];
     /// Why its stored result cannot be rendered, when it cannot (it no longer parses as the
     /// experiment's result).
     fn unrenderable(&self, o: &Outcome) -> Option<String>;
@@ -294,5 +304,13 @@ impl<E: Entry> Experiment for E {
         o.typed()
             .map(|t| Entry::findings(self, &t, suite))
             .unwrap_or_default()
+    }
+
+    fn title(&self) -> &'static str {
+        self.about().title
+    }
+
+    fn finding_keys(&self) -> &'static [&'static str] {
+        Entry::finding_keys(self)
     }
 }

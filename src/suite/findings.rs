@@ -52,6 +52,21 @@ pub struct Finding {
     pub rounds: usize,
     /// The rows it comes from, as `experiment: row`.
     pub cites: Vec<String>,
+    /// The two compared sides' figures (medians), for tables that put hosts side by side
+    /// (absent in results written before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sides: Vec<SideFigure>,
+}
+
+/// One side of a finding in figures: its name, its median and the unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideFigure {
+    /// The side's name (`mmap`, `fsync after every block`).
+    pub name: String,
+    /// Its median.
+    pub median: f64,
+    /// The unit (`MiB/s`, `KIOPS`, `ns`).
+    pub unit: String,
 }
 
 /// Whether a larger figure is better (rates) or worse (costs).
@@ -154,6 +169,12 @@ fn compare(
             None,
         ),
     };
+    let figure = |s: &Side| SideFigure {
+        name: s.name.clone(),
+        median: s.s.median,
+        unit: unit.into(),
+    };
+    let sides = vec![figure(&a), figure(&b)];
     Some(Finding {
         key: key.into(),
         text,
@@ -165,6 +186,7 @@ fn compare(
         level: v.level,
         rounds: v.rounds,
         cites: vec![a.cite, b.cite],
+        sides,
     })
 }
 
@@ -329,6 +351,7 @@ pub fn mmap_crossover(cells: &[SweepCell], looks: usize) -> Option<Finding> {
         level: at.level,
         rounds: at.rounds,
         cites: per_size.iter().flat_map(|(_, f)| f.cites.clone()).collect(),
+        sides: at.sides.clone(),
     })
 }
 

@@ -160,6 +160,28 @@ pub fn derive(r: &SuiteResult) -> Vec<Finding> {
         .collect()
 }
 
+/// The findings an experiment of this run could have fed but did not, each with why: its
+/// experiment was not measured (and why), or its results lack a side it compares.
+pub fn not_judged(r: &SuiteResult) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in REGISTRY.iter() {
+        let Some(o) = r.outcome(e.name()) else {
+            continue;
+        };
+        for key in e.finding_keys() {
+            if r.findings.iter().any(|f| f.key == *key) {
+                continue;
+            }
+            let why = match &o.error {
+                Some(err) => format!("'{}' was not measured: {err}", e.title()),
+                None => format!("the results of '{}' lack a side it compares", e.title()),
+            };
+            out.push((key.to_string(), why));
+        }
+    }
+    out
+}
+
 /// Reads a results.json: one suite result, or a list of them.
 pub fn load(path: &Path) -> Result<Vec<SuiteResult>> {
     // Not /dev/zero (it never ends), not a FIFO (it may never start): a regular file of a sane size.

@@ -3,6 +3,8 @@
 //! experiment's section comes from its registry entry.
 
 use super::entry::{Experiment, Section, SuiteResult};
+use super::findings::Finding;
+use crate::measure::decide::Decided;
 use crate::report::escape_html as esc;
 use crate::report::json;
 use crate::size::format_size;
@@ -109,35 +111,136 @@ fn host_heading(i: usize, r: &SuiteResult) -> String {
     )
 }
 
-/// Findings of several hosts side by side (one column each), keyed by finding.
-fn comparison(results: &[SuiteResult]) -> Vec<Vec<String>> {
-    let mut keys: Vec<String> = Vec::new();
+/// Several hosts side by side, as Markdown: each finding's ratio, interval and verdict per host
+/// and the ratio of each host's ratio to the first host's; then the compared figures (medians)
+/// per host with their ratio to the first host's. Numbers stay numbers, one per cell.
+fn comparison(results: &[SuiteResult]) -> String {
+    let mut keys: Vec<&str> = Vec::new();
     for r in results {
         for f in &r.findings {
-            if !keys.contains(&f.key) {
-                keys.push(f.key.clone());
+            if !keys.contains(&f.key.as_str()) {
+                keys.push(&f.key);
             }
         }
     }
-    let mut rows = vec![
-        std::iter::once("finding".to_string())
-            .chain(results.iter().enumerate().map(|(i, r)| host_heading(i, r)))
-            .collect(),
-    ];
-    for k in keys {
-        let mut row = vec![k.clone()];
-        for r in results {
-            row.push(
-                r.findings
-                    .iter()
-                    .find(|f| f.key == k)
-                    .map(|f| f.text.clone())
-                    .unwrap_or_else(|| "-".into()),
-            );
+    let names: Vec<String> = (1..=results.len()).map(|i| format!("host {i}")).collect();
+    let find = |r: &'_ SuiteResult, k: &str| r.findings.iter().find(|f| f.key == k).cloned();
+    let num = |v: f64| {
+        if v.is_finite() && v > 0.0 {
+            format!("{v:.3}")
+        } else {
+            "-".into()
+        }
+    };
+    // Hosts.
+    let mut md = crate::report::markdown_table(
+        &std::iter::once(vec!["host".to_string(), "which".to_string()])
+            .chain(results.iter().enumerate().map(|(i, r)| {
+                let h = host_heading(i, r);
+                let which = h.split_once(": ").map_or(h.as_str(), |(_, w)| w);
+                vec![names[i].clone(), md_esc(which)]
+            }))
+            .collect::<Vec<_>>(),
+    );
+    // Findings: ratio, interval, verdict per host.
+    let mut header = vec!["finding".to_string(), "ratio of".to_string()];
+    for n in &names {
+        header.push(format!("{n} ratio"));
+        header.push(format!("{n} interval"));
+        header.push(format!("{n} verdict"));
+    }
+    for n in names.iter().skip(1) {
+        header.push(format!("{n} / host 1"));
+    }
+    let mut rows = vec![header];
+    for k in &keys {
+        let per: Vec<Option<Finding>> = results.iter().map(|r| find(r, k)).collect();
+        let of = per
+            .iter()
+            .flatten()
+            .find(|f| f.sides.len() == 2)
+            .map(|f| format!("{} / {}", f.sides[0].name, f.sides[1].name))
+            .unwrap_or_default();
+        let mut row = vec![k.to_string(), md_esc(&of)];
+        for f in &per {
+            match f {
+                Some(f) => {
+                    row.push(num(f.ratio));
+                    row.push(if f.ci[1] > 0.0 {
+                        format!("{:.3}-{:.3}", f.ci[0], f.ci[1])
+                    } else {
+                        "-".into()
+                    });
+                    row.push(md_esc(&verdict(f)));
+                }
+                None => row.extend(["-".to_string(), "-".into(), "not judged".into()]),
+            }
+        }
+        let first = per[0].as_ref().map(|f| f.ratio);
+        for f in per.iter().skip(1) {
+            row.push(match (first, f) {
+                (Some(a), Some(f)) if a > 0.0 => num(f.ratio / a),
+                _ => "-".into(),
+            });
         }
         rows.push(row);
     }
-    rows
+    md.push('\n');
+    md.push_str(&crate::report::markdown_table(&rows));
+    // Figures: each side's median per host.
+    let mut header = vec!["finding".to_string(), "side".into(), "unit".into()];
+    header.extend(names.iter().cloned());
+    header.extend(names.iter().skip(1).map(|n| format!("{n} / host 1")));
+    let mut rows = vec![header];
+    for k in &keys {
+        let per: Vec<Option<Finding>> = results.iter().map(|r| find(r, k)).collect();
+        let mut sides: Vec<(String, String)> = Vec::new();
+        for f in per.iter().flatten() {
+            for s in &f.sides {
+                if !sides.iter().any(|(n, _)| *n == s.name) {
+                    sides.push((s.name.clone(), s.unit.clone()));
+                }
+            }
+        }
+        for (side, unit) in sides {
+            let medians: Vec<Option<f64>> = per
+                .iter()
+                .map(|f| {
+                    f.as_ref()
+                        .and_then(|f| f.sides.iter().find(|s| s.name == side))
+                        .map(|s| s.median)
+                })
+                .collect();
+            let mut row = vec![k.to_string(), md_esc(&side), md_esc(&unit)];
+            row.extend(
+                medians
+                    .iter()
+                    .map(|m| m.map_or("-".into(), |v| format!("{v:.1}"))),
+            );
+            for m in medians.iter().skip(1) {
+                row.push(match (medians[0], m) {
+                    (Some(a), Some(b)) if a > 0.0 => num(b / a),
+                    _ => "-".into(),
+                });
+            }
+            rows.push(row);
+        }
+    }
+    if rows.len() > 1 {
+        md.push('\n');
+        md.push_str(&crate::report::markdown_table(&rows));
+    }
+    md.push_str("\nratio: the finding's first side over its second (medians, or the median of per-round ratios when paired); verdict: the side named the winner, `=` within 5%, `?` undecided; host N / host 1: that host's figure over the first host's.\n");
+    md
+}
+
+/// A finding's verdict in one word: the winner, `=` (within 5%) or `?` (undecided).
+fn verdict(f: &Finding) -> String {
+    match (&f.winner, f.decided) {
+        (Some(w), _) => w.clone(),
+        (None, Some(Decided::Equivalent)) => "=".into(),
+        _ => "?".into(),
+    }
 }
 
 /// What the tables' abbreviations mean.
@@ -434,13 +537,13 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             md_esc(&f.cites.join("; "))
         ));
     }
+    let missing = super::not_judged(r);
+    for (key, why) in &missing {
+        md.push_str(&format!("- {}: not judged: {}\n", md_esc(key), md_esc(why)));
+    }
     if results.len() > 1 {
         md.push_str("\n## Hosts side by side\n\n");
-        let rows: Vec<Vec<String>> = comparison(results)
-            .iter()
-            .map(|row| row.iter().map(|c| md_esc(c)).collect())
-            .collect();
-        md.push_str(&crate::report::markdown_table(&rows));
+        md.push_str(&comparison(results));
     }
     for s in &secs {
         md.push_str(&format!("\n## {}\n\n{}\n\n", s.title, s.why));
@@ -480,7 +583,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         "th{background:#eef}td.num{text-align:right}td.bad{background:#fdd;color:#900;font-weight:bold}",
         ".tw th:first-child,.tw td:first-child{position:sticky;left:0;background:#fff;z-index:1}.tw th:first-child{background:#eef}",
         "table.host td{white-space:normal}table.host td:first-child{font-weight:bold;white-space:nowrap}",
-        "p.lines{font-size:.85rem}details{margin:.4rem 0}summary{cursor:pointer;font-weight:600}",
+        "li.nj{color:#666}p.lines{font-size:.85rem}details{margin:.4rem 0}summary{cursor:pointer;font-weight:600}",
         "dl.gloss dt{font-weight:bold;margin-top:.4rem}dl.gloss dd{margin-left:1rem}",
         "@media print{body{max-width:none;padding:0;font-size:9pt}nav,details{display:none}",
         ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
@@ -519,21 +622,17 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             cites_html(&f.cites, &secs)
         ));
     }
+    for (key, why) in &missing {
+        html.push_str(&format!(
+            "<li class=\"nj\">{}: not judged: {}</li>",
+            esc(key),
+            esc(why)
+        ));
+    }
     html.push_str("</ul>");
     if results.len() > 1 {
-        html.push_str("<h2 id=\"hosts\">Hosts side by side</h2><div class=\"tw\"><table>");
-        for (i, row) in comparison(results).iter().enumerate() {
-            let tag = if i == 0 { "th" } else { "td" };
-            html.push_str("<tr>");
-            for c in row {
-                html.push_str(&format!(
-                    "<{tag} style=\"white-space:normal\">{}</{tag}>",
-                    esc(c)
-                ));
-            }
-            html.push_str("</tr>");
-        }
-        html.push_str("</table></div>");
+        html.push_str("<h2 id=\"hosts\">Hosts side by side</h2>");
+        html.push_str(&md_to_html(&comparison(results)));
     }
     for s in &secs {
         html.push_str(&format!(

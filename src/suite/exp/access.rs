@@ -115,6 +115,10 @@ impl Entry for Access {
         }))
     }
 
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["random-4k-warm"]
+    }
+
     fn findings(&self, out: &AccessResult, _: &SuiteResult) -> Vec<Finding> {
         random_warm(&out.rows, out.rounds.looks_for_verdicts())
             .into_iter()

@@ -67,6 +67,13 @@ impl Entry for Fast {
         Some(report::classic::fast_series_markdown(out))
     }
 
+    fn finding_keys(&self) -> &'static [&'static str] {
+        match self.cache {
+            CacheMode::Warm => &[],
+            _ => &["fast-warm-cold"],
+        }
+    }
+
     fn findings(&self, this: &FastSeries, suite: &SuiteResult) -> Vec<Finding> {
         if self.cache == CacheMode::Warm {
             return Vec::new();

@@ -14,6 +14,8 @@ pub struct Pollute;
 
 /// The stream file is this many times the group's memory.
 pub const OVERSIZE: u64 = 4;
+/// The smallest group the suite gives pollute.
+pub const MIN_MEMORY: u64 = 64 << 20;
 
 impl Entry for Pollute {
     type Output = PolluteResult;
@@ -33,7 +35,21 @@ impl Entry for Pollute {
             )
         })?;
         let size = std::fs::metadata(ctx.file()).map(|m| m.len()).unwrap_or(0);
-        let memory = (size / OVERSIZE).max(32 << 20);
+        // A group under 64 MiB leaves too little for the worker itself: at 32 MiB it was
+        // killed in one quick suite of a 64 MiB file out of several.
+        let memory = (size / OVERSIZE).max(MIN_MEMORY);
+        if size < 2 * memory {
+            return Err(Error::new(
+                crate::error::ErrorKind::Unsuited,
+                "cannot run pollute",
+                format!(
+                    "its stream must be at least twice the group's memory ({}), and the data file is {}: run the suite with --size {} or more",
+                    crate::size::format_size(memory),
+                    crate::size::format_size(size),
+                    crate::size::format_size(2 * memory)
+                ),
+            ));
+        }
         let mut cfg = PolluteConfig::new(ctx.file().to_path_buf(), memory, worker);
         // The steady half of the stream needs 7 ticks or more a method for an interval at 95%
         // between two methods; on this project's VM the hot set slid for about a second after
@@ -66,6 +82,10 @@ impl Entry for Pollute {
 
     fn plot(&self, out: &PolluteResult) -> Option<String> {
         Some(pollute_plot(out))
+    }
+
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["pollute-read", "pollute-write"]
     }
 
     fn findings(&self, out: &PolluteResult, _: &SuiteResult) -> Vec<Finding> {

@@ -58,6 +58,10 @@ impl Entry for Squeeze {
         Some(squeeze_plot(out))
     }
 
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["squeeze-random-4096"]
+    }
+
     fn findings(&self, out: &SqueezeResult, _: &SuiteResult) -> Vec<Finding> {
         findings::squeeze(out)
     }

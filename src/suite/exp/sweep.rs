@@ -98,6 +98,10 @@ impl Entry for SweepRead {
         Some(report::sweep::sweep_plot(out))
     }
 
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["sequential-cold", "sequential-warm", "mmap-crossover-warm"]
+    }
+
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
         let looks = out.rounds.looks_for_verdicts();
         [
@@ -177,6 +181,10 @@ impl Entry for SweepWrite {
             })
             .collect();
         (!panels.is_empty()).then(|| stack(&panels, "write throughput by block size and sync mode"))
+    }
+
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["fsync-each"]
     }
 
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {

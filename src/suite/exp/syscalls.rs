@@ -51,6 +51,10 @@ impl Entry for Syscalls {
         }))
     }
 
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["syscall-cost"]
+    }
+
     fn findings(&self, out: &SyscallsResult, _: &SuiteResult) -> Vec<Finding> {
         syscall_costs(out).into_iter().collect()
     }

@@ -104,6 +104,10 @@ impl Entry for Transfer {
         }))
     }
 
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["transfer-best"]
+    }
+
     fn findings(&self, out: &TransferResult, _: &SuiteResult) -> Vec<Finding> {
         transfer_best(out, out.rounds.looks_for_verdicts())
             .into_iter()
