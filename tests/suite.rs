@@ -201,6 +201,17 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
         "{text}"
     );
     let v = check_report(&out);
+    // Section texts say what this run did, from its own figures, and name no deleted path.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("Here the window was 20-100 ms"),
+        "run2's window"
+    );
+    assert!(md.contains(" runs read it with "), "fast's choice");
+    assert!(
+        !md.contains(".iolab-data-"),
+        "the deleted data folder is named"
+    );
     let names: Vec<_> = std::fs::read_dir(parent.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -627,7 +638,12 @@ fn a_busy_machine_is_seen_and_said() {
     assert!(!v["interference"]["reasons"].as_array().unwrap().is_empty());
     assert!(v["interference"]["other_cpu_cores"].as_f64().unwrap() > 0.5);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.starts_with("Warning: "), "{}", &md[..200.min(md.len())]);
+    // The title, then the warning.
+    assert!(
+        md.starts_with("# iolab report\n\nWarning: "),
+        "{}",
+        &md[..200.min(md.len())]
+    );
     assert!(md.contains("**Busy while measured:**"));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<p class=\"warn\"><b>Warning: "));

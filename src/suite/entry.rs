@@ -176,8 +176,9 @@ pub struct Section {
     pub name: &'static str,
     /// Heading.
     pub title: &'static str,
-    /// The two-sentence explanation under the heading.
-    pub why: &'static str,
+    /// The explanation under the heading: the experiment's two sentences, and what this run's
+    /// own figures add to them.
+    pub why: String,
     /// The plot's name under `plots/` (without `.svg`), if it has one.
     pub plot: Option<String>,
     /// The text table.
@@ -224,6 +225,12 @@ pub trait Entry: Sync {
 
     /// Its plot as SVG, if it has one.
     fn plot(&self, _out: &Self::Output) -> Option<String> {
+        None
+    }
+
+    /// What this result adds to the explanation, from its own figures (what was chosen, the
+    /// window used), after [`About::explains`].
+    fn explain(&self, _out: &Self::Output) -> Option<String> {
         None
     }
 
@@ -280,7 +287,10 @@ impl<E: Entry> Experiment for E {
         Section {
             name: self.about().name,
             title: self.about().title,
-            why: self.about().explains,
+            why: match typed.as_ref().and_then(|t| self.explain(t)) {
+                Some(more) => format!("{} {more}", self.about().explains),
+                None => self.about().explains.to_string(),
+            },
             plot,
             table: typed.as_ref().map(|t| self.table(t)),
             markdown: typed.as_ref().and_then(|t| self.markdown(t)),

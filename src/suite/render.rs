@@ -509,17 +509,32 @@ fn spaced_tables(md: &str) -> String {
 pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered {
     let r = &results[0];
     let mut plots = Vec::new();
+    // The data files are removed after the run (unless kept): their folder is left out of the
+    // tables, which then name the files alone (`random.bin`), not a path that no longer exists.
+    let data_dir = format!("{}/", r.config.dir.display());
+    let unpath = |t: String| {
+        if r.config.keep_data || data_dir.len() <= 1 {
+            t
+        } else {
+            t.replace(&data_dir, "")
+        }
+    };
     let secs: Vec<Section> = registry
         .iter()
         .filter_map(|e| r.outcome(e.name()).map(|o| e.section(o, &mut plots)))
+        .map(|s| Section {
+            table: s.table.map(unpath),
+            markdown: s.markdown.map(unpath),
+            error: s.error.map(unpath),
+            ..s
+        })
         .collect();
-    // Markdown: a busy machine is said first.
+    // Markdown: the title, then a busy machine is said first.
     let warning = r.interference.warning();
-    let mut md = warning
-        .as_ref()
-        .map(|w| format!("{}\n\n", md_esc(w)))
-        .unwrap_or_default();
-    md += "# iolab report\n\n";
+    let mut md = String::from("# iolab report\n\n");
+    if let Some(w) = &warning {
+        md += &format!("{}\n\n", md_esc(w));
+    }
     md += &crate::report::markdown_table(
         &std::iter::once(vec!["fact".to_string(), "value".to_string()])
             .chain(
@@ -639,7 +654,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             "<section id=\"{}\"><h2>{}</h2><p>{}</p>",
             s.name,
             esc(s.title),
-            esc(s.why)
+            esc(&s.why)
         ));
         if let Some(b) = &s.busy {
             html.push_str(&format!(

@@ -33,12 +33,12 @@ impl Entry for Fast {
             CacheMode::Warm => &About {
                 name: "fast_warm",
                 title: "fast, warm",
-                explains: "The whole file's XOR as fast as iolab can, with the page cache full. Using the bytes where they are (mmap) avoids one copy per byte; from 1 GiB, mmap and pread race on one slice and the faster (per CPU second) reads the rest, as small page-cache folios can make the copy win.",
+                explains: "The whole file's XOR as fast as iolab can, with the page cache full. Using the bytes where they are (mmap) avoids one copy per byte, but small page-cache folios can make the copy (pread) win, so a large file is probed first.",
             },
             _ => &About {
                 name: "fast_cold",
                 title: "fast, cold",
-                explains: "The same after evicting the file: the device and readahead set the pace. Several threads faulting their own parts keep more reads in flight; from 1 GiB, a mapping and O_DIRECT through io_uring at depth 32 each read a slice and the faster reads the rest.",
+                explains: "The same after evicting the file: the device and readahead set the pace, and the method that keeps the most reads in flight wins.",
             },
         }
     }
@@ -72,6 +72,10 @@ impl Entry for Fast {
             CacheMode::Warm => &[],
             _ => &["fast-warm-cold"],
         }
+    }
+
+    fn explain(&self, out: &FastSeries) -> Option<String> {
+        fast_says(out)
     }
 
     fn findings(&self, this: &FastSeries, suite: &SuiteResult) -> Vec<Finding> {
@@ -112,4 +116,32 @@ impl crate::harness::Cells for FastCell<'_> {
     fn xor(&self, _: usize, r: &Self::Run) -> Option<(u64, u32)> {
         Some((0, r.xor))
     }
+}
+
+/// What `fast` chose in these runs and why, from the runs themselves: one sentence per
+/// distinct choice, with how many runs made it.
+fn fast_says(s: &FastSeries) -> Option<String> {
+    let mut seen: Vec<(String, String, usize)> = Vec::new();
+    for r in &s.runs {
+        let c = &r.choice;
+        let plan = format!(
+            "{} with {} thread(s) in {} blocks",
+            c.method.name(),
+            c.threads,
+            crate::size::format_size(c.bs)
+        );
+        match seen.iter_mut().find(|(p, _, _)| *p == plan) {
+            Some(e) => e.2 += 1,
+            None => seen.push((plan, c.reason.clone(), 1)),
+        }
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    let n = s.runs.len();
+    let parts: Vec<String> = seen
+        .iter()
+        .map(|(plan, why, k)| format!("{k} of {n} runs read it with {plan} ({why})"))
+        .collect();
+    Some(format!("Here {}.", parts.join("; ")))
 }

@@ -23,7 +23,7 @@ impl Entry for Pollute {
         &About {
             name: "pollute",
             title: "a stream beside a hot set",
-            explains: "A hot set, read at random by a thread that never stops, shares a memory cgroup with a stream through a file four times larger than the group may hold; each stream method in turn. Uncached I/O (RWF_DONTCACHE, Linux 6.14+) reads and writes through the page cache but drops its pages once done, so a buffered stream no longer pushes other data out; O_DIRECT and fadvise(DONTNEED) behind the reader are the older ways to the same end.",
+            explains: "A hot set, read at random by a thread that never stops, shares a memory cgroup with a stream through a file larger than the group may hold; each stream method in turn. Uncached I/O (RWF_DONTCACHE, Linux 6.14+) reads and writes through the page cache but drops its pages once done, so a buffered stream no longer pushes other data out; O_DIRECT and fadvise(DONTNEED) behind the reader are the older ways to the same end.",
         }
     }
 
@@ -86,6 +86,16 @@ impl Entry for Pollute {
 
     fn finding_keys(&self) -> &'static [&'static str] {
         &["pollute-read", "pollute-write"]
+    }
+
+    fn explain(&self, out: &PolluteResult) -> Option<String> {
+        Some(format!(
+            "Here the hot set was {}, the group's limit {} and the read stream {} ({:.1}x the limit).",
+            crate::size::format_size(out.hot_size),
+            crate::size::format_size(out.limit),
+            crate::size::format_size(out.stream_size),
+            out.stream_size as f64 / out.limit.max(1) as f64
+        ))
     }
 
     fn findings(&self, out: &PolluteResult, _: &SuiteResult) -> Vec<Finding> {

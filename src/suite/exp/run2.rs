@@ -4,7 +4,7 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::run2::{Run2Config, Run2Result, run_run2};
+use crate::experiments::run2::{Run2Config, Run2Outcome, Run2Result, run_run2};
 use crate::report;
 use crate::suite::entry::{About, Entry, SuiteContext};
 use std::time::Duration;
@@ -17,8 +17,8 @@ impl Entry for Run2 {
     fn about(&self) -> &'static About {
         &About {
             name: "run2",
-            title: "run2: a 5-15 s read",
-            explains: "Doubles the block count until one read lands in the window. A file that is read whole faster than that gets the size that would take the window, predicted from the measured rate.",
+            title: "run2: a block count for a time window",
+            explains: "Doubles the block count until one read lands in a time window (the course's is 5-15 s). A file that is read whole faster than that gets the size that would take the window, predicted from the measured rate.",
         }
     }
 
@@ -47,4 +47,50 @@ impl Entry for Run2 {
     fn markdown(&self, out: &Run2Result) -> Option<String> {
         Some(report::classic::run2_markdown(out))
     }
+
+    fn explain(&self, out: &Run2Result) -> Option<String> {
+        Some(run2_says(out))
+    }
+}
+
+/// This run's window and what came of it, in one sentence.
+fn run2_says(r: &Run2Result) -> String {
+    let (lo, hi) = (r.config.min.as_secs_f64(), r.config.max.as_secs_f64());
+    let window = if hi < 1.0 {
+        format!("{:.0}-{:.0} ms", lo * 1e3, hi * 1e3)
+    } else {
+        format!("{lo:.0}-{hi:.0} s")
+    };
+    let short = if r.config.min < Duration::from_secs(5) {
+        " (shortened for this run)"
+    } else {
+        ""
+    };
+    let what = match &r.outcome {
+        Run2Outcome::Found => match r.last() {
+            Some(s) => format!(
+                "{} blocks of {} read in {:.3} s",
+                s.count,
+                crate::size::format_size(r.config.bs),
+                s.run.counters.wall.as_secs_f64()
+            ),
+            None => "a count was found".into(),
+        },
+        Run2Outcome::FileEnded {
+            predicted_min_bytes,
+            predicted_max_bytes,
+            rate_mib_s,
+            ..
+        } => format!(
+            "the whole {} file read faster, at {rate_mib_s:.0} MiB/s, so a file of {} to {} would take the window",
+            crate::size::format_size(r.file_size),
+            crate::size::format_size(*predicted_min_bytes),
+            crate::size::format_size(*predicted_max_bytes)
+        ),
+        Run2Outcome::OneBlockTooSlow => "even one block took longer than the window".into(),
+        Run2Outcome::Straddled => {
+            "neighbouring counts straddled the window (the rate jumped between them)".into()
+        }
+    };
+    format!("Here the window was {window}{short}: {what}.")
 }

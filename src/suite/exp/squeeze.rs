@@ -20,7 +20,7 @@ impl Entry for Squeeze {
         &About {
             name: "squeeze",
             title: "bigger than memory",
-            explains: "Each method reads random 4 KiB blocks of a file eight times larger than the memory its cgroup may use, so every new page evicts another; a mapping pays for eviction with page-table updates and TLB shootdowns, O_DIRECT with io_uring bypasses the cache altogether. The steady state starts once the group is full.",
+            explains: "Each method reads random 4 KiB blocks of a file several times larger than the memory its cgroup may use, so every new page evicts another; a mapping pays for eviction with page-table updates and TLB shootdowns, O_DIRECT with io_uring bypasses the cache altogether. The steady state starts once the group is full.",
         }
     }
 
@@ -60,6 +60,16 @@ impl Entry for Squeeze {
 
     fn finding_keys(&self) -> &'static [&'static str] {
         &["squeeze-random-4096"]
+    }
+
+    fn explain(&self, out: &SqueezeResult) -> Option<String> {
+        Some(format!(
+            "Here the file was {} and the group's limit {} ({:.1}x), {} s per method.",
+            crate::size::format_size(out.file_size),
+            crate::size::format_size(out.limit),
+            out.oversize,
+            out.config.seconds
+        ))
     }
 
     fn findings(&self, out: &SqueezeResult, _: &SuiteResult) -> Vec<Finding> {
