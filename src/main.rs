@@ -101,23 +101,40 @@ fn subcommand_path() -> Option<(String, String)> {
     Some((path.join(" "), usage))
 }
 
-/// The command line with a value that starts with `-` taken as the value of the option before
-/// it, so that `--bs -4K` reaches the size parser and gets its message, not "unexpected argument
-/// '-4'". Only options that always take one value: a flag or a positional is never affected.
-fn command() -> clap::Command {
-    fn numbers_as_values(cmd: clap::Command) -> clap::Command {
-        cmd.mut_args(|a| {
-            let one_value = a.get_num_args().is_none_or(|n| n.min_values() == 1);
-            if a.get_long().is_some() && a.get_action().takes_values() && one_value {
-                a.allow_hyphen_values(true)
-            } else {
-                a
+/// The command line with a negative number after a long option joined to it (`--bs -4K` ->
+/// `--bs=-4K`), so that it reaches the option's parser and gets its message ("sizes cannot be
+/// negative"), not "unexpected argument '-4'". Only a value that starts with `-` and a digit or
+/// a dot is joined, so `--bs --size 4M` still says that `--bs` lacks its value; nothing after
+/// `--` is touched.
+fn join_negative_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let negative = |t: &str| {
+        t.strip_prefix('-')
+            .and_then(|r| r.chars().next())
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
+    };
+    let mut out: Vec<std::ffi::OsString> = Vec::with_capacity(args.len());
+    let mut rest = args.into_iter();
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            out.push(a);
+            out.extend(rest);
+            break;
+        }
+        let long = a
+            .to_str()
+            .filter(|t| t.starts_with("--") && t.len() > 2 && !t.contains('='))
+            .map(str::to_string);
+        if let Some(long) = long {
+            let mut peek = rest.clone();
+            if let Some(next) = peek.next().filter(|n| n.to_str().is_some_and(negative)) {
+                out.push(format!("{long}={}", next.to_string_lossy()).into());
+                rest = peek;
+                continue;
             }
-        })
-        .mut_subcommands(numbers_as_values)
+        }
+        out.push(a);
     }
-    use clap::CommandFactory;
-    numbers_as_values(cli::Cli::command())
+    out
 }
 
 fn main() {
@@ -127,8 +144,9 @@ fn main() {
             "iolab: warning: cannot handle interrupts ({e}); Ctrl-C may leave partial outputs"
         );
     }
-    let parsed = command()
-        .try_get_matches()
+    use clap::CommandFactory;
+    let parsed = cli::Cli::command()
+        .try_get_matches_from(join_negative_values(std::env::args_os().collect()))
         .and_then(|m| <cli::Cli as clap::FromArgMatches>::from_arg_matches(&m));
     let args = match parsed {
         Ok(args) => args,
@@ -156,5 +174,38 @@ fn main() {
     if let Err(e) = cli::dispatch(args.command, &ctx) {
         eprintln!("iolab: {e}");
         std::process::exit(e.exit_code());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join_negative_values;
+
+    fn joined(args: &[&str]) -> Vec<String> {
+        join_negative_values(args.iter().map(|a| a.into()).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn negative_values_join_their_option_and_nothing_else_moves() {
+        assert_eq!(
+            joined(&["iolab", "read", "f", "--bs", "-4K"]),
+            ["iolab", "read", "f", "--bs=-4K"]
+        );
+        assert_eq!(
+            joined(&["iolab", "x", "--n", "-.5"]),
+            ["iolab", "x", "--n=-.5"]
+        );
+        for same in [
+            &["iolab", "read", "f", "--bs", "--size", "4M"][..],
+            &["iolab", "read", "f", "--bs=-4K"],
+            &["iolab", "run", "f", "-r", "-4K", "1"],
+            &["iolab", "trace", "--", "cmd", "--n", "-4"],
+            &["iolab", "read", "f", "--bs", "-x"],
+        ] {
+            assert_eq!(joined(same), same, "{same:?}");
+        }
     }
 }

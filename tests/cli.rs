@@ -1319,6 +1319,12 @@ fn typos_negative_sizes_and_usage_lines_are_answered_in_one_line() {
         "sizes cannot be negative",
     );
     fails_with(&["read", "f", "--threads", "-2"], 2, "from 1 to 1024");
+    // An option followed by another option lacks its value (it took `--size` as a size).
+    fails_with(
+        &["read", "f", "--bs", "--size", "4M"],
+        2,
+        "a value is required for '--bs <BS>'",
+    );
     fails_with(
         &["recv", "--format", "bogus"],
         2,
