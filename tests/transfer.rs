@@ -386,6 +386,27 @@ fn tokened_sender(
     (sender, addr, port)
 }
 
+/// Both sides' `--format csv` is one table by the project's CSV rules (common::CSV_RULES).
+#[test]
+fn send_and_recv_print_csv_by_the_rules() {
+    let src = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let a = write_file(src.path(), "a.txt", &bytes(30_000, 42));
+    let (sender, addr, _) = tokened_sender(&a, &["--format", "csv"]);
+    let o = iolab()
+        .env("IOLAB_TOKEN", "shared")
+        .args(["recv", "--connect", &addr, "--out"])
+        .arg(out.path())
+        .args(["--retry", "10s", "--format", "csv"])
+        .output()
+        .unwrap();
+    let s = sender.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    common::check_csv("recv", &o.stdout);
+    common::check_csv("send", &s.stdout);
+}
+
 #[test]
 fn send_and_recv_with_a_token_from_the_environment_and_json() {
     let src = tempfile::tempdir().unwrap();
