@@ -1,4 +1,4 @@
-//! One error type for the whole library. It renders as the one line DESIGN §2 fixes,
+//! One error type for the whole library. It renders as one line (docs/commands.md),
 //! `<what failed>: <path or peer>: <cause>`, knows its exit code, and keeps the operating
 //! system's error as its [`std::error::Error::source`], so code branches on kinds and error
 //! numbers, never on message text.
@@ -112,7 +112,7 @@ impl Error {
         self
     }
 
-    /// The process exit code for this error (DESIGN §2).
+    /// The process exit code for this error: 1 the work failed, 2 a usage error.
     pub fn exit_code(&self) -> i32 {
         match self.kind {
             ErrorKind::Usage | ErrorKind::Unsuited => 2,

@@ -15,6 +15,7 @@ pub mod names;
 pub mod output;
 pub mod report;
 pub mod size;
+pub mod source;
 pub mod suite;
 pub mod sys;
 #[cfg(test)]

@@ -5,7 +5,7 @@ mod cli;
 
 use clap::error::ErrorKind as ClapKind;
 
-/// Clap's message for a usage error as one line (DESIGN: errors are one line): its first line, the
+/// Clap's message for a usage error as one line (errors are one line: docs/commands.md): its first line, the
 /// indented lines under it (what is missing), the possible values when clap lists them, the usage
 /// line, and where to read more (`iolab <command> --help`).
 fn one_line(e: &clap::Error) -> String {

@@ -1,4 +1,4 @@
-//! Saving outputs the DESIGN §2 way: never over an existing file without `force`, written under a
+//! Saving outputs as docs/commands.md promises: never over an existing file without `force`, written under a
 //! temporary name in the same directory and renamed when complete, nothing left on failure.
 
 use crate::error::{Error, Result};

@@ -1,4 +1,4 @@
-//! The XOR of a file (DESIGN §2): its bytes as consecutive little-endian `u32` words from offset 0,
+//! The XOR of a file (docs/methodology.md, "The XOR"): its bytes as consecutive little-endian `u32` words from offset 0,
 //! XORed together, a final partial word zero-padded.
 //!
 //! A byte at file offset `o` lands in byte lane `o % 4` of the result, so the XOR of any piece of
@@ -34,7 +34,7 @@ pub fn xor_reference(buf: &[u8]) -> u32 {
     x
 }
 
-/// Formats as DESIGN §2 fixes: 8 lowercase hex digits.
+/// Formats as every output prints it: 8 lowercase hex digits.
 pub fn format_xor(x: u32) -> String {
     format!("{x:08x}")
 }

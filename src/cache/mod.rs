@@ -5,8 +5,8 @@
 pub mod cgroup;
 pub mod meminfo;
 
-use crate::engine::pread_full;
 use crate::error::{Error, Result, describe_io};
+use crate::source::pread_full;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::Path;
@@ -122,7 +122,7 @@ fn residency_map_by(
 
 /// Residency of a whole file by path.
 pub fn residency(path: &Path) -> Result<Residency> {
-    let src = crate::engine::open_source(path)?;
+    let src = crate::source::open_source(path)?;
     residency_of(&src.file, src.size, path)
 }
 
@@ -339,7 +339,7 @@ mod tests {
         evict(&f, &path, false).unwrap();
         // Load only the first tenth.
         let mut buf = vec![0u8; 100 * 4096];
-        crate::engine::pread_full(&f, &mut buf, 0).unwrap();
+        crate::source::pread_full(&f, &mut buf, 0).unwrap();
         let by_mincore = residency_map_by(&f, len, 7, &path, false).unwrap();
         assert_eq!(by_mincore.len(), 7);
         assert!(by_mincore[0] > 0.5, "{by_mincore:?}");

@@ -594,6 +594,45 @@ mod tests {
         lines
     }
 
+    /// No source comment cites a file the repository does not hold (the shared DESIGN.md is
+    /// beside the project, not in it), and nothing under report/ or measure/ imports suite/,
+    /// nor cache/ engine/: data flows one way.
+    #[test]
+    fn sources_cite_what_exists_and_imports_flow_down() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&root, &mut files);
+        assert!(files.len() > 50);
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            assert!(
+                !text.contains(concat!("DESIGN ", "§")),
+                "{rel} cites DESIGN"
+            );
+            if rel.starts_with("report/") || rel.starts_with("measure/") {
+                assert!(!text.contains("crate::suite"), "{rel} imports suite/");
+            }
+            if rel.starts_with("cache/") {
+                assert!(!text.contains("crate::engine"), "{rel} imports engine/");
+            }
+        }
+    }
+
     /// Every relative link of README.md and docs/*.md names a file that exists.
     #[test]
     fn doc_links_resolve() {

@@ -74,8 +74,11 @@ impl LazyMap {
 
     /// Maps `len` bytes from `offset` (page aligned) with this variant's flag and hint.
     fn map_range(&self, offset: u64, len: usize) -> Result<Mapping> {
+        // Unsupported, not failed: this file cannot be read by mapping it (a file system
+        // without mmap, the address space or map count exhausted), though other methods can;
+        // `fast` falls back to pread on that kind, and sweeps record the row and go on.
         let map = Mapping::range(&self.file, offset, len, self.populate).map_err(|e| {
-            Error::failed("cannot map", describe_io(&e))
+            Error::unsupported("cannot map", describe_io(&e))
                 .at(&self.path)
                 .hint("use --method read for files that cannot be mapped")
                 .with_source(e)

@@ -28,9 +28,8 @@ use crate::sys::buf::AlignedBuf;
 use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io;
-use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
+
+use std::path::Path;
 
 /// Largest single I/O an engine issues; bigger blocks are moved in pieces of this size.
 pub const MAX_IO: u64 = 64 << 20;
@@ -38,7 +37,7 @@ pub const MAX_IO: u64 = 64 << 20;
 pub const DIRECT_ALIGN: u64 = 4096;
 
 crate::names::method_list! {
-    /// The read methods of DESIGN §3.
+    /// The read methods (docs/commands.md).
     pub enum ReadMethod: ReadEngine {
         /// read(2) at the file position; lseek for random order.
         Read = "read" | "fcntl" => read::ReadSyscall,
@@ -158,7 +157,7 @@ impl Job<'_> {
 crate::named_enum! {
     /// What a reader does with each block it moved.
     pub enum Work {
-        /// XOR every 32-bit word (DESIGN §2): the data is really used.
+        /// XOR every 32-bit word (see [`crate::xor`]): the data is really used.
         Xor = "xor",
         /// Touch one byte per block, as the classic access benchmark did (`bogus += data[b*B]`):
         /// a mapping faults the page in, a read copies the block, nothing else.
@@ -244,73 +243,14 @@ impl EngineOptions {
     }
 }
 
-/// A regular file opened for reading, with its size taken at open.
-pub struct Source {
-    /// The open descriptor.
-    pub file: File,
-    /// Its path, for messages.
-    pub path: PathBuf,
-    /// Its size when opened.
-    pub size: u64,
-}
-
-const PROC_SUPER_MAGIC: i64 = 0x9fa0;
-const SYSFS_MAGIC: i64 = 0x6265_6572;
-
-/// Opens `path` for reading after checking it is something iolab can measure: a regular file
-/// (not a directory, FIFO, socket or device, and not a /proc or /sys file whose size is unknown).
-pub fn open_source(path: &Path) -> Result<Source> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open", path, &e))?;
-    check_regular(path, &meta)?;
-    let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
-    if let Ok(magic) = crate::sys::fs_magic(&file)
-        && (magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC)
-    {
-        return Err(Error::usage(
-            "not a measurable file",
-            "a /proc or /sys file: its size is not known in advance and it cannot be mapped",
-        )
-        .at(path)
-        .hint("copy it to a regular file first"));
-    }
-    let size = file
-        .metadata()
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
-    Ok(Source {
-        file,
-        path: path.to_path_buf(),
-        size,
-    })
-}
-
-/// Refuses what is not a regular file, naming what it is.
-pub fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
-    let ft = meta.file_type();
-    let kind = if ft.is_file() {
-        return Ok(());
-    } else if ft.is_dir() {
-        "is a directory"
-    } else if ft.is_fifo() {
-        "is a FIFO (a pipe has no size and cannot be mapped or re-read)"
-    } else if ft.is_socket() {
-        "is a socket"
-    } else if ft.is_char_device() {
-        "is a character device (it has no size and cannot be mapped as a file)"
-    } else if ft.is_block_device() {
-        "is a block device (iolab measures regular files)"
-    } else {
-        "is not a regular file"
-    };
-    Err(Error::usage("not a regular file", kind).at(path))
-}
+pub use crate::source::{Source, check_regular, open_source, pread_full};
 
 /// Bytes moved and their XOR.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Moved {
     /// Bytes moved.
     pub bytes: u64,
-    /// Their XOR (DESIGN §2).
+    /// Their XOR (see [`crate::xor`]).
     #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// I/O requests issued to the kernel: system calls, or io_uring entries (0 for mmap reads).
@@ -336,21 +276,6 @@ impl Moved {
         self.blocks += other.blocks;
         self.waited += other.waited;
     }
-}
-
-/// `pread` until `buf` is full or end of file; returns bytes read.
-#[inline]
-pub fn pread_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match crate::sys::calls::pread(file, &mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 /// The error for a file that ended before the bytes it had when opened.

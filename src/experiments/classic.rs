@@ -61,7 +61,7 @@ pub struct ClassicResult {
     pub bytes: u64,
     /// `bs * count`, what was asked.
     pub asked_bytes: u64,
-    /// XOR of the bytes as little-endian u32 words (DESIGN §2).
+    /// XOR of the bytes as little-endian u32 words (see [`crate::xor`]).
     #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// Counters from open to close.

@@ -168,7 +168,7 @@ pub struct FastResult {
     pub resident: f64,
     /// Bytes read (the whole file).
     pub bytes: u64,
-    /// XOR of the bytes as little-endian u32 words (DESIGN §2).
+    /// XOR of the bytes as little-endian u32 words (see [`crate::xor`]).
     #[serde(with = "crate::xor::hex")]
     pub xor: u32,
     /// Counters from open to close.
@@ -862,8 +862,9 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         if !forced {
             let auto = auto(&src, resident, cfg.probe_from);
             return match auto {
-                Err(e) if e.what == "cannot map" => {
-                    // Auto never fails for lack of a mapping: fall back to buffered pread.
+                Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
+                    // Auto never fails for lack of a method (a mapping, io_uring): fall back to
+                    // buffered pread.
                     let mut choice = choose(src.size, resident, crate::sys::cpus());
                     choice.reason = format!("{} ({}); fell back to pread", choice.reason, e.cause);
                     choice.method = ReadMethod::Pread;

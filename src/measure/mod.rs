@@ -2,6 +2,7 @@
 //! counters beside it (CPU time, faults, context switches, bytes read from the device).
 
 pub mod decide;
+pub mod finding;
 pub mod interference;
 pub mod latency;
 pub mod series;

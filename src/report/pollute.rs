@@ -5,8 +5,8 @@
 use super::svg::{Plot, Series, line_plot, series_points};
 use super::{Format, csv_line, json, markdown_table, table};
 use crate::experiments::pollute::{PolluteResult, StreamRun, Tick};
+use crate::measure::finding::Finding;
 use crate::size::format_size;
-use crate::suite::findings::Finding;
 
 const MIB: f64 = (1u64 << 20) as f64;
 

@@ -248,6 +248,39 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
+    /// docs/results.schema.json names every experiment of the registry as an outcome, and no
+    /// experiment that is not in it: a new experiment's key cannot be missing from the schema.
+    #[test]
+    fn the_schema_lists_the_registry() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/results.schema.json")).unwrap();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        let outcomes: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, v)| v["$ref"] == "#/$defs/outcome")
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name()).collect();
+        for n in &names {
+            assert!(required.contains(n), "the schema does not require {n}");
+        }
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        let mut outs = outcomes.clone();
+        outs.sort_unstable();
+        assert_eq!(
+            sorted, outs,
+            "the schema's outcomes are the registry's experiments"
+        );
+    }
+
     #[test]
     fn results_json_keeps_every_outcome_in_run_order_with_its_kind() {
         let outcome = |kind| Outcome {

@@ -1,6 +1,6 @@
 //! Page-aligned I/O buffers. A misaligned read() buffer halves the copy rate and O_DIRECT needs
 //! alignment; large buffers ask for transparent huge pages, which doubled O_DIRECT throughput on
-//! this project's machines (DESIGN §7). A dropped buffer is kept for the next one of its size
+//! this project's machines. A dropped buffer is kept for the next one of its size
 //! (up to [`POOL_BYTES`] in all): a program keeps its I/O buffer across runs, as IOR and fio do,
 //! and faulting in and releasing a fresh 2 MiB huge page took about 1 ms of a 45 ms phase.
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 crate::names::method_list! {
-    /// The write methods of DESIGN §3.
+    /// The write methods (docs/commands.md).
     pub enum WriteMethod: WriteEngine {
         /// write(2) at the file position (lseek for random order).
         Write = "write" | "fcntl" => syscall::Syscall::WRITE,

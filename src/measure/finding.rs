@@ -1,0 +1,180 @@
+//! A finding: two measured sides compared by the interval of their ratio ([`decide`]), a
+//! winner named only when that interval clears 1 by 5%, "within 5%" when it lies inside, and
+//! "undecided" otherwise; with the figures, the rows it comes from and the sides' medians. The
+//! machinery lives here, under the reports and the suite, so that both can use it; which cells
+//! each experiment compares is the suite's (`suite::findings`).
+
+use crate::measure::decide::{self, Decided, RatioKind};
+use crate::measure::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+/// One answer the measurements give, with the rows it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// A stable key: the same comparison has the same key in every run and on every host.
+    pub key: String,
+    /// The finding in words, with its figures.
+    pub text: String,
+    /// The faster (or cheaper) side, or `None` when there is no clear difference.
+    #[serde(default)]
+    pub winner: Option<String>,
+    /// What the interval decided: a winner, within 5% (`equivalent`), or `undecided` (absent
+    /// in results written before the harness).
+    #[serde(default)]
+    pub decided: Option<Decided>,
+    /// The first-named side over the second (rates: a / b; costs: a / b too, lower is better),
+    /// of the kind `ratio_kind` says: the ratio whose interval `ci` is.
+    #[serde(default)]
+    pub ratio: f64,
+    /// Which ratio `ratio` is: `paired` (median of per-round ratios) or `of-medians`.
+    #[serde(default)]
+    pub ratio_kind: Option<RatioKind>,
+    /// The interval of `ratio` (results written before intervals existed read as `[0, 0]`).
+    #[serde(default)]
+    pub ci: [f64; 2],
+    /// The interval's coverage, over every look the harness took (0.95; less only when too few
+    /// rounds were taken, and then nothing is decided).
+    #[serde(default)]
+    pub level: f64,
+    /// Rounds (pairs) behind it; for unpaired sides, the smaller side's count.
+    #[serde(default)]
+    pub rounds: usize,
+    /// The rows it comes from, as `experiment: row`.
+    pub cites: Vec<String>,
+    /// The two compared sides' figures (medians), for tables that put hosts side by side
+    /// (absent in results written before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sides: Vec<SideFigure>,
+}
+
+/// One side of a finding in figures: its name, its median and the unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideFigure {
+    /// The side's name (`mmap`, `fsync after every block`).
+    pub name: String,
+    /// Its median.
+    pub median: f64,
+    /// The unit (`MiB/s`, `KIOPS`, `ns`).
+    pub unit: String,
+}
+
+/// Whether a larger figure is better (rates) or worse (costs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Better {
+    Higher,
+    Lower,
+}
+
+/// One side of a comparison: its name, its measurements, the row it comes from.
+pub(crate) struct Side {
+    pub(crate) name: String,
+    pub(crate) s: Summary,
+    pub(crate) cite: String,
+}
+
+/// How the two sides were measured: in the same rounds of a harness that looked `looks` times,
+/// or apart (`looks` then counts the looks either side's runs were taken under).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Pairing {
+    Paired {
+        looks: usize,
+    },
+    Apart {
+        looks: usize,
+    },
+    /// The verdict already drawn (from several runs: [`decide::replicated`]).
+    Given(decide::Verdict),
+}
+
+/// Compares `a` with `b` on `what` (figures in `unit`). `None` when either side has no runs,
+/// or both are the same cell.
+pub(crate) fn compare(
+    key: &str,
+    what: &str,
+    unit: &str,
+    better: Better,
+    pairing: Pairing,
+    a: Side,
+    b: Side,
+) -> Option<Finding> {
+    if a.name == b.name && a.cite == b.cite {
+        return None;
+    }
+    let v = match pairing {
+        Pairing::Paired { looks } => {
+            let m = a.s.samples.len().min(b.s.samples.len());
+            decide::paired(&a.s.samples[..m], &b.s.samples[..m], looks)?
+        }
+        Pairing::Apart { looks } => decide::unpaired(&a.s.samples, &b.s.samples, looks)?,
+        Pairing::Given(v) => v,
+    };
+    let a_ahead = match (v.a_larger, better) {
+        (None, _) => None,
+        (Some(first), Better::Higher) => Some(first),
+        (Some(first), Better::Lower) => Some(!first),
+    };
+    // Shown as "first N x second": the winner first; the factor and its interval read as "times
+    // faster" for rates and "times cheaper" for costs.
+    let a_first = a_ahead.unwrap_or(true);
+    let (first, second) = if a_first { (&a, &b) } else { (&b, &a) };
+    let invert = a_first == (better == Better::Lower);
+    let (x, lo, hi) = if invert {
+        (1.0 / v.ratio, 1.0 / v.ci[1], 1.0 / v.ci[0])
+    } else {
+        (v.ratio, v.ci[0], v.ci[1])
+    };
+    let level = if v.level >= decide::LEVEL {
+        format!("{:.0}%", 100.0 * decide::LEVEL)
+    } else {
+        format!("only {:.0}%", 100.0 * v.level)
+    };
+    let figures = format!(
+        "{} {:.1} vs {} {:.1} {unit} (medians); {}: {x:.2}x, interval {lo:.2}-{hi:.2}x at {level} over {} rounds",
+        first.name,
+        first.s.median,
+        second.name,
+        second.s.median,
+        v.kind.says(),
+        v.rounds
+    );
+    let how = match better {
+        Better::Higher => "faster than",
+        Better::Lower => "cheaper than",
+    };
+    let (text, winner) = match (v.decided, a_ahead) {
+        (Decided::Winner, Some(_)) => (
+            format!(
+                "{what}: {} {x:.2}x {how} {} ({figures})",
+                first.name, second.name
+            ),
+            Some(first.name.clone()),
+        ),
+        (Decided::Equivalent, _) => (
+            format!("{what}: within 5%, no practical difference ({figures})"),
+            None,
+        ),
+        _ => (
+            format!("{what}: undecided after {} rounds ({figures})", v.rounds),
+            None,
+        ),
+    };
+    let figure = |s: &Side| SideFigure {
+        name: s.name.clone(),
+        median: s.s.median,
+        unit: unit.into(),
+    };
+    let sides = vec![figure(&a), figure(&b)];
+    Some(Finding {
+        key: key.into(),
+        text,
+        winner,
+        decided: Some(v.decided),
+        ratio: v.ratio,
+        ratio_kind: Some(v.kind),
+        ci: v.ci,
+        level: v.level,
+        rounds: v.rounds,
+        cites: vec![a.cite, b.cite],
+        sides,
+    })
+}
