@@ -163,24 +163,26 @@ pub fn timestamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
-        .unwrap_or(0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil from days (Howard Hinnant's algorithm).
+        .unwrap_or(0);
+    let [y, m, d, hh, mm, ss] = utc(secs);
+    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
+}
+
+/// Year, month, day, hour, minute and second in UTC of `secs` since the epoch (the civil
+/// calendar from days, Howard Hinnant's `civil_from_days`).
+pub fn utc(secs: u64) -> [i64; 6] {
+    let days = (secs / 86_400) as i64;
+    let rem = (secs % 86_400) as i64;
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
+    let doe = z.rem_euclid(146_097);
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    [y, m, d, rem / 3600, rem % 3600 / 60, rem % 60]
 }
 
 /// Whether `dir` is a report iolab wrote: a directory whose results.json carries the suite's

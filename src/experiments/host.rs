@@ -191,26 +191,10 @@ fn reporting_settings(order: Option<String>, min_free_ms: Option<String>) -> Str
     s + "; touching it again costs a host fault per page"
 }
 
-/// `2026-11-22T14:08:30Z` for seconds since the epoch (the civil calendar from days, as in
-/// Howard Hinnant's `civil_from_days`).
+/// `2026-11-22T14:08:30Z` for seconds since the epoch.
 pub fn utc_date(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let [y, m, d, hh, mm, ss] = crate::output::utc(secs);
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
 }
 
 /// `family 25 model 1 stepping 1` from /proc/cpuinfo.

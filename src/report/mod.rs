@@ -166,6 +166,18 @@ pub(crate) fn csv_cells(cells: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// A result as JSON with its findings added as a top-level `findings` array.
+pub fn json_with_findings<T: serde::Serialize>(
+    r: &T,
+    findings: &[crate::measure::finding::Finding],
+) -> String {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let serde_json::Value::Object(map) = &mut v {
+        map.insert("findings".into(), serde_json::json!(findings));
+    }
+    json(&v)
+}
+
 /// A boolean as every CSV and JSON output spells it.
 pub fn csv_bool(b: bool) -> String {
     if b { "true" } else { "false" }.into()

@@ -3,7 +3,7 @@
 //! `--ticks`, and in CSV always (one row per method and tick); a two-panel plot.
 
 use super::svg::{Plot, Series, line_plot, series_points};
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, csv_line, markdown_table, table};
 use crate::experiments::pollute::{PolluteResult, StreamRun, Tick};
 use crate::measure::finding::Finding;
 use crate::size::format_size;
@@ -141,13 +141,7 @@ pub fn pollute_report(
 ) -> String {
     let runs = || r.reads.iter().chain(&r.writes);
     match format {
-        Format::Json => {
-            let mut v = serde_json::to_value(r).unwrap_or_default();
-            if let serde_json::Value::Object(map) = &mut v {
-                map.insert("findings".into(), serde_json::json!(findings));
-            }
-            json(&v)
-        }
+        Format::Json => super::json_with_findings(r, findings),
         Format::Csv => {
             let mut header = vec![
                 "direction".to_string(),
@@ -215,27 +209,23 @@ pub fn pollute_plot(r: &PolluteResult) -> String {
             })
             .collect()
     };
-    let top = line_plot(&Plot {
-        title: format!(
+    let top = line_plot(&Plot::over_time(
+        format!(
             "hot set of {}: random {} reads; the stream starts at {:.1} s",
             format_size(r.hot_size),
             format_size(r.config.hot_bs),
             r.config.before
         ),
-        x_label: "seconds".into(),
-        y_label: "hot KIOPS".into(),
-        log2_x: false,
-        log_y: false,
-        series: series(&|t| Some(t.hot_kiops)),
-    });
-    let bottom = line_plot(&Plot {
-        title: "the hot set's residency".into(),
-        x_label: "seconds".into(),
-        y_label: "% resident".into(),
-        log2_x: false,
-        log_y: false,
-        series: series(&|t| t.hot_resident_pct),
-    });
+        "seconds",
+        "hot KIOPS",
+        series(&|t| Some(t.hot_kiops)),
+    ));
+    let bottom = line_plot(&Plot::over_time(
+        "the hot set's residency",
+        "seconds",
+        "% resident",
+        series(&|t| t.hot_resident_pct),
+    ));
     super::svg::stack(
         &[top, bottom],
         "hot reads per second and the hot set's residency while a stream runs",

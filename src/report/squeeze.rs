@@ -2,7 +2,7 @@
 //! finding; CSV is the time series itself (one row per method and second); a two-panel plot.
 
 use super::svg::{Plot, Series, line_plot, series_points};
-use super::{Format, csv_line, json, markdown_table, table};
+use super::{Format, csv_line, markdown_table, table};
 use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick, amplification};
 use crate::measure::finding::Finding;
 use crate::size::format_size;
@@ -154,13 +154,7 @@ fn notes(r: &SqueezeResult) -> String {
 /// `iolab squeeze` in `format`, with its finding.
 pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -> String {
     match format {
-        Format::Json => {
-            let mut v = serde_json::to_value(r).unwrap_or_default();
-            if let serde_json::Value::Object(map) = &mut v {
-                map.insert("findings".into(), serde_json::json!(findings));
-            }
-            json(&v)
-        }
+        Format::Json => super::json_with_findings(r, findings),
         Format::Csv => {
             let mut out = csv_line(
                 &std::iter::once("method".to_string())
@@ -232,27 +226,24 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
             })
             .collect()
     };
-    let top = line_plot(&Plot {
-        title: format!(
+    let since = "seconds since the method started";
+    let top = line_plot(&Plot::over_time(
+        format!(
             "{} {} reads, file {:.1}x the memory limit",
             r.config.pattern.name(),
             format_size(r.config.bs),
             r.oversize
         ),
-        x_label: "seconds since the method started".into(),
-        y_label: "KIOPS".into(),
-        log2_x: false,
-        log_y: false,
-        series: series(&|t| Some(t.kiops)),
-    });
-    let bottom = line_plot(&Plot {
-        title: "TLB shootdowns (machine-wide)".into(),
-        x_label: "seconds since the method started".into(),
-        y_label: "shootdowns per second".into(),
-        log2_x: false,
-        log_y: false,
-        series: series(&|t| t.tlb_shootdowns.map(|n| n as f64 / t.secs)),
-    });
+        since,
+        "KIOPS",
+        series(&|t| Some(t.kiops)),
+    ));
+    let bottom = line_plot(&Plot::over_time(
+        "TLB shootdowns (machine-wide)",
+        since,
+        "shootdowns per second",
+        series(&|t| t.tlb_shootdowns.map(|n| n as f64 / t.secs)),
+    ));
     super::svg::stack(
         &[top, bottom],
         "reads per second and TLB shootdowns over time",

@@ -56,6 +56,25 @@ pub struct Plot {
     pub series: Vec<Series>,
 }
 
+impl Plot {
+    /// A plot against time: both axes linear.
+    pub fn over_time(
+        title: impl Into<String>,
+        x_label: &str,
+        y_label: &str,
+        series: Vec<Series>,
+    ) -> Plot {
+        Plot {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            log2_x: false,
+            log_y: false,
+            series,
+        }
+    }
+}
+
 // Sized for a phone as much as a desk: 600 units shown 358 px wide on a 390 px screen keep the
 // 15-unit text at 9 px; the legend goes under the plot, two entries a row, so the plot keeps the
 // width.
