@@ -9,7 +9,6 @@ use iolab::engine::write::WriteMethod;
 use iolab::experiments::pollute::{
     PolluteConfig, StreamMethod, WorkerConfig, run_pollute, run_worker,
 };
-use iolab::report;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -118,12 +117,16 @@ impl PolluteArgs {
         let r = run_pollute(&cfg, &ctx.progress)?;
         ctx.progress.clear();
         warn_all(&r.warnings);
-        let findings = iolab::suite::findings::pollute(&r);
+        let findings = iolab::experiments::pollute::findings::pollute(&r);
         if let Some(p) = &self.plot {
-            iolab::output::save(p, report::pollute::pollute_plot(&r).as_bytes(), self.force)?;
+            iolab::output::save(
+                p,
+                iolab::experiments::pollute::report::pollute_plot(&r).as_bytes(),
+                self.force,
+            )?;
         }
         ctx.emit(&self.output, |f| {
-            report::pollute::pollute_report(&r, &findings, f, self.ticks)
+            iolab::experiments::pollute::report::pollute_report(&r, &findings, f, self.ticks)
         })
     }
 }

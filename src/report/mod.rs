@@ -4,7 +4,6 @@
 pub mod access;
 pub mod classic;
 pub mod ior;
-pub mod pollute;
 pub mod runs;
 pub mod squeeze;
 pub mod svg;

@@ -39,7 +39,7 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::vm::Vm,
     &exp::transfer::Transfer,
     &exp::squeeze::Squeeze,
-    &exp::pollute::Pollute,
+    &crate::experiments::pollute::suite::Pollute,
 ];
 
 fn interrupted() -> Error {

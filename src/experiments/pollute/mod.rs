@@ -12,6 +12,9 @@
 //! I/O (`RWF_DONTCACHE`, Linux 6.14+) drops the stream's pages once read or written back,
 //! O_DIRECT never caches them, and `fadvise-dontneed` after each 8 MiB is the portable trick.
 
+pub mod findings;
+pub mod report;
+pub mod suite;
 mod worker;
 
 pub use worker::{Reclaim, parse_vmstat, run_worker};

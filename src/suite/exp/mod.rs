@@ -2,7 +2,6 @@
 
 pub mod access;
 pub mod fast;
-pub mod pollute;
 pub mod run;
 pub mod run2;
 pub mod squeeze;

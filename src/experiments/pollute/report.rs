@@ -2,10 +2,10 @@
 //! own rate, memory and reclaim side by side, then the findings; the per-tick series in text with
 //! `--ticks`, and in CSV always (one row per method and tick); a two-panel plot.
 
-use super::svg::{Plot, Series, line_plot, series_points};
-use super::{Format, csv_line, markdown_table, table};
 use crate::experiments::pollute::{PolluteResult, StreamRun, Tick};
 use crate::measure::finding::Finding;
+use crate::report::svg::{Plot, Series, line_plot, series_points};
+use crate::report::{Format, csv_line, markdown_table, table};
 use crate::size::format_size;
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -141,14 +141,14 @@ pub fn pollute_report(
 ) -> String {
     let runs = || r.reads.iter().chain(&r.writes);
     match format {
-        Format::Json => super::json_with_findings(r, findings),
+        Format::Json => crate::report::json_with_findings(r, findings),
         Format::Csv => {
             let mut header = vec![
                 "direction".to_string(),
                 "method".to_string(),
                 "run".to_string(),
             ];
-            header.extend(TICK_HEADER.iter().map(|s| super::csv_key(s)));
+            header.extend(TICK_HEADER.iter().map(|s| crate::report::csv_key(s)));
             let mut out = csv_line(&header);
             for m in runs() {
                 for t in &m.ticks {
@@ -157,8 +157,8 @@ pub fn pollute_report(
                         m.method.clone(),
                         (m.pass + 1).to_string(),
                     ];
-                    let mut cells = super::csv_cells(tick_cells(t));
-                    cells[1] = super::csv_bool(t.streaming);
+                    let mut cells = crate::report::csv_cells(tick_cells(t));
+                    cells[1] = crate::report::csv_bool(t.streaming);
                     row.extend(cells);
                     out.push_str(&csv_line(&row));
                 }
@@ -226,7 +226,7 @@ pub fn pollute_plot(r: &PolluteResult) -> String {
         "% resident",
         series(&|t| t.hot_resident_pct),
     ));
-    super::svg::stack(
+    crate::report::svg::stack(
         &[top, bottom],
         "hot reads per second and the hot set's residency while a stream runs",
     )

@@ -1,13 +1,14 @@
 //! Streaming beside a hot set: each stream method in a memory cgroup a quarter of the data file.
 
+use super::findings;
+use super::report::{pollute_plot, pollute_report};
 use crate::engine::write::WriteMethod;
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
 use crate::experiments::pollute::{PolluteConfig, PolluteResult, StreamMethod, run_pollute};
+use crate::measure::finding::Finding;
 use crate::report::Format;
-use crate::report::pollute::{pollute_plot, pollute_report};
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
-use crate::suite::findings::{self, Finding};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `pollute` with the data file as the stream and a group a quarter of its size.
 pub struct Pollute;
