@@ -1,8 +1,10 @@
 //! `iolab suite`, the main job: makes its own data, runs every experiment of the [`REGISTRY`],
 //! derives the findings, and renders one report. Each experiment is one value implementing
 //! [`Entry`] (name, title, what it explains, how to run it, its table and plot, the findings it
-//! feeds) in one file under `exp/`; progress, warnings, the JSON, report sections and findings
-//! all iterate the registry. Adding an experiment is one file plus one line in [`REGISTRY`].
+//! feeds) in one file under `exp/`, or in its experiment's own folder (`experiments/pollute/`);
+//! progress, warnings, the JSON, report sections and findings all iterate the registry. Adding an
+//! experiment is its file (or folder), one line in [`REGISTRY`] and its key in
+//! docs/results.schema.json (a test checks the two agree).
 
 pub(crate) mod data;
 mod entry;
