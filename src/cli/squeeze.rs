@@ -9,7 +9,6 @@ use iolab::engine::ReadMethod;
 use iolab::experiments::squeeze::{
     SqueezeConfig, SqueezePattern, WorkerConfig, run_squeeze, run_worker,
 };
-use iolab::report;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -95,12 +94,16 @@ impl SqueezeArgs {
         let r = run_squeeze(&cfg, &ctx.progress)?;
         ctx.progress.clear();
         warn_all(&r.warnings);
-        let findings = iolab::suite::findings::squeeze(&r);
+        let findings = iolab::experiments::squeeze::findings::squeeze(&r);
         if let Some(p) = &self.plot {
-            iolab::output::save(p, report::squeeze::squeeze_plot(&r).as_bytes(), self.force)?;
+            iolab::output::save(
+                p,
+                iolab::experiments::squeeze::report::squeeze_plot(&r).as_bytes(),
+                self.force,
+            )?;
         }
         ctx.emit(&self.output, |f| {
-            report::squeeze::squeeze_report(&r, &findings, f)
+            iolab::experiments::squeeze::report::squeeze_report(&r, &findings, f)
         })
     }
 }

@@ -5,7 +5,6 @@ pub mod access;
 pub mod classic;
 pub mod ior;
 pub mod runs;
-pub mod squeeze;
 pub mod svg;
 pub mod sweep;
 pub mod syscalls;

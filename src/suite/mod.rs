@@ -40,7 +40,7 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::syscalls::Syscalls,
     &exp::vm::Vm,
     &exp::transfer::Transfer,
-    &exp::squeeze::Squeeze,
+    &crate::experiments::squeeze::suite::Squeeze,
     &crate::experiments::pollute::suite::Pollute,
 ];
 

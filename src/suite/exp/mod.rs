@@ -4,7 +4,6 @@ pub mod access;
 pub mod fast;
 pub mod run;
 pub mod run2;
-pub mod squeeze;
 pub mod sweep;
 pub mod syscalls;
 pub mod transfer;

@@ -1,12 +1,13 @@
 //! Bigger than memory: each method in a memory cgroup an eighth of the data file.
 
+use super::findings;
+use super::report::{squeeze_plot, squeeze_report};
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
 use crate::experiments::squeeze::{SqueezeConfig, SqueezeResult, run_squeeze};
+use crate::measure::finding::Finding;
 use crate::report::Format;
-use crate::report::squeeze::{squeeze_plot, squeeze_report};
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
-use crate::suite::findings::{self, Finding};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `squeeze` on the data file with `--memory` an eighth of it.
 pub struct Squeeze;

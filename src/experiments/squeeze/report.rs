@@ -1,10 +1,10 @@
 //! `iolab squeeze` report: per method a row per second, the steady states side by side, the
 //! finding; CSV is the time series itself (one row per method and second); a two-panel plot.
 
-use super::svg::{Plot, Series, line_plot, series_points};
-use super::{Format, csv_line, markdown_table, table};
 use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick, amplification};
 use crate::measure::finding::Finding;
+use crate::report::svg::{Plot, Series, line_plot, series_points};
+use crate::report::{Format, csv_line, markdown_table, table};
 use crate::size::format_size;
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -154,17 +154,17 @@ fn notes(r: &SqueezeResult) -> String {
 /// `iolab squeeze` in `format`, with its finding.
 pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -> String {
     match format {
-        Format::Json => super::json_with_findings(r, findings),
+        Format::Json => crate::report::json_with_findings(r, findings),
         Format::Csv => {
             let mut out = csv_line(
                 &std::iter::once("method".to_string())
-                    .chain(TICK_HEADER.iter().map(|s| super::csv_key(s)))
+                    .chain(TICK_HEADER.iter().map(|s| crate::report::csv_key(s)))
                     .collect::<Vec<_>>(),
             );
             for m in &r.methods {
                 for t in &m.ticks {
                     let mut row = vec![m.method.name().to_string()];
-                    row.extend(super::csv_cells(tick_cells(r, t)));
+                    row.extend(crate::report::csv_cells(tick_cells(r, t)));
                     out.push_str(&csv_line(&row));
                 }
             }
@@ -244,7 +244,7 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
         "shootdowns per second",
         series(&|t| t.tlb_shootdowns.map(|n| n as f64 / t.secs)),
     ));
-    super::svg::stack(
+    crate::report::svg::stack(
         &[top, bottom],
         "reads per second and TLB shootdowns over time",
     )
