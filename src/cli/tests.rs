@@ -1,0 +1,290 @@
+use super::*;
+use clap::CommandFactory;
+
+/// A README command line as arguments: placeholders get sample values, `[optional]` parts
+/// are kept, and `a\|b` alternatives give one variant each.
+fn readme_variants(span: &str) -> Vec<Vec<String>> {
+    let sample = |t: &str| -> String {
+        let t = t
+            .trim_matches(|c| c == '[' || c == ']')
+            .trim_end_matches("...");
+        match t {
+            "FILE" | "FILES" | "f1..fN" => "f".into(),
+            "N" | "BLOCK_COUNT" => "1".into(),
+            "BLOCK_SIZE" | "S" => "4K".into(),
+            "DIR" => "d".into(),
+            "IP" => "127.0.0.1".into(),
+            "RESULTS.json" => "r.json".into(),
+            "COMMAND" => "read".into(),
+            other => other.into(),
+        }
+    };
+    let tokens: Vec<Vec<String>> = span
+        .split_whitespace()
+        .map(|t| {
+            t.split("\\|")
+                .map(sample)
+                .filter(|t| !t.is_empty())
+                .collect()
+        })
+        .filter(|alts: &Vec<String>| !alts.is_empty())
+        .collect();
+    let n = tokens.iter().map(Vec::len).max().unwrap_or(1);
+    (0..n)
+        .map(|i| {
+            tokens
+                .iter()
+                .map(|alts| alts[i.min(alts.len() - 1)].clone())
+                .collect()
+        })
+        .collect()
+}
+
+/// The `iolab ...` spans of a Markdown table's first column, under `heading` in `doc`.
+fn table_commands(doc: &str, heading: &str) -> Vec<String> {
+    let table = doc.split(heading).nth(1).expect("the section");
+    let table = table
+        .split("\n\n")
+        .find(|p| p.contains("|---|"))
+        .expect("its table");
+    let mut lines = Vec::new();
+    for row in table.lines().filter(|l| l.starts_with("| `iolab")) {
+        let first = row
+            .trim_start_matches("| ")
+            .split(" | ")
+            .next()
+            .unwrap_or_default();
+        lines.extend(
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|c| c.starts_with("iolab "))
+                .map(String::from),
+        );
+    }
+    lines
+}
+
+/// No source comment cites a file the repository does not hold (the shared DESIGN.md is
+/// beside the project, not in it), and nothing under report/ or measure/ imports suite/,
+/// nor cache/ engine/: data flows one way.
+#[test]
+fn sources_cite_what_exists_and_imports_flow_down() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    assert!(files.len() > 50);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            !text.contains(concat!("DESIGN ", "§")),
+            "{rel} cites DESIGN"
+        );
+        if rel.starts_with("report/") || rel.starts_with("measure/") {
+            assert!(!text.contains("crate::suite"), "{rel} imports suite/");
+        }
+        if rel.starts_with("cache/") {
+            assert!(!text.contains("crate::engine"), "{rel} imports engine/");
+        }
+    }
+}
+
+/// Every relative link of README.md and docs/*.md names a file that exists.
+#[test]
+fn doc_links_resolve() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            docs.push(p);
+        }
+    }
+    let mut checked = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        for target in text.split("](").skip(1).filter_map(|t| t.split(')').next()) {
+            let target = target.split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            let path = doc.parent().unwrap().join(target);
+            assert!(
+                path.exists(),
+                "{}: link to {target}, no such file",
+                doc.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} links");
+}
+
+/// README is short, says first what iolab answers and then the two set-up commands, and the
+/// test command is the one CI runs.
+#[test]
+fn readme_is_short_and_starts_with_what_it_answers() {
+    let readme = include_str!("../../README.md");
+    assert!(
+        readme.lines().count() <= 150,
+        "README has {} lines",
+        readme.lines().count()
+    );
+    let headings: Vec<&str> = readme.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(
+        &headings[..2],
+        ["## What it answers", "## Quick start"],
+        "{headings:?}"
+    );
+    let quick = readme.split("## Quick start").nth(1).unwrap();
+    let block = quick
+        .split("```sh")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let commands: Vec<&str> = block
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        commands,
+        ["cargo run --release -- suite", "cargo test --locked"]
+    );
+    let ci = include_str!("../../.ci/run");
+    assert!(
+        ci.lines().any(|l| l.trim() == commands[1]),
+        ".ci/run does not run README's test command"
+    );
+    for section in ["## Install", "## Requirements", "## License"] {
+        assert!(readme.contains(section), "README lacks {section}");
+    }
+}
+
+/// The README's and docs/commands.md's command tables, and every example typed after `$ `
+/// in docs/examples.md, parse; every command the user can see is in the README.
+#[test]
+fn readme_commands_exist_and_their_flags_parse() {
+    let readme = include_str!("../../README.md");
+    let examples = include_str!("../../docs/examples.md");
+    let reference = include_str!("../../docs/commands.md");
+    let mut named = std::collections::BTreeSet::new();
+    let mut lines = table_commands(readme, "## Commands");
+    assert!(lines.len() >= 18, "{lines:?}");
+    let in_readme = lines.len();
+    lines.extend(table_commands(reference, "## The commands"));
+    // The examples, as typed after `$ ` (comments, redirections and other programs left out).
+    for l in examples.lines().filter_map(|l| l.strip_prefix("$ ")) {
+        for part in l.split(';') {
+            let part = part.split('#').next().unwrap_or_default().trim();
+            if let Some(rest) = part.strip_prefix("iolab ") {
+                let args: Vec<&str> = rest
+                    .split_whitespace()
+                    .filter(|t| !t.contains('>') && *t != "&")
+                    .collect();
+                lines.push(format!("iolab {}", args.join(" ")));
+            }
+        }
+    }
+    assert!(lines.len() > in_readme + 20, "{lines:?}");
+    for (i, line) in lines.iter().enumerate() {
+        for args in readme_variants(line) {
+            if i < in_readme {
+                named.insert(args.get(1).cloned().unwrap_or_default());
+            }
+            if let Err(e) = Cli::try_parse_from(&args) {
+                panic!("README's `{line}` as {args:?} does not parse: {e}");
+            }
+        }
+    }
+    // Every command the user can see is in the README.
+    for c in Cli::command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+    {
+        let listed = named.contains(c.get_name()) || c.get_all_aliases().any(|a| named.contains(a));
+        assert!(
+            listed || c.get_name() == "calibrate",
+            "README lacks `iolab {}`",
+            c.get_name()
+        );
+    }
+}
+
+#[test]
+fn schema_names_come_from_the_command() {
+    assert_eq!(
+        schema_name("/usr/bin/iolab read f.bin --format json"),
+        "iolab-read/1"
+    );
+    assert_eq!(
+        schema_name("iolab cache status d --format json"),
+        "iolab-cache-status/1"
+    );
+    assert_eq!(schema_name("iolab run2 f 4K"), "iolab-run2/1");
+    assert_eq!(schema_name("iolab"), "iolab-unknown/1");
+}
+
+#[test]
+fn plain_progress_names_steps_and_their_durations() {
+    assert_eq!(human_secs(4.24), "4.2 s");
+    assert_eq!(human_secs(185.0), "3 min 5 s");
+    assert_eq!(stage_name(3, 14, "run2"), "suite [3/14] run2");
+    let started = Instant::now() - std::time::Duration::from_millis(1500);
+    let line = ended_line(&("suite [3/14] run2".to_string(), started));
+    assert!(
+        line.starts_with("iolab: suite [3/14] run2: done in 1."),
+        "{line}"
+    );
+    // Off a terminal, a step is remembered until the next one or the end.
+    let p = Progress::new(false, ProgressMode::Auto);
+    p.stage(1, 2, "data");
+    p.progress("data", 3, 9);
+    assert_eq!(
+        p.state.lock().unwrap().stage.as_ref().unwrap().0,
+        "suite [1/2] data"
+    );
+    assert!(
+        p.state.lock().unwrap().work.is_none(),
+        "no bars without a terminal"
+    );
+    p.clear();
+    assert!(p.state.lock().unwrap().stage.is_none());
+}
+
+#[test]
+fn command_definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn each_command_keeps_its_own_run_defaults() {
+    // Defaults shared through one generic group would render once for all commands.
+    let parse = |args: &[&str]| Cli::try_parse_from(args).expect("parses").command;
+    let Command::Read(r) = parse(&["iolab", "read", "f"]) else {
+        unreachable!()
+    };
+    let Command::Write(w) = parse(&["iolab", "write", "f", "--size", "1M"]) else {
+        unreachable!()
+    };
+    assert_eq!((r.runs.repeat, r.runs.warmup), (5, 1));
+    assert_eq!((w.runs.repeat, w.runs.warmup), (3, 0));
+}

@@ -1,0 +1,282 @@
+use super::*;
+
+#[test]
+fn intervals_decide_by_the_margin() {
+    assert_eq!(decide([1.06, 1.2]), (Decided::Winner, Some(true)));
+    assert_eq!(decide([0.5, 0.9]), (Decided::Winner, Some(false)));
+    assert_eq!(decide([0.97, 1.03]), (Decided::Equivalent, None));
+    assert_eq!(decide([0.97, 1.07]), (Decided::Undecided, None));
+    assert_eq!(decide([1.01, 1.07]), (Decided::Undecided, None));
+}
+
+#[test]
+fn too_few_rounds_decide_nothing_and_say_their_coverage() {
+    let v = paired(&[2.0, 2.0, 2.0], &[1.0, 1.0, 1.0], 1).unwrap();
+    assert_eq!(v.decided, Decided::Undecided);
+    assert!((v.level - 0.75).abs() < 1e-12, "{v:?}");
+    // Eight clear rounds under six looks decide.
+    let v = paired(&[2.0; 8], &[1.0; 8], LOOKS.len()).unwrap();
+    assert_eq!(
+        (v.decided, v.a_larger, v.level),
+        (Decided::Winner, Some(true), LEVEL)
+    );
+    assert_eq!(v.kind, RatioKind::Paired);
+    // The ratio printed is the one whose interval is printed.
+    assert!(v.ci[0] <= v.ratio && v.ratio <= v.ci[1]);
+    assert!(paired(&[], &[], 1).is_none());
+}
+
+#[test]
+fn signed_rank_distribution_is_exact() {
+    let b = signed_rank_below(8);
+    assert!((b[1] - 1.0 / 256.0).abs() < 1e-15);
+    // T <= 1 for n = 3: T = 0 or 1, two of eight sign sets.
+    assert!((signed_rank_below(3)[2] - 2.0 / 8.0).abs() < 1e-15);
+    assert!((b[b.len() - 1] - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn unpaired_ratio_is_the_ratio_of_medians() {
+    let a: Vec<f64> = (0..20).map(|i| 200.0 + i as f64).collect();
+    let b: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+    let v = unpaired(&a, &b, 1).unwrap();
+    assert_eq!(v.kind, RatioKind::OfMedians);
+    assert!((v.ratio - 209.5 / 109.5).abs() < 1e-12);
+    assert_eq!(v.decided, Decided::Winner);
+    assert!(v.ci[0] > 1.7 && v.ci[1] < 2.2, "{v:?}");
+    // Six runs against seven: the two ranges cover 96.9% x 98.4% = 95.3%, enough.
+    let v = unpaired(&a[..6], &b[..7], 1).unwrap();
+    assert_eq!(v.level, LEVEL);
+    assert_eq!(v.decided, Decided::Winner, "{v:?}");
+    // Five against five: 93.75% squared is not.
+    let v = unpaired(&a[..5], &b[..5], 1).unwrap();
+    assert_eq!(v.decided, Decided::Undecided, "{v:?}");
+    assert!(v.level < LEVEL, "{v:?}");
+}
+
+/// A small deterministic generator (xorshift64*), so the simulation is the same every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn unit(&mut self) -> f64 {
+        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    fn normal(&mut self) -> f64 {
+        let (u, v) = (self.unit(), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+    /// Student's t with 3 degrees of freedom, scaled to unit standard deviation.
+    fn t3(&mut self) -> f64 {
+        let z = self.normal();
+        let chi: f64 = (0..3).map(|_| self.normal().powi(2)).sum();
+        z / (chi / 3.0).sqrt() / 3f64.sqrt()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Noise {
+    Normal(f64),
+    Heavy(f64),
+    /// One round in five slow for both sides (halved), with extra noise on each.
+    SlowBoth(f64),
+    /// One round in five slow for one side, chosen at random.
+    SlowOne(f64),
+}
+
+/// One round of a cell whose true figure is `truth` under `noise`.
+fn pair(rng: &mut Rng, truth: f64, noise: Noise) -> (f64, f64) {
+    let mut a = truth;
+    let mut b = 1.0;
+    let jitter = |rng: &mut Rng, s: f64| (s * rng.normal()).exp();
+    match noise {
+        Noise::Normal(s) => {
+            a *= jitter(rng, s);
+            b *= jitter(rng, s);
+        }
+        Noise::Heavy(s) => {
+            a *= (s * rng.t3()).exp();
+            b *= (s * rng.t3()).exp();
+        }
+        Noise::SlowBoth(s) => {
+            a *= jitter(rng, s);
+            b *= jitter(rng, s);
+            if rng.unit() < 0.2 {
+                a *= 0.5 * jitter(rng, 0.2);
+                b *= 0.5 * jitter(rng, 0.2);
+            }
+        }
+        Noise::SlowOne(s) => {
+            a *= jitter(rng, s);
+            b *= jitter(rng, s);
+            if rng.unit() < 0.2 {
+                if rng.unit() < 0.5 {
+                    a *= 0.6;
+                } else {
+                    b *= 0.6;
+                }
+            }
+        }
+    }
+    (a, b)
+}
+
+/// The harness's procedure: add rounds, look at each of [`LOOKS`], stop when decided.
+fn sequential(rng: &mut Rng, truth: f64, noise: Noise) -> Verdict {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for &look in &LOOKS {
+        while a.len() < look {
+            let (x, y) = pair(rng, truth, noise);
+            a.push(x);
+            b.push(y);
+        }
+        let v = paired(&a, &b, LOOKS.len()).unwrap();
+        if v.decided != Decided::Undecided {
+            return v;
+        }
+        last = Some(v);
+    }
+    last.unwrap()
+}
+
+/// The guarantee, by simulation: with known truths (equal, 3% apart, 10% apart) under normal,
+/// heavy-tailed and slow-round noise, a winner where there is none (or "within 5%" where there
+/// is a 10% difference) at most 5% of the time, a reversed winner at most 1%.
+#[test]
+fn sequential_errors_stay_below_five_and_one_percent() {
+    const TRIALS: usize = 2000;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let noises = [
+        Noise::Normal(0.03),
+        Noise::Normal(0.10),
+        Noise::Normal(0.25),
+        Noise::Heavy(0.05),
+        Noise::Heavy(0.15),
+        Noise::SlowBoth(0.05),
+        Noise::SlowOne(0.05),
+    ];
+    for &truth in &[1.0, 1.03, 1.10] {
+        for &noise in &noises {
+            let (mut wrong, mut reversed, mut decided) = (0, 0, 0);
+            for _ in 0..TRIALS {
+                let v = sequential(&mut rng, truth, noise);
+                let named_a = v.a_larger == Some(true);
+                let named_b = v.a_larger == Some(false);
+                if v.decided != Decided::Undecided {
+                    decided += 1;
+                }
+                if truth < MARGIN {
+                    // No winner exists: naming one is wrong; naming the slower side reversed.
+                    wrong += usize::from(named_a || named_b);
+                    reversed += usize::from(named_b && truth > 1.0);
+                } else {
+                    wrong += usize::from(named_b || v.decided == Decided::Equivalent);
+                    reversed += usize::from(named_b);
+                }
+            }
+            let (w, r) = (
+                wrong as f64 / TRIALS as f64,
+                reversed as f64 / TRIALS as f64,
+            );
+            eprintln!(
+                "truth {truth:.2} {noise:?}: wrong {:.2}%, reversed {:.2}%, decided {:.1}%",
+                100.0 * w,
+                100.0 * r,
+                100.0 * decided as f64 / TRIALS as f64
+            );
+            assert!(w <= 0.05, "truth {truth} {noise:?}: wrong {w}");
+            assert!(r <= 0.01, "truth {truth} {noise:?}: reversed {r}");
+        }
+    }
+}
+
+/// Cells measured apart (8 runs a side, one look): the same bounds on wrong and reversed
+/// winners.
+#[test]
+fn unpaired_errors_stay_below_five_and_one_percent() {
+    let mut rng = Rng(7);
+    for &truth in &[1.0, 1.03, 1.10] {
+        for &s in &[0.03, 0.10] {
+            let (mut wrong, mut reversed) = (0, 0);
+            for _ in 0..2000 {
+                let a: Vec<f64> = (0..8).map(|_| truth * (s * rng.t3()).exp()).collect();
+                let b: Vec<f64> = (0..8).map(|_| (s * rng.t3()).exp()).collect();
+                let v = unpaired(&a, &b, 1).unwrap();
+                let (named_a, named_b) = (v.a_larger == Some(true), v.a_larger == Some(false));
+                if truth < MARGIN {
+                    wrong += usize::from(named_a || named_b);
+                    reversed += usize::from(named_b && truth > 1.0);
+                } else {
+                    wrong += usize::from(named_b || v.decided == Decided::Equivalent);
+                    reversed += usize::from(named_b);
+                }
+            }
+            assert!(
+                wrong <= 100,
+                "truth {truth} noise {s}: wrong {wrong} of 2000"
+            );
+            assert!(
+                reversed <= 20,
+                "truth {truth} noise {s}: reversed {reversed} of 2000"
+            );
+        }
+    }
+}
+
+/// And it decides: a clear 1.5x lead under 10% noise is named in the first look nearly always.
+#[test]
+fn a_clear_lead_is_named_early() {
+    let mut rng = Rng(42);
+    let mut early = 0;
+    for _ in 0..500 {
+        let v = sequential(&mut rng, 1.5, Noise::Normal(0.10));
+        assert_eq!((v.decided, v.a_larger), (Decided::Winner, Some(true)));
+        early += usize::from(v.rounds == LOOKS[0]);
+    }
+    assert!(early >= 450, "{early}");
+}
+
+#[test]
+fn a_replicated_verdict_names_a_winner_only_when_every_run_does() {
+    let v = |lo: f64, hi: f64| Verdict {
+        ratio: (lo * hi).sqrt(),
+        ci: [lo, hi],
+        level: LEVEL,
+        rounds: 8,
+        kind: RatioKind::OfMedians,
+        decided: decide([lo, hi]).0,
+        a_larger: decide([lo, hi]).1,
+    };
+    let both = replicated(&[v(2.0, 5.0), v(1.5, 3.0)]).unwrap();
+    assert_eq!(
+        (both.decided, both.a_larger, both.ci),
+        (Decided::Winner, Some(true), [1.5, 5.0])
+    );
+    assert_eq!(both.rounds, 16);
+    assert!(both.ci[0] <= both.ratio && both.ratio <= both.ci[1]);
+    // One run names the other side, or none: undecided.
+    let split = replicated(&[v(2.0, 5.0), v(0.2, 0.5)]).unwrap();
+    assert_eq!(split.decided, Decided::Undecided);
+    assert_eq!(
+        replicated(&[v(2.0, 5.0), v(0.9, 3.0)]).unwrap().decided,
+        Decided::Undecided
+    );
+    // Within 5% in every run: within 5%.
+    assert_eq!(
+        replicated(&[v(0.98, 1.02), v(0.99, 1.04)]).unwrap().decided,
+        Decided::Equivalent
+    );
+    // A run short of the level decides nothing.
+    let mut short = v(2.0, 5.0);
+    short.level = 0.9;
+    assert_eq!(
+        replicated(&[v(2.0, 5.0), short]).unwrap().decided,
+        Decided::Undecided
+    );
+    assert!(replicated(&[]).is_none());
+}
