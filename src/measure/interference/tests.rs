@@ -1,3 +1,4 @@
+use super::procfs::read_small;
 use super::*;
 
 #[test]
