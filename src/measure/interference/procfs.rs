@@ -1,4 +1,5 @@
-//! Reading /proc: the CPU line, each process's stat, io and schedstat, the processes that are not ours, kernel threads, and pressure (PSI) totals.
+//! Reading /proc: the CPU line, each process's stat, io and schedstat, the processes that are not
+//! ours, kernel threads, and pressure (PSI) totals.
 
 /// /proc/stat's "cpu" line, in clock ticks: `(busy, steal, total)`.
 pub fn parse_cpu_line(stat: &str) -> Option<(u64, u64, u64)> {

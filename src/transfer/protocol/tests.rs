@@ -1,3 +1,4 @@
+use super::pace::seconds;
 use super::*;
 
 #[test]
