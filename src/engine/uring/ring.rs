@@ -1,4 +1,5 @@
-//! How a worker's ring is made: fio's best settings where the kernel has them, registered buffers and file, and the SQPOLL variant.
+//! How a worker's ring is made: fio's best settings where the kernel has them, registered buffers
+//! and file, and the SQPOLL variant.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-use super::empty_pipe;
+use super::storing::empty_pipe;
 use std::io;
 
 #[test]

@@ -1,0 +1,523 @@
+//! Storing one incoming file by each receiver method (write, mmap, splice): into a nameless file
+//! that is linked in place only when complete and verified, within --max-size.
+
+use super::*;
+
+pub(super) fn too_big(name: &str, max: u64, peer: &str, announced: Option<u64>) -> Error {
+    let what = match announced {
+        Some(size) => format!("{name} announces {size} bytes"),
+        None => format!("{name} goes on past {max} bytes"),
+    };
+    Error::failed(
+        "refused",
+        format!("{what}, more than the {max} allowed (--max-size, default the free space)"),
+    )
+    .on(peer)
+}
+
+pub(super) fn store(
+    sock: &mut TcpStream,
+    inc: &Incoming,
+    index: usize,
+    cfg: &RecvConfig,
+    peer: &str,
+    gear: &mut Gear,
+) -> Result<FileRecord> {
+    let dest = cfg
+        .names
+        .get(index)
+        .cloned()
+        .unwrap_or_else(|| cfg.out_dir.join(&inc.name));
+    // Where it goes, by handle: --out opened once, or the directory of a name the user gave.
+    let place = if cfg.discard {
+        None
+    } else {
+        Some(output_dir(cfg, index, &dest, gear)?)
+    };
+    let max = match (cfg.max_size, &place) {
+        (Some(m), _) => m,
+        (None, None) => u64::MAX,
+        (None, Some((dir, _))) => dir.free_bytes().unwrap_or(u64::MAX),
+    };
+    if let Some(size) = inc.size.filter(|s| *s > max) {
+        return Err(too_big(&inc.name, max, peer, Some(size)));
+    }
+    let record = |got: u64, hash: [u8; 32], method: &str, time: Duration, verify: Duration| {
+        let h = Header {
+            name: inc.name.clone(),
+            size: got,
+            hash,
+        };
+        FileRecord::new(&h, method, time, verify)
+    };
+    if cfg.discard {
+        let mut hasher = blake3::Hasher::new();
+        let t = Instant::now();
+        let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
+            hasher.update(b);
+            Ok(())
+        })?;
+        let time = t.elapsed();
+        let hash = hasher.finalize();
+        check_hash(inc, hash.as_bytes(), peer)?;
+        return Ok(record(
+            got,
+            *hash.as_bytes(),
+            "discard",
+            time,
+            Duration::ZERO,
+        ));
+    }
+    let fresh = gear
+        .claimed
+        .lock()
+        .map(|mut c| c.insert(dest.clone()))
+        .unwrap_or(true);
+    if !fresh {
+        return Err(Error::failed(
+            "refused",
+            format!(
+                "the sender sent a second file named {}; only the first is kept",
+                inc.name
+            ),
+        )
+        .on(peer));
+    }
+    let Some((dir, name)) = place else {
+        return Err(Error::failed("receive failed", "no output directory"));
+    };
+    if !cfg.force && dir.exists(&name) {
+        return Err(crate::output::exists(&dest));
+    }
+    let tmp = crate::output::temp_path(&dest, &index.to_string())?
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    // Unnamed (O_TMPFILE) where the file system can: until it is linked in place it has no name,
+    // so nothing is left even if the process is killed outright. Else a named temporary, removed
+    // on failure and on interrupts.
+    let (file, mut partial, _tracked) = match dir.create_unnamed() {
+        Some(f) => (f, None, None),
+        None => {
+            // What a receiver killed with -9 left here under a hidden name goes first.
+            crate::clean::remove_all(&crate::clean::stale_files(dir.path()));
+            let tracked = crate::output::track(&dir.handle_path(&tmp));
+            let f = dir
+                .create_new(&tmp)
+                .map_err(|e| Error::io("cannot create", &dest, &e))?;
+            let partial = Partial {
+                dir: dir.clone(),
+                name: tmp.clone(),
+                keep: false,
+            };
+            (f, Some(partial), Some(tracked))
+        }
+    };
+    // Only a raw stream has no hash to check: with one, the bytes are always verified.
+    let hash_it = !(cfg.no_hash && inc.hash.is_none());
+    let stored = match cfg.method {
+        RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer, hash_it)?,
+        RecvMethod::Mmap => recv_mmap(sock, &file, inc, max, cfg, peer, &dest)?,
+        RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg.sizes.chunk, gear, peer)?,
+    };
+    if cfg.sync {
+        file.sync_all()
+            .map_err(|e| Error::io("fsync failed", &dest, &e))?;
+    }
+    let time = stored.start.elapsed().saturating_sub(stored.paused);
+    let v = Instant::now();
+    let hash = match stored.hash {
+        Some(h) => Some(h),
+        None if hash_it => Some(
+            crate::transfer::sender::hash_file(&file, stored.got)
+                .map_err(|e| Error::io("verify failed", &dest, &e))?,
+        ),
+        None => None,
+    };
+    let verify = v.elapsed();
+    if let Some(hash) = &hash {
+        check_hash(inc, hash, peer).map_err(|e| e.at(&dest))?;
+    }
+    let placed = match (&mut partial, cfg.force) {
+        (Some(p), _) => dir
+            .rename(&tmp, &name, cfg.force)
+            .inspect(|_| p.keep = true),
+        (None, false) => dir.link(&file, &name),
+        (None, true) => dir.link(&file, &tmp).and_then(|_| {
+            dir.rename(&tmp, &name, true).inspect_err(|_| {
+                let _ = dir.remove(&tmp);
+            })
+        }),
+    };
+    placed.map_err(|e| crate::output::not_placed(&dest, e))?;
+    let mut rec = record(
+        stored.got,
+        hash.unwrap_or_default(),
+        cfg.method.name(),
+        time,
+        verify,
+    );
+    if hash.is_none() {
+        // Not computed (--no-hash): said as nothing, never as the hash of zeros.
+        rec.blake3.clear();
+    }
+    rec.pages = stored.pages;
+    Ok(rec)
+}
+
+/// Refuses bytes whose BLAKE3 differs from the header's (a raw stream has none to check).
+pub(super) fn check_hash(inc: &Incoming, got: &[u8; 32], peer: &str) -> Result<()> {
+    match inc.hash {
+        Some(h) if h != *got => Err(Error::failed(
+            "checksum mismatch",
+            format!(
+                "{}: BLAKE3 of the received bytes differs from the header; not kept",
+                inc.name
+            ),
+        )
+        .on(peer)),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes to ask for next: at most `step`, and never past the announced size.
+pub(super) fn want(inc: &Incoming, got: u64, step: usize) -> usize {
+    match inc.size {
+        Some(size) => (size - got).min(step as u64) as usize,
+        None => step,
+    }
+}
+
+/// The directory handle and file name a file goes to: `--out` (opened once) for a sender's
+/// name; for a name the user gave, its own directory, opened now.
+pub(super) fn output_dir(
+    cfg: &RecvConfig,
+    index: usize,
+    dest: &Path,
+    gear: &Gear,
+) -> Result<(Arc<Dir>, OsString)> {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_os_string())
+        .ok_or_else(|| Error::usage("invalid output path", "it names no file").at(dest))?;
+    if cfg.names.get(index).is_none()
+        && let Some(out) = &gear.out
+    {
+        return Ok((out.clone(), name));
+    }
+    let parent = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = Dir::open(parent).map_err(|e| Error::io("cannot open", parent, &e))?;
+    Ok((Arc::new(dir), name))
+}
+
+pub(super) fn cut_short(inc: &Incoming, got: u64, size: u64, peer: &str) -> Error {
+    Error::failed(
+        "receive failed",
+        format!(
+            "the sender closed the connection in {} after {got} of {size} bytes",
+            inc.name
+        ),
+    )
+    .on(peer)
+}
+
+pub(super) fn lost(inc: &Incoming, got: u64, peer: &str, e: &std::io::Error) -> Error {
+    let of = inc.size.map(|s| format!(" of {s}")).unwrap_or_default();
+    Error::failed(
+        "receive failed",
+        format!(
+            "{} after {got}{of} bytes: {}",
+            inc.name,
+            protocol::timeout_text(e)
+        ),
+    )
+    .on(peer)
+}
+
+/// One read of at most `buf.len()` bytes. End of stream is the end of a raw file (0), and an
+/// error naming the file when a header announced more.
+pub(super) fn read_some(
+    sock: &mut TcpStream,
+    buf: &mut [u8],
+    inc: &Incoming,
+    got: u64,
+    peer: &str,
+) -> Result<usize> {
+    loop {
+        match sock.read(buf) {
+            Ok(0) => {
+                return match inc.size {
+                    Some(size) => Err(cut_short(inc, got, size, peer)),
+                    None => Ok(0),
+                };
+            }
+            Ok(k) => {
+                // A sender that drips bytes never trips the idle timeout: the floor rate does.
+                inc.pace
+                    .check(got + k as u64, inc.began)
+                    .map_err(|e| lost(inc, got, peer, &e))?;
+                return Ok(k);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(lost(inc, got, peer, &e));
+            }
+        }
+    }
+}
+
+pub(super) fn recv_write(
+    sock: &mut TcpStream,
+    file: &File,
+    inc: &Incoming,
+    max: u64,
+    gear: &mut Gear,
+    peer: &str,
+    hash_it: bool,
+) -> Result<Stored> {
+    let mut w = file;
+    let mut h = hash_it.then(blake3::Hasher::new);
+    let start = Instant::now();
+    let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
+        w.write_all(b)
+            .map_err(|e| Error::failed("write failed", describe_io(&e)).on(&inc.name))?;
+        if let Some(h) = &mut h {
+            h.update(b);
+        }
+        Ok(())
+    })?;
+    Ok(Stored {
+        hash: h.map(|h| *h.finalize().as_bytes()),
+        ..Stored::plain(got, start)
+    })
+}
+
+/// Moves the stream through `buf` into `sink` until the announced size, or for a raw stream
+/// until the sender closes; refuses more than `max` bytes. Returns the bytes moved.
+pub(super) fn pump(
+    sock: &mut TcpStream,
+    buf: &mut [u8],
+    inc: &Incoming,
+    max: u64,
+    peer: &str,
+    mut sink: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<u64> {
+    let mut got = 0u64;
+    loop {
+        let want = want(inc, got, buf.len());
+        if want == 0 {
+            return Ok(got);
+        }
+        let k = read_some(sock, &mut buf[..want], inc, got, peer)?;
+        if k == 0 {
+            return Ok(got);
+        }
+        sink(&buf[..k])?;
+        got += k as u64;
+        if got > max {
+            return Err(too_big(&inc.name, max, peer, None));
+        }
+    }
+}
+
+/// Sizes the file to `len` bytes with its blocks allocated (so a full disk is an error here, not
+/// a SIGBUS in the mapping); filesystems without fallocate are only truncated.
+pub(super) fn grow(file: &File, len: u64, dest: &Path) -> Result<()> {
+    match crate::sys::fallocate(file, len) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => file
+            .set_len(len)
+            .map_err(|e| Error::io("write failed", dest, &e)),
+        Err(e) => Err(Error::io("write failed", dest, &e)),
+    }
+}
+
+/// Fills `map` by reads of at most `step` bytes; returns the bytes stored, fewer than the
+/// window only at the end of a raw stream.
+pub(super) fn fill(
+    sock: &mut TcpStream,
+    map: &mut WritableMapping,
+    step: usize,
+    inc: &Incoming,
+    base: u64,
+    peer: &str,
+) -> Result<usize> {
+    let len = map.len();
+    let mut filled = 0usize;
+    while filled < len {
+        let end = (filled + step).min(len);
+        let k = read_some(
+            sock,
+            &mut map.as_mut_slice()[filled..end],
+            inc,
+            base + filled as u64,
+            peer,
+        )?;
+        if k == 0 {
+            break;
+        }
+        filled += k;
+    }
+    if map.sigbus_hits() > 0 {
+        return Err(
+            Error::failed("write failed", "the mapping lost its backing (no space?)").on(&inc.name),
+        );
+    }
+    Ok(filled)
+}
+
+pub(super) fn recv_mmap(
+    sock: &mut TcpStream,
+    file: &File,
+    inc: &Incoming,
+    max: u64,
+    cfg: &RecvConfig,
+    peer: &str,
+    dest: &Path,
+) -> Result<Stored> {
+    let cannot_map = |e: std::io::Error| Error::failed("cannot map", describe_io(&e)).at(dest);
+    let mut pages = Vec::new();
+    let mut paused = Duration::ZERO;
+    let mut walk = |map: &WritableMapping, off: u64, pages: &mut Vec<PageDesc>| {
+        if cfg.pages {
+            let t = Instant::now();
+            if let Ok(p) = describe_range(map.addr(), map.len(), off) {
+                pages.extend(p);
+            }
+            paused += t.elapsed();
+        }
+    };
+    let step = cfg.sizes.chunk;
+    let (got, start) = match (inc.size, cfg.sizes.map_size) {
+        (Some(0), _) => (0, Instant::now()),
+        (Some(size), None) => {
+            // The whole file in one mapping, sized and made before the clock.
+            grow(file, size, dest)?;
+            let mut map = WritableMapping::new(file, size as usize).map_err(cannot_map)?;
+            let start = Instant::now();
+            fill(sock, &mut map, step, inc, 0, peer)?;
+            walk(&map, 0, &mut pages);
+            (size, start)
+        }
+        (Some(size), Some(window)) => {
+            // Sized before the clock; each window mapped, filled and unmapped inside it.
+            grow(file, size, dest)?;
+            let start = Instant::now();
+            let mut off = 0u64;
+            while off < size {
+                let len = (size - off).min(window as u64) as usize;
+                let mut map = WritableMapping::window(file, off, len).map_err(cannot_map)?;
+                fill(sock, &mut map, len, inc, off, peer)?;
+                walk(&map, off, &mut pages);
+                off += len as u64;
+            }
+            (size, start)
+        }
+        (None, _) => {
+            // A raw stream of unknown length: grow the file window by window, as the course's
+            // slave had to, and cut it to what came at the end.
+            let window = cfg.sizes.stream_window();
+            let start = Instant::now();
+            let mut off = 0u64;
+            loop {
+                if off > max {
+                    return Err(too_big(&inc.name, max, peer, None));
+                }
+                grow(file, off + window as u64, dest)?;
+                let mut map = WritableMapping::window(file, off, window).map_err(cannot_map)?;
+                let k = fill(sock, &mut map, window, inc, off, peer)?;
+                walk(&map, off, &mut pages);
+                drop(map);
+                off += k as u64;
+                if k < window {
+                    break;
+                }
+            }
+            if off > max {
+                return Err(too_big(&inc.name, max, peer, None));
+            }
+            file.set_len(off)
+                .map_err(|e| Error::io("write failed", dest, &e))?;
+            (off, start)
+        }
+    };
+    Ok(Stored {
+        got,
+        start,
+        paused,
+        pages,
+        hash: None,
+    })
+}
+
+pub(super) fn recv_splice(
+    sock: &mut TcpStream,
+    file: &File,
+    inc: &Incoming,
+    max: u64,
+    step: usize,
+    gear: &mut Gear,
+    peer: &str,
+) -> Result<Stored> {
+    let Some((r, w)) = gear.pipe.as_ref() else {
+        return Err(Error::failed("receive failed", "no pipe for splice"));
+    };
+    let mut got = 0u64;
+    let start = Instant::now();
+    loop {
+        let want = want(inc, got, step);
+        if want == 0 {
+            break;
+        }
+        let k = match crate::sys::net::splice(sock, None, w, None, want) {
+            Ok(0) => match inc.size {
+                Some(size) => return Err(cut_short(inc, got, size, peer)),
+                None => break,
+            },
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(lost(inc, got, peer, &e));
+            }
+        };
+        empty_pipe(k, |left| {
+            crate::sys::net::splice(r, None, file, Some(&mut got), left)
+        })
+        .map_err(|e| Error::io("write failed", Path::new(&inc.name), &e))?;
+        inc.pace
+            .check(got, inc.began)
+            .map_err(|e| lost(inc, got, peer, &e))?;
+        if got > max {
+            return Err(too_big(&inc.name, max, peer, None));
+        }
+    }
+    Ok(Stored::plain(got, start))
+}
+
+/// Moves `k` bytes out of the pipe with `splice_out(bytes left)`, which returns how many it moved.
+/// A splice that moves nothing would loop for ever: it is an error (the file cannot grow).
+pub(super) fn empty_pipe(
+    k: usize,
+    mut splice_out: impl FnMut(usize) -> std::io::Result<usize>,
+) -> std::io::Result<()> {
+    let mut left = k;
+    while left > 0 {
+        match splice_out(left) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    format!(
+                        "splice into the file moved nothing with {left} bytes still in the pipe"
+                    ),
+                ));
+            }
+            Ok(m) => left -= m.min(left),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
