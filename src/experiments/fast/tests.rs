@@ -1,3 +1,5 @@
+use super::parts::*;
+use super::probing::*;
 use super::*;
 
 #[test]

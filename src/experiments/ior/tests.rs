@@ -1,3 +1,4 @@
+use super::phases::expected;
 use super::*;
 
 /// Two segments of 4 KiB blocks in 1 KiB transfers, shared file, write and read, at `path`.

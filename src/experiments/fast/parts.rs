@@ -1,0 +1,241 @@
+//! The file in parts, resident or not, and how each part is read: its plan chosen (by a rule or a
+//! probe) and run over its ranges.
+
+use super::*;
+
+/// Contiguous runs of the file that are resident (`true`) or not, in [`CHUNK`]s.
+pub(super) fn segments(src: &Source, resident: f64) -> Vec<(u64, u64, bool)> {
+    let size = src.size;
+    let whole = |warm| vec![(0, size, warm)];
+    if resident >= 1.0 || resident <= 0.0 {
+        return whole(resident >= WARM);
+    }
+    let page = crate::sys::page_size() as u64;
+    let mut out: Vec<(u64, u64, bool)> = Vec::new();
+    let mut off = 0;
+    while off < size {
+        let len = CHUNK.min(size - off);
+        let Some((cached, _)) = crate::sys::map::cachestat(&src.file, off, len) else {
+            return whole(resident >= WARM);
+        };
+        let warm = cached as f64 >= WARM * len.div_ceil(page) as f64;
+        match out.last_mut() {
+            Some(last) if last.2 == warm => last.1 = off + len,
+            _ => out.push((off, off + len, warm)),
+        }
+        off += len;
+    }
+    out
+}
+
+/// `ranges` minus the (sorted, disjoint) `holes`.
+pub(super) fn minus(ranges: &[(u64, u64)], holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(mut s, e) in ranges {
+        for &(hs, he) in holes {
+            if he <= s || hs >= e {
+                continue;
+            }
+            if hs > s {
+                out.push((s, hs));
+            }
+            s = s.max(he);
+        }
+        if s < e {
+            out.push((s, e));
+        }
+    }
+    out
+}
+
+pub(super) fn workload(plan: &Plan, size: u64) -> Workload {
+    Workload {
+        bs: plan.bs,
+        len: size,
+        pattern: Pattern::Seq,
+        seed: 0,
+        threads: plan.threads,
+    }
+}
+
+/// Reads `ranges` with `prepared` (made for `plan`), in one pass where the blocks allow (else
+/// range by range), each block handed to whichever thread is free.
+pub(super) fn read_ranges(
+    prepared: &mut Prepared,
+    plan: &Plan,
+    size: u64,
+    ranges: &[(u64, u64)],
+) -> Result<engine::Moved> {
+    let w = workload(plan, size);
+    // Several ranges (what the probe slices left) in one pass where the blocks allow: a pass per
+    // range spawned the threads again and let an O_DIRECT queue run dry at each range's end.
+    if ranges.len() > 1
+        && let Some(parts) = w.shared_ranges(ranges)
+    {
+        return prepared.run_over(&parts);
+    }
+    let mut moved = engine::Moved::default();
+    for &(s, e) in ranges {
+        moved.add(prepared.run_over(&w.shared_parts(s, e))?);
+    }
+    Ok(moved)
+}
+
+/// Reads one part (all warm or all cold runs of the file): probes the candidates when it is large
+/// enough and has room for their slices, else uses the rule; then reads the rest with the winner.
+pub(super) fn read_part(
+    src: &Source,
+    probe_from: u64,
+    warm: bool,
+    ranges: &[(u64, u64)],
+    cores: usize,
+    probes: &mut Vec<Probe>,
+) -> Result<(engine::Moved, Use)> {
+    let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
+    let cands = candidates(warm, bytes, cores);
+    let p = probe_len(warm, bytes);
+    let need = if warm {
+        p
+    } else {
+        cands.len() as u64 * (p + PROBE_GAP)
+    };
+    // The probe slices go into the largest run, if it has room; they start on 4 MiB boundaries.
+    let room = ranges
+        .iter()
+        .map(|&(s, e)| (s.next_multiple_of(ALIGN), e))
+        .filter(|(s, e)| e > s && e - s >= need)
+        .max_by_key(|(s, e)| e - s);
+    let mut moved = engine::Moved::default();
+    let probe_start = Instant::now();
+    let (plan, why, holes, mut prepared, start) = match room {
+        Some((s, e)) if bytes >= probe_from && warm => {
+            // In the middle of the run: a file's first megabytes sit in the small folios of
+            // readahead's first windows and would speak for the copy, not for the file.
+            let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
+            let (plan, why, prepared, m) = race_warm(src, &cands, start, p, probes)?;
+            moved.add(m);
+            (plan, why, vec![(start, start + p)], prepared, (0.0, 0))
+        }
+        Some((start, _)) if bytes >= probe_from => {
+            let mut tried = Vec::new();
+            let mut skipped = Vec::new();
+            let first_probe = probes.len();
+            for (k, plan) in cands.iter().enumerate() {
+                let at = start + k as u64 * (p + PROBE_GAP);
+                // The budget: a share of the part's time at the first candidate's rate, less
+                // what the candidates after it have cost so far.
+                let budget = probes[first_probe..]
+                    .iter()
+                    .map(|pr| pr.mib_s)
+                    .reduce(f64::max)
+                    .map(|beat| {
+                        let rate = beat * (1 << 20) as f64;
+                        let spent: f64 = probes[first_probe + 1..]
+                            .iter()
+                            .map(|pr| (pr.secs - pr.bytes as f64 / rate).max(0.0))
+                            .sum();
+                        let first = probes[first_probe].mib_s * (1 << 20) as f64;
+                        Budget {
+                            beat,
+                            secs: PROBE_BUDGET * bytes as f64 / first - spent,
+                        }
+                    });
+                match probe(src, plan, at, p, budget) {
+                    Ok(t) => {
+                        moved.add(t.moved);
+                        probes.push(Probe {
+                            plan: *plan,
+                            warm,
+                            offset: at,
+                            bytes: t.end - at,
+                            secs: t.secs,
+                            mib_s: t.mib_s,
+                            raced: false,
+                        });
+                        tried.push((t.prepared, (at, t.end), k, t.start));
+                    }
+                    // A candidate this file or kernel cannot use (O_DIRECT on tmpfs, no
+                    // io_uring) is left out; its slice is read by the winner.
+                    Err(e) => skipped.push(format!("{} skipped ({})", plan.method.name(), e.cause)),
+                }
+            }
+            if tried.is_empty() {
+                return Err(Error::failed(
+                    "read failed",
+                    format!("no method could read it: {}", skipped.join("; ")),
+                )
+                .at(&src.path));
+            }
+            let mine = &probes[probes.len() - tried.len()..];
+            let best = (0..mine.len())
+                .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
+                .unwrap_or(0);
+            let mut why = format!(
+                "probed {}: {} fastest",
+                mine.iter()
+                    .map(|pr| format!("{} {:.0} MiB/s", pr.plan.label(), pr.mib_s))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                mine[best].plan.method.name()
+            );
+            for s in &skipped {
+                why.push_str("; ");
+                why.push_str(s);
+            }
+            let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
+            holes.sort_unstable();
+            let (prepared, _, k, start) = tried.swap_remove(best);
+            (cands[k], why, holes, prepared, start)
+        }
+        _ => {
+            let plan = mmap_plan(bytes, cores);
+            let why = if bytes < probe_from {
+                format!(
+                    "rule: under {} to probe, mmap",
+                    crate::size::format_size(probe_from)
+                )
+            } else {
+                "rule: no run long enough for the probe slices, mmap".to_string()
+            };
+            (plan, why, Vec::new(), prepare_plan(src, &plan)?, (0.0, 0))
+        }
+    };
+    // The probe's wall time (its slices and setup, and the winner's setup for the rest), less the
+    // winner's own start, against what its other bytes would have taken at the pace the winner
+    // keeps over the rest: what probing cost this part beyond reading it with the winner from
+    // the start.
+    let probed = !holes.is_empty();
+    let probe_secs = if probed {
+        probe_start.elapsed().as_secs_f64()
+    } else {
+        0.0
+    };
+    let probe_bytes = if probed { moved.bytes } else { 0 };
+    let (start_secs, start_bytes) = if probed { start } else { (0.0, 0) };
+    let rest_start = Instant::now();
+    let rest = read_ranges(&mut prepared, &plan, src.size, &minus(ranges, &holes))?;
+    let rest_secs = rest_start.elapsed().as_secs_f64();
+    let rest_mib_s = if rest.bytes > 0 && rest_secs > 0.0 {
+        crate::size::mib_per_s(rest.bytes, rest_secs)
+    } else {
+        0.0
+    };
+    moved.add(rest);
+    let used = Use {
+        warm,
+        plan,
+        bytes,
+        why,
+        probe_secs,
+        probe_bytes,
+        rest_mib_s,
+        start_secs,
+        start_bytes,
+        probe_cost_secs: probe_cost(
+            probe_secs - start_secs,
+            probe_bytes.saturating_sub(start_bytes),
+            rest_mib_s,
+        ),
+    };
+    Ok((moved, used))
+}
