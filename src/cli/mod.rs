@@ -213,9 +213,11 @@ impl Ctx {
     ) -> Result<(), Error> {
         self.progress.clear();
         let interference = self.probe.finish();
-        out(&self.decorate(o.format, render(o.format), &interference));
+        // The host facts once, for however many JSON outputs ask for them.
+        let host = std::cell::OnceCell::new();
+        out(&self.decorate(o.format, render(o.format), &interference, &host));
         for (format, path) in o.exports() {
-            let text = self.decorate(format, render(format), &interference);
+            let text = self.decorate(format, render(format), &interference, &host);
             iolab::output::save(path, text.as_bytes(), false)?;
         }
         // One spelling of warnings on stderr; the suite's own hint (--wait-quiet) only where
@@ -232,6 +234,7 @@ impl Ctx {
         format: Format,
         text: String,
         interference: &iolab::measure::interference::Interference,
+        host: &std::cell::OnceCell<Host>,
     ) -> String {
         if format == Format::Json
             && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(&text)
@@ -241,7 +244,7 @@ impl Ctx {
             map.entry("schema")
                 .or_insert_with(|| serde_json::json!(schema_name(&self.command_line)));
             map.entry("host")
-                .or_insert_with(|| serde_json::json!(self.host()));
+                .or_insert_with(|| serde_json::json!(host.get_or_init(|| self.host())));
             iolab::report::json(&map)
         } else {
             text
