@@ -1,4 +1,5 @@
-//! Streaming beside a hot set: each stream method in a memory cgroup a quarter of the data file.
+//! Streaming beside a hot set: each stream method in a memory cgroup a quarter of the data file
+//! (at least 64 MiB).
 
 use super::findings;
 use super::report::{pollute_plot, pollute_report};
@@ -10,7 +11,8 @@ use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
-/// `pollute` with the data file as the stream and a group a quarter of its size.
+/// `pollute` with the data file as the stream and a group a quarter of its size (at least
+/// [`MIN_MEMORY`]).
 pub struct Pollute;
 
 /// The stream file is this many times the group's memory.

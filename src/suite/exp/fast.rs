@@ -38,7 +38,7 @@ impl Entry for Fast {
             _ => &About {
                 name: "fast_cold",
                 title: "fast, cold",
-                explains: "The same after evicting the file: the device and readahead set the pace, and the method that keeps the most reads in flight wins.",
+                explains: "The same after evicting the file: the device and readahead set the pace, so what counts is how many reads a method keeps in flight.",
             },
         }
     }
