@@ -569,3 +569,62 @@ fn bad_sizes_and_raw_combinations_are_usage_errors() {
         );
     }
 }
+
+/// With the course's sizes, the mmap master sends each 8192-byte window in one call, as the
+/// course's device sent its buffer in one kernel send (it sent 512-byte pieces: 942 sends for 59
+/// windows of a 482,456-byte file), and fcntl still moves 512 bytes per call.
+#[test]
+fn classic_sizes_send_each_mapped_window_in_one_call() {
+    if !have("strace") {
+        return eprintln!("skipped: strace is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size = 482_456usize;
+    let data = bytes(size, 31);
+    write_file(dir.path(), "in.bin", &data);
+    let windows = size.div_ceil(8192);
+    let log = dir.path().join("strace.log");
+    for (method, want_len, want_calls) in [("mmap", 8192, size / 8192), ("fcntl", 512, size / 512)]
+    {
+        let port = free_port();
+        let m = spawn(
+            Command::new("strace")
+                .current_dir(dir.path())
+                .args(["-f", "-qq", "-s", "0", "-e", "trace=sendto,sendmsg,write", "-o"])
+                .arg(&log)
+                .arg(assert_cmd::cargo::cargo_bin("iolab"))
+                .args(["master", "1", "in.bin", method, "--classic-sizes"])
+                .args(["--port", &port, "--timeout", "10s"]),
+        );
+        let out = dir.path().join(format!("out-{method}"));
+        std::fs::create_dir_all(&out).unwrap();
+        let s = iolab()
+            .current_dir(&out)
+            .args(["slave", "1", "got.bin", method, "127.0.0.1", "--classic-sizes"])
+            .args(["--port", &port, "--timeout", "10s"])
+            .output()
+            .unwrap();
+        let m = m.join().unwrap();
+        if !m.status.success() && String::from_utf8_lossy(&m.stderr).contains("ptrace") {
+            return eprintln!("skipped: {}", String::from_utf8_lossy(&m.stderr));
+        }
+        assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+        assert!(std::fs::read(out.join("got.bin")).unwrap() == data);
+        // Each call's asked length: `sendto(5, ""..., 8192, MSG_NOSIGNAL, NULL, 0) = 8192`.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lens: Vec<usize> = text
+            .lines()
+            .filter(|l| l.contains("sendto(") || l.contains("write("))
+            .filter_map(|l| l.split("..., ").nth(1)?.split(',').next()?.trim().parse().ok())
+            .collect();
+        let full = lens.iter().filter(|&&n| n == want_len).count();
+        assert_eq!(full, want_calls, "{method}: asked lengths {lens:?}");
+        if method == "mmap" {
+            assert_eq!(windows, 59);
+            assert!(!lens.contains(&512), "{lens:?}");
+            // The short last window in one call too.
+            assert!(lens.contains(&(size % 8192)), "{lens:?}");
+        }
+    }
+}

@@ -39,14 +39,33 @@ fn run_read_prints_the_classic_lines() {
             .args(["run", s(&f), "-r", bs, count])
             .assert()
             .success()
-            .stdout(predicate::str::contains(format!(
-                "Number of blocks read: {count}"
+            .stdout(predicate::str::starts_with(format!(
+                "Reading {} in chunks of {} .....\nNumber of blocks read: {count} blocks\nSize of the file read: ",
+                s(&f),
+                n / count.parse::<usize>().unwrap()
             )))
-            .stdout(predicate::str::contains("Size read: "))
             .stdout(predicate::str::contains("Time taken: "))
-            .stdout(predicate::str::contains("Rate: "))
+            .stdout(predicate::str::contains("Rate at which file was read: "))
             .stdout(predicate::str::contains(xor_line(plain_xor(&data[..n]))));
     }
+    // The course's units (MB of 2^20 bytes, as cout printed them): a small read is never
+    // "0.00".
+    let out = iolab()
+        .args(["run", s(&f), "-r", "4096", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Size of the file read: 0.00390625 MB\n"),
+        "{text}"
+    );
+    let rate: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Rate at which file was read: "))
+        .and_then(|r| r.strip_suffix(" MiB/sec"))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(rate > 0.0, "{text}");
     for method in ["mmap", "pread", "uring", "fcntl"] {
         iolab()
             .args([
@@ -85,12 +104,22 @@ fn run_read_past_the_end_reads_to_the_end_and_says_so() {
 fn run_write_creates_and_never_overwrites_without_force() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    iolab()
+    let wrote = iolab()
         .args(["run", s(&out), "-w", "4K", "3"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("Number of blocks written: 3"));
-    assert_eq!(std::fs::metadata(&out).unwrap().len(), 12288);
+        .stdout(predicate::str::contains(
+            "Size of the file that was written: 0.0117188 MB\n",
+        ))
+        .stdout(predicate::str::contains("Rate at which file was written: "))
+        .get_output()
+        .stdout
+        .clone();
+    let written = std::fs::read(&out).unwrap();
+    assert_eq!(written.len(), 12288);
+    // The XOR of what was written, as a read of it prints.
+    let wrote = String::from_utf8_lossy(&wrote);
+    assert!(wrote.contains(&xor_line(plain_xor(&written))), "{wrote}");
     let keep = write_file(dir.path(), "keep", b"precious data");
     fails_with(&["run", s(&keep), "-w", "4K", "3"], 2, "--force");
     assert_eq!(std::fs::read(&keep).unwrap(), b"precious data");

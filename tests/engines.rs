@@ -501,3 +501,32 @@ fn uncached_writes_leave_the_cache_as_they_found_it() {
         assert_eq!(r > 0.9, cached, "{method}: {:.0}% resident", 100.0 * r);
     }
 }
+
+/// `read` seeks only where the order jumps, unless asked to seek before every block as the
+/// classic access benchmark's sequential loop did: then each block is an lseek and a read.
+#[test]
+fn read_seeks_before_every_block_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(64 << 10, 21);
+    let path = write_file(dir.path(), "s", &data);
+    let src = open_source(&path).unwrap();
+    let w = Workload {
+        bs: 4096,
+        len: data.len() as u64,
+        pattern: Pattern::Seq,
+        seed: 0,
+        threads: 1,
+    };
+    let plain = read_all(ReadMethod::Read, &src, &w, &EngineOptions::default()).unwrap();
+    let classic = EngineOptions {
+        seek_each: true,
+        ..EngineOptions::default()
+    };
+    let seeking = read_all(ReadMethod::Read, &src, &w, &classic).unwrap();
+    for m in [&plain, &seeking] {
+        assert_eq!((m.xor, m.blocks), (plain_xor(&data), 16), "{m:?}");
+    }
+    // The first block seeks either way (the position is unknown before it).
+    assert_eq!(plain.ops, 16 + 1, "{plain:?}");
+    assert_eq!(seeking.ops, 2 * 16, "{seeking:?}");
+}

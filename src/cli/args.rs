@@ -197,7 +197,8 @@ pub struct SizeArgs {
     /// Bytes per read/write/splice call [default: 1MiB; the course used 512]
     #[arg(long, value_parser = size_usize)]
     pub chunk: Option<usize>,
-    /// Bytes per mapped window, whole pages [default: the whole file; the course used 8192]
+    /// Bytes per mapped window, whole pages, each window sent in one call [default: the whole
+    /// file; the course used 8192]
     #[arg(long, value_parser = size_usize)]
     pub map_size: Option<usize>,
     /// The course's sizes: --chunk 512 --map-size 8192

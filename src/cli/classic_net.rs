@@ -8,6 +8,7 @@ use super::usage;
 use clap::Args;
 use iolab::Error;
 use iolab::report;
+use iolab::report::transfer::Lines;
 use iolab::transfer::receiver::{self, RecvConfig};
 use iolab::transfer::{RecvMethod, SendMethod};
 use std::path::PathBuf;
@@ -23,6 +24,10 @@ pub struct ClassicArgs {
     /// Also print the totals (bytes, time, MiB/s, CPU) after the course's lines
     #[arg(long, short)]
     pub verbose: bool,
+    /// The N-file form: a `Transmission time` line per file (timed from its header to its last
+    /// byte) instead of the course's one line for the run
+    #[arg(long)]
+    pub per_file: bool,
     /// Port on both sides
     #[arg(long, default_value_t = iolab::transfer::DEFAULT_PORT)]
     pub port: u16,
@@ -42,6 +47,8 @@ struct Classic {
     files: Vec<PathBuf>,
     mmap: bool,
     ip: Option<String>,
+    /// The 2019 one-file form (`FILE fcntl|mmap [IP]`), not `N f1 .. fN`.
+    one_file: bool,
 }
 
 impl ClassicArgs {
@@ -55,7 +62,7 @@ impl ClassicArgs {
         };
         let words = &self.words;
         let one_file = 2 + with_ip as usize;
-        let (files, method, ip) = match words[0].parse::<usize>() {
+        let (files, method, ip, one_file) = match words[0].parse::<usize>() {
             // A first word that is a number is N, unless the words are exactly the one-file form
             // (a file named "3" with a method after it).
             Ok(n) if words.len() != one_file || !is_method(&words[1]) => {
@@ -66,9 +73,9 @@ impl ClassicArgs {
                         words.len()
                     ));
                 }
-                (&words[1..=n], &words[n + 1], words.get(n + 2))
+                (&words[1..=n], &words[n + 1], words.get(n + 2), false)
             }
-            _ if words.len() == one_file => (&words[..1], &words[1], words.get(2)),
+            _ if words.len() == one_file => (&words[..1], &words[1], words.get(2), true),
             _ => {
                 return Err(format!(
                     "expected {usage}: the first word is N (a number of files) or the one file"
@@ -82,7 +89,20 @@ impl ClassicArgs {
             files: files.iter().map(PathBuf::from).collect(),
             mmap: method == "mmap",
             ip: ip.cloned(),
+            one_file,
         })
+    }
+
+    /// The lines of the form used: the 2020 N-file form prints one line for the run (unless
+    /// `--per-file`), the 2019 one-file form a line per file; `-v` adds iolab's totals.
+    fn lines(&self, c: &Classic) -> Lines {
+        if self.verbose {
+            Lines::Full
+        } else if c.one_file || self.per_file {
+            Lines::ClassicPerFile
+        } else {
+            Lines::ClassicRun
+        }
     }
 
     /// The course's master: serves the files.
@@ -94,13 +114,15 @@ impl ClassicArgs {
         } else {
             SendMethod::Read
         };
+        let lines = self.lines(&c);
         let cfg = self.net.send_config(c.files, method)?;
-        serve(ctx, addr, &cfg, &self.net.output, !self.verbose)
+        serve(ctx, addr, &cfg, &self.net.output, lines)
     }
 
     /// The course's slave: writes the files it names, as the course program did.
     pub fn run_slave(self, ctx: &Ctx) -> Result<(), Error> {
         let c = self.parse(true).map_err(usage)?;
+        let lines = self.lines(&c);
         let ip = c.ip.unwrap_or_default();
         let host = if ip.contains(':') && !ip.starts_with('[') {
             format!("[{ip}]")
@@ -125,7 +147,7 @@ impl ClassicArgs {
             super::talk(format!("iolab: note: {n}"));
         }
         ctx.emit(&self.net.output, |f| {
-            report::transfer::side_report(&r, f, !self.verbose)
+            report::transfer::side_report(&r, f, lines)
         })
     }
 }

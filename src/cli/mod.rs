@@ -126,12 +126,12 @@ pub enum Command {
     Cache(cache::CacheCommand),
     /// The classic sender: master N f1 .. fN fcntl|mmap (port 2325).
     #[command(
-        after_help = "Examples:\n  iolab master 2 a.txt b.txt mmap\n  iolab master 2 a.txt b.txt fcntl --classic-sizes\n  iolab master input.txt mmap      (the 2019 one-file form)\n\nEach file's line: Transmission time: <ms> ms, File size: <bytes> bytes. The slave connects\nto port 2325; --raw serves the bytes alone, for nc or the course's own slave."
+        after_help = "Examples:\n  iolab master 2 a.txt b.txt mmap\n  iolab master 2 a.txt b.txt fcntl --classic-sizes\n  iolab master input.txt mmap      (the 2019 one-file form)\n\nThe course's line, Transmission time: <ms> ms, File size: <bytes> bytes: one for the run in the\nN-file (2020) form (all files' bytes, from the first connection to the last file done, as the\ncourse timed from opening its device to closing it), one per file with --per-file and in the\none-file (2019) form. iolab's are true milliseconds and bytes. Course programs that computed\n(usec difference) x 0.0001 printed milliseconds 10x too small (for runs under a second), and\nthose that printed file_size / 8 sizes 8x too small: multiply such figures by 10 and by 8\nbefore comparing.\n\nThe slave connects to port 2325; --raw serves the bytes alone, for nc or the course's own slave.\n--classic-sizes sends each 8192-byte mapped window in one call, as the course's device did."
     )]
     Master(classic_net::ClassicArgs),
     /// The classic receiver: slave N f1 .. fN fcntl|mmap IP (writes f1 .. fN).
     #[command(
-        after_help = "Examples:\n  iolab slave 2 a.txt b.txt mmap 127.0.0.1\n  iolab slave 2 a.txt b.txt fcntl 127.0.0.1 --classic-sizes\n  iolab slave got.txt fcntl 127.0.0.1 -v      (the 2019 one-file form)\n  iolab slave fromnc.txt mmap 127.0.0.1 --raw      (from nc -l 127.0.0.1 2325 < file)\n\nEach file's line: Transmission time: <ms> ms, File size: <bytes> bytes."
+        after_help = "Examples:\n  iolab slave 2 a.txt b.txt mmap 127.0.0.1\n  iolab slave 2 a.txt b.txt fcntl 127.0.0.1 --classic-sizes\n  iolab slave got.txt fcntl 127.0.0.1 -v      (the 2019 one-file form)\n  iolab slave fromnc.txt mmap 127.0.0.1 --raw      (from nc -l 127.0.0.1 2325 < file)\n\nThe course's line, Transmission time: <ms> ms, File size: <bytes> bytes: one for the run in the\nN-file (2020) form (all files' bytes, from the first connection to the last file done, as the\ncourse timed from opening its device to closing it), one per file with --per-file and in the\none-file (2019) form. iolab's are true milliseconds and bytes. Course programs that computed\n(usec difference) x 0.0001 printed milliseconds 10x too small (for runs under a second), and\nthose that printed file_size / 8 sizes 8x too small: multiply such figures by 10 and by 8\nbefore comparing."
     )]
     Slave(classic_net::ClassicArgs),
 }

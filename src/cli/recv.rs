@@ -74,7 +74,7 @@ impl RecvArgs {
             super::talk(format!("iolab: note: {n}"));
         }
         ctx.emit(&self.net.output, |f| {
-            report::transfer::side_report(&r, f, false)
+            report::transfer::side_report(&r, f, report::transfer::Lines::Full)
         })
     }
 }

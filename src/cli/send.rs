@@ -58,7 +58,7 @@ pub fn serve(
     addr: SocketAddr,
     cfg: &SendConfig,
     output: &super::args::OutputArgs,
-    classic: bool,
+    lines: report::transfer::Lines,
 ) -> Result<(), Error> {
     cfg.check()?;
     sender::check_files(cfg)?;
@@ -83,7 +83,7 @@ pub fn serve(
     if let Some(n) = &r.pages_note {
         super::talk(format!("iolab: note: {n}"));
     }
-    ctx.emit(output, |f| report::transfer::side_report(&r, f, classic))
+    ctx.emit(output, |f| report::transfer::side_report(&r, f, lines))
 }
 
 impl SendArgs {
@@ -91,6 +91,6 @@ impl SendArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = self.net.send_config(self.files.files, self.method)?;
-        serve(ctx, addr, &cfg, &self.net.output, false)
+        serve(ctx, addr, &cfg, &self.net.output, report::transfer::Lines::Full)
     }
 }

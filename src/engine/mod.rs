@@ -218,6 +218,9 @@ pub struct EngineOptions {
     /// io_uring engines: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL), so
     /// queuing a request needs no system call; it spends a core while the ring is busy.
     pub sqpoll: bool,
+    /// `read`: an `lseek` before every block, even one that follows the last, as the classic
+    /// access benchmark's sequential loop did.
+    pub seek_each: bool,
 }
 
 impl Default for EngineOptions {
@@ -229,6 +232,7 @@ impl Default for EngineOptions {
             prefetch: true,
             map_each_run: false,
             sqpoll: false,
+            seek_each: false,
         }
     }
 }

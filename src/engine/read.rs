@@ -1,5 +1,5 @@
 //! `read`: read(2) into a page-aligned buffer; `lseek` before a piece that does not follow the
-//! last one (random order).
+//! last one (random order), or before every piece where asked (the classic benchmark).
 
 use super::{Job, PieceDone, ReadEngine, SyncWorker, Work, Workers, shrank};
 use crate::error::{Error, Result};
@@ -19,6 +19,8 @@ struct ReadWorker {
     /// The file position: where the last piece ended.
     pos: u64,
     work: Work,
+    /// Seek before every piece (the classic benchmark's loop), not only where the order jumps.
+    seek_each: bool,
 }
 
 impl ReadEngine for ReadSyscall {
@@ -34,6 +36,7 @@ impl ReadEngine for ReadSyscall {
                 path,
                 pos,
                 work: job.opts.work,
+                seek_each: job.opts.seek_each,
             })
         })
     }
@@ -48,7 +51,7 @@ impl SyncWorker for ReadWorker {
     #[inline]
     fn piece(&mut self, piece: Block) -> Result<PieceDone> {
         let mut ops = 0;
-        if piece.offset != self.pos {
+        if self.seek_each || piece.offset != self.pos {
             crate::sys::calls::lseek(&self.file, piece.offset as i64)
                 .map_err(|e| Error::io("seek failed", &self.path, &e))?;
             ops += 1;

@@ -227,6 +227,8 @@ pub fn run_access(
         prefetch: !cfg.classic,
         map_each_run: false,
         sqpoll: false,
+        // The classic benchmark's sequential loop sought to every block it read.
+        seek_each: cfg.classic,
     };
     // The classic benchmark read size / bs whole blocks.
     let len = if cfg.classic {

@@ -51,6 +51,12 @@ pub struct RunConfig {
 /// What `iolab run` did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassicResult {
+    /// The file read or written.
+    #[serde(default)]
+    pub path: PathBuf,
+    /// Block size in bytes.
+    #[serde(default)]
+    pub bs: u64,
     /// Read or write.
     pub op: Op,
     /// The method used, by name.
@@ -138,6 +144,8 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     });
     let moved = moved?;
     Ok(ClassicResult {
+        path: cfg.path.clone(),
+        bs: cfg.bs,
         op: Op::Read,
         method: cfg.read_method.name().into(),
         blocks: w.blocks(),
@@ -164,6 +172,8 @@ fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     // holds exactly the data written.
     verify_written(&cfg.path, &w, moved.xor)?;
     Ok(ClassicResult {
+        path: cfg.path.clone(),
+        bs: cfg.bs,
         op: Op::Write,
         method: format!("{} (sync {})", cfg.write_method.name(), cfg.sync.name()),
         blocks: w.blocks(),

@@ -7,24 +7,52 @@ use crate::experiments::fast::FastResult;
 use crate::size::{format_size, mib_per_s};
 use crate::xor::format_xor;
 
-/// `iolab run` output, as the course program printed it.
+/// `iolab run` output: the NYU course program's lines, its numbers as C++'s `cout` printed a
+/// double (six significant digits), its MB being MiB; the XOR of what was written too.
 pub fn run_lines(r: &ClassicResult) -> String {
     let secs = r.seconds();
-    let verb = match r.op {
-        Op::Read => "read",
-        Op::Write => "written",
+    let mb = g6(r.bytes as f64 / 1_048_576.0);
+    let rate = g6(mib_per_s(r.bytes, secs));
+    let mut out = match r.op {
+        Op::Read => format!(
+            "Reading {} in chunks of {} .....\nNumber of blocks read: {} blocks\nSize of the file read: {mb} MB\nTime taken: {} seconds\nRate at which file was read: {rate} MiB/sec\n",
+            r.path.display(),
+            r.bs,
+            r.blocks,
+            g6(secs),
+        ),
+        Op::Write => format!(
+            "Size of the file that was written: {mb} MB\nTime taken: {} seconds\nRate at which file was written: {rate} MiB/sec\n",
+            g6(secs),
+        ),
     };
-    let mut out = format!(
-        "Number of blocks {verb}: {}\nSize {verb}: {:.2} MiB\nTime taken: {:.6} seconds\nRate: {:.2} MiB/s\n",
-        r.blocks,
-        r.bytes as f64 / 1_048_576.0,
-        secs,
-        mib_per_s(r.bytes, secs)
-    );
-    if r.op == Op::Read {
-        out.push_str(&format!("Xor value is {}\n", format_xor(r.xor)));
-    }
+    out.push_str(&format!("Xor value is {}\n", format_xor(r.xor)));
     out
+}
+
+/// A number as C++'s `cout << double` prints it by default (`%g`, six significant digits):
+/// `0.00390625`, `256`, `4893.71`, `1.5e+07`.
+pub fn g6(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    // The exponent after rounding to six digits decides the form, as %g does.
+    let sci = format!("{v:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |t: &str| {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if (-4..6).contains(&exp) {
+        trim(&format!("{v:.*}", (5 - exp) as usize))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    }
 }
 
 /// The classic run as one table row (for `--format csv|markdown`).
@@ -540,6 +568,26 @@ mod tests {
     #[test]
     fn bars_show_slices() {
         assert_eq!(residency_bar(&[1.0, 0.6, 0.1, 0.0]), "#o. ");
+    }
+
+    #[test]
+    fn numbers_print_as_cout_printed_them() {
+        // printf("%g") of each, as C++'s cout prints a double by default.
+        for (v, want) in [
+            (256.0, "256"),
+            (0.00390625, "0.00390625"),
+            (4893.7123, "4893.71"),
+            (0.052312, "0.052312"),
+            (123456.7, "123457"),
+            (1234567.0, "1.23457e+06"),
+            (999999.7, "1e+06"),
+            (0.0000123, "1.23e-05"),
+            (0.0001, "0.0001"),
+            (1.0, "1"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(g6(v), want, "{v}");
+        }
     }
 
     #[test]

@@ -5,10 +5,23 @@ use crate::experiments::transfer::TransferResult;
 use crate::size::{format_size, mib_per_s};
 use crate::transfer::SideReport;
 
-/// `Transmission time: <ms> ms, File size: <bytes> bytes` per file as the course printed it
-/// (`%lf`: six decimals), then, unless `classic`, the totals. With `--pages`, each file's page
-/// descriptors come before its line, as the course's dmesg lines did.
-pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
+/// Which lines a side prints in text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// iolab's: a `Transmission time` line per file and the totals.
+    Full,
+    /// The 2019 course program's: a `Transmission time` line per file, nothing else.
+    ClassicPerFile,
+    /// The 2020 course program's: one `Transmission time` line for the run (all files' bytes,
+    /// from the first connection to the last file done).
+    ClassicRun,
+}
+
+/// One side of a transfer in `format`. Text: `Transmission time: <ms> ms, File size: <bytes>
+/// bytes` per file or per run as the course printed it (`%lf`: six decimals), then, with
+/// [`Lines::Full`], the totals. With `--pages`, each file's page descriptors come before its
+/// line, as the course's dmesg lines did.
+pub fn side_report(r: &SideReport, format: Format, lines: Lines) -> String {
     match format {
         Format::Json => return json(r),
         Format::Csv | Format::Markdown => {
@@ -42,14 +55,17 @@ pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
             out.push_str(&p.line());
             out.push('\n');
         }
-        out.push_str(&format!(
-            "Transmission time: {:.6} ms, File size: {} bytes\n",
-            f.time.as_secs_f64() * 1000.0,
-            f.bytes
-        ));
+        if lines != Lines::ClassicRun {
+            out.push_str(&transmission_line(f.time, f.bytes));
+        }
     }
-    if classic {
-        return out;
+    match lines {
+        Lines::ClassicPerFile => return out,
+        Lines::ClassicRun => {
+            out.push_str(&transmission_line(r.wall, r.bytes()));
+            return out;
+        }
+        Lines::Full => {}
     }
     let secs = r.wall.as_secs_f64();
     out.push_str(&format!(
@@ -71,6 +87,15 @@ pub fn side_report(r: &SideReport, format: Format, classic: bool) -> String {
         r.cpu_sys.as_secs_f64()
     ));
     out
+}
+
+/// The course programs' line, in true units: milliseconds (not the course's microseconds x
+/// 0.0001) and bytes (not its size / 8).
+fn transmission_line(time: std::time::Duration, bytes: u64) -> String {
+    format!(
+        "Transmission time: {:.6} ms, File size: {bytes} bytes\n",
+        time.as_secs_f64() * 1000.0
+    )
 }
 
 /// The matrix of method pairs.

@@ -41,10 +41,10 @@ crate::named_enum! {
 /// mapped window (`--map-size`; `None` maps a whole file at once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkSizes {
-    /// Bytes per read/write/splice call (fcntl methods).
+    /// Bytes per read/write/splice call (fcntl methods), and per send from a whole-file mapping.
     pub chunk: usize,
-    /// Bytes per mapped window (mmap methods); `None`: the whole file in one mapping, made before
-    /// the file's timed window.
+    /// Bytes per mapped window (mmap methods), each sent in one call; `None`: the whole file in
+    /// one mapping, made before the file's timed window.
     pub map_size: Option<usize>,
 }
 
@@ -185,7 +185,8 @@ pub struct SideReport {
     pub connections: usize,
     /// Every file, in order.
     pub files: Vec<FileRecord>,
-    /// Wall time from the first connection to the last file done.
+    /// Wall time from the first connection (the receiver: from the start of its first successful
+    /// connection attempt, set-up included) to the last file done.
     #[serde(with = "crate::measure::secs")]
     pub wall: Duration,
     /// CPU time of this side's threads.

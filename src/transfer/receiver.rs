@@ -247,7 +247,9 @@ impl Drop for Partial {
     }
 }
 
-fn connect(cfg: &RecvConfig) -> Result<TcpStream> {
+/// Connects, retrying a refused connection until `--retry` runs out; returns the stream and when
+/// the attempt that succeeded began (a wait for a sender not yet listening is no transfer time).
+fn connect(cfg: &RecvConfig) -> Result<(TcpStream, Instant)> {
     let addrs: Vec<_> = cfg
         .connect
         .to_socket_addrs()
@@ -261,8 +263,9 @@ fn connect(cfg: &RecvConfig) -> Result<TcpStream> {
     loop {
         let mut last = None;
         for a in &addrs {
+            let attempt = Instant::now();
             match TcpStream::connect_timeout(a, cfg.timeout) {
-                Ok(s) => return Ok(s),
+                Ok(s) => return Ok((s, attempt)),
                 Err(e) => last = Some(e),
             }
         }
@@ -294,10 +297,15 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
     if cfg.raw {
         return receive_raw(cfg, &out);
     }
-    let started = Instant::now();
+    let mut started = None;
     let socks: Vec<TcpStream> = (0..cfg.connections)
-        .map(|_| connect(cfg))
+        .map(|_| {
+            let (sock, attempt) = connect(cfg)?;
+            started.get_or_insert(attempt);
+            Ok(sock)
+        })
         .collect::<Result<_>>()?;
+    let started = started.unwrap_or_else(Instant::now);
     let n = socks.len();
     let claimed = Claimed::default();
     let (files, user, sys) = run_connections(socks, "receive failed", |c, sock| {
@@ -322,7 +330,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
 /// The raw stream: for each name in order, connect, take bytes until the sender closes, store.
 fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
     let cpu = crate::sys::net::rusage_thread();
-    let started = Instant::now();
+    let mut started = None;
     let mut gear = Gear::new(cfg, &Claimed::default(), out)?;
     let mut files = Vec::new();
     for (i, dest) in cfg.names.iter().enumerate() {
@@ -334,7 +342,8 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
             // Before connecting: an existing file stops the transfer before a byte moves.
             crate::output::refuse_existing(dest, cfg.force)?;
         }
-        let mut sock = connect(cfg)?;
+        let (mut sock, attempt) = connect(cfg)?;
+        started.get_or_insert(attempt);
         let _ = sock.set_read_timeout(Some(cfg.timeout));
         let _ = sock.set_write_timeout(Some(cfg.timeout));
         // No shutdown of our side: a peer like nc stops sending when it sees one.
@@ -354,7 +363,7 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
         peer: cfg.connect.clone(),
         connections: 1,
         files,
-        wall: started.elapsed(),
+        wall: started.map(|s| s.elapsed()).unwrap_or_default(),
         cpu_user: user,
         cpu_sys: sys,
         rejected: Vec::new(),

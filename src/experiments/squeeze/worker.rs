@@ -182,12 +182,10 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     // One byte per block, no prefetch hint: what mmapbench's loop does (`sum += p[rnd(gen)]`);
     // a read copies the block into its buffer, as any read must.
     let opts = EngineOptions {
-        depth: cfg.depth,
         work: Work::Touch,
         file_hint: true,
         prefetch: false,
-        map_each_run: false,
-        sqpoll: false,
+        ..EngineOptions::with_depth(cfg.depth)
     };
     let mut prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
     let ops = Arc::new(AtomicU64::new(0));
