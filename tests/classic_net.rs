@@ -590,7 +590,15 @@ fn classic_sizes_send_each_mapped_window_in_one_call() {
         let m = spawn(
             Command::new("strace")
                 .current_dir(dir.path())
-                .args(["-f", "-qq", "-s", "0", "-e", "trace=sendto,sendmsg,write", "-o"])
+                .args([
+                    "-f",
+                    "-qq",
+                    "-s",
+                    "0",
+                    "-e",
+                    "trace=sendto,sendmsg,write",
+                    "-o",
+                ])
                 .arg(&log)
                 .arg(assert_cmd::cargo::cargo_bin("iolab"))
                 .args(["master", "1", "in.bin", method, "--classic-sizes"])
@@ -600,7 +608,14 @@ fn classic_sizes_send_each_mapped_window_in_one_call() {
         std::fs::create_dir_all(&out).unwrap();
         let s = iolab()
             .current_dir(&out)
-            .args(["slave", "1", "got.bin", method, "127.0.0.1", "--classic-sizes"])
+            .args([
+                "slave",
+                "1",
+                "got.bin",
+                method,
+                "127.0.0.1",
+                "--classic-sizes",
+            ])
             .args(["--port", &port, "--timeout", "10s"])
             .output()
             .unwrap();
@@ -616,7 +631,15 @@ fn classic_sizes_send_each_mapped_window_in_one_call() {
         let lens: Vec<usize> = text
             .lines()
             .filter(|l| l.contains("sendto(") || l.contains("write("))
-            .filter_map(|l| l.split("..., ").nth(1)?.split(',').next()?.trim().parse().ok())
+            .filter_map(|l| {
+                l.split("..., ")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
             .collect();
         let full = lens.iter().filter(|&&n| n == want_len).count();
         assert_eq!(full, want_calls, "{method}: asked lengths {lens:?}");

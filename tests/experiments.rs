@@ -382,6 +382,43 @@ fn run2_on_a_small_file_says_it_ends_and_predicts() {
             "Xor value is {:08x}",
             plain_xor(&data)
         )));
+    // The prediction rests on at least three whole-file reads of their own, with an interval
+    // that holds the median and is made of the reads' rates.
+    let v = json(&["run2", f.to_str().unwrap(), "4096", "--format", "json"]);
+    let ended = &v["outcome"]["FileEnded"];
+    let rate = &ended["rate"];
+    let n = rate["n"].as_u64().unwrap();
+    assert!(n >= 3, "{v}");
+    let whole: Vec<&serde_json::Value> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["run"]["bytes"].as_u64() == Some(data.len() as u64))
+        .collect();
+    assert!(
+        whole.len() as u64 > n,
+        "the search's own whole read and {n} more: {v}"
+    );
+    let (lo, med, hi) = (
+        rate["ci"][0].as_f64().unwrap(),
+        rate["median"].as_f64().unwrap(),
+        rate["ci"][1].as_f64().unwrap(),
+    );
+    assert!(lo <= med && med <= hi, "{rate}");
+    let samples: Vec<f64> = rate["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(samples.contains(&lo) && samples.contains(&hi), "{rate}");
+    // The sizes follow the rate: the low end's interval holds its point value.
+    let ci = &ended["predicted_ci"][0];
+    let point = ended["predicted_min_bytes"].as_u64().unwrap();
+    assert!(
+        ci[0].as_u64().unwrap() <= point && point <= ci[1].as_u64().unwrap(),
+        "{ended}"
+    );
 }
 
 #[test]

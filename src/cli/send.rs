@@ -91,6 +91,12 @@ impl SendArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = self.net.send_config(self.files.files, self.method)?;
-        serve(ctx, addr, &cfg, &self.net.output, report::transfer::Lines::Full)
+        serve(
+            ctx,
+            addr,
+            &cfg,
+            &self.net.output,
+            report::transfer::Lines::Full,
+        )
     }
 }

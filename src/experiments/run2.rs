@@ -8,6 +8,8 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
+use crate::measure::stats::{Summary, summarize};
+use crate::size::mib_per_s;
 use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -52,14 +54,26 @@ pub enum Run2Outcome {
     Found,
     /// The whole file read faster than the window's low end.
     FileEnded {
-        /// Bytes that would take the window's low and high end at the measured rate.
+        /// Bytes that would take the window's low and high end at the measured rate (its
+        /// median over the whole-file reads).
         predicted_min_bytes: u64,
         /// The largest file size predicted to fit the window, bytes.
         predicted_max_bytes: u64,
+        /// The same two sizes at the ends of the rate's interval: `[low end's, high end's]`
+        /// each as `[at the slow end, at the fast end]`.
+        #[serde(default)]
+        predicted_ci: [[u64; 2]; 2],
         /// Where the measured rate came from: the page cache or the device.
         rate_from: RateSource,
-        /// The measured rate, MiB/s.
+        /// The measured rate, MiB/s: the median of the whole-file reads.
         rate_mib_s: f64,
+        /// The rate of every whole-file read (at least three), MiB/s, with the median's interval.
+        #[serde(default)]
+        rate: Summary,
+        /// How many of those reads found the file resident (the rate is the cache's when most
+        /// did).
+        #[serde(default)]
+        resident_reads: usize,
         /// When the file that fits the window could not stay in the page cache (larger than
         /// MemTotal), the same prediction from the device's rate, measured cold.
         #[serde(default)]
@@ -82,10 +96,13 @@ pub enum RateSource {
 }
 
 /// The window's file sizes at the device's rate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DevicePrediction {
-    /// The cold rate, MiB/s (the whole file read after evicting it).
+    /// The cold rate, MiB/s (the median of whole-file reads, each after evicting it).
     pub rate_mib_s: f64,
+    /// Every cold read's rate, MiB/s, with the median's interval.
+    #[serde(default)]
+    pub rate: Summary,
     /// Bytes that would take the window's low end at that rate.
     pub predicted_min_bytes: u64,
     /// Bytes that would take its high end.
@@ -114,52 +131,96 @@ impl Run2Result {
 
 const MAX_STEPS: usize = 80;
 
-/// The outcome when the whole file reads faster than the window: sizes predicted from the rate
-/// measured, saying whether that rate was the cache's; when the predicted file could not be
-/// cached, from the device's rate too, measured by reading the file once cold.
+/// Whole-file reads a prediction rests on, at least.
+pub const PREDICTION_READS: usize = 3;
+/// Up to this many while they are cheap (their time together under the window's low end): six
+/// are the fewest whose order statistics give the median a 95% interval.
+pub const PREDICTION_READS_MAX: usize = 6;
+
+/// Rates (MiB/s) of whole-file reads in `cache`, at least [`PREDICTION_READS`], up to
+/// [`PREDICTION_READS_MAX`] while their time together stays under `budget`; and the reads.
+fn whole_file_rates(
+    count: u64,
+    cache: CacheMode,
+    budget: Duration,
+    read: &dyn Fn(u64, CacheMode) -> Result<ClassicResult>,
+) -> Result<(Summary, Vec<ClassicResult>)> {
+    let mut rates = Vec::new();
+    let mut spent = Duration::ZERO;
+    let mut reads = Vec::new();
+    // One more read fits when the mean so far, added, stays under the budget.
+    let another = |n: usize, spent: Duration| {
+        n < PREDICTION_READS || (n < PREDICTION_READS_MAX && spent + spent / n as u32 <= budget)
+    };
+    while another(rates.len(), spent) {
+        let r = read(count, cache)?;
+        rates.push(mib_per_s(r.bytes, r.counters.wall.as_secs_f64()));
+        spent += r.counters.wall;
+        reads.push(r);
+    }
+    Ok((summarize(&rates), reads))
+}
+
+/// The outcome when the whole file reads faster than the window: sizes predicted from the
+/// median rate of at least three more whole-file reads, with the interval, saying
+/// whether that rate was the cache's; when the predicted file could not be cached, from the
+/// device's rate too, measured by reading the file cold as many times. Returns the extra reads.
 fn file_ended(
     cfg: &Run2Config,
     size: u64,
-    t: std::time::Duration,
-    last: &ClassicResult,
     read: &dyn Fn(u64, CacheMode) -> Result<ClassicResult>,
-) -> Result<Run2Outcome> {
-    let window = |bytes_per_s: f64| {
+) -> Result<(Run2Outcome, Vec<ClassicResult>)> {
+    let mib = 1_048_576.0;
+    let window = |mib_s: f64| {
         (
-            (bytes_per_s * cfg.min.as_secs_f64()) as u64,
-            (bytes_per_s * cfg.max.as_secs_f64()) as u64,
+            (mib_s * mib * cfg.min.as_secs_f64()) as u64,
+            (mib_s * mib * cfg.max.as_secs_f64()) as u64,
         )
     };
-    let rate = size as f64 / t.as_secs_f64().max(1e-9);
-    let cached = last
-        .cache
-        .as_ref()
-        .is_some_and(|c| c.residency.fraction() >= crate::cache::WARM_MIN);
-    let (lo, hi) = window(rate);
+    let count = size.div_ceil(cfg.bs.max(1));
+    // Fresh reads, not the search's last: that one may have found the file in another state
+    // (partly resident as the search began, resident after it).
+    let (rate, mut extra) = whole_file_rates(count, cfg.cache, cfg.min, read)?;
+    let resident_reads = extra
+        .iter()
+        .filter(|r| {
+            r.cache
+                .as_ref()
+                .is_some_and(|c| c.residency.fraction() >= crate::cache::WARM_MIN)
+        })
+        .count();
+    let cached = resident_reads * 2 > extra.len();
+    let (lo, hi) = window(rate.median);
+    let (slow, fast) = (window(rate.ci[0]), window(rate.ci[1]));
     let memory = crate::cache::meminfo::read().mem_total;
     let from_device = if cached && memory > 0 && hi > memory {
-        let cold = read(size.div_ceil(cfg.bs.max(1)), CacheMode::Cold)?;
-        let cold_rate = cold.bytes as f64 / cold.counters.wall.as_secs_f64().max(1e-9);
-        let (dlo, dhi) = window(cold_rate);
+        let (cold, mut reads) = whole_file_rates(count, CacheMode::Cold, cfg.min, read)?;
+        extra.append(&mut reads);
+        let (dlo, dhi) = window(cold.median);
         Some(DevicePrediction {
-            rate_mib_s: cold_rate / 1_048_576.0,
+            rate_mib_s: cold.median,
+            rate: cold,
             predicted_min_bytes: dlo,
             predicted_max_bytes: dhi,
         })
     } else {
         None
     };
-    Ok(Run2Outcome::FileEnded {
+    let outcome = Run2Outcome::FileEnded {
         predicted_min_bytes: lo,
         predicted_max_bytes: hi,
+        predicted_ci: [[slow.0, fast.0], [slow.1, fast.1]],
         rate_from: if cached {
             RateSource::Cache
         } else {
             RateSource::Device
         },
-        rate_mib_s: rate / 1_048_576.0,
+        rate_mib_s: rate.median,
+        rate,
+        resident_reads,
         from_device,
-    })
+    };
+    Ok((outcome, extra))
 }
 
 /// Doubles the block count until a read lands in the window, then narrows it down.
@@ -211,8 +272,9 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         }
         if t < cfg.min {
             if whole {
-                let last = &steps[steps.len() - 1].run;
-                break file_ended(cfg, size, t, last, &read)?;
+                let (outcome, extra) = file_ended(cfg, size, &read)?;
+                steps.extend(extra.into_iter().map(|run| Run2Step { count, run }));
+                break outcome;
             }
             fast = Some(count);
         } else {

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Statistics of repeated measurements.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Measurements.
     pub n: usize,

@@ -80,10 +80,15 @@ fn run2_says(r: &Run2Result) -> String {
             predicted_min_bytes,
             predicted_max_bytes,
             rate_mib_s,
+            rate,
             ..
         } => format!(
-            "the whole {} file read faster, at {rate_mib_s:.0} MiB/s, so a file of {} to {} would take the window",
+            "the whole {} file read faster, at {rate_mib_s:.0} MiB/s (median of {} whole-file reads, {:.0}% interval {:.0}-{:.0}), so a file of {} to {} would take the window",
             crate::size::format_size(r.file_size),
+            rate.n,
+            rate.ci_level * 100.0,
+            rate.ci[0],
+            rate.ci[1],
             crate::size::format_size(*predicted_min_bytes),
             crate::size::format_size(*predicted_max_bytes)
         ),
