@@ -48,6 +48,8 @@ pub struct Run2Step {
 }
 
 /// How the search ended.
+// One per run: a large variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Run2Outcome {
     /// A count whose read fell inside the window.
