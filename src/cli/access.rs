@@ -125,17 +125,22 @@ impl AccessArgs {
                     );
                 }
             };
-            cfg.patterns = vec![pattern.parse()?];
-            cfg.methods = vec![classic_method(method, advice)?];
-            cfg.caches = vec![CacheMode::Asis];
-            cfg.repeat = 1;
-            cfg.budget = None;
-            cfg.warmup = 0;
             // The original's work: one touched byte per block, no file hint, every whole block
-            // read once, no time limit.
-            cfg.classic = true;
-            cfg.work = self.work.unwrap_or(Work::Touch);
-            cfg.duration = self.duration;
+            // read once, no time limit (unless --work or --duration say otherwise).
+            cfg = AccessConfig {
+                patterns: vec![pattern.parse()?],
+                methods: vec![classic_method(method, advice)?],
+                work: self.work.unwrap_or(Work::Touch),
+                duration: self.duration,
+                bs: self.bs,
+                threads: self.engine.threads,
+                depth: self.engine.depth,
+                ops: self.ops,
+                seed: self.seed,
+                drop_all: self.drop_all,
+                untimed: self.no_latency,
+                ..AccessConfig::classic(self.file.clone())
+            };
         }
         Ok(cfg)
     }

@@ -168,6 +168,42 @@ impl AccessConfig {
     pub const DEFAULT_PATTERNS: [Pattern; 2] = [Pattern::Seq, Pattern::Random];
     /// Cache states measured by default, in the order the rounds visit them.
     pub const DEFAULT_CACHES: [CacheMode; 2] = [CacheMode::Warm, CacheMode::Cold];
+    /// The classic benchmark's four ways: read, and mmap with no hint, adv_seq and adv_random
+    /// (each hint alone: the original OR-ed it with MADV_WILLNEED).
+    pub const CLASSIC_METHODS: [ReadMethod; 4] = [
+        ReadMethod::Read,
+        ReadMethod::Mmap,
+        ReadMethod::MmapSeq,
+        ReadMethod::MmapRandom,
+    ];
+
+    /// The classic benchmark's run of `path` (srajangarg/mmap-bench's `read FILE seq|random
+    /// read|mmap [adv_seq|adv_random]`): its four ways, both orders, the cache as it is, 4 KiB
+    /// blocks, and the original's work: one byte touched per block, no file hint, an lseek
+    /// before every read, every whole block once, no time limit; one counted run.
+    pub fn classic(path: PathBuf) -> AccessConfig {
+        AccessConfig {
+            path,
+            bs: 4096,
+            patterns: Self::DEFAULT_PATTERNS.to_vec(),
+            methods: Self::CLASSIC_METHODS.to_vec(),
+            caches: vec![CacheMode::Asis],
+            threads: 1,
+            depth: 32,
+            ops: None,
+            cold_ops: None,
+            duration: None,
+            repeat: 1,
+            budget: None,
+            focus: None,
+            warmup: 0,
+            seed: 0,
+            drop_all: false,
+            work: Work::Touch,
+            classic: true,
+            untimed: false,
+        }
+    }
     /// Counted rounds by default.
     pub const DEFAULT_REPEAT: usize = 3;
     /// Uncounted rounds by default (the first touches of fresh page-cache memory are slow).

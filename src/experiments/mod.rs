@@ -6,6 +6,7 @@ pub mod advise;
 pub mod cache_cmd;
 pub mod child;
 pub mod classic;
+pub mod classics;
 pub mod fast;
 pub mod host;
 pub mod ior;

@@ -37,9 +37,12 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &exp::sweep::SweepRead,
     &exp::sweep::SweepWrite,
     &exp::access::Access,
+    &crate::experiments::classics::suite::ClassicAccess,
     &exp::syscalls::Syscalls,
     &exp::vm::Vm,
+    &crate::experiments::classics::suite::PartB,
     &exp::transfer::Transfer,
+    &crate::experiments::classics::suite::ClassicNet,
     &crate::experiments::squeeze::suite::Squeeze,
     &crate::experiments::pollute::suite::Pollute,
 ];

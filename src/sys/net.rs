@@ -1,4 +1,5 @@
-//! Zero-copy moves for transfers: `sendfile(2)`, `splice(2)` through a pipe, and a pipe.
+//! Zero-copy moves for transfers: `sendfile(2)`, `splice(2)` through a pipe, and a pipe; and
+//! `poll(2)` for descriptors to wait on together.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -85,4 +86,30 @@ pub fn rusage_thread() -> super::Usage {
     // SAFETY: RUSAGE_THREAD with a writable rusage cannot fail.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     super::Usage::from(&ru)
+}
+
+/// Waits until one of `fds` is readable (for a listening socket: a connection waits), at most
+/// `timeout` (rounded up to a millisecond); which of them are. A signal ends the wait early
+/// with none ready.
+pub fn wait_readable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<Vec<bool>> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: `p` is an array of `p.len()` initialised pollfd structs, alive for the call; poll
+    // only writes their `revents`.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; p.len()]);
+        }
+        return Err(e);
+    }
+    Ok(p.iter().map(|x| x.revents != 0).collect())
 }

@@ -1,0 +1,265 @@
+//! The three classic tables: mmap-bench's KIOPS, Part B, and the NTU course inputs' transmission
+//! times, each figure a median with its interval.
+
+use super::{COURSE_12MB_MS, ClassicNetResult, Method, Row};
+use crate::cache::CacheMode;
+use crate::engine::ReadMethod;
+use crate::experiments::access::AccessResult;
+use crate::experiments::partb::{PartBCell, PartBResult};
+use crate::measure::decide::{Decided, Verdict};
+use crate::measure::stats::Summary;
+use crate::report::{markdown_table, table};
+use crate::transfer::ChunkSizes;
+use crate::workload::Pattern;
+
+/// `12.3 (11.9-12.8)`: a median and its interval, `digits` decimals.
+pub fn with_interval(s: &Summary, digits: usize) -> String {
+    if s.n == 0 {
+        return "-".into();
+    }
+    format!(
+        "{:.*} ({:.*}-{:.*})",
+        digits, s.median, digits, s.ci[0], digits, s.ci[1]
+    )
+}
+
+/// The smallest coverage of the intervals shown, for the table's foot.
+fn level_of<'a>(sums: impl Iterator<Item = &'a Summary>) -> f64 {
+    sums.filter(|s| s.n > 1)
+        .map(|s| s.ci_level)
+        .fold(1.0, f64::min)
+}
+
+/// The classic benchmark's name of an access method.
+fn classic_way(m: ReadMethod) -> &'static str {
+    match m {
+        ReadMethod::Read => "read",
+        ReadMethod::Mmap => "mmap",
+        ReadMethod::MmapSeq => "mmap adv_seq",
+        ReadMethod::MmapRandom => "mmap adv_random",
+        other => other.name(),
+    }
+}
+
+/// mmap-bench's table: a row per order and way, KIOPS cold and warm.
+pub fn access_rows(r: &AccessResult) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "order",
+            "way",
+            "cold KIOPS (interval)",
+            "warm KIOPS (interval)",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for pattern in [Pattern::Seq, Pattern::Random] {
+        for &method in &r.config.methods {
+            let cell = |cache: CacheMode| {
+                r.rows
+                    .iter()
+                    .find(|row| {
+                        row.method == method && row.pattern == pattern && row.cache == cache
+                    })
+                    .map(|row| match &row.unsupported {
+                        Some(why) => format!("unsupported: {why}"),
+                        None => with_interval(&row.kiops, 1),
+                    })
+                    .unwrap_or_else(|| "-".into())
+            };
+            rows.push(vec![
+                pattern.name().into(),
+                classic_way(method).into(),
+                cell(CacheMode::Cold),
+                cell(CacheMode::Warm),
+            ]);
+        }
+    }
+    rows
+}
+
+/// What the mmap-bench table shows and what the original measured instead.
+pub fn access_note(r: &AccessResult) -> String {
+    let level = level_of(r.rows.iter().map(|row| &row.kiops));
+    format!(
+        "Every whole 4 KiB block of a {} file once per run, one byte touched per block, no file hint, an lseek before every read: the original's work. Medians over the counted runs, intervals at {:.0}% or more. The original OR-ed each hint with MADV_WILLNEED, and `MADV_SEQUENTIAL | MADV_WILLNEED` (2 | 3) and `MADV_RANDOM | MADV_WILLNEED` (1 | 3) are both 3: its adv_seq and adv_random rows measured WILLNEED (read the whole mapping ahead) and its hints never took effect; here each hint is applied alone.",
+        crate::size::format_size(r.file_size),
+        level * 100.0
+    )
+}
+
+/// mmap-bench's table with its note: text.
+pub fn access_text(r: &AccessResult) -> String {
+    format!("{}\n{}\n", table(&access_rows(r)), access_note(r))
+}
+
+/// mmap-bench's table with its note: Markdown.
+pub fn access_markdown(r: &AccessResult) -> String {
+    format!("{}\n{}\n", markdown_table(&access_rows(r)), access_note(r))
+}
+
+/// Part B's ways, MiB/s with intervals.
+pub fn partb_rows(r: &PartBResult) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        ["how", "MiB/s (interval)", "calls/run", "faults/run"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    let cells: [&PartBCell; 5] = [
+        &r.read,
+        &r.mmap_read,
+        &r.write_fsync_each,
+        &r.mmap_write_msync_end,
+        &r.write_fsync_end,
+    ];
+    for c in cells {
+        rows.push(vec![
+            c.name.clone(),
+            with_interval(&c.mib_s, 1),
+            c.syscalls.to_string(),
+            c.faults.to_string(),
+        ]);
+    }
+    rows
+}
+
+/// Part B's table, `free -m` before and after, and its explanation: Markdown.
+pub fn partb_markdown(r: &PartBResult) -> String {
+    let level = level_of(
+        [
+            &r.read,
+            &r.mmap_read,
+            &r.write_fsync_each,
+            &r.mmap_write_msync_end,
+            &r.write_fsync_end,
+        ]
+        .iter()
+        .map(|c| &c.mib_s),
+    );
+    let full = crate::report::vm::partb_report(r, crate::report::Format::Markdown);
+    // The free -m table and the explanation follow the ways' table in the full report.
+    let rest = full.split_once("\n\n").map(|(_, rest)| rest).unwrap_or("");
+    format!(
+        "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n{rest}",
+        markdown_table(&partb_rows(r)),
+        level * 100.0,
+        r.config.repeat,
+        crate::size::format_size(r.config.bs),
+        crate::size::format_size(r.config.write_len),
+    )
+}
+
+/// `course` for iolab's defaults, `course sizes` for 512/8192.
+fn sizes_name(s: &ChunkSizes) -> &'static str {
+    if *s == ChunkSizes::CLASSIC {
+        "course (512 B, 8 KiB windows)"
+    } else {
+        "iolab (1 MiB, whole file)"
+    }
+}
+
+/// fcntl's slave time over mmap's, from the harness's verdict on their rates (fcntl / mmap:
+/// the time ratio is its inverse), with what it decided.
+pub fn versus_text(v: Option<&Verdict>) -> String {
+    let Some(v) = v else {
+        return "not compared".into();
+    };
+    let (r, lo, hi) = (1.0 / v.ratio, 1.0 / v.ci[1], 1.0 / v.ci[0]);
+    let said = match (v.decided, v.a_larger) {
+        (Decided::Winner, Some(true)) => "fcntl faster",
+        (Decided::Winner, _) => "mmap faster",
+        (Decided::Equivalent, _) => "within 5%",
+        _ => "undecided",
+    };
+    format!(
+        "{r:.2}x ({lo:.2}-{hi:.2} at {:.0}%): {said}",
+        v.level * 100.0
+    )
+}
+
+fn row<'a>(r: &'a ClassicNetResult, input: &str, sizes: &ChunkSizes, m: Method) -> Option<&'a Row> {
+    r.rows
+        .iter()
+        .find(|x| x.input == input && x.sizes == *sizes && x.method == m)
+}
+
+/// The course inputs' table: a row per input and sizes, master and slave ms for fcntl and mmap.
+pub fn net_rows(r: &ClassicNetResult) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "input",
+            "sizes",
+            "master fcntl ms",
+            "master mmap ms",
+            "slave fcntl ms",
+            "slave mmap ms",
+            "slave fcntl / mmap time",
+            "the course's",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for v in &r.versus {
+        let ms = |m: Method, master: bool| {
+            row(r, &v.input, &v.sizes, m)
+                .map(|x| with_interval(if master { &x.master_ms } else { &x.slave_ms }, 3))
+                .unwrap_or_else(|| "-".into())
+        };
+        let course = if v.input.contains("12 MB") {
+            let (f, m) = COURSE_12MB_MS;
+            format!("{:.2}x ({f} vs {m} ms)", f / m)
+        } else {
+            "-".into()
+        };
+        rows.push(vec![
+            format!(
+                "{} ({})",
+                v.input,
+                crate::size::format_size(
+                    r.config
+                        .inputs
+                        .iter()
+                        .find(|i| i.name == v.input)
+                        .map_or(0, |i| i.bytes)
+                )
+            ),
+            sizes_name(&v.sizes).into(),
+            ms(Method::Fcntl, true),
+            ms(Method::Mmap, true),
+            ms(Method::Fcntl, false),
+            ms(Method::Mmap, false),
+            versus_text(v.verdict.as_ref()),
+            course,
+        ]);
+    }
+    rows
+}
+
+/// What the course inputs' table shows, and how to read the course's own figures beside it.
+pub fn net_note(r: &ClassicNetResult) -> String {
+    let level = level_of(r.rows.iter().flat_map(|x| [&x.master_ms, &x.slave_ms]));
+    format!(
+        "`master N f1 .. fN fcntl|mmap` to `slave N ...` over loopback, one line per run as the 2020 programs printed it (all the input's files, first connection to last file done), medians with intervals at {:.0}% or more; the ratio is the harness's verdict on the slave's rate, as time. {} The course reported only its 12 MB file, from a kernel module that copied each page-sized window once into a device buffer and sent it in one kernel send; its programs printed (microseconds) x 0.0001, milliseconds 10x too small for runs under a second, which leaves its ratio intact. iolab moves the files in user space: its mmap maps the file and sends each window in one call.",
+        level * 100.0,
+        if r.processes {
+            "Master and slave ran as two processes, as the course's did."
+        } else {
+            "Master and slave ran as two threads of one process: every munmap of a window also interrupted the other side's core to flush its TLB, which two processes would not do, so mmap's times here are pessimistic."
+        }
+    )
+}
+
+/// The course inputs' table and note: text.
+pub fn net_text(r: &ClassicNetResult) -> String {
+    format!(
+        "{}\n{}\n{}",
+        table(&net_rows(r)),
+        net_note(r),
+        crate::report::rounds_line(&r.rounds)
+    )
+}
+
+/// The course inputs' table and note: Markdown.
+pub fn net_markdown(r: &ClassicNetResult) -> String {
+    format!("{}\n{}\n", markdown_table(&net_rows(r)), net_note(r))
+}
