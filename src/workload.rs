@@ -299,6 +299,12 @@ impl Part {
         self.count
     }
 
+    /// Whether its blocks are handed out one by one from a counter shared with other parts
+    /// ([`Workload::shared_parts`]) rather than taken by index.
+    pub fn is_shared(&self) -> bool {
+        self.cursor.is_some()
+    }
+
     /// Keeps only the first `n` blocks of this part's order.
     pub fn limit(&mut self, n: u64) {
         self.count = self.count.min(n);
@@ -322,6 +328,7 @@ impl Part {
     }
 
     /// The `i`-th block in visiting order.
+    #[inline]
     pub fn block(&self, i: u64) -> Block {
         let idx = self.first
             + match &self.order {

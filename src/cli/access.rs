@@ -16,7 +16,8 @@ use std::time::Duration;
 /// Sequential vs random block access per method and cache state: KIOPS and latency.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe classic form does the original's work: one byte touched per block, no file hint,\nevery whole block read once, no time limit (--work xor and --duration change that).\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
+    after_help = "Examples:\n  iolab access big.bin\n  iolab access big.bin --methods pread,mmap --patterns random --cache cold --duration 5s\n  iolab access big.bin random mmap adv_random      (the classic form)\n\nThe classic form does the original's work: one byte touched per block, no file hint,\nevery whole block read once, no time limit (--work xor and --duration change that), the
+run timed as a whole (no per-block latency: the modern form has the percentiles).\nThe madvise hint of mmap-seq/mmap-random/mmap-willneed is applied alone; the classic\nbenchmark OR-ed it with MADV_WILLNEED, so every one of its advice rows measured WILLNEED."
 )]
 pub struct AccessArgs {
     /// A regular file to read
@@ -138,7 +139,6 @@ impl AccessArgs {
                 ops: self.ops,
                 seed: self.seed,
                 drop_all: self.drop_all,
-                untimed: self.no_latency,
                 ..AccessConfig::classic(self.file.clone())
             };
         }

@@ -215,6 +215,34 @@ impl SyncWorker for MmapWorker {
         })
     }
 
+    /// A touch or an XOR in place is a few instructions: runs of untimed blocks go through
+    /// one tight loop (a copy is not, and goes block by block).
+    fn batches(&self) -> bool {
+        !self.work.copies()
+    }
+
+    fn untimed_blocks(
+        &mut self,
+        part: &Part,
+        range: std::ops::Range<u64>,
+    ) -> Result<(PieceDone, u64)> {
+        let (map, base) = self.mapping()?;
+        let s = map.as_slice();
+        let (mut xor, mut bytes) = (0, 0);
+        for i in range {
+            let b = part.block(i);
+            let at = (b.offset - base) as usize;
+            xor ^= self.work.digest(b.offset, &s[at..at + b.len as usize]);
+            bytes += b.len;
+        }
+        let done = PieceDone {
+            xor,
+            ops: 0,
+            waited: 0,
+        };
+        Ok((done, bytes))
+    }
+
     #[inline]
     fn next_is(&mut self, current: Block, next: Block) {
         // Out of order only (in order, the hardware prefetcher is ahead already): a prefetch of

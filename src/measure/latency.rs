@@ -307,6 +307,35 @@ impl OpLog {
         self.hist.is_some() || self.deadline.is_some()
     }
 
+    /// How many of the next operations will not be timed (`u64::MAX` when none is: no
+    /// latency asked and no deadline).
+    #[inline]
+    pub fn untimed_ahead(&self) -> u64 {
+        if self.active() {
+            u64::from(self.skip)
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// `n` operations done untimed, at most [`OpLog::untimed_ahead`]: as `n` calls of
+    /// [`OpLog::begin`] and [`OpLog::end`] that time nothing.
+    #[inline]
+    pub fn skip_untimed(&mut self, n: u64) {
+        if self.active() {
+            let n = n.min(u64::from(self.skip));
+            self.skip -= n as u32;
+            self.untimed += n;
+        }
+        if let Some(p) = &self.progress {
+            self.pending += n;
+            if self.pending >= self.batch {
+                p.fetch_add(self.pending, Ordering::Relaxed);
+                self.pending = 0;
+            }
+        }
+    }
+
     /// Before an operation.
     #[inline]
     pub fn begin(&mut self) {

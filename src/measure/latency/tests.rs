@@ -220,3 +220,40 @@ fn oplog_stops_at_the_deadline() {
     assert!(off.end());
     assert!(off.into_histogram().is_none());
 }
+
+/// Runs of untimed operations told at once (the core loop's batches) leave the log as the same
+/// operations one by one would: every operation counted, in progress too, and the timed ones
+/// standing for all of them.
+#[test]
+fn untimed_runs_told_at_once_count_as_one_by_one() {
+    let progress = Arc::new(AtomicU64::new(0));
+    let mut log = OpLog::new(true, None).with_progress(Some(progress.clone()));
+    let total = 20_000u64;
+    let mut done = 0;
+    let mut batches = 0;
+    while done < total {
+        let ahead = log.untimed_ahead();
+        if ahead > 1 {
+            let n = ahead.min(64).min(total - done);
+            log.skip_untimed(n);
+            done += n;
+            batches += 1;
+        } else {
+            log.begin();
+            log.end();
+            done += 1;
+        }
+    }
+    assert!(
+        batches > 100,
+        "the sampled gaps were told in runs: {batches}"
+    );
+    let since_last = log.weight - 1 - u64::from(log.skip);
+    let h = log.into_histogram().unwrap();
+    assert_eq!(h.weight + since_last, total);
+    assert_eq!(h.n + h.untimed, total);
+    assert_eq!(progress.load(Ordering::Relaxed), total);
+    // A log with nothing to time takes any run at once.
+    let log = OpLog::new(false, None);
+    assert_eq!(log.untimed_ahead(), u64::MAX);
+}
