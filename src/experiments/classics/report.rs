@@ -239,7 +239,7 @@ pub fn net_rows(r: &ClassicNetResult) -> Vec<Vec<String>> {
 pub fn net_note(r: &ClassicNetResult) -> String {
     let level = level_of(r.rows.iter().flat_map(|x| [&x.master_ms, &x.slave_ms]));
     format!(
-        "`master N f1 .. fN fcntl|mmap` to `slave N ...` over loopback, one line per run as the 2020 programs printed it (all the input's files, first connection to last file done), medians with intervals at {:.0}% or more; the ratio is the harness's verdict on the slave's rate, as time. {} The course reported only its 12 MB file, from a kernel module that copied each page-sized window once into a device buffer and sent it in one kernel send; its programs printed (microseconds) x 0.0001, milliseconds 10x too small for runs under a second, which leaves its ratio intact. iolab moves the files in user space: its mmap maps the file and sends each window in one call.",
+        "`master N f1 .. fN fcntl|mmap` to `slave N ...` over loopback, one line per run as the 2020 programs printed it (all the input's files, first connection to last file done), medians with intervals at {:.0}% or more; the ratio is the harness's verdict on the slave's rate, as time. {} The course reported only its 12 MB file, from a kernel module that copied each page-sized window once into a device buffer and sent it in one kernel send; its programs printed (microseconds) x 0.0001, milliseconds 10x too small for runs under a second, which leaves its ratio intact (and some printed file_size / 8 as the size: multiply such figures by 10 and by 8). iolab moves the files in user space: its mmap maps the file and sends each window in one call.",
         level * 100.0,
         if r.processes {
             "Master and slave ran as two processes, as the course's did."
