@@ -307,6 +307,11 @@ impl OpLog {
         self.hist.is_some() || self.deadline.is_some()
     }
 
+    /// Whether latencies are recorded (else the clock only watches a deadline, if any).
+    pub fn records(&self) -> bool {
+        self.hist.is_some()
+    }
+
     /// How many of the next operations will not be timed (`u64::MAX` when none is: no
     /// latency asked and no deadline).
     #[inline]
