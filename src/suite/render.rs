@@ -240,10 +240,10 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         "table.host td{white-space:normal}table.host td:first-child{font-weight:bold;white-space:nowrap}",
         "li.nj{color:#666}p.lines{font-size:.85rem}details{margin:.4rem 0}summary{cursor:pointer;font-weight:600}",
         "dl.gloss dt{font-weight:bold;margin-top:.4rem}dl.gloss dd{margin-left:1rem}",
-        "@media print{body{max-width:none;padding:0;font-size:9pt}nav,details{display:none}",
+        "@media print{body{max-width:none;padding:0;font-size:8.5pt}nav,details{display:none}",
         ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
         ".tw th:first-child,.tw td:first-child{position:static}tr,li,figure,dt,dd{break-inside:avoid}",
-        "h2{break-after:avoid;margin-top:1rem}figure{overflow:visible}figure svg{max-height:7cm;width:auto;min-width:0;max-width:100%;margin:0 auto}}",
+        "h2{break-after:avoid;margin-top:1rem}dl.gloss{columns:2;column-gap:1.2rem}dl.gloss dt{break-after:avoid}figure{overflow:visible}figure svg{max-height:7cm;width:auto;min-width:0;max-width:100%;margin:0 auto}}",
         "</style></head><body>"
     ));
     if let Some(w) = &warning {

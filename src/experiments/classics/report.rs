@@ -82,7 +82,7 @@ pub fn access_rows(r: &AccessResult) -> Vec<Vec<String>> {
 pub fn access_note(r: &AccessResult) -> String {
     let level = level_of(r.rows.iter().map(|row| &row.kiops));
     format!(
-        "Every whole 4 KiB block of a {} file once per run, one byte touched per block, no file hint, an lseek before every read: the original's work. Medians over the counted runs, intervals at {:.0}% or more. The original OR-ed each hint with MADV_WILLNEED, and `MADV_SEQUENTIAL | MADV_WILLNEED` (2 | 3) and `MADV_RANDOM | MADV_WILLNEED` (1 | 3) are both 3: its adv_seq and adv_random rows measured WILLNEED (read the whole mapping ahead) and its hints never took effect; here each hint is applied alone.",
+        "The original's work on a {} file: every whole 4 KiB block once, one byte touched, no file hint, an lseek before every read; intervals at {:.0}% or more. The original OR-ed each hint with MADV_WILLNEED, and 2 | 3 and 1 | 3 are both 3 (WILLNEED): its adv_seq and adv_random rows measured WILLNEED; here each hint is applied alone.",
         crate::size::format_size(r.file_size),
         level * 100.0
     )
@@ -137,10 +137,11 @@ pub fn partb_markdown(r: &PartBResult) -> String {
         .map(|c| &c.mib_s),
     );
     let full = crate::report::vm::partb_report(r, crate::report::Format::Markdown);
-    // The free -m table and the explanation follow the ways' table in the full report.
+    // The free -m table and the explanation follow the ways' table in the full report: folded
+    // (the report's `== ` block), as they are long for a printed page.
     let rest = full.split_once("\n\n").map(|(_, rest)| rest).unwrap_or("");
     format!(
-        "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n{rest}",
+        "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n== free -m before and after, and what the figures say\n\n{rest}",
         markdown_table(&partb_rows(r)),
         level * 100.0,
         r.config.repeat,
@@ -149,13 +150,18 @@ pub fn partb_markdown(r: &PartBResult) -> String {
     )
 }
 
-/// `course` for iolab's defaults, `course sizes` for 512/8192.
+/// The course's sizes or iolab's, shortly.
 fn sizes_name(s: &ChunkSizes) -> &'static str {
     if *s == ChunkSizes::CLASSIC {
-        "course (512 B, 8 KiB windows)"
+        "course: 512 B, 8 KiB maps"
     } else {
-        "iolab (1 MiB, whole file)"
+        "iolab: 1 MiB, whole maps"
     }
+}
+
+/// Milliseconds with their interval, as many decimals as their size needs.
+fn ms_cell(s: &Summary) -> String {
+    with_interval(s, if s.median < 10.0 { 2 } else { 1 })
 }
 
 /// fcntl's slave time over mmap's, from the harness's verdict on their rates (fcntl / mmap:
@@ -171,10 +177,7 @@ pub fn versus_text(v: Option<&Verdict>) -> String {
         (Decided::Equivalent, _) => "within 5%",
         _ => "undecided",
     };
-    format!(
-        "{r:.2}x ({lo:.2}-{hi:.2} at {:.0}%): {said}",
-        v.level * 100.0
-    )
+    format!("{r:.2}x ({lo:.2}-{hi:.2}, {:.0}%) {said}", v.level * 100.0)
 }
 
 fn row<'a>(r: &'a ClassicNetResult, input: &str, sizes: &ChunkSizes, m: Method) -> Option<&'a Row> {
@@ -202,12 +205,12 @@ pub fn net_rows(r: &ClassicNetResult) -> Vec<Vec<String>> {
     for v in &r.versus {
         let ms = |m: Method, master: bool| {
             row(r, &v.input, &v.sizes, m)
-                .map(|x| with_interval(if master { &x.master_ms } else { &x.slave_ms }, 3))
+                .map(|x| ms_cell(if master { &x.master_ms } else { &x.slave_ms }))
                 .unwrap_or_else(|| "-".into())
         };
         let course = if v.input.contains("12 MB") {
             let (f, m) = COURSE_12MB_MS;
-            format!("{:.2}x ({f} vs {m} ms)", f / m)
+            format!("{:.2}x ({f} / {m} ms)", f / m)
         } else {
             "-".into()
         };
@@ -235,12 +238,19 @@ pub fn net_rows(r: &ClassicNetResult) -> Vec<Vec<String>> {
     rows
 }
 
-/// What the course inputs' table shows, and how to read the course's own figures beside it.
-pub fn net_note(r: &ClassicNetResult) -> String {
+/// What the course inputs' table shows, in two sentences.
+pub fn net_summary(r: &ClassicNetResult) -> String {
     let level = level_of(r.rows.iter().flat_map(|x| [&x.master_ms, &x.slave_ms]));
     format!(
-        "`master N f1 .. fN fcntl|mmap` to `slave N ...` over loopback, one line per run as the 2020 programs printed it (all the input's files, first connection to last file done), medians with intervals at {:.0}% or more; the ratio is the harness's verdict on the slave's rate, as time. {} The course reported only its 12 MB file, from a kernel module that copied each page-sized window once into a device buffer and sent it in one kernel send; its programs printed (microseconds) x 0.0001, milliseconds 10x too small for runs under a second, which leaves its ratio intact (and some printed file_size / 8 as the size: multiply such figures by 10 and by 8). iolab moves the files in user space: its mmap maps the file and sends each window in one call.",
-        level * 100.0,
+        "Each side's one `Transmission time` per run (all the input's files), medians with intervals at {:.0}% or more; the ratio is the harness's verdict on the slave's time. The course's programs printed (microseconds) x 0.0001, milliseconds 10x too small, and some file_size / 8: multiply their figures by 10 and 8; its ratio holds.",
+        level * 100.0
+    )
+}
+
+/// How to read the course inputs' table beside the course's own figure.
+pub fn net_note(r: &ClassicNetResult) -> String {
+    format!(
+        "`master N f1 .. fN fcntl|mmap` to `slave N ...` over loopback, one line per run as the 2020 programs printed it, from the first connection to the last file done. {} The course reported only its 12 MB file, from a kernel module that copied each page-sized window once into a device buffer and sent it in one kernel send, against 512-byte reads and writes for fcntl. iolab moves the files in user space: its mmap maps the file and sends each window in one call; with large buffers on both sides read/write needs no mapping's page faults.",
         if r.processes {
             "Master and slave ran as two processes, as the course's did."
         } else {
@@ -252,8 +262,9 @@ pub fn net_note(r: &ClassicNetResult) -> String {
 /// The course inputs' table and note: text.
 pub fn net_text(r: &ClassicNetResult) -> String {
     format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{}\n{}",
         table(&net_rows(r)),
+        net_summary(r),
         net_note(r),
         crate::report::rounds_line(&r.rounds)
     )
@@ -261,5 +272,10 @@ pub fn net_text(r: &ClassicNetResult) -> String {
 
 /// The course inputs' table and note: Markdown.
 pub fn net_markdown(r: &ClassicNetResult) -> String {
-    format!("{}\n{}\n", markdown_table(&net_rows(r)), net_note(r))
+    format!(
+        "{}\n{}\n\n== how to read it beside the course's figure\n\n{}\n",
+        markdown_table(&net_rows(r)),
+        net_summary(r),
+        net_note(r)
+    )
 }
