@@ -206,6 +206,39 @@ fn stages_csv(r: &VmResult) -> String {
     out
 }
 
+/// Part B's `free -m` lines before, after the reads and after the writes.
+pub fn partb_free_rows(r: &crate::experiments::partb::PartBResult) -> Vec<Vec<String>> {
+    let mut free = vec![
+        [
+            "free -m",
+            "total",
+            "used",
+            "free",
+            "shared",
+            "buff/cache",
+            "available",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (when, f) in [
+        ("before", &r.free_before),
+        ("after reads", &r.free_after_reads),
+        ("after writes", &r.free_after_writes),
+    ] {
+        free.push(vec![
+            format!("Mem: {when}"),
+            f.total.to_string(),
+            f.used.to_string(),
+            f.free.to_string(),
+            f.shared.to_string(),
+            f.buff_cache.to_string(),
+            f.available.to_string(),
+        ]);
+    }
+    free
+}
+
 /// `iolab vm --part-b`: the five ways side by side, `free -m` before and after, the explanation.
 pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) -> String {
     if format == Format::Json {
@@ -239,34 +272,7 @@ pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) 
             c.faults.to_string(),
         ]);
     }
-    let mut free = vec![
-        [
-            "free -m",
-            "total",
-            "used",
-            "free",
-            "shared",
-            "buff/cache",
-            "available",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for (when, f) in [
-        ("before", &r.free_before),
-        ("after reads", &r.free_after_reads),
-        ("after writes", &r.free_after_writes),
-    ] {
-        free.push(vec![
-            format!("Mem: {when}"),
-            f.total.to_string(),
-            f.used.to_string(),
-            f.free.to_string(),
-            f.shared.to_string(),
-            f.buff_cache.to_string(),
-            f.available.to_string(),
-        ]);
-    }
+    let free = partb_free_rows(r);
     match format {
         Format::Csv => super::csv_table(&rows),
         Format::Markdown => format!(

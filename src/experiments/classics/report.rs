@@ -136,17 +136,17 @@ pub fn partb_markdown(r: &PartBResult) -> String {
         .iter()
         .map(|c| &c.mib_s),
     );
-    let full = crate::report::vm::partb_report(r, crate::report::Format::Markdown);
-    // The free -m table and the explanation follow the ways' table in the full report: folded
-    // (the report's `== ` block), as they are long for a printed page.
-    let rest = full.split_once("\n\n").map(|(_, rest)| rest).unwrap_or("");
+    // The free -m table and the explanation folded (the report's `== ` block): they are long
+    // for a printed page.
     format!(
-        "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n== free -m before and after, and what the figures say\n\n{rest}",
+        "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n== free -m before and after, and what the figures say\n\n{}\n{}\n",
         markdown_table(&partb_rows(r)),
         level * 100.0,
         r.config.repeat,
         crate::size::format_size(r.config.bs),
         crate::size::format_size(r.config.write_len),
+        markdown_table(&crate::report::vm::partb_free_rows(r)),
+        r.explanation.join("\n\n"),
     )
 }
 
