@@ -144,11 +144,56 @@ fn cites_html(cites: &[String], secs: &[Section]) -> String {
         .join("; ")
 }
 
+/// report.html's style sheet: the page, its tables and plots, and the printed page.
+const STYLE: &str = concat!(
+    "*{box-sizing:border-box}",
+    "body{font-family:system-ui,sans-serif;max-width:64rem;margin:0 auto;padding:1rem;line-height:1.45;color:#111;overflow-wrap:anywhere}",
+    "h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2rem}",
+    "nav ol{columns:2;font-size:.9rem;padding-left:1.4rem}@media (max-width:40rem){nav ol{columns:1}}",
+    "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd;white-space:pre}",
+    "figure{margin:.5rem 0;width:100%;max-width:44rem;overflow-x:auto}figure svg{width:100%;min-width:34rem;height:auto;display:block}",
+    ".cite{color:#555;font-size:.85em}.err,.warn{color:#a00}",
+    ".tw{overflow-x:auto;max-width:100%;margin:.5rem 0}",
+    "table{border-collapse:collapse;font-size:.8rem;font-variant-numeric:tabular-nums}",
+    "td,th{border:1px solid #ccc;padding:.2rem .45rem;vertical-align:top;text-align:left;white-space:nowrap;overflow-wrap:normal}",
+    "th{background:#eef}td.num{text-align:right}td.bad{background:#fdd;color:#900;font-weight:bold}",
+    ".tw th:first-child,.tw td:first-child{position:sticky;left:0;background:#fff;z-index:1}.tw th:first-child{background:#eef}",
+    "table.host td{white-space:normal}table.host td:first-child{font-weight:bold;white-space:nowrap}",
+    "li.nj{color:#666}p.lines{font-size:.85rem}details{margin:.4rem 0}summary{cursor:pointer;font-weight:600}",
+    "dl.gloss dt{font-weight:bold;margin-top:.4rem}dl.gloss dd{margin-left:1rem}",
+    "@media print{body{max-width:none;padding:0;font-size:8.5pt}nav,details{display:none}",
+    ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
+    ".tw th:first-child,.tw td:first-child{position:static}tr,li,figure,dt,dd{break-inside:avoid}",
+    "h2{break-after:avoid;margin-top:1rem}dl.gloss{columns:2;column-gap:1.2rem}dl.gloss dt{break-after:avoid}figure{overflow:visible}figure svg{max-height:7cm;width:auto;min-width:0;max-width:100%;margin:0 auto}}",
+);
+
 /// Renders one report from `results` (several: hosts side by side), a section per experiment of
 /// `registry` that has an outcome.
 pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered {
     let r = &results[0];
     let mut plots = Vec::new();
+    let secs = sections(r, registry, &mut plots);
+    let markdown = markdown(results, &secs);
+    let html = html(results, &secs, &plots);
+    let results_json = if results.len() == 1 {
+        json(r)
+    } else {
+        json(&results.to_vec())
+    };
+    Rendered {
+        results_json,
+        markdown,
+        html,
+        plots,
+    }
+}
+
+/// Each measured experiment's section, its plot pushed onto `plots`.
+fn sections(
+    r: &SuiteResult,
+    registry: &[&dyn Experiment],
+    plots: &mut Vec<(String, String)>,
+) -> Vec<Section> {
     // The data files are removed after the run (unless kept): their folder is left out of the
     // tables, which then name the files alone (`random.bin`), not a path that no longer exists.
     let data_dir = format!("{}/", r.config.dir.display());
@@ -159,17 +204,23 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
             t.replace(&data_dir, "")
         }
     };
-    let secs: Vec<Section> = registry
+    registry
         .iter()
-        .filter_map(|e| r.outcome(e.name()).map(|o| e.section(o, &mut plots)))
+        .filter_map(|e| r.outcome(e.name()).map(|o| e.section(o, plots)))
         .map(|s| Section {
             table: s.table.map(unpath),
             markdown: s.markdown.map(unpath),
             error: s.error.map(unpath),
             ..s
         })
-        .collect();
-    // Markdown: the title, then a busy machine is said first.
+        .collect()
+}
+
+/// report.md: the title, a busy machine's warning, the host, the findings, the hosts side by
+/// side, each section and the glossary.
+fn markdown(results: &[SuiteResult], secs: &[Section]) -> String {
+    let r = &results[0];
+    // The title, then a busy machine is said first.
     let warning = r.interference.warning();
     let mut md = String::from("# iolab report\n\n");
     if let Some(w) = &warning {
@@ -200,7 +251,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         md.push_str("\n## Hosts side by side\n\n");
         md.push_str(&comparison(results));
     }
-    for s in &secs {
+    for s in secs {
         md.push_str(&format!("\n## {}\n\n{}\n\n", s.title, s.why));
         if let Some(b) = &s.busy {
             md.push_str(&format!("**Busy while measured:** {}.\n\n", md_esc(b)));
@@ -221,31 +272,17 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
     for (term, meaning) in GLOSSARY {
         md.push_str(&format!("- **{term}**: {meaning}\n"));
     }
-    // HTML
-    let mut html = String::from(concat!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>iolab report</title><style>",
-        "*{box-sizing:border-box}",
-        "body{font-family:system-ui,sans-serif;max-width:64rem;margin:0 auto;padding:1rem;line-height:1.45;color:#111;overflow-wrap:anywhere}",
-        "h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2rem}",
-        "nav ol{columns:2;font-size:.9rem;padding-left:1.4rem}@media (max-width:40rem){nav ol{columns:1}}",
-        "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd;white-space:pre}",
-        "figure{margin:.5rem 0;width:100%;max-width:44rem;overflow-x:auto}figure svg{width:100%;min-width:34rem;height:auto;display:block}",
-        ".cite{color:#555;font-size:.85em}.err,.warn{color:#a00}",
-        ".tw{overflow-x:auto;max-width:100%;margin:.5rem 0}",
-        "table{border-collapse:collapse;font-size:.8rem;font-variant-numeric:tabular-nums}",
-        "td,th{border:1px solid #ccc;padding:.2rem .45rem;vertical-align:top;text-align:left;white-space:nowrap;overflow-wrap:normal}",
-        "th{background:#eef}td.num{text-align:right}td.bad{background:#fdd;color:#900;font-weight:bold}",
-        ".tw th:first-child,.tw td:first-child{position:sticky;left:0;background:#fff;z-index:1}.tw th:first-child{background:#eef}",
-        "table.host td{white-space:normal}table.host td:first-child{font-weight:bold;white-space:nowrap}",
-        "li.nj{color:#666}p.lines{font-size:.85rem}details{margin:.4rem 0}summary{cursor:pointer;font-weight:600}",
-        "dl.gloss dt{font-weight:bold;margin-top:.4rem}dl.gloss dd{margin-left:1rem}",
-        "@media print{body{max-width:none;padding:0;font-size:8.5pt}nav,details{display:none}",
-        ".tw{overflow:visible}table{font-size:6.5pt}td,th{white-space:normal;padding:.1rem .25rem}",
-        ".tw th:first-child,.tw td:first-child{position:static}tr,li,figure,dt,dd{break-inside:avoid}",
-        "h2{break-after:avoid;margin-top:1rem}dl.gloss{columns:2;column-gap:1.2rem}dl.gloss dt{break-after:avoid}figure{overflow:visible}figure svg{max-height:7cm;width:auto;min-width:0;max-width:100%;margin:0 auto}}",
-        "</style></head><body>"
-    ));
+    md
+}
+
+/// report.html: the same as report.md, its tables real tables, the plots inline, with contents.
+fn html(results: &[SuiteResult], secs: &[Section], plots: &[(String, String)]) -> String {
+    let r = &results[0];
+    let warning = r.interference.warning();
+    let missing = super::not_judged(r);
+    let mut html = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>iolab report</title><style>{STYLE}</style></head><body>"
+    );
     if let Some(w) = &warning {
         html.push_str(&format!("<p class=\"warn\"><b>{}</b></p>", esc(w)));
     }
@@ -261,7 +298,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
     if results.len() > 1 {
         html.push_str("<li><a href=\"#hosts\">Hosts side by side</a></li>");
     }
-    for s in &secs {
+    for s in secs {
         html.push_str(&format!(
             "<li><a href=\"#{}\">{}</a></li>",
             s.name,
@@ -274,7 +311,7 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         html.push_str(&format!(
             "<li>{} <span class=\"cite\">(from {})</span></li>",
             esc(&f.text),
-            cites_html(&f.cites, &secs)
+            cites_html(&f.cites, secs)
         ));
     }
     for (key, why) in &missing {
@@ -289,42 +326,8 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
         html.push_str("<h2 id=\"hosts\">Hosts side by side</h2>");
         html.push_str(&md_to_html(&comparison(results)));
     }
-    for s in &secs {
-        html.push_str(&format!(
-            "<section id=\"{}\"><h2>{}</h2><p>{}</p>",
-            s.name,
-            esc(s.title),
-            esc(&s.why)
-        ));
-        if let Some(b) = &s.busy {
-            html.push_str(&format!(
-                "<p class=\"warn\"><b>Busy while measured:</b> {}.</p>",
-                esc(b)
-            ));
-        }
-        if let Some(p) = &s.plot
-            && let Some((_, svg)) = plots.iter().find(|(n, _)| n == &format!("{p}.svg"))
-        {
-            html.push_str(&format!(
-                "<figure class=\"plot\" id=\"{}-plot\">{svg}</figure>",
-                s.name
-            ));
-        }
-        match (&s.markdown, &s.table) {
-            (Some(m), _) => html.push_str(&md_to_html(m)),
-            (None, Some(t)) => html.push_str(&format!("<pre>{}</pre>", esc(t))),
-            (None, None) => {}
-        }
-        if let Some(e) = &s.error {
-            html.push_str(&format!(
-                "<p class=\"err\"><b>Not measured:</b> {}</p>",
-                esc(e)
-            ));
-        }
-        html.push_str(&format!(
-            "<p class=\"cite\">{:.1} s</p></section>",
-            s.seconds
-        ));
+    for s in secs {
+        html.push_str(&html_section(s, plots));
     }
     html.push_str("<h2 id=\"glossary\">Glossary</h2><dl class=\"gloss\">");
     for (term, meaning) in GLOSSARY {
@@ -332,17 +335,48 @@ pub fn render(results: &[SuiteResult], registry: &[&dyn Experiment]) -> Rendered
     }
     html.push_str("</dl>");
     html.push_str("</body></html>\n");
-    let results_json = if results.len() == 1 {
-        json(r)
-    } else {
-        json(&results.to_vec())
-    };
-    Rendered {
-        results_json,
-        markdown: md,
-        html,
-        plots,
+    html
+}
+
+/// One experiment's section of report.html: heading, explanation, plot, tables, time.
+fn html_section(s: &Section, plots: &[(String, String)]) -> String {
+    let mut html = String::new();
+    html.push_str(&format!(
+        "<section id=\"{}\"><h2>{}</h2><p>{}</p>",
+        s.name,
+        esc(s.title),
+        esc(&s.why)
+    ));
+    if let Some(b) = &s.busy {
+        html.push_str(&format!(
+            "<p class=\"warn\"><b>Busy while measured:</b> {}.</p>",
+            esc(b)
+        ));
     }
+    if let Some(p) = &s.plot
+        && let Some((_, svg)) = plots.iter().find(|(n, _)| n == &format!("{p}.svg"))
+    {
+        html.push_str(&format!(
+            "<figure class=\"plot\" id=\"{}-plot\">{svg}</figure>",
+            s.name
+        ));
+    }
+    match (&s.markdown, &s.table) {
+        (Some(m), _) => html.push_str(&md_to_html(m)),
+        (None, Some(t)) => html.push_str(&format!("<pre>{}</pre>", esc(t))),
+        (None, None) => {}
+    }
+    if let Some(e) = &s.error {
+        html.push_str(&format!(
+            "<p class=\"err\"><b>Not measured:</b> {}</p>",
+            esc(e)
+        ));
+    }
+    html.push_str(&format!(
+        "<p class=\"cite\">{:.1} s</p></section>",
+        s.seconds
+    ));
+    html
 }
 
 #[cfg(test)]
