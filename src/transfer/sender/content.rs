@@ -12,132 +12,180 @@ pub(super) fn send_content(
     gear: &mut Gear,
     peer: &str,
 ) -> Result<(Duration, Vec<PageDesc>)> {
-    let mut pages = Vec::new();
     if f.size == 0 {
-        return Ok((Duration::ZERO, pages));
+        return Ok((Duration::ZERO, Vec::new()));
     }
-    let fail = |e: std::io::Error| {
+    let mut s = Sending {
+        sock,
+        f,
+        cfg,
+        peer,
+        pace: cfg.pace(),
+        begun: Instant::now(),
+        sent: 0,
+        paused: Duration::ZERO,
+        pages: Vec::new(),
+    };
+    let t = match (cfg.method, cfg.sizes.map_size) {
+        (SendMethod::Read, _) => s.by_read(gear)?,
+        (SendMethod::Mmap, None) => s.by_mapping()?,
+        (SendMethod::Mmap, Some(window)) => s.by_windows(window)?,
+        (SendMethod::Sendfile, _) => s.by_sendfile()?,
+        (SendMethod::Splice, _) => s.by_splice(gear)?,
+    };
+    Ok((t.elapsed().saturating_sub(s.paused), s.pages))
+}
+
+/// One file being sent: where to, what is allowed, what has gone, and the time taken out.
+struct Sending<'a> {
+    sock: &'a mut TcpStream,
+    f: &'a Outgoing,
+    cfg: &'a SendConfig,
+    peer: &'a str,
+    pace: Pace,
+    begun: Instant,
+    sent: u64,
+    /// The page walk of `--pages`, taken out of the time.
+    paused: Duration,
+    pages: Vec<PageDesc>,
+}
+
+impl Sending<'_> {
+    fn fail(&self, e: std::io::Error) -> Error {
         Error::failed(
             "send failed",
-            format!("{}: {}", f.name, protocol::timeout_text(&e)),
+            format!("{}: {}", self.f.name, protocol::timeout_text(&e)),
         )
-        .on(peer)
-    };
-    let shrank =
-        || Error::failed("send failed", format!("{} shrank while sending", f.name)).at(&f.path);
-    let chunk = cfg.sizes.chunk;
-    let pace = cfg.pace();
-    let begun = Instant::now();
-    let mut sent = 0u64;
-    let mut paused = Duration::ZERO;
-    let mut walk = |addr: usize, len: usize, off: u64, pages: &mut Vec<PageDesc>| {
-        if cfg.pages {
-            let t = Instant::now();
-            if let Ok(p) = describe_range(addr, len, off) {
-                pages.extend(p);
-            }
-            paused += t.elapsed();
-        }
-    };
-    let t;
-    match cfg.method {
-        SendMethod::Read => {
-            t = Instant::now();
-            let buf = gear.buf.as_mut_slice();
-            let mut off = 0u64;
-            while off < f.size {
-                let want = (f.size - off).min(chunk as u64) as usize;
-                let n = crate::engine::pread_full(&f.file, &mut buf[..want], off).map_err(fail)?;
-                if n < want {
-                    return Err(shrank());
-                }
-                put(sock, &buf[..n], &pace, begun, &mut sent).map_err(fail)?;
-                off += n as u64;
-            }
-        }
-        SendMethod::Mmap => match cfg.sizes.map_size {
-            None => {
-                // The whole file in one mapping, made before the clock; the chunk is the size of
-                // each send from it.
-                let map = Mapping::new(&f.file, f.size as usize, false)
-                    .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
-                t = Instant::now();
-                for part in map.as_slice().chunks(chunk) {
-                    put(sock, part, &pace, begun, &mut sent).map_err(fail)?;
-                }
-                walk(map.addr(), map.len(), 0, &mut pages);
-                if map.sigbus_hits() > 0 {
-                    return Err(Error::failed(
-                        "send failed",
-                        "the file was truncated while mapped",
-                    )
-                    .at(&f.path));
-                }
-            }
-            Some(window) => {
-                // The course's way: map a window, send it whole in one call (its device sent
-                // its buffer in one kernel send), unmap, next: the mapping is the method's cost,
-                // inside the clock.
-                t = Instant::now();
-                let mut off = 0u64;
-                while off < f.size {
-                    let len = (f.size - off).min(window as u64) as usize;
-                    let map = Mapping::window(&f.file, off, len)
-                        .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&f.path))?;
-                    put(sock, map.as_slice(), &pace, begun, &mut sent).map_err(fail)?;
-                    walk(map.addr(), len, off, &mut pages);
-                    if map.sigbus_hits() > 0 {
-                        return Err(Error::failed(
-                            "send failed",
-                            "the file was truncated while mapped",
-                        )
-                        .at(&f.path));
-                    }
-                    off += len as u64;
-                }
-            }
-        },
-        SendMethod::Sendfile => {
-            // The kernel moves it: up to 1 GiB per call, whatever --chunk says.
-            t = Instant::now();
-            let mut off = 0u64;
-            while off < f.size {
-                let len = (f.size - off).min(1 << 30) as usize;
-                let n = crate::sys::net::sendfile(sock, &f.file, &mut off, len).map_err(fail)?;
-                if n == 0 {
-                    return Err(shrank());
-                }
-                pace.check(off, begun).map_err(fail)?;
-            }
-        }
-        SendMethod::Splice => {
-            let Some((r, w)) = gear.pipe.as_ref() else {
-                return Err(Error::failed("send failed", "no pipe for splice"));
-            };
-            t = Instant::now();
-            let mut off = 0u64;
-            while off < f.size {
-                let len = (f.size - off).min(chunk as u64) as usize;
-                let n =
-                    crate::sys::net::splice(&f.file, Some(&mut off), w, None, len).map_err(fail)?;
-                if n == 0 {
-                    return Err(shrank());
-                }
-                let mut left = n;
-                while left > 0 {
-                    let m = crate::sys::net::splice(r, None, sock, None, left).map_err(fail)?;
-                    if m == 0 {
-                        return Err(Error::failed(
-                            "send failed",
-                            "the receiver closed the connection",
-                        )
-                        .on(peer));
-                    }
-                    left -= m;
-                }
-                pace.check(off, begun).map_err(fail)?;
-            }
-        }
+        .on(self.peer)
     }
-    Ok((t.elapsed().saturating_sub(paused), pages))
+
+    fn shrank(&self) -> Error {
+        Error::failed(
+            "send failed",
+            format!("{} shrank while sending", self.f.name),
+        )
+        .at(&self.f.path)
+    }
+
+    fn cannot_map(&self, e: std::io::Error) -> Error {
+        Error::failed("cannot map", describe_io(&e)).at(&self.f.path)
+    }
+
+    /// Writes all of `data`, paced.
+    fn put(&mut self, data: &[u8]) -> Result<()> {
+        put(self.sock, data, &self.pace, self.begun, &mut self.sent).map_err(|e| self.fail(e))
+    }
+
+    /// With `--pages`, the descriptors of a mapped range, outside the time.
+    fn walk(&mut self, map: &Mapping, off: u64) -> Result<()> {
+        if self.cfg.pages {
+            let t = Instant::now();
+            if let Ok(p) = describe_range(map.addr(), map.len(), off) {
+                self.pages.extend(p);
+            }
+            self.paused += t.elapsed();
+        }
+        if map.sigbus_hits() > 0 {
+            return Err(
+                Error::failed("send failed", "the file was truncated while mapped")
+                    .at(&self.f.path),
+            );
+        }
+        Ok(())
+    }
+
+    /// read(2) a chunk into the connection's buffer, send it, next.
+    fn by_read(&mut self, gear: &mut Gear) -> Result<Instant> {
+        let t = Instant::now();
+        let chunk = self.cfg.sizes.chunk as u64;
+        let mut off = 0u64;
+        while off < self.f.size {
+            let want = (self.f.size - off).min(chunk) as usize;
+            let buf = &mut gear.buf.as_mut_slice()[..want];
+            let n = crate::engine::pread_full(&self.f.file, buf, off).map_err(|e| self.fail(e))?;
+            if n < want {
+                return Err(self.shrank());
+            }
+            put(self.sock, &buf[..n], &self.pace, self.begun, &mut self.sent)
+                .map_err(|e| self.fail(e))?;
+            off += n as u64;
+        }
+        Ok(t)
+    }
+
+    /// The whole file in one mapping, made before the clock; the chunk is the size of each send
+    /// from it.
+    fn by_mapping(&mut self) -> Result<Instant> {
+        let map = Mapping::new(&self.f.file, self.f.size as usize, false)
+            .map_err(|e| self.cannot_map(e))?;
+        let t = Instant::now();
+        for part in map.as_slice().chunks(self.cfg.sizes.chunk) {
+            self.put(part)?;
+        }
+        self.walk(&map, 0)?;
+        Ok(t)
+    }
+
+    /// The course's way: map a window, send it whole in one call (its device sent its buffer in
+    /// one kernel send), unmap, next: the mapping is the method's cost, inside the clock.
+    fn by_windows(&mut self, window: usize) -> Result<Instant> {
+        let t = Instant::now();
+        let mut off = 0u64;
+        while off < self.f.size {
+            let len = (self.f.size - off).min(window as u64) as usize;
+            let map = Mapping::window(&self.f.file, off, len).map_err(|e| self.cannot_map(e))?;
+            self.put(map.as_slice())?;
+            self.walk(&map, off)?;
+            off += len as u64;
+        }
+        Ok(t)
+    }
+
+    /// The kernel moves it: up to 1 GiB per call, whatever `--chunk` says.
+    fn by_sendfile(&mut self) -> Result<Instant> {
+        let t = Instant::now();
+        let mut off = 0u64;
+        while off < self.f.size {
+            let len = (self.f.size - off).min(1 << 30) as usize;
+            let n = crate::sys::net::sendfile(self.sock, &self.f.file, &mut off, len)
+                .map_err(|e| self.fail(e))?;
+            if n == 0 {
+                return Err(self.shrank());
+            }
+            self.pace.check(off, self.begun).map_err(|e| self.fail(e))?;
+        }
+        Ok(t)
+    }
+
+    /// The file into the connection's pipe, the pipe into the socket, a chunk at a time.
+    fn by_splice(&mut self, gear: &mut Gear) -> Result<Instant> {
+        let Some((r, w)) = gear.pipe.as_ref() else {
+            return Err(Error::failed("send failed", "no pipe for splice"));
+        };
+        let t = Instant::now();
+        let chunk = self.cfg.sizes.chunk as u64;
+        let mut off = 0u64;
+        while off < self.f.size {
+            let len = (self.f.size - off).min(chunk) as usize;
+            let n = crate::sys::net::splice(&self.f.file, Some(&mut off), w, None, len)
+                .map_err(|e| self.fail(e))?;
+            if n == 0 {
+                return Err(self.shrank());
+            }
+            let mut left = n;
+            while left > 0 {
+                let m = crate::sys::net::splice(r, None, self.sock, None, left)
+                    .map_err(|e| self.fail(e))?;
+                if m == 0 {
+                    return Err(
+                        Error::failed("send failed", "the receiver closed the connection")
+                            .on(self.peer),
+                    );
+                }
+                left -= m;
+            }
+            self.pace.check(off, self.begun).map_err(|e| self.fail(e))?;
+        }
+        Ok(t)
+    }
 }
