@@ -51,22 +51,8 @@ pub(super) fn store(
         FileRecord::new(&h, method, time, verify)
     };
     if cfg.discard {
-        let mut hasher = blake3::Hasher::new();
-        let t = Instant::now();
-        let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
-            hasher.update(b);
-            Ok(())
-        })?;
-        let time = t.elapsed();
-        let hash = hasher.finalize();
-        check_hash(inc, hash.as_bytes(), peer)?;
-        return Ok(record(
-            got,
-            *hash.as_bytes(),
-            "discard",
-            time,
-            Duration::ZERO,
-        ));
+        let (got, hash, time) = discard(sock, inc, max, gear, peer)?;
+        return Ok(record(got, hash, "discard", time, Duration::ZERO));
     }
     let fresh = gear
         .claimed
@@ -93,26 +79,7 @@ pub(super) fn store(
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_default();
-    // Unnamed (O_TMPFILE) where the file system can: until it is linked in place it has no name,
-    // so nothing is left even if the process is killed outright. Else a named temporary, removed
-    // on failure and on interrupts.
-    let (file, mut partial, _tracked) = match dir.create_unnamed() {
-        Some(f) => (f, None, None),
-        None => {
-            // What a receiver killed with -9 left here under a hidden name goes first.
-            crate::clean::remove_all(&crate::clean::stale_files(dir.path()));
-            let tracked = crate::output::track(&dir.handle_path(&tmp));
-            let f = dir
-                .create_new(&tmp)
-                .map_err(|e| Error::io("cannot create", &dest, &e))?;
-            let partial = Partial {
-                dir: dir.clone(),
-                name: tmp.clone(),
-                keep: false,
-            };
-            (f, Some(partial), Some(tracked))
-        }
-    };
+    let (file, mut partial, _tracked) = create_output(&dir, &tmp, &dest)?;
     // Only a raw stream has no hash to check: with one, the bytes are always verified.
     let hash_it = !(cfg.no_hash && inc.hash.is_none());
     let stored = match cfg.method {
@@ -138,18 +105,8 @@ pub(super) fn store(
     if let Some(hash) = &hash {
         check_hash(inc, hash, peer).map_err(|e| e.at(&dest))?;
     }
-    let placed = match (&mut partial, cfg.force) {
-        (Some(p), _) => dir
-            .rename(&tmp, &name, cfg.force)
-            .inspect(|_| p.keep = true),
-        (None, false) => dir.link(&file, &name),
-        (None, true) => dir.link(&file, &tmp).and_then(|_| {
-            dir.rename(&tmp, &name, true).inspect_err(|_| {
-                let _ = dir.remove(&tmp);
-            })
-        }),
-    };
-    placed.map_err(|e| crate::output::not_placed(&dest, e))?;
+    put_in_place(&dir, &file, &mut partial, &tmp, &name, cfg.force)
+        .map_err(|e| crate::output::not_placed(&dest, e))?;
     let mut rec = record(
         stored.got,
         hash.unwrap_or_default(),
@@ -163,6 +120,73 @@ pub(super) fn store(
     }
     rec.pages = stored.pages;
     Ok(rec)
+}
+
+/// `--discard`: the bytes hashed as they come and dropped; what came, its hash, the time.
+fn discard(
+    sock: &mut TcpStream,
+    inc: &Incoming,
+    max: u64,
+    gear: &mut Gear,
+    peer: &str,
+) -> Result<(u64, [u8; 32], Duration)> {
+    let mut hasher = blake3::Hasher::new();
+    let t = Instant::now();
+    let got = pump(sock, gear.buf.as_mut_slice(), inc, max, peer, |b| {
+        hasher.update(b);
+        Ok(())
+    })?;
+    let time = t.elapsed();
+    let hash = hasher.finalize();
+    check_hash(inc, hash.as_bytes(), peer)?;
+    Ok((got, *hash.as_bytes(), time))
+}
+
+/// The file a transfer stores into: unnamed (O_TMPFILE) where the file system can, so that until
+/// it is linked in place it has no name and nothing is left even if the process is killed
+/// outright; else a new file named `tmp`, removed on failure (the returned [`Partial`]) and on
+/// interrupts (the tracked name).
+fn create_output(
+    dir: &Arc<Dir>,
+    tmp: &std::ffi::OsStr,
+    dest: &Path,
+) -> Result<(File, Option<Partial>, Option<crate::output::Partial>)> {
+    if let Some(f) = dir.create_unnamed() {
+        return Ok((f, None, None));
+    }
+    // What a receiver killed with -9 left here under a hidden name goes first.
+    crate::clean::remove_all(&crate::clean::stale_files(dir.path()));
+    let tracked = crate::output::track(&dir.handle_path(tmp));
+    let f = dir
+        .create_new(tmp)
+        .map_err(|e| Error::io("cannot create", dest, &e))?;
+    let partial = Partial {
+        dir: dir.clone(),
+        name: tmp.to_os_string(),
+        keep: false,
+    };
+    Ok((f, Some(partial), Some(tracked)))
+}
+
+/// Puts the stored file at `name`: the named temporary renamed (then kept), or the unnamed file
+/// linked (with `force`, linked beside and renamed over what is there).
+fn put_in_place(
+    dir: &Dir,
+    file: &File,
+    partial: &mut Option<Partial>,
+    tmp: &std::ffi::OsStr,
+    name: &std::ffi::OsStr,
+    force: bool,
+) -> std::io::Result<()> {
+    match (partial, force) {
+        (Some(p), _) => dir.rename(tmp, name, force).inspect(|_| p.keep = true),
+        (None, false) => dir.link(file, name),
+        (None, true) => dir.link(file, tmp).and_then(|_| {
+            dir.rename(tmp, name, true).inspect_err(|_| {
+                let _ = dir.remove(tmp);
+            })
+        }),
+    }
 }
 
 /// Refuses bytes whose BLAKE3 differs from the header's (a raw stream has none to check).
