@@ -281,9 +281,31 @@ pub fn line_plot(p: &Plot) -> String {
             tick_label(y)
         );
     }
-    // x ticks: each distinct x of the data, or, on a linear axis with many of them (a time
-    // series), evenly spaced round values, so that labels do not run into each other.
-    let mut xs: Vec<f64> = pts().map(|q| q.x).collect();
+    x_ticks(&mut o, p, (x0, x1), &sx);
+    let _ = write!(
+        o,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        LEFT + pw / 2.0,
+        TOP + ph + 44.0,
+        esc(&p.x_label),
+        TOP + ph / 2.0,
+        esc(&p.y_label)
+    );
+    for (i, s) in p.series.iter().filter(|s| !s.points.is_empty()).enumerate() {
+        draw_series(&mut o, i, s, &sx, &sy);
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// The x axis's ticks: each distinct x of the data, or, on a linear axis with many of them (a
+/// time series), evenly spaced round values, so that labels do not run into each other.
+fn x_ticks(o: &mut String, p: &Plot, (x0, x1): (f64, f64), sx: &dyn Fn(f64) -> f64) {
+    let mut xs: Vec<f64> = p
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.x))
+        .collect();
     xs.sort_by(|a, b| a.total_cmp(b));
     xs.dedup();
     if !p.log2_x && xs.len() > MAX_X_TICKS {
@@ -304,71 +326,68 @@ pub fn line_plot(p: &Plot) -> String {
         let _ = write!(
             o,
             r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#999"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + ph,
-            TOP + ph + 5.0,
-            TOP + ph + 21.0,
+            TOP + PH,
+            TOP + PH + 5.0,
+            TOP + PH + 21.0,
             esc(&label)
         );
     }
+}
+
+/// One series: its line, its points with their ranges, and its legend entry.
+fn draw_series(
+    o: &mut String,
+    i: usize,
+    s: &Series,
+    sx: &dyn Fn(f64) -> f64,
+    sy: &dyn Fn(f64) -> f64,
+) {
+    let color = COLORS[i % COLORS.len()];
+    let dash = DASHES[(i / COLORS.len() + i) % DASHES.len()];
+    let path: Vec<String> = s
+        .points
+        .iter()
+        .map(|q| format!("{:.1},{:.1}", sx(q.x), sy(q.y)))
+        .collect();
     let _ = write!(
         o,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"##,
-        LEFT + pw / 2.0,
-        TOP + ph + 44.0,
-        esc(&p.x_label),
-        TOP + ph / 2.0,
-        esc(&p.y_label)
+        r#"<g class="series"><polyline points="{}" fill="none" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
+        path.join(" ")
     );
-    for (i, s) in p.series.iter().filter(|s| !s.points.is_empty()).enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let dash = DASHES[(i / COLORS.len() + i) % DASHES.len()];
-        let path: Vec<String> = s
-            .points
-            .iter()
-            .map(|q| format!("{:.1},{:.1}", sx(q.x), sy(q.y)))
-            .collect();
-        let _ = write!(
-            o,
-            r#"<g class="series"><polyline points="{}" fill="none" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
-            path.join(" ")
-        );
-        for q in &s.points {
-            let px = sx(q.x);
-            if q.hi > q.lo {
-                let _ = write!(
-                    o,
-                    r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{color}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
-                    sy(q.lo),
-                    sy(q.hi),
-                    px - 4.0,
-                    sy(q.lo),
-                    px + 4.0,
-                    sy(q.lo),
-                    px - 4.0,
-                    sy(q.hi),
-                    px + 4.0,
-                    sy(q.hi)
-                );
-            }
-            marker(&mut o, i, px, sy(q.y), color);
+    for q in &s.points {
+        let px = sx(q.x);
+        if q.hi > q.lo {
+            let _ = write!(
+                o,
+                r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{color}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
+                sy(q.lo),
+                sy(q.hi),
+                px - 4.0,
+                sy(q.lo),
+                px + 4.0,
+                sy(q.lo),
+                px - 4.0,
+                sy(q.hi),
+                px + 4.0,
+                sy(q.hi)
+            );
         }
-        let (lx, ly) = legend_at(i, BOTTOM);
-        let _ = write!(
-            o,
-            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
-            lx + 30.0
-        );
-        marker(&mut o, i, lx + 15.0, ly, color);
-        let _ = write!(
-            o,
-            r#"<text x="{}" y="{}">{}</text></g>"#,
-            lx + 38.0,
-            ly + 4.0,
-            esc(&s.name)
-        );
+        marker(o, i, px, sy(q.y), color);
     }
-    o.push_str("</svg>\n");
-    o
+    let (lx, ly) = legend_at(i, BOTTOM);
+    let _ = write!(
+        o,
+        r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>"#,
+        lx + 30.0
+    );
+    marker(o, i, lx + 15.0, ly, color);
+    let _ = write!(
+        o,
+        r#"<text x="{}" y="{}">{}</text></g>"#,
+        lx + 38.0,
+        ly + 4.0,
+        esc(&s.name)
+    );
 }
 
 /// Stacks SVG panels vertically into one SVG element.
