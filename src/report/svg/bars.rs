@@ -95,44 +95,12 @@ pub fn bar_chart(b: &Bars) -> String {
         let gx = LEFT + g as f64 * gw + (gw - bw * ns) / 2.0;
         for (s, v) in b.values.get(g).into_iter().flatten().enumerate() {
             let Some(v) = v else { continue };
-            let x = gx + s as f64 * bw;
-            let y = sy(*v);
-            let color = COLORS[s % COLORS.len()];
-            let _ = write!(
-                o,
-                r#"<g class="bar"><rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
-                bw - 2.0,
-                (TOP + ph - y).max(0.0)
-            );
-            let hatch = HATCH[s % HATCH.len()];
-            if !hatch.is_empty() {
-                let _ = write!(
-                    o,
-                    r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{hatch}"/>"#,
-                    bw - 2.0,
-                    (TOP + ph - y).max(0.0)
-                );
-            }
-            if let Some(Some(note)) = b.notes.get(g).and_then(|n| n.get(s))
-                && bw >= NOTE_MIN_BAR
-            {
-                // Upright, so that it is never wider than its bar: above the bar, or inside it
-                // from its top when there is no room above; a white halo keeps it legible on
-                // the bar.
-                let cx = x + bw / 2.0 + NOTE_FONT * 0.35 - 1.0;
-                let len = note.chars().count() as f64 * NOTE_FONT * 0.62;
-                let (ny, anchor) = if y - 3.0 - len >= TOP + 2.0 {
-                    (y - 3.0, "start")
-                } else {
-                    (y + 3.0, "end")
-                };
-                let _ = write!(
-                    o,
-                    r#"<text x="{cx:.1}" y="{ny:.1}" font-size="{NOTE_FONT}" text-anchor="{anchor}" transform="rotate(-90 {cx:.1} {ny:.1})" paint-order="stroke" stroke="white" stroke-width="3">{}</text>"#,
-                    esc(note)
-                );
-            }
-            o.push_str("</g>");
+            let note = b
+                .notes
+                .get(g)
+                .and_then(|n| n.get(s))
+                .and_then(|n| n.as_deref());
+            bar(&mut o, s, (gx + s as f64 * bw, sy(*v)), bw, note);
         }
         let _ = write!(
             o,
@@ -150,7 +118,54 @@ pub fn bar_chart(b: &Bars) -> String {
         TOP + ph / 2.0,
         esc(&b.y_label)
     );
-    for (s, name) in b.series.iter().enumerate() {
+    legend(&mut o, &b.series);
+    o.push_str("</svg>\n");
+    o
+}
+
+/// Bar `s` of a group, its top left at `(x, y)`, `bw` wide, with its note above it (or inside
+/// its top when there is no room above).
+fn bar(o: &mut String, s: usize, (x, y): (f64, f64), bw: f64, note: Option<&str>) {
+    let color = COLORS[s % COLORS.len()];
+    let _ = write!(
+        o,
+        r#"<g class="bar"><rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+        bw - 2.0,
+        (TOP + PH - y).max(0.0)
+    );
+    let hatch = HATCH[s % HATCH.len()];
+    if !hatch.is_empty() {
+        let _ = write!(
+            o,
+            r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{hatch}"/>"#,
+            bw - 2.0,
+            (TOP + PH - y).max(0.0)
+        );
+    }
+    if let Some(note) = note
+        && bw >= NOTE_MIN_BAR
+    {
+        // Upright, so that it is never wider than its bar: above the bar, or inside it from its
+        // top when there is no room above; a white halo keeps it legible on the bar.
+        let cx = x + bw / 2.0 + NOTE_FONT * 0.35 - 1.0;
+        let len = note.chars().count() as f64 * NOTE_FONT * 0.62;
+        let (ny, anchor) = if y - 3.0 - len >= TOP + 2.0 {
+            (y - 3.0, "start")
+        } else {
+            (y + 3.0, "end")
+        };
+        let _ = write!(
+            o,
+            r#"<text x="{cx:.1}" y="{ny:.1}" font-size="{NOTE_FONT}" text-anchor="{anchor}" transform="rotate(-90 {cx:.1} {ny:.1})" paint-order="stroke" stroke="white" stroke-width="3">{}</text>"#,
+            esc(note)
+        );
+    }
+    o.push_str("</g>");
+}
+
+/// The series' legend under the plot: a swatch (hatched as its bars) and the name.
+fn legend(o: &mut String, series: &[String]) {
+    for (s, name) in series.iter().enumerate() {
         let (lx, ly) = legend_at(s, BAR_BOTTOM);
         let color = COLORS[s % COLORS.len()];
         let hatch = HATCH[s % HATCH.len()];
@@ -174,8 +189,6 @@ pub fn bar_chart(b: &Bars) -> String {
             esc(name)
         );
     }
-    o.push_str("</svg>\n");
-    o
 }
 
 #[cfg(test)]
