@@ -177,19 +177,13 @@ pub fn run_syscalls(
     })
 }
 
-fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<SyscallRow>> {
-    let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
-    let size = file
-        .metadata()
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
-    crate::cache::load(&file, size, path)?;
+/// The calls measured, each with what it does and how it is timed, on the cached `file`.
+fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Row<'a>>> {
     let mut seq = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
     let mut byte = [0u8; 1];
     let mut byte2 = [0u8; 1];
     let mut page = crate::sys::buf::AlignedBuf::new(4096);
     let blocks = (size / 4096).max(1);
-    let file = &file;
     let row = |name, what, sampler| Row {
         name,
         what,
@@ -291,6 +285,18 @@ fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<Sy
             Err(e) => return Err(e),
         },
     ));
+    Ok(rows)
+}
+
+/// Every call of [`calls_to_time`], `samples` rounds after one that calibrates each loop.
+fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<SyscallRow>> {
+    let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io("cannot stat", path, &e))?
+        .len();
+    crate::cache::load(&file, size, path)?;
+    let rows = calls_to_time(&file, path, size)?;
     debug_assert_eq!(rows.len(), ROWS, "ROWS counts the calls measured");
     // One uncounted round calibrates each loop and warms it; then `samples` rounds.
     let mut calls = Calls(rows);
