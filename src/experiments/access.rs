@@ -177,6 +177,32 @@ impl AccessConfig {
         ReadMethod::MmapRandom,
     ];
 
+    /// Refuses settings that cannot give a result.
+    pub fn check(&self) -> Result<()> {
+        if self.bs == 0 {
+            return Err(Error::usage(
+                "invalid block size",
+                "it must be at least 1 byte",
+            ));
+        }
+        if self.threads == 0 || (self.repeat == 0 && self.budget.is_none()) {
+            return Err(Error::usage(
+                "invalid count",
+                "--threads and --repeat must be at least 1",
+            ));
+        }
+        if self.ops == Some(0) {
+            return Err(Error::usage("invalid --ops", "it must be at least 1"));
+        }
+        if self.methods.is_empty() || self.patterns.is_empty() || self.caches.is_empty() {
+            return Err(Error::usage(
+                "nothing to measure",
+                "give at least one method, pattern and cache state",
+            ));
+        }
+        Ok(())
+    }
+
     /// The classic benchmark's run of `path` (srajangarg/mmap-bench's `read FILE seq|random
     /// read|mmap [adv_seq|adv_random]`): its four ways, both orders, the cache as it is, 4 KiB
     /// blocks, and the original's work: one byte touched per block, no file hint, an lseek
@@ -212,33 +238,27 @@ impl AccessConfig {
     pub const DEFAULT_WARMUP: usize = 1;
 }
 
+/// Each method against the first, in every pattern and cache state (only in `focus`'s, when
+/// given).
+fn against_the_first(cells: &[Cell], focus: Option<(Pattern, CacheMode)>) -> Vec<Comparison> {
+    (0..cells.len())
+        .filter(|&b| focus.is_none_or(|(p, c)| cells[b].pattern == p && cells[b].cache == c))
+        .filter_map(|b| {
+            let a = cells
+                .iter()
+                .position(|c| c.pattern == cells[b].pattern && c.cache == cells[b].cache)?;
+            (a != b).then_some(Comparison { a, b })
+        })
+        .collect()
+}
+
 /// Measures every method x pattern x cache cell, rounds interleaved.
 pub fn run_access(
     cfg: &AccessConfig,
     command_line: &str,
     obs: &dyn Observer,
 ) -> Result<AccessResult> {
-    if cfg.bs == 0 {
-        return Err(Error::usage(
-            "invalid block size",
-            "it must be at least 1 byte",
-        ));
-    }
-    if cfg.threads == 0 || (cfg.repeat == 0 && cfg.budget.is_none()) {
-        return Err(Error::usage(
-            "invalid count",
-            "--threads and --repeat must be at least 1",
-        ));
-    }
-    if cfg.ops == Some(0) {
-        return Err(Error::usage("invalid --ops", "it must be at least 1"));
-    }
-    if cfg.methods.is_empty() || cfg.patterns.is_empty() || cfg.caches.is_empty() {
-        return Err(Error::usage(
-            "nothing to measure",
-            "give at least one method, pattern and cache state",
-        ));
-    }
+    cfg.check()?;
     let src = engine::open_source(&cfg.path)?;
     let mut warnings = Vec::new();
     if src.size == 0 {
@@ -294,19 +314,7 @@ pub fn run_access(
         },
         None => Plan::fixed(cfg.warmup, cfg.repeat),
     };
-    // Each method against the first, in every pattern and cache state.
-    let comparisons: Vec<Comparison> = (0..cells.len())
-        .filter(|&b| {
-            cfg.focus
-                .is_none_or(|(p, c)| cells[b].pattern == p && cells[b].cache == c)
-        })
-        .filter_map(|b| {
-            let a = cells
-                .iter()
-                .position(|c| c.pattern == cells[b].pattern && c.cache == cells[b].cache)?;
-            (a != b).then_some(Comparison { a, b })
-        })
-        .collect();
+    let comparisons = against_the_first(&cells, cfg.focus);
     let mut set = AccessCells {
         cfg,
         src: &src,
