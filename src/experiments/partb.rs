@@ -126,7 +126,60 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
     if src.size == 0 {
         return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
     }
+    let plan = crate::harness::Plan::fixed(cfg.warmup, cfg.repeat);
     let free_before = meminfo::read().free_m();
+    let [rd, mr] = reads(cfg, &src, &plan, obs)?;
+    let free_after_reads = meminfo::read().free_m();
+    let [we, me, wend] = writes(cfg, &plan, obs)?;
+    let free_after_writes = meminfo::read().free_m();
+    let read = rd.cell("read() warm");
+    let mmap_read = mr.cell("mmap read warm");
+    let write_fsync_each = we.cell("write() + fsync per block");
+    let mmap_write_msync_end = me.cell("mmap write + one msync");
+    let write_fsync_end = wend.cell("write() + one fsync");
+    let read_ratio = Ratio::of(&mmap_read.mib_s, &read.mib_s);
+    let lab_ratio = Ratio::of(&mmap_write_msync_end.mib_s, &write_fsync_each.mib_s);
+    let fair_ratio = Ratio::of(&mmap_write_msync_end.mib_s, &write_fsync_end.mib_s);
+    let mut r = PartBResult {
+        host: host_facts(Some(&cfg.path), command_line),
+        config: cfg.clone(),
+        read_len: src.size,
+        read,
+        mmap_read,
+        write_fsync_each,
+        mmap_write_msync_end,
+        write_fsync_end,
+        read_ratio,
+        lab_ratio,
+        fair_ratio,
+        free_before,
+        free_after_reads,
+        free_after_writes,
+        explanation: Vec::new(),
+    };
+    r.explanation = explain(&r);
+    Ok(r)
+}
+
+/// The rates, calls and faults of a cell's counted runs.
+fn acc(runs: &[(crate::engine::Moved, crate::measure::Counters)]) -> Acc {
+    let mut a = Acc::new();
+    for (m, c) in runs {
+        a.rates
+            .push(crate::size::mib_per_s(m.bytes, c.wall.as_secs_f64()));
+        a.syscalls = m.ops;
+        a.faults = c.minor_faults + c.major_faults;
+    }
+    a
+}
+
+/// The file read warm with read() and through a mapping, rounds interleaved.
+fn reads(
+    cfg: &PartBConfig,
+    src: &engine::Source,
+    plan: &crate::harness::Plan,
+    obs: &dyn Observer,
+) -> Result<[Acc; 2]> {
     let read_w = Workload {
         bs: cfg.bs,
         len: src.size,
@@ -135,19 +188,8 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
         threads: 1,
     };
     let opts = EngineOptions::default();
-    let plan = crate::harness::Plan::fixed(cfg.warmup, cfg.repeat);
-    let acc = |runs: &[(crate::engine::Moved, crate::measure::Counters)]| {
-        let mut a = Acc::new();
-        for (m, c) in runs {
-            a.rates
-                .push(crate::size::mib_per_s(m.bytes, c.wall.as_secs_f64()));
-            a.syscalls = m.ops;
-            a.faults = c.minor_faults + c.major_faults;
-        }
-        a
-    };
     let read_cell = |method: ReadMethod| -> crate::harness::ClosureRun<'_> {
-        let (src, read_w, opts) = (&src, &read_w, &opts);
+        let (read_w, opts) = (&read_w, &opts);
         Box::new(move || {
             cache::prepare(&src.file, src.size, &src.path, CacheMode::Warm, false)?;
             let prepared = engine::prepare(method, src, read_w, opts)?;
@@ -159,13 +201,17 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
         ("read".into(), read_cell(ReadMethod::Read)),
         ("mmap".into(), read_cell(ReadMethod::Mmap)),
     ]);
-    let out = crate::harness::run("part B reads", &mut reads, &plan, &[], obs)?;
+    let out = crate::harness::run("part B reads", &mut reads, plan, &[], obs)?;
     if let Some(e) = out.cells.iter().find_map(|c| c.skipped.clone()) {
         return Err(e);
     }
-    let (rd, mr) = (acc(&out.cells[0].runs), acc(&out.cells[1].runs));
-    let free_after_reads = meminfo::read().free_m();
-    // The writes go to a scratch file beside FILE, never kept.
+    Ok([acc(&out.cells[0].runs), acc(&out.cells[1].runs)])
+}
+
+/// `write_len` written with write() and an fsync per block, through a mapping and one msync,
+/// and with write() and one fsync, into a scratch file beside the read one (never kept), each
+/// run checked by reading it back.
+fn writes(cfg: &PartBConfig, plan: &crate::harness::Plan, obs: &dyn Observer) -> Result<[Acc; 3]> {
     let dir = cfg
         .path
         .parent()
@@ -202,7 +248,7 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
             .map(|&(m, s)| (format!("{} sync {}", m.name(), s.name()), write_cell(m, s)))
             .collect(),
     );
-    let out = crate::harness::run("part B writes", &mut writes, &plan, &[], obs)?;
+    let out = crate::harness::run("part B writes", &mut writes, plan, &[], obs)?;
     if let Some(e) = out.cells.iter().find_map(|c| c.skipped.clone()) {
         return Err(e);
     }
@@ -212,36 +258,9 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
         acc(&out.cells[1].runs),
         acc(&out.cells[2].runs),
     ];
+    // The scratch file goes before free -m is read after the writes.
     drop(target);
-    let free_after_writes = meminfo::read().free_m();
-    let [we, me, wend] = accs;
-    let read = rd.cell("read() warm");
-    let mmap_read = mr.cell("mmap read warm");
-    let write_fsync_each = we.cell("write() + fsync per block");
-    let mmap_write_msync_end = me.cell("mmap write + one msync");
-    let write_fsync_end = wend.cell("write() + one fsync");
-    let read_ratio = Ratio::of(&mmap_read.mib_s, &read.mib_s);
-    let lab_ratio = Ratio::of(&mmap_write_msync_end.mib_s, &write_fsync_each.mib_s);
-    let fair_ratio = Ratio::of(&mmap_write_msync_end.mib_s, &write_fsync_end.mib_s);
-    let mut r = PartBResult {
-        host: host_facts(Some(&cfg.path), command_line),
-        config: cfg.clone(),
-        read_len: src.size,
-        read,
-        mmap_read,
-        write_fsync_each,
-        mmap_write_msync_end,
-        write_fsync_end,
-        read_ratio,
-        lab_ratio,
-        fair_ratio,
-        free_before,
-        free_after_reads,
-        free_after_writes,
-        explanation: Vec::new(),
-    };
-    r.explanation = explain(&r);
-    Ok(r)
+    Ok(accs)
 }
 
 /// "a is 2.31x b (interval 2.1-2.5)", or that the runs show no clear difference.
