@@ -155,8 +155,9 @@ pub fn create_file(path: &std::path::Path, size: u64, force: bool) -> Result<()>
     crate::output::save(path, &data, force)
 }
 
-/// Maps the file and records the process at every stage.
-pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
+/// The file, opened for writing when the tour writes, and its size; refuses an empty file and
+/// touch offsets past its end (they would raise SIGBUS).
+fn open_for(cfg: &VmConfig) -> Result<(File, u64)> {
     let src = crate::engine::open_source(&cfg.path)?;
     let size = src.size;
     if size == 0 {
@@ -182,6 +183,25 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     } else {
         src.file
     };
+    Ok((file, size))
+}
+
+/// The page cache before and after the file is read in from the device (evicted first).
+fn page_cache_change(file: &File, size: u64, path: &std::path::Path) -> Result<PageCacheChange> {
+    crate::cache::evict(file, path, false)?;
+    let before = meminfo::read();
+    crate::cache::load(file, size, path)?;
+    let after = meminfo::read();
+    Ok(PageCacheChange {
+        before,
+        after,
+        file_size: size,
+    })
+}
+
+/// Maps the file and records the process at every stage.
+pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
+    let (file, size) = open_for(cfg)?;
     if cfg.evict {
         crate::cache::evict(&file, &cfg.path, false)?;
     }
@@ -298,15 +318,7 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     }
     drop(map);
     let page_cache = if cfg.page_cache {
-        crate::cache::evict(&file, &cfg.path, false)?;
-        let before = meminfo::read();
-        crate::cache::load(&file, size, &cfg.path)?;
-        let after = meminfo::read();
-        Some(PageCacheChange {
-            before,
-            after,
-            file_size: size,
-        })
+        Some(page_cache_change(&file, size, &cfg.path)?)
     } else {
         None
     };
