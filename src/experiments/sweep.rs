@@ -61,6 +61,50 @@ pub struct SweepConfig {
 }
 
 impl SweepConfig {
+    /// What each block size is measured with: method x cache state (reads) or method x sync
+    /// mode (writes); refuses settings that cannot give a result.
+    fn kinds(&self) -> Result<Vec<CellKind>> {
+        if self.sizes.is_empty() || self.sizes.contains(&0) {
+            return Err(Error::usage(
+                "invalid block sizes",
+                "give at least one, each at least 1 byte",
+            ));
+        }
+        if self.threads == 0 || (self.repeat == 0 && self.budget.is_none()) {
+            return Err(Error::usage(
+                "invalid count",
+                "--threads and --repeat must be at least 1",
+            ));
+        }
+        let whats: Vec<CellKind> = match self.op {
+            SweepOp::Read => self
+                .read_methods
+                .iter()
+                .flat_map(|&method| {
+                    self.caches
+                        .iter()
+                        .map(move |&cache| CellKind::Read { method, cache })
+                })
+                .collect(),
+            SweepOp::Write => self
+                .write_methods
+                .iter()
+                .flat_map(|&method| {
+                    self.syncs
+                        .iter()
+                        .map(move |&sync| CellKind::Write { method, sync })
+                })
+                .collect(),
+        };
+        if whats.is_empty() {
+            return Err(Error::usage(
+                "nothing to measure",
+                "give at least one method and cache or sync mode",
+            ));
+        }
+        Ok(whats)
+    }
+
     /// Cache states measured by default.
     pub const DEFAULT_CACHES: [CacheMode; 2] = [CacheMode::Cold, CacheMode::Warm];
     /// Sync modes measured by default.
@@ -212,44 +256,7 @@ type Runner<'a> = dyn FnMut(CellKind, u64) -> Result<SweepRun> + 'a;
 
 /// Measures every cell `repeat` times, each round visiting every cell once.
 pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> Result<SweepResult> {
-    if cfg.sizes.is_empty() || cfg.sizes.contains(&0) {
-        return Err(Error::usage(
-            "invalid block sizes",
-            "give at least one, each at least 1 byte",
-        ));
-    }
-    if cfg.threads == 0 || (cfg.repeat == 0 && cfg.budget.is_none()) {
-        return Err(Error::usage(
-            "invalid count",
-            "--threads and --repeat must be at least 1",
-        ));
-    }
-    let mut whats = Vec::new();
-    match cfg.op {
-        SweepOp::Read => {
-            for &m in &cfg.read_methods {
-                for &c in &cfg.caches {
-                    whats.push(CellKind::Read {
-                        method: m,
-                        cache: c,
-                    });
-                }
-            }
-        }
-        SweepOp::Write => {
-            for &m in &cfg.write_methods {
-                for &s in &cfg.syncs {
-                    whats.push(CellKind::Write { method: m, sync: s });
-                }
-            }
-        }
-    }
-    if whats.is_empty() {
-        return Err(Error::usage(
-            "nothing to measure",
-            "give at least one method and cache or sync mode",
-        ));
-    }
+    let whats = cfg.kinds()?;
     let mut cells: Vec<SweepCell> = Vec::new();
     for &bs in &cfg.sizes {
         for &kind in &whats {
