@@ -217,32 +217,44 @@ pub fn fast_explain(r: &FastResult) -> String {
         c.reason
     );
     if !c.uses.is_empty() {
-        let mut rows = vec![vec![
-            "part".to_string(),
-            "bytes".into(),
-            "method".into(),
-            "threads".into(),
-            "bs".into(),
-            "depth".into(),
-            "why".into(),
-        ]];
-        for u in &c.uses {
-            rows.push(vec![
-                if u.warm { "resident" } else { "not resident" }.into(),
-                format_size(u.bytes),
-                u.plan.method.name().into(),
-                u.plan.threads.to_string(),
-                format_size(u.plan.bs),
-                u.plan.depth.to_string(),
-                u.why.clone(),
-            ]);
-        }
-        out.push_str(&crate::report::table(&rows));
+        out.push_str(&uses_table(c));
     }
     if c.probes.is_empty() {
         out.push_str("no probe: forced settings, a small file, or parts too small to probe\n");
         return out;
     }
+    out.push_str(&probes_table(c));
+    out.push_str(&probe_cost(r));
+    out
+}
+
+/// The plan of each part of the file (resident or not): method, threads, block, depth and why.
+fn uses_table(c: &crate::experiments::fast::Choice) -> String {
+    let mut rows = vec![vec![
+        "part".to_string(),
+        "bytes".into(),
+        "method".into(),
+        "threads".into(),
+        "bs".into(),
+        "depth".into(),
+        "why".into(),
+    ]];
+    for u in &c.uses {
+        rows.push(vec![
+            if u.warm { "resident" } else { "not resident" }.into(),
+            format_size(u.bytes),
+            u.plan.method.name().into(),
+            u.plan.threads.to_string(),
+            format_size(u.plan.bs),
+            u.plan.depth.to_string(),
+            u.why.clone(),
+        ]);
+    }
+    crate::report::table(&rows)
+}
+
+/// Every probe: the plan tried, where, how much and how fast.
+fn probes_table(c: &crate::experiments::fast::Choice) -> String {
     let mut rows = vec![vec![
         "probe".to_string(),
         "part".into(),
@@ -267,11 +279,16 @@ pub fn fast_explain(r: &FastResult) -> String {
             format!("{:.0}", p.mib_s),
         ]);
     }
-    out.push_str(&crate::report::table(&rows));
-    out.push_str(&format!(
-        "(MiB/s: a slice's second half, or all it read when it stopped short, its pace taking it past the probe's budget of {}% of the part's time; raced: bytes per CPU second)\n",
+    format!(
+        "{}(MiB/s: a slice's second half, or all it read when it stopped short, its pace taking it past the probe's budget of {}% of the part's time; raced: bytes per CPU second)\n",
+        crate::report::table(&rows),
         100.0 * crate::experiments::fast::PROBE_BUDGET
-    ));
+    )
+}
+
+/// What probing cost the run, and per part what the chosen plan would have taken instead.
+fn probe_cost(r: &FastResult) -> String {
+    let c = &r.choice;
     let wall = r.counters.wall.as_secs_f64();
     let parts: Vec<String> = c
         .uses
@@ -310,15 +327,14 @@ pub fn fast_explain(r: &FastResult) -> String {
             )
         })
         .collect();
-    out.push_str(&format!(
+    format!(
         "probe cost: {:.1} ms ({:.1}% of the {:.3} s run){}{}\n",
         c.probe_cost_secs * 1e3,
         100.0 * c.probe_cost_secs / wall.max(1e-9),
         wall,
         if parts.is_empty() { "" } else { ": " },
         parts.join("; ")
-    ));
-    out
+    )
 }
 
 /// A series of `fast` runs: each run's line, then the median and its interval.

@@ -105,14 +105,6 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
         }
     }
     let names: Vec<String> = (1..=results.len()).map(|i| format!("host {i}")).collect();
-    let find = |r: &'_ SuiteResult, k: &str| r.findings.iter().find(|f| f.key == k).cloned();
-    let num = |v: f64| {
-        if v.is_finite() && v > 0.0 {
-            format!("{v:.3}")
-        } else {
-            "-".into()
-        }
-    };
     // Hosts.
     let mut md = crate::report::markdown_table(
         &std::iter::once(vec!["host".to_string(), "which".to_string()])
@@ -123,9 +115,40 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
             }))
             .collect::<Vec<_>>(),
     );
-    // Findings: ratio, interval, verdict per host.
+    md.push('\n');
+    md.push_str(&crate::report::markdown_table(&finding_rows(
+        results, &keys, &names,
+    )));
+    let rows = figure_rows(results, &keys, &names);
+    if rows.len() > 1 {
+        md.push('\n');
+        md.push_str(&crate::report::markdown_table(&rows));
+    }
+    md.push_str("\nratio: the finding's first side over its second (medians, or the median of per-round ratios when paired); verdict: the side named the winner, `=` within 5%, `?` undecided; host N / host 1: that host's figure over the first host's.\n");
+    md
+}
+
+/// A positive figure with three decimals, else `-`.
+fn num(v: f64) -> String {
+    if v.is_finite() && v > 0.0 {
+        format!("{v:.3}")
+    } else {
+        "-".into()
+    }
+}
+
+/// The finding `key` of each host, where it has one.
+fn per_host(results: &[SuiteResult], key: &str) -> Vec<Option<Finding>> {
+    results
+        .iter()
+        .map(|r| r.findings.iter().find(|f| f.key == key).cloned())
+        .collect()
+}
+
+/// Findings: ratio, interval and verdict per host, and each host's ratio over the first's.
+fn finding_rows(results: &[SuiteResult], keys: &[&str], names: &[String]) -> Vec<Vec<String>> {
     let mut header = vec!["finding".to_string(), "ratio of".to_string()];
-    for n in &names {
+    for n in names {
         header.push(format!("{n} ratio"));
         header.push(format!("{n} interval"));
         header.push(format!("{n} verdict"));
@@ -134,8 +157,8 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
         header.push(format!("{n} / host 1"));
     }
     let mut rows = vec![header];
-    for k in &keys {
-        let per: Vec<Option<Finding>> = results.iter().map(|r| find(r, k)).collect();
+    for k in keys {
+        let per = per_host(results, k);
         let of = per
             .iter()
             .flatten()
@@ -166,15 +189,17 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
         }
         rows.push(row);
     }
-    md.push('\n');
-    md.push_str(&crate::report::markdown_table(&rows));
-    // Figures: each side's median per host.
+    rows
+}
+
+/// Figures: each side's median per host, and each host's over the first's.
+fn figure_rows(results: &[SuiteResult], keys: &[&str], names: &[String]) -> Vec<Vec<String>> {
     let mut header = vec!["finding".to_string(), "side".into(), "unit".into()];
     header.extend(names.iter().cloned());
     header.extend(names.iter().skip(1).map(|n| format!("{n} / host 1")));
     let mut rows = vec![header];
-    for k in &keys {
-        let per: Vec<Option<Finding>> = results.iter().map(|r| find(r, k)).collect();
+    for k in keys {
+        let per = per_host(results, k);
         let mut sides: Vec<(String, String)> = Vec::new();
         for f in per.iter().flatten() {
             for s in &f.sides {
@@ -207,12 +232,7 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
             rows.push(row);
         }
     }
-    if rows.len() > 1 {
-        md.push('\n');
-        md.push_str(&crate::report::markdown_table(&rows));
-    }
-    md.push_str("\nratio: the finding's first side over its second (medians, or the median of per-round ratios when paired); verdict: the side named the winner, `=` within 5%, `?` undecided; host N / host 1: that host's figure over the first host's.\n");
-    md
+    rows
 }
 
 /// A finding's verdict in one word: the winner, `=` (within 5%) or `?` (undecided).
