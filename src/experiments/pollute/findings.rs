@@ -82,18 +82,7 @@ fn pollute_pair(
     order: &[&str],
     key: &str,
 ) -> Option<Finding> {
-    let mut methods: Vec<MethodRuns> = Vec::new();
-    for m in runs.iter().filter(|m| m.unsupported.is_none()) {
-        let Some(e) = m.effect.as_ref() else { continue };
-        match methods.iter_mut().find(|x| x.name == m.method) {
-            Some(x) => x.passes.push((m.pass, e)),
-            None => methods.push(MethodRuns {
-                name: &m.method,
-                writes: m.writes,
-                passes: vec![(m.pass, e)],
-            }),
-        }
-    }
+    let methods = by_method(runs);
     let find = |name: &str| methods.iter().find(|m| m.name == name);
     let base = find(plain)?;
     let best = methods
@@ -156,6 +145,37 @@ fn pollute_pair(
         " rounds)",
         &format!(" ticks, {n_runs} runs of each, every run's interval within it)"),
     );
+    let more = notes(chosen, base, best, &tied, plain);
+    f.text = format!("{}; {}", f.text, more.join("; "));
+    Some(f)
+}
+
+/// The measured runs of each method, in the order they first ran.
+fn by_method(runs: &[StreamRun]) -> Vec<MethodRuns<'_>> {
+    let mut methods: Vec<MethodRuns> = Vec::new();
+    for m in runs.iter().filter(|m| m.unsupported.is_none()) {
+        let Some(e) = m.effect.as_ref() else { continue };
+        match methods.iter_mut().find(|x| x.name == m.method) {
+            Some(x) => x.passes.push((m.pass, e)),
+            None => methods.push(MethodRuns {
+                name: &m.method,
+                writes: m.writes,
+                passes: vec![(m.pass, e)],
+            }),
+        }
+    }
+    methods
+}
+
+/// What the finding adds after its comparison: the hot set's residency under each side, what
+/// the method cost the stream, and which methods were level with the best.
+fn notes(
+    chosen: &MethodRuns,
+    base: &MethodRuns,
+    best: &MethodRuns,
+    tied: &[&MethodRuns],
+    plain: &str,
+) -> Vec<String> {
     let pct = |m: &MethodRuns| {
         let p = crate::report::median(m.passes.iter().filter_map(|(_, e)| e.hot_resident_pct));
         format!("{p:.0}%")
@@ -195,8 +215,7 @@ fn pollute_pair(
             others.join(", ")
         ));
     }
-    f.text = format!("{}; {}", f.text, more.join("; "));
-    Some(f)
+    more
 }
 
 #[cfg(test)]
