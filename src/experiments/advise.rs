@@ -136,8 +136,27 @@ pub fn run_advise(
     } else {
         ReadMethod::Pread
     };
-    let usable = |r: &&AccessRow| r.unsupported.is_none() && r.kiops.n > 0;
-    let advice = [CacheMode::Warm, CacheMode::Cold]
+    let advice = advice(&measured, baseline);
+    let uncached = uncached_advice(&measured, baseline);
+    Ok(AdviseResult {
+        path: path.to_path_buf(),
+        pattern,
+        bs,
+        resident_now,
+        advice,
+        uncached,
+        measured,
+    })
+}
+
+/// A row with a measured figure.
+fn usable(r: &&AccessRow) -> bool {
+    r.unsupported.is_none() && r.kiops.n > 0
+}
+
+/// Per cache state, the fastest method against the plain call, with the paired interval.
+fn advice(measured: &AccessResult, baseline: ReadMethod) -> Vec<Advice> {
+    [CacheMode::Warm, CacheMode::Cold]
         .into_iter()
         .filter_map(|c| {
             let rows: Vec<&AccessRow> = measured
@@ -166,8 +185,12 @@ pub fn run_advise(
                 device_bytes_per_byte: best.device_bytes_per_byte,
             })
         })
-        .collect();
-    let uncached = [CacheMode::Warm, CacheMode::Cold]
+        .collect()
+}
+
+/// Per cache state, the uncached read against the plain call: whether it keeps up.
+fn uncached_advice(measured: &AccessResult, baseline: ReadMethod) -> Vec<UncachedAdvice> {
+    [CacheMode::Warm, CacheMode::Cold]
         .into_iter()
         .filter_map(|c| {
             let row = |m: ReadMethod| {
@@ -190,14 +213,5 @@ pub fn run_advise(
                     || (r.decided == decide::Decided::Winner && r.a_larger == Some(true)),
             })
         })
-        .collect();
-    Ok(AdviseResult {
-        path: path.to_path_buf(),
-        pattern,
-        bs,
-        resident_now,
-        advice,
-        uncached,
-        measured,
-    })
+        .collect()
 }
