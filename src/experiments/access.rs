@@ -252,6 +252,19 @@ fn against_the_first(cells: &[Cell], focus: Option<(Pattern, CacheMode)>) -> Vec
         .collect()
 }
 
+/// The warning for cells with runs that did not start in the asked cache state, if any.
+fn unverified_warning(rows: &[AccessRow]) -> Option<String> {
+    let unverified = rows
+        .iter()
+        .filter(|r| !r.cache_verified && r.unsupported.is_none())
+        .count();
+    (unverified > 0).then(|| {
+        format!(
+            "{unverified} cell(s) had runs that did not start in the asked cache state (marked)"
+        )
+    })
+}
+
 /// Measures every method x pattern x cache cell, rounds interleaved.
 pub fn run_access(
     cfg: &AccessConfig,
@@ -340,15 +353,7 @@ pub fn run_access(
         }
     }
     let rows: Vec<AccessRow> = cells.into_iter().map(row).collect();
-    let unverified = rows
-        .iter()
-        .filter(|r| !r.cache_verified && r.unsupported.is_none())
-        .count();
-    if unverified > 0 {
-        warnings.push(format!(
-            "{unverified} cell(s) had runs that did not start in the asked cache state (marked)"
-        ));
-    }
+    warnings.extend(unverified_warning(&rows));
     Ok(AccessResult {
         host: host_facts(Some(&cfg.path), command_line),
         config: cfg.clone(),

@@ -54,21 +54,7 @@ pub(super) fn store(
         let (got, hash, time) = discard(sock, inc, max, gear, peer)?;
         return Ok(record(got, hash, "discard", time, Duration::ZERO));
     }
-    let fresh = gear
-        .claimed
-        .lock()
-        .map(|mut c| c.insert(dest.clone()))
-        .unwrap_or(true);
-    if !fresh {
-        return Err(Error::failed(
-            "refused",
-            format!(
-                "the sender sent a second file named {}; only the first is kept",
-                inc.name
-            ),
-        )
-        .on(peer));
-    }
+    claim(gear, &dest, inc, peer)?;
     let Some((dir, name)) = place else {
         return Err(Error::failed("receive failed", "no output directory"));
     };
@@ -120,6 +106,27 @@ pub(super) fn store(
     }
     rec.pages = stored.pages;
     Ok(rec)
+}
+
+/// Claims `dest` for this transfer: a sender that sends a second file of one name is refused
+/// (only the first is kept).
+fn claim(gear: &Gear, dest: &Path, inc: &Incoming, peer: &str) -> Result<()> {
+    let fresh = gear
+        .claimed
+        .lock()
+        .map(|mut c| c.insert(dest.to_path_buf()))
+        .unwrap_or(true);
+    if fresh {
+        return Ok(());
+    }
+    Err(Error::failed(
+        "refused",
+        format!(
+            "the sender sent a second file named {}; only the first is kept",
+            inc.name
+        ),
+    )
+    .on(peer))
 }
 
 /// `--discard`: the bytes hashed as they come and dropped; what came, its hash, the time.
