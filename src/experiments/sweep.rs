@@ -274,77 +274,9 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         }
     }
     let mut warnings = Vec::new();
-    let (file_size, mut runner): (u64, Box<Runner>) = match cfg.op {
-        SweepOp::Read => {
-            let src = engine::open_source(&cfg.path)?;
-            let len = cfg.len.unwrap_or(src.size).min(src.size);
-            if len == 0 {
-                return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
-            }
-            let size = src.size;
-            let opts = EngineOptions::with_depth(cfg.depth);
-            let (shape, drop_all) = (cfg.shape(), cfg.drop_all);
-            (
-                size,
-                Box::new(move |kind: CellKind, bs: u64| {
-                    let CellKind::Read {
-                        method: m,
-                        cache: c,
-                    } = kind
-                    else {
-                        unreachable!("read sweep")
-                    };
-                    let mut state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
-                    let w = shape.workload(bs, len);
-                    let prepared = engine::prepare(m, &src, &w, &opts)?;
-                    let (moved, counters) = measure(|| prepared.run());
-                    let moved = moved?;
-                    state.judge_by_device(moved.bytes, counters.device_read_bytes);
-                    Ok(SweepRun {
-                        counters,
-                        moved,
-                        cache_verified: state.verified,
-                    })
-                }),
-            )
-        }
-        SweepOp::Write => {
-            let dir = if cfg.path.is_dir() {
-                cfg.path.clone()
-            } else {
-                cfg.path
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| ".".into())
-            };
-            let target = open_target(&dir.join("iolab-sweep-scratch"), false)?;
-            let len = cfg.len.unwrap_or(WRITE_LEN);
-            target.check_space(len)?;
-            let shape = cfg.shape();
-            (
-                0,
-                Box::new(move |kind: CellKind, bs: u64| {
-                    let CellKind::Write { method: m, sync: s } = kind else {
-                        unreachable!("write sweep")
-                    };
-                    let per_block = matches!(s, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync);
-                    let len = if per_block {
-                        len.min(bs.saturating_mul(SYNCED_BLOCKS))
-                    } else {
-                        len
-                    };
-                    let w = shape.workload(bs, len);
-                    let prepared = prepare_write(m, &target, &w, s)?;
-                    let (moved, counters) = measure(|| prepared.run());
-                    Ok(SweepRun {
-                        counters,
-                        moved: moved?,
-                        cache_verified: true,
-                    })
-                }),
-            )
-        }
+    let (file_size, mut runner) = match cfg.op {
+        SweepOp::Read => read_runner(cfg)?,
+        SweepOp::Write => write_runner(cfg)?,
     };
     let plan = match cfg.budget {
         Some(budget) => Plan::adaptive(budget),
@@ -376,6 +308,102 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
     let rounds = RoundsTaken::of(&out);
     warnings.append(&mut out.warnings);
     let cells: Vec<SweepCell> = cells.into_iter().map(finish).collect();
+    warnings.extend(after_warnings(cfg, &cells, read_len, file_size));
+    Ok(SweepResult {
+        host: host_facts(Some(&cfg.path), command_line),
+        config: cfg.clone(),
+        file_size,
+        cells,
+        warnings,
+        rounds,
+    })
+}
+
+/// The read sweep's runner, and the file's size: each run prepares the cache state asked and
+/// reads the first `--len` bytes (all of them by default) in the cell's block size.
+fn read_runner(cfg: &SweepConfig) -> Result<(u64, Box<Runner<'static>>)> {
+    let src = engine::open_source(&cfg.path)?;
+    let len = cfg.len.unwrap_or(src.size).min(src.size);
+    if len == 0 {
+        return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
+    }
+    let size = src.size;
+    let opts = EngineOptions::with_depth(cfg.depth);
+    let (shape, drop_all) = (cfg.shape(), cfg.drop_all);
+    Ok((
+        size,
+        Box::new(move |kind: CellKind, bs: u64| {
+            let CellKind::Read {
+                method: m,
+                cache: c,
+            } = kind
+            else {
+                unreachable!("read sweep")
+            };
+            let mut state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
+            let w = shape.workload(bs, len);
+            let prepared = engine::prepare(m, &src, &w, &opts)?;
+            let (moved, counters) = measure(|| prepared.run());
+            let moved = moved?;
+            state.judge_by_device(moved.bytes, counters.device_read_bytes);
+            Ok(SweepRun {
+                counters,
+                moved,
+                cache_verified: state.verified,
+            })
+        }),
+    ))
+}
+
+/// The write sweep's runner (a scratch file beside the path, never kept): each run writes
+/// `--len` bytes, at most [`SYNCED_BLOCKS`] blocks when syncing per block.
+fn write_runner(cfg: &SweepConfig) -> Result<(u64, Box<Runner<'static>>)> {
+    let dir = if cfg.path.is_dir() {
+        cfg.path.clone()
+    } else {
+        cfg.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| ".".into())
+    };
+    let target = open_target(&dir.join("iolab-sweep-scratch"), false)?;
+    let len = cfg.len.unwrap_or(WRITE_LEN);
+    target.check_space(len)?;
+    let shape = cfg.shape();
+    Ok((
+        0,
+        Box::new(move |kind: CellKind, bs: u64| {
+            let CellKind::Write { method: m, sync: s } = kind else {
+                unreachable!("write sweep")
+            };
+            let per_block = matches!(s, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync);
+            let len = if per_block {
+                len.min(bs.saturating_mul(SYNCED_BLOCKS))
+            } else {
+                len
+            };
+            let w = shape.workload(bs, len);
+            let prepared = prepare_write(m, &target, &w, s)?;
+            let (moved, counters) = measure(|| prepared.run());
+            Ok(SweepRun {
+                counters,
+                moved: moved?,
+                cache_verified: true,
+            })
+        }),
+    ))
+}
+
+/// What the user should know once the sweep ran: per-block syncs cut short, cells whose runs
+/// did not start in the asked cache state, cold prefixes read ahead past their end.
+fn after_warnings(
+    cfg: &SweepConfig,
+    cells: &[SweepCell],
+    read_len: u64,
+    file_size: u64,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
     if cfg.op == SweepOp::Write
         && cfg
             .syncs
@@ -396,14 +424,7 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
             crate::size::format_size(file_size)
         ));
     }
-    Ok(SweepResult {
-        host: host_facts(Some(&cfg.path), command_line),
-        config: cfg.clone(),
-        file_size,
-        cells,
-        warnings,
-        rounds,
-    })
+    warnings
 }
 
 /// At every block size and cache state (or sync mode), each method against the first; for
