@@ -206,16 +206,13 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
         crate::cache::evict(&file, &cfg.path, false)?;
     }
     let have_root = crate::cache::have_root();
-    let mut page_note = (!have_root).then(|| {
-        "PFNs and kpageflags need root (CAP_SYS_ADMIN): showing what pagemap gives everyone (present, file-backed, exclusive, soft-dirty)".to_string()
-    });
+    let start = snapshot()?;
     let mut stages: Vec<Stage> = Vec::new();
-    let mut prev = snapshot()?;
     push(
         &mut stages,
         "process start",
-        &prev,
-        &prev,
+        &start,
+        &start,
         None,
         Vec::new(),
         |_, _| "before mapping: the program, its libraries, heap and stack".into(),
@@ -223,91 +220,40 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     let mut map = FileMap::new(&file, size as usize, cfg.write)
         .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&cfg.path))?;
     let base = map.bytes().as_ptr() as u64;
-    let now = snapshot()?;
-    push(
-        &mut stages,
-        "after mmap",
-        &prev,
-        &now,
-        Some(base),
-        Vec::new(),
-        |d, row| {
-            format!(
-                "mmap added {} KiB of address space (VM size {:+} KiB) and nothing else: the mapping's RSS is {} KiB until a page is touched",
-                row.map(|r| r.size_kb).unwrap_or(0),
-                d.vm_size_kb,
-                row.map(|r| r.rss_kb).unwrap_or(0)
-            )
-        },
-    );
-    prev = now;
+    let mut tour = Tour {
+        stages,
+        prev: start,
+        base,
+        have_root,
+        page_note: (!have_root).then(|| {
+            "PFNs and kpageflags need root (CAP_SYS_ADMIN): showing what pagemap gives everyone (present, file-backed, exclusive, soft-dirty)".to_string()
+        }),
+    };
+    tour.stage("after mmap", &[], |d, row| {
+        format!(
+            "mmap added {} KiB of address space (VM size {:+} KiB) and nothing else: the mapping's RSS is {} KiB until a page is touched",
+            row.map(|r| r.size_kb).unwrap_or(0),
+            d.vm_size_kb,
+            row.map(|r| r.rss_kb).unwrap_or(0)
+        )
+    })?;
     let mut modes = vec![false];
     if cfg.write {
         modes.push(true);
     }
     for write in modes {
-        let verb = if write { "writing" } else { "touching" };
-        for &t in &cfg.touches {
-            map.touch(t, write);
-            let now = snapshot()?;
-            let pages = page_info(base, &[t], have_root, &mut page_note);
-            push(
-                &mut stages,
-                &format!("after {verb} offset {t}"),
-                &prev,
-                &now,
-                Some(base),
-                pages,
-                |d, _| explain_touch(d, write),
-            );
-            prev = now;
-        }
-        let page = crate::sys::page_size() as u64;
-        for off in (0..size).step_by(page as usize) {
-            map.touch(off, write);
-        }
-        let now = snapshot()?;
-        let sample: Vec<u64> = (0..size).step_by(page as usize).take(4).collect();
-        let pages = page_info(base, &sample, have_root, &mut page_note);
-        let n = size.div_ceil(page);
-        push(
-            &mut stages,
-            &format!("after {verb} every page"),
-            &prev,
-            &now,
-            Some(base),
-            pages,
-            |d, _| {
-                let faults = d.minor_faults + d.major_faults;
-                let mut s = format!("{verb} all {n} pages took {faults} fault(s)");
-                s.push_str(&per_fault(n, faults));
-                if write {
-                    s.push_str(&format!("; Dirty {:+} KiB: written pages stay dirty in the page cache until written back", d.map_dirty_kb));
-                }
-                s
-            },
-        );
-        prev = now;
+        touch_stages(&mut tour, &mut map, &cfg.touches, size, write)?;
     }
     if cfg.write {
         map.sync(0, map.len())
             .map_err(|e| Error::io("msync failed", &cfg.path, &e))?;
-        let now = snapshot()?;
-        push(
-            &mut stages,
-            "after msync",
-            &prev,
-            &now,
-            Some(base),
-            Vec::new(),
-            |d, row| {
-                format!(
-                    "msync(MS_SYNC) wrote the dirty pages back: Dirty {:+} KiB, now {} KiB",
-                    d.map_dirty_kb,
-                    row.map(|r| r.dirty_kb).unwrap_or(0)
-                )
-            },
-        );
+        tour.stage("after msync", &[], |d, row| {
+            format!(
+                "msync(MS_SYNC) wrote the dirty pages back: Dirty {:+} KiB, now {} KiB",
+                d.map_dirty_kb,
+                row.map(|r| r.dirty_kb).unwrap_or(0)
+            )
+        })?;
     }
     if map.sigbus_hits() > 0 {
         return Err(Error::failed(
@@ -326,9 +272,84 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
         path: cfg.path.clone(),
         file_size: size,
         map_start: base,
-        stages,
-        page_note,
+        stages: tour.stages,
+        page_note: tour.page_note,
         page_cache,
+    })
+}
+
+/// The stages so far, and what the next is measured against.
+struct Tour {
+    stages: Vec<Stage>,
+    prev: Snapshot,
+    /// Where the file is mapped.
+    base: u64,
+    have_root: bool,
+    /// Why page descriptors are incomplete, when they are.
+    page_note: Option<String>,
+}
+
+impl Tour {
+    /// A stage: a snapshot now against the last one, the descriptors of the pages at `offsets`
+    /// of the mapping, and what the stage shows.
+    fn stage(
+        &mut self,
+        name: &str,
+        offsets: &[u64],
+        explain: impl FnOnce(&Delta, Option<&MapRow>) -> String,
+    ) -> Result<()> {
+        let now = snapshot()?;
+        let pages = if offsets.is_empty() {
+            Vec::new()
+        } else {
+            page_info(self.base, offsets, self.have_root, &mut self.page_note)
+        };
+        push(
+            &mut self.stages,
+            name,
+            &self.prev,
+            &now,
+            Some(self.base),
+            pages,
+            explain,
+        );
+        self.prev = now;
+        Ok(())
+    }
+}
+
+/// Touching (or writing) each of `touches`, then every page, a stage each.
+fn touch_stages(
+    tour: &mut Tour,
+    map: &mut FileMap,
+    touches: &[u64],
+    size: u64,
+    write: bool,
+) -> Result<()> {
+    let verb = if write { "writing" } else { "touching" };
+    for &t in touches {
+        map.touch(t, write);
+        tour.stage(&format!("after {verb} offset {t}"), &[t], |d, _| {
+            explain_touch(d, write)
+        })?;
+    }
+    let page = crate::sys::page_size() as u64;
+    for off in (0..size).step_by(page as usize) {
+        map.touch(off, write);
+    }
+    let sample: Vec<u64> = (0..size).step_by(page as usize).take(4).collect();
+    let n = size.div_ceil(page);
+    tour.stage(&format!("after {verb} every page"), &sample, |d, _| {
+        let faults = d.minor_faults + d.major_faults;
+        let mut s = format!("{verb} all {n} pages took {faults} fault(s)");
+        s.push_str(&per_fault(n, faults));
+        if write {
+            s.push_str(&format!(
+                "; Dirty {:+} KiB: written pages stay dirty in the page cache until written back",
+                d.map_dirty_kb
+            ));
+        }
+        s
     })
 }
 
