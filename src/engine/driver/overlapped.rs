@@ -1,0 +1,159 @@
+//! The core loop for engines that keep many requests in flight (io_uring): queue, wait, digest.
+
+use super::*;
+
+/// An engine's per-thread state that keeps many requests in flight (io_uring): it queues reads
+/// of pieces into buffers of its own and digests them as they complete; the core loop decides
+/// what to queue and when to stop, counts blocks and times them.
+pub trait AsyncWorker: Send {
+    /// The largest piece it takes; larger blocks are cut into pieces of this size.
+    fn max_piece(&self) -> u64;
+
+    /// Before the part's first block (a ring is claimed by the thread that submits).
+    fn begin(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether another request may be queued now (under the depth, with a free buffer).
+    fn has_room(&self) -> bool;
+
+    /// Queues a read of `piece`; returns the slot its completion will name.
+    fn queue(&mut self, piece: Block) -> Result<usize>;
+
+    /// Requests queued or in flight whose completion has not been reaped.
+    fn in_flight(&self) -> usize;
+
+    /// Hands what is queued to the kernel and waits for at least one completion. An error is
+    /// returned only once no request can still write into a buffer (every one reaped, or the
+    /// buffers given up for good).
+    fn wait(&mut self) -> Result<()>;
+
+    /// The next reaped completion, digested: its slot (free again) and what it moved.
+    fn digest(&mut self) -> Option<(usize, Result<PieceDone>)>;
+}
+
+/// What the loop knows of a request in flight: its block, bytes, and for a block of one piece
+/// its start (a block of several pieces keeps its start in the open-block table).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InFlight {
+    block: usize,
+    len: u64,
+    single: bool,
+    started: Option<(Instant, u64)>,
+}
+
+/// An [`AsyncWorker`] driven by the core loop: the device keeps as many requests as the
+/// engine has room for; completed ones are digested one at a time, refilling the queue between
+/// them. A block counts once, when its last piece is digested, and is timed from its first
+/// piece's queueing to then, sampled as the synchronous loop samples; the deadline is checked
+/// at timed blocks, as there.
+pub(super) struct AsyncLoop<A>(A);
+
+impl<A: AsyncWorker> Worker for AsyncLoop<A> {
+    fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
+        let w = &mut self.0;
+        w.begin()?;
+        let max = w.max_piece();
+        let mut todo = part.iter().enumerate().flat_map(|(i, b)| {
+            let n = if b.len <= max { 1 } else { b.len.div_ceil(max) };
+            pieces(b, max).map(move |p| (i, n, p))
+        });
+        let mut slots: Vec<Option<InFlight>> = Vec::new();
+        // Blocks of several pieces: pieces left and the block's start.
+        let mut open: std::collections::HashMap<usize, (u64, Option<(Instant, u64)>)> =
+            std::collections::HashMap::new();
+        let mut moved = Moved::default();
+        // On failure stop queueing but keep reaping: the kernel may still write into buffers in
+        // flight, so the run returns only when none is.
+        let mut failure: Option<Error> = None;
+        let mut stopped = false;
+        loop {
+            while failure.is_none() && !stopped && w.has_room() {
+                let Some((block, count, piece)) = todo.next() else {
+                    break;
+                };
+                let single = count == 1;
+                let started = if single {
+                    log.start_overlapped()
+                } else {
+                    match open.get(&block) {
+                        Some(_) => None,
+                        None => {
+                            open.insert(block, (count, log.start_overlapped()));
+                            None
+                        }
+                    }
+                };
+                match w.queue(piece) {
+                    Ok(slot) => {
+                        if slot >= slots.len() {
+                            slots.resize(slot + 1, None);
+                        }
+                        slots[slot] = Some(InFlight {
+                            block,
+                            len: piece.len,
+                            single,
+                            started,
+                        });
+                    }
+                    Err(e) => failure = Some(e),
+                }
+            }
+            if let Some((slot, done)) = w.digest() {
+                let Some(req) = slots.get_mut(slot).and_then(Option::take) else {
+                    continue;
+                };
+                if failure.is_some() {
+                    continue;
+                }
+                let done = match done {
+                    Ok(d) => d,
+                    Err(e) => {
+                        failure = Some(e);
+                        continue;
+                    }
+                };
+                moved.xor ^= done.xor;
+                moved.ops += done.ops;
+                moved.waited += done.waited;
+                moved.bytes += req.len;
+                let finished = if req.single {
+                    Some(req.started)
+                } else {
+                    match open.get_mut(&req.block) {
+                        Some((left, _)) if *left > 1 => {
+                            *left -= 1;
+                            None
+                        }
+                        _ => open.remove(&req.block).map(|(_, s)| s),
+                    }
+                };
+                if let Some(started) = finished {
+                    moved.blocks += 1;
+                    if !log.end_overlapped(started) {
+                        stopped = true;
+                    }
+                }
+                continue;
+            }
+            if w.in_flight() == 0 {
+                break;
+            }
+            w.wait()?;
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(moved),
+        }
+    }
+}
+
+/// Boxes engines' per-thread states that keep requests in flight as workers of the core loop.
+pub fn async_workers<A: AsyncWorker + 'static>(
+    workers: impl IntoIterator<Item = Result<A>>,
+) -> Result<Vec<Box<dyn Worker>>> {
+    workers
+        .into_iter()
+        .map(|w| w.map(|w| Box::new(AsyncLoop(w)) as Box<dyn Worker>))
+        .collect()
+}
