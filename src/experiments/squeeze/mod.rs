@@ -75,6 +75,35 @@ fn one_second() -> f64 {
 }
 
 impl SqueezeConfig {
+    /// Refuses settings that cannot give a result.
+    pub fn check(&self) -> Result<()> {
+        if self.methods.is_empty() {
+            return Err(Error::usage("no methods", "--methods names none"));
+        }
+        if self.bs == 0
+            || self.threads == 0
+            || self.seconds.is_nan()
+            || self.seconds <= 0.0
+            || self.tick.is_nan()
+            || self.tick < 0.05
+        {
+            return Err(Error::usage(
+                "invalid setting",
+                "--bs, --threads and --seconds must be positive",
+            ));
+        }
+        if self.memory < SqueezeConfig::MIN_MEMORY {
+            return Err(Error::usage(
+                "memory limit too small",
+                format!(
+                    "{} bytes: the reading process needs some memory of its own; use at least 16MiB",
+                    self.memory
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The methods of the paper's comparison.
     pub const DEFAULT_METHODS: [ReadMethod; 4] = [
         ReadMethod::Mmap,
@@ -245,34 +274,9 @@ pub struct SqueezeResult {
     pub explanations: Vec<String>,
 }
 
-/// Runs every method of `cfg` in a fresh group each. Fails with [`ErrorKind::Unsupported`] and
-/// the reason without root (or a delegated parent) or without a memory controller.
-pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeResult> {
-    if cfg.methods.is_empty() {
-        return Err(Error::usage("no methods", "--methods names none"));
-    }
-    if cfg.bs == 0
-        || cfg.threads == 0
-        || cfg.seconds.is_nan()
-        || cfg.seconds <= 0.0
-        || cfg.tick.is_nan()
-        || cfg.tick < 0.05
-    {
-        return Err(Error::usage(
-            "invalid setting",
-            "--bs, --threads and --seconds must be positive",
-        ));
-    }
-    if cfg.memory < SqueezeConfig::MIN_MEMORY {
-        return Err(Error::usage(
-            "memory limit too small",
-            format!(
-                "{} bytes: the reading process needs some memory of its own; use at least 16MiB",
-                cfg.memory
-            ),
-        ));
-    }
-    let src = engine::open_source(&cfg.path)?;
+/// Refuses a file the memory limit cannot squeeze: one that fits in it, or one that lives in
+/// memory (tmpfs, ramfs), whose pages cannot be evicted.
+fn squeezable(cfg: &SqueezeConfig, src: &engine::Source) -> Result<()> {
     if src.size <= cfg.memory {
         return Err(Error::usage(
             "the file fits in the memory limit",
@@ -295,6 +299,15 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         )
         .at(&cfg.path));
     }
+    Ok(())
+}
+
+/// Runs every method of `cfg` in a fresh group each. Fails with [`ErrorKind::Unsupported`] and
+/// the reason without root (or a delegated parent) or without a memory controller.
+pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeResult> {
+    cfg.check()?;
+    let src = engine::open_source(&cfg.path)?;
+    squeezable(cfg, &src)?;
     let controller = cgroup::controller(cfg.cgroup_parent.as_deref())?;
     obs.progress("squeeze: companion alone", 0, 1);
     let alone = companion_alone(Duration::from_millis(500));
