@@ -18,6 +18,7 @@ pub mod size;
 pub mod source;
 pub mod suite;
 pub mod sys;
+pub mod trace;
 #[cfg(test)]
 mod testutil;
 pub mod transfer;

@@ -22,6 +22,7 @@ mod squeeze;
 mod suite;
 mod sweep;
 mod syscalls;
+mod trace;
 mod transfer;
 mod vm;
 mod write;
@@ -110,12 +111,16 @@ pub enum Command {
     Squeeze(squeeze::SqueezeArgs),
     Pollute(pollute::PolluteArgs),
     Ior(ior::IorArgs),
+    Trace(trace::TraceArgs),
     Clean(clean::CleanArgs),
     Completions(shell::CompletionsArgs),
     Man(shell::ManArgs),
     /// Internal: one method of `squeeze`, run inside its memory cgroup.
     #[command(hide = true, name = "squeeze-worker")]
     SqueezeWorker(squeeze::WorkerArgs),
+    /// Internal: the traced child of `trace`, which execs the program under the seccomp filter.
+    #[command(hide = true, name = "trace-exec")]
+    TraceExec(trace::TraceExecArgs),
     /// Internal: one stream of `pollute`, run inside its memory cgroup.
     #[command(hide = true, name = "pollute-worker")]
     PolluteWorker(pollute::WorkerArgs),
@@ -276,6 +281,8 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Squeeze(a) => a.run(ctx),
         Command::Pollute(a) => a.run(ctx),
         Command::Ior(a) => a.run(ctx),
+        Command::Trace(a) => a.run(ctx),
+        Command::TraceExec(a) => a.run(),
         Command::Clean(a) => a.run(),
         Command::SqueezeWorker(a) => a.run(),
         Command::PolluteWorker(a) => a.run(),

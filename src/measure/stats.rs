@@ -48,7 +48,7 @@ impl Summary {
 }
 
 /// The median of sorted samples (0 for none).
-pub(crate) fn median_of(sorted: &[f64]) -> f64 {
+pub fn median_of(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n == 0 {
         return 0.0;

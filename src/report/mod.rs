@@ -8,6 +8,7 @@ pub mod runs;
 pub mod svg;
 pub mod sweep;
 pub mod syscalls;
+pub mod trace;
 pub mod transfer;
 pub mod vm;
 

@@ -210,6 +210,30 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
+extern "C" fn on_signal_note(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM only set the flag [`super::interrupted`] reads, and interrupt a
+/// blocking wait (no `SA_RESTART`): for `iolab trace`, which stops its program and keeps what it
+/// recorded.
+pub fn note_interrupts() -> std::io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: sigaction is plain data; zeroed then filled in before use.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_signal_note as *const () as libc::sighandler_t;
+        // SAFETY: `sa` is a valid sigaction; the handler only stores to an atomic.
+        let rc = unsafe {
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// From now on SIGINT and SIGTERM are ignored: for a helper process whose parent ends it (and
 /// cleans up) when the user interrupts.
 pub fn ignore_interrupts() -> std::io::Result<()> {

@@ -7,6 +7,7 @@ pub mod cleanup;
 pub mod dir;
 pub mod map;
 pub mod net;
+pub mod ptrace;
 pub mod sigbus;
 
 use std::fs::File;
@@ -141,12 +142,21 @@ pub fn euid() -> u32 {
 /// Whether the caller may write the file at `path` (`faccessat(AT_EACCESS, W_OK)`: the
 /// effective ids, as the kernel's own permission check uses).
 pub fn may_write(path: &Path) -> bool {
+    may(path, libc::W_OK)
+}
+
+/// Whether the caller may execute the file at `path` (as [`may_write`], X_OK).
+pub fn may_execute(path: &Path) -> bool {
+    may(path, libc::X_OK)
+}
+
+fn may(path: &Path, mode: libc::c_int) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
     // SAFETY: `c` is a valid NUL-terminated path; faccessat only reads it.
-    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
+    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) == 0 }
 }
 
 /// The filesystem magic number of the file's filesystem (`fstatfs`).
@@ -351,6 +361,17 @@ pub fn syncfs(file: &std::fs::File) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// CLOCK_MONOTONIC now in ns (the clock perf samples can be stamped with).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Whether SIGINT or SIGTERM arrived (with [`cleanup::install`] in place).

@@ -1,0 +1,223 @@
+//! Which system calls `iolab trace` stops a program at, and the seccomp filter that stops it at
+//! those alone (every other call runs at full speed).
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A traced system call, as the trace file names it.
+/// Each variant is the system call of that name (`Open` also `openat`, `openat2` and `creat`;
+/// `Dup` also `dup2` and `dup3`; `Fadvise` is `fadvise64`).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    Open,
+    Close,
+    CloseRange,
+    Dup,
+    Fcntl,
+    Read,
+    Readv,
+    Pread,
+    Preadv,
+    Preadv2,
+    Write,
+    Writev,
+    Pwrite,
+    Pwritev,
+    Pwritev2,
+    Lseek,
+    Fsync,
+    Fdatasync,
+    SyncFileRange,
+    Ftruncate,
+    Fallocate,
+    Fadvise,
+    Readahead,
+    Mmap,
+    Munmap,
+    Mremap,
+    Madvise,
+    Msync,
+    Sendfile,
+    Splice,
+    CopyFileRange,
+    UringSetup,
+    UringEnter,
+    Exec,
+}
+
+/// Every traced call with its system-call numbers on this architecture.
+fn table() -> Vec<(i64, Call)> {
+    use Call::*;
+    let mut t = vec![
+        (libc::SYS_openat, Open),
+        (libc::SYS_openat2, Open),
+        (libc::SYS_close, Close),
+        (libc::SYS_close_range, CloseRange),
+        (libc::SYS_dup, Dup),
+        (libc::SYS_dup3, Dup),
+        (libc::SYS_fcntl, Fcntl),
+        (libc::SYS_read, Read),
+        (libc::SYS_readv, Readv),
+        (libc::SYS_pread64, Pread),
+        (libc::SYS_preadv, Preadv),
+        (libc::SYS_preadv2, Preadv2),
+        (libc::SYS_write, Write),
+        (libc::SYS_writev, Writev),
+        (libc::SYS_pwrite64, Pwrite),
+        (libc::SYS_pwritev, Pwritev),
+        (libc::SYS_pwritev2, Pwritev2),
+        (libc::SYS_lseek, Lseek),
+        (libc::SYS_fsync, Fsync),
+        (libc::SYS_fdatasync, Fdatasync),
+        (libc::SYS_sync_file_range, SyncFileRange),
+        (libc::SYS_ftruncate, Ftruncate),
+        (libc::SYS_fallocate, Fallocate),
+        (libc::SYS_fadvise64, Fadvise),
+        (libc::SYS_readahead, Readahead),
+        (libc::SYS_mmap, Mmap),
+        (libc::SYS_munmap, Munmap),
+        (libc::SYS_mremap, Mremap),
+        (libc::SYS_madvise, Madvise),
+        (libc::SYS_msync, Msync),
+        (libc::SYS_sendfile, Sendfile),
+        (libc::SYS_splice, Splice),
+        (libc::SYS_copy_file_range, CopyFileRange),
+        (libc::SYS_io_uring_setup, UringSetup),
+        (libc::SYS_io_uring_enter, UringEnter),
+        (libc::SYS_execve, Exec),
+        (libc::SYS_execveat, Exec),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    t.extend([
+        (libc::SYS_open, Open),
+        (libc::SYS_creat, Open),
+        (libc::SYS_dup2, Dup),
+    ]);
+    t
+}
+
+/// A lookup from system-call number to [`Call`], built once per trace.
+pub struct Calls(std::collections::HashMap<i64, Call>);
+
+impl Calls {
+    /// The table for this architecture.
+    pub fn new() -> Self {
+        Calls(table().into_iter().collect())
+    }
+
+    /// The traced call with number `nr`, if it is one.
+    pub fn get(&self, nr: i64) -> Option<Call> {
+        self.0.get(&nr).copied()
+    }
+}
+
+impl Default for Calls {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The seccomp program: stop (SECCOMP_RET_TRACE) at the traced calls, allow every other.
+pub fn filter() -> Result<BpfProgram, String> {
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| format!("no seccomp filter for {}", std::env::consts::ARCH))?;
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+        table().into_iter().map(|(nr, _)| (nr, Vec::new())).collect();
+    let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(1), arch)
+        .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(f).map_err(|e| e.to_string())
+}
+
+impl Call {
+    /// Whether the call reads file data into the program (the kernel counts its bytes in
+    /// `/proc/PID/io` rchar).
+    pub fn reads(self) -> bool {
+        use Call::*;
+        matches!(
+            self,
+            Read | Readv | Pread | Preadv | Preadv2 | Sendfile | CopyFileRange
+        )
+    }
+
+    /// Whether the tracer needs the call's result (a second stop, at its exit). Not for calls
+    /// whose effect is known from their arguments and whose time does not matter here: close,
+    /// close_range, munmap, madvise, fadvise, and fcntl other than a dup (their failure, rare,
+    /// is not seen: close's is taken as done).
+    pub fn needs_result(self, args: &[u64; 6]) -> bool {
+        use Call::*;
+        match self {
+            Close | CloseRange | Munmap | Madvise | Fadvise => false,
+            Fcntl => {
+                let cmd = args[1] as i32;
+                cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the call writes file data.
+    pub fn writes(self) -> bool {
+        use Call::*;
+        matches!(self, Write | Writev | Pwrite | Pwritev | Pwritev2)
+    }
+
+    /// The name as the trace file and the profile print it.
+    pub fn name(self) -> &'static str {
+        use Call::*;
+        match self {
+            Open => "open",
+            Close => "close",
+            CloseRange => "close_range",
+            Dup => "dup",
+            Fcntl => "fcntl",
+            Read => "read",
+            Readv => "readv",
+            Pread => "pread",
+            Preadv => "preadv",
+            Preadv2 => "preadv2",
+            Write => "write",
+            Writev => "writev",
+            Pwrite => "pwrite",
+            Pwritev => "pwritev",
+            Pwritev2 => "pwritev2",
+            Lseek => "lseek",
+            Fsync => "fsync",
+            Fdatasync => "fdatasync",
+            SyncFileRange => "sync_file_range",
+            Ftruncate => "ftruncate",
+            Fallocate => "fallocate",
+            Fadvise => "fadvise",
+            Readahead => "readahead",
+            Mmap => "mmap",
+            Munmap => "munmap",
+            Mremap => "mremap",
+            Madvise => "madvise",
+            Msync => "msync",
+            Sendfile => "sendfile",
+            Splice => "splice",
+            CopyFileRange => "copy_file_range",
+            UringSetup => "io_uring_setup",
+            UringEnter => "io_uring_enter",
+            Exec => "execve",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_is_in_the_filter_and_the_filter_builds() {
+        let prog = filter().unwrap();
+        assert!(prog.len() > table().len());
+        let calls = Calls::new();
+        assert_eq!(calls.get(libc::SYS_pread64), Some(Call::Pread));
+        assert_eq!(calls.get(libc::SYS_getpid), None);
+        assert!(Call::Sendfile.reads() && !Call::Splice.reads() && Call::Pwrite.writes());
+    }
+}

@@ -1,0 +1,163 @@
+//! After the program: page-fault samples turned into file offsets, each file's state after the
+//! run (size, modification time, residency), and the XOR of the bytes its reads returned.
+
+use super::faults::Samples;
+use super::ops::State;
+use super::{Call, Ended, Fault, FileKind, SCHEMA, Trace, TraceConfig};
+use std::collections::HashMap;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::time::Duration;
+
+/// The trace, from the tracer's state and the fault samples.
+pub fn finish(
+    cfg: &TraceConfig,
+    mut st: State,
+    samples: Option<Samples>,
+    faults_unavailable: Option<String>,
+    ended: Ended,
+    interrupted: bool,
+    wall: Duration,
+) -> Trace {
+    let (faults, faults_lost) = match samples {
+        Some(s) => (resolve(&st, &s), s.lost),
+        None => (Vec::new(), 0),
+    };
+    if faults_lost > 0 {
+        st.note(&format!(
+            "{faults_lost} page faults were not recorded (the kernel's sample buffer was full): mapped access is undercounted"
+        ));
+    }
+    if let Some(b) = st.baseline {
+        let k = &mut st.kernel;
+        k.rchar = k.rchar.saturating_sub(b.rchar);
+        k.wchar = k.wchar.saturating_sub(b.wchar);
+        k.syscr = k.syscr.saturating_sub(b.syscr);
+        k.syscw = k.syscw.saturating_sub(b.syscw);
+        k.read_bytes = k.read_bytes.saturating_sub(b.read_bytes);
+        k.write_bytes = k.write_bytes.saturating_sub(b.write_bytes);
+    }
+    after(&mut st);
+    if cfg.xor {
+        xors(&mut st);
+    }
+    if st.kernel.threads < st.threads {
+        st.note(&format!(
+            "the kernel's counters were read for {} of {} threads",
+            st.kernel.threads, st.threads
+        ));
+    }
+    Trace {
+        schema: SCHEMA.to_string(),
+        command: cfg
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        cwd: std::env::current_dir()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        wall_ns: wall.as_nanos() as u64,
+        ended,
+        interrupted,
+        processes: st.processes,
+        threads: st.threads,
+        stops: st.stops,
+        files: st.files,
+        ops: st.ops,
+        faults,
+        faults_lost,
+        faults_unavailable,
+        kernel: st.kernel,
+        notes: st.notes.into_iter().collect(),
+    }
+}
+
+/// Fault samples on file mappings, as files and page offsets, in time order.
+fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
+    let page = crate::sys::page_size() as u64;
+    let mut out: Vec<Fault> = s
+        .samples
+        .iter()
+        .filter_map(|x| {
+            let t = x.t.checked_sub(st.t0)?;
+            let (file, off) = st.spaces.resolve(x.pid, x.addr, t)?;
+            Some(Fault {
+                t,
+                tid: x.tid,
+                file,
+                off: off / page * page,
+            })
+        })
+        .collect();
+    out.sort_by_key(|f| f.t);
+    out
+}
+
+/// Size, modification time and residency of each regular file after the run.
+fn after(st: &mut State) {
+    for f in st.files.iter_mut().filter(|f| f.kind == FileKind::File) {
+        let Ok(file) = std::fs::File::open(&f.path) else {
+            continue;
+        };
+        let Ok(meta) = file.metadata() else {
+            continue;
+        };
+        if (meta.dev(), meta.ino()) != (f.dev, f.ino) {
+            // The path now names another file (replaced by rename): nothing to say of ours.
+            continue;
+        }
+        f.size_after = Some(meta.len());
+        f.mtime_after_ns = Some(meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128);
+        let path = std::path::Path::new(&f.path);
+        if crate::cache::residency_visible(&file, path)
+            && let Ok(r) = crate::cache::residency_of(&file, meta.len(), path)
+        {
+            f.resident_after = Some((r.resident_pages * r.page_size).min(meta.len()));
+        }
+    }
+}
+
+/// Each unchanged file's XOR over the bytes its read calls returned (each call's bytes by file
+/// offset, so it does not depend on order, size of the calls or method).
+fn xors(st: &mut State) {
+    let mut ranges: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for op in &st.ops {
+        if let (true, Some(file), Some(off)) = (op.call.reads() || op.call == Call::Splice, op.file, op.off)
+            && op.ret > 0
+        {
+            ranges.entry(file).or_default().push((off, op.ret as u64));
+        }
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    for (file, list) in ranges {
+        let f = &mut st.files[file as usize];
+        let unchanged = f.size_after == Some(f.size) && f.mtime_after_ns == Some(f.mtime_ns);
+        if f.kind != FileKind::File || !unchanged {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(&f.path) else {
+            continue;
+        };
+        let mut x = 0u32;
+        let mut ok = true;
+        'ranges: for (off, len) in list {
+            let mut done = 0u64;
+            while done < len {
+                let n = ((len - done) as usize).min(buf.len());
+                match file.read_at(&mut buf[..n], off + done) {
+                    Ok(0) | Err(_) => {
+                        ok = false;
+                        break 'ranges;
+                    }
+                    Ok(got) => {
+                        x ^= crate::xor::xor_at(off + done, &buf[..got]);
+                        done += got as u64;
+                    }
+                }
+            }
+        }
+        if ok {
+            f.xor = Some(format!("{x:08x}"));
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `iolab trace`: run any program and record its file I/O. The program (its threads and children)
+//! runs under ptrace with a seccomp filter, so it stops only at the file system calls iolab cares
+//! about ([`calls`]); page faults on its file mappings are sampled by a perf software event with
+//! their addresses ([`faults`]). No root is needed. What a trace holds is [`Trace`], written as
+//! versioned JSON (`docs/trace.schema.md`); [`profile`] reduces it to what the user reads, and
+//! [`iolog`] writes fio's iolog version 3 so that fio can replay it too.
+
+pub mod calls;
+mod faults;
+mod finish;
+pub mod iolog;
+mod model;
+mod ops;
+pub mod overhead;
+pub mod profile;
+mod tracer;
+
+pub use calls::Call;
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+
+/// The trace file's schema name; a reader refuses other versions.
+pub const SCHEMA: &str = "iolab-trace/1";
+
+/// What to trace and how.
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    /// The program and its arguments.
+    pub command: Vec<OsString>,
+    /// The iolab binary: the traced child starts as `iolab trace-exec -- COMMAND`, which installs
+    /// the seccomp filter once the tracer is attached and then execs the command, so that the
+    /// command's own exec (and what the kernel reads for it) is seen.
+    pub launcher: std::path::PathBuf,
+    /// Sample page faults on file mappings (perf software event); off: mapped access is seen
+    /// only as its mmap calls.
+    pub faults: bool,
+    /// Compute each file's XOR over the bytes the program read, after it ends (re-reads them).
+    pub xor: bool,
+    /// The program's stdin, stdout and stderr on /dev/null (else iolab's own).
+    pub quiet: bool,
+}
+
+/// How the traced program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ended {
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+}
+
+impl Ended {
+    /// The exit code a shell would give: the code, or 128 + the signal.
+    pub fn shell_code(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            _ => 1,
+        }
+    }
+}
+
+/// What kind of thing a descriptor was open on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A pipe or FIFO.
+    Pipe,
+    /// A socket.
+    Socket,
+    /// A character or block device (a terminal, /dev/null, a disk).
+    Device,
+    /// Anything else (an eventfd, a memfd's anon inode, ...).
+    Other,
+}
+
+/// One file (or pipe, socket, device) the program used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileInfo {
+    /// Its path when first seen (`pipe:[N]`, `socket:[N]` for those).
+    pub path: String,
+    /// What it is.
+    pub kind: FileKind,
+    /// Device and inode (the identity; paths can change).
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size when first seen.
+    pub size: u64,
+    /// Size after the program ended (None if it was gone).
+    pub size_after: Option<u64>,
+    /// Modification time (ns since the epoch) when first seen.
+    pub mtime_ns: i128,
+    /// Modification time after the program ended.
+    pub mtime_after_ns: Option<i128>,
+    /// Bytes in the page cache when first seen (None where the kernel does not show it).
+    pub resident_before: Option<u64>,
+    /// Bytes in the page cache after the program ended.
+    pub resident_after: Option<u64>,
+    /// XOR (DESIGN's, each byte by its file offset) of every byte the program's read calls
+    /// returned, counted as often as read, re-read from the file after it ended; None when not
+    /// computed, not read, or the file changed during the run.
+    pub xor: Option<String>,
+    /// Mapped with execute permission (a program or a library: its code).
+    pub code: bool,
+}
+
+/// One traced system call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// When it was entered, ns from the program's start.
+    pub t: u64,
+    /// Its duration as the tracer saw it (entry stop to exit stop), ns.
+    pub dur: u64,
+    /// Process (thread group) id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The call.
+    pub call: Call,
+    /// The descriptor (the source for sendfile, splice, copy_file_range; -1 for none).
+    pub fd: i32,
+    /// Index into [`Trace::files`] of what `fd` was open on.
+    pub file: Option<u32>,
+    /// The file offset the call worked at (a read's position; a mapping's offset).
+    pub off: Option<u64>,
+    /// Bytes asked for (a read's count, the sum of an iovec, a mapping's length).
+    pub len: u64,
+    /// The result: bytes moved, a descriptor, an address, or minus an errno.
+    pub ret: i64,
+    /// One more argument where it matters: open's flags, lseek's whence, madvise's and fadvise's
+    /// advice, mmap's protection << 32 | flags, the destination descriptor of sendfile/splice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg: Option<u64>,
+}
+
+/// A page fault on a file mapping, from the perf sample's address and the mappings iolab saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    /// When, ns from the program's start.
+    pub t: u64,
+    /// Thread id.
+    pub tid: u32,
+    /// Index into [`Trace::files`].
+    pub file: u32,
+    /// The file offset of the faulting page.
+    pub off: u64,
+}
+
+/// Sums of `/proc/PID/task/TID/io` over every traced thread, read as each one exited: the
+/// kernel's own accounting, to check the trace against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelIo {
+    /// Bytes returned by read-like calls (read, readv, pread, preadv, sendfile, copy_file_range,
+    /// and the kernel's own reads at exec).
+    pub rchar: u64,
+    /// Bytes passed to write-like calls.
+    pub wchar: u64,
+    /// Read-like calls.
+    pub syscr: u64,
+    /// Write-like calls.
+    pub syscw: u64,
+    /// Bytes the threads caused to be fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes the threads caused to be sent to storage.
+    pub write_bytes: u64,
+    /// Threads whose counters were read (all of them, unless one could not be).
+    pub threads: u32,
+    /// Of rchar, what the kernel itself read from program files at each exec (their headers):
+    /// rchar at the exec's return less rchar at its entry.
+    pub exec_rchar: u64,
+}
+
+/// A whole trace: what `iolab trace` records and `iolab replay` reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The working directory it ran in.
+    pub cwd: String,
+    /// Wall time from its start to its end, ns.
+    pub wall_ns: u64,
+    /// How it ended.
+    pub ended: Ended,
+    /// Stopped by Ctrl-C (or SIGTERM) to iolab: what was recorded until then.
+    pub interrupted: bool,
+    /// Processes and threads traced.
+    pub processes: u32,
+    /// Threads (processes included).
+    pub threads: u32,
+    /// Times the program stopped for the tracer (two per traced call, plus events).
+    pub stops: u64,
+    /// Files, pipes, sockets and devices the program used.
+    pub files: Vec<FileInfo>,
+    /// Traced calls in the order they were entered.
+    pub ops: Vec<Op>,
+    /// Page faults on file mappings (empty when not sampled).
+    pub faults: Vec<Fault>,
+    /// Page-fault samples the kernel dropped (its buffer was full); mapped access undercounted.
+    pub faults_lost: u64,
+    /// Why page faults were not sampled, when they were not.
+    pub faults_unavailable: Option<String>,
+    /// The kernel's accounting of the traced threads.
+    pub kernel: KernelIo,
+    /// What the trace cannot see or may have got wrong, one sentence each.
+    pub notes: Vec<String>,
+}
+
+pub use tracer::run;
+
+impl Trace {
+    /// Reads a trace file written by `iolab trace --out`.
+    pub fn load(path: &std::path::Path) -> crate::Result<Trace> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| crate::Error::io("cannot read the trace", path, &e))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            crate::Error::usage("not a trace file", format!("invalid JSON: {e}")).at(path)
+        })?;
+        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        if schema != SCHEMA {
+            return Err(crate::Error::usage(
+                "not a trace file this iolab reads",
+                format!("schema is {schema:?}, expected {SCHEMA:?}"),
+            )
+            .at(path));
+        }
+        serde_json::from_value(v)
+            .map_err(|e| crate::Error::usage("not a trace file", e.to_string()).at(path))
+    }
+}

@@ -1,0 +1,325 @@
+//! A trace reduced to what a user reads: per file the bytes asked and returned, unique bytes,
+//! re-reads, sequential share, request sizes, residency before and after, faults; per call the
+//! count and time; the trace's byte totals beside the kernel's own accounting.
+
+use super::{Call, Ended, FileKind, KernelIo, Trace};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Byte and call totals of one kind of access.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Calls.
+    pub calls: u64,
+    /// Bytes asked for.
+    pub asked: u64,
+    /// Bytes moved (what the calls returned).
+    pub bytes: u64,
+    /// Time in the calls as the tracer saw them, ns (threads add up).
+    pub time_ns: u64,
+}
+
+/// One file's access.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileProfile {
+    /// Its path.
+    pub path: String,
+    /// Its size when first seen.
+    pub size: u64,
+    /// Read calls on it.
+    pub reads: Totals,
+    /// Write calls on it.
+    pub writes: Totals,
+    /// Bytes read at least once.
+    pub unique: u64,
+    /// Share of the bytes read that had been read before (0..1).
+    pub reread: f64,
+    /// Share of read calls that started where the previous read of the file ended (0..1).
+    pub sequential: f64,
+    /// The most common request size of its reads (bytes asked).
+    pub typical_request: u64,
+    /// Bytes resident before its first open and after the run (None where hidden).
+    pub resident_before: Option<u64>,
+    /// Bytes resident after the run.
+    pub resident_after: Option<u64>,
+    /// Page faults sampled on its mappings.
+    pub faults: u64,
+    /// Distinct pages those faults were on.
+    pub fault_pages: u64,
+    /// Mapped at all (mmap calls).
+    pub mapped: bool,
+    /// Program code (mapped executable).
+    pub code: bool,
+    /// XOR of the bytes its reads returned.
+    pub xor: Option<String>,
+}
+
+/// One system call's count and time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRow {
+    /// The call.
+    pub call: String,
+    /// Times called.
+    pub calls: u64,
+    /// Calls that failed.
+    pub errors: u64,
+    /// Bytes moved (read and write calls).
+    pub bytes: u64,
+    /// Time in it as the tracer saw it, ns.
+    pub time_ns: u64,
+}
+
+/// The profile of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Its wall time, traced, seconds.
+    pub wall_s: f64,
+    /// How it ended.
+    pub ended: Ended,
+    /// Stopped by an interruption.
+    pub interrupted: bool,
+    /// Processes and threads.
+    pub processes: u32,
+    /// Threads.
+    pub threads: u32,
+    /// Stops for the tracer.
+    pub stops: u64,
+    /// Every read-like call the kernel counts in rchar (any descriptor: files, pipes, terminals).
+    pub reads: Totals,
+    /// Of those, reads of regular files.
+    pub file_reads: Totals,
+    /// Every write-like call.
+    pub writes: Totals,
+    /// Time in all traced calls over the wall time (threads add up, so it can pass 1).
+    pub io_share: f64,
+    /// The kernel's accounting.
+    pub kernel: KernelIo,
+    /// The trace's read bytes, plus the kernel's reads at exec, over the kernel's rchar (1 = they
+    /// agree).
+    pub rchar_agreement: Option<f64>,
+    /// Bytes read from storage (kernel) per unique byte the program read from files.
+    pub device_per_unique: Option<f64>,
+    /// Request sizes of file reads: (size asked, rounded up to a power of two; calls).
+    pub request_sizes: Vec<(u64, u64)>,
+    /// Regular files, most bytes first (code files apart, see `code_files`).
+    pub files: Vec<FileProfile>,
+    /// Program and library files the program mapped executable.
+    pub code_files: Vec<FileProfile>,
+    /// Per call.
+    pub calls: Vec<CallRow>,
+    /// Page faults on file mappings sampled, and lost.
+    pub faults: u64,
+    /// Faults the kernel dropped.
+    pub faults_lost: u64,
+    /// Why faults were not sampled.
+    pub faults_unavailable: Option<String>,
+    /// Notes from the trace.
+    pub notes: Vec<String>,
+}
+
+fn add(t: &mut Totals, asked: u64, ret: i64, dur: u64) {
+    t.calls += 1;
+    t.asked += asked;
+    t.time_ns += dur;
+    if ret > 0 {
+        t.bytes += ret as u64;
+    }
+}
+
+/// Total length of the union of `ranges` (start, len).
+pub fn union_len(ranges: &mut [(u64, u64)]) -> u64 {
+    ranges.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(u64, u64)> = None;
+    for &(s, l) in ranges.iter() {
+        let e = s.saturating_add(l);
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+#[derive(Default)]
+struct Acc {
+    reads: Totals,
+    writes: Totals,
+    ranges: Vec<(u64, u64)>,
+    seq: u64,
+    next: Option<u64>,
+    sizes: HashMap<u64, u64>,
+    fault_pages: HashSet<u64>,
+    faults: u64,
+    mapped: bool,
+}
+
+/// The profile of `t`.
+pub fn profile(t: &Trace) -> Profile {
+    let mut acc: BTreeMap<u32, Acc> = BTreeMap::new();
+    let (mut reads, mut file_reads, mut writes) = Default::default();
+    let mut calls: BTreeMap<&str, CallRow> = BTreeMap::new();
+    let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut io_ns = 0u64;
+    for op in &t.ops {
+        io_ns += op.dur;
+        let row = calls.entry(op.call.name()).or_insert_with(|| CallRow {
+            call: op.call.name().to_string(),
+            calls: 0,
+            errors: 0,
+            bytes: 0,
+            time_ns: 0,
+        });
+        row.calls += 1;
+        row.time_ns += op.dur;
+        if op.ret < 0 {
+            row.errors += 1;
+        }
+        let is_file = op
+            .file
+            .is_some_and(|f| t.files.get(f as usize).is_some_and(|x| x.kind == FileKind::File));
+        if op.call.reads() || op.call.writes() {
+            row.bytes += op.ret.max(0) as u64;
+        }
+        if op.call.reads() {
+            add(&mut reads, op.len, op.ret, op.dur);
+        }
+        if op.call.writes() {
+            add(&mut writes, op.len, op.ret, op.dur);
+        }
+        let (Some(f), true) = (op.file, is_file) else {
+            continue;
+        };
+        let a = acc.entry(f).or_default();
+        if op.call.reads() || op.call == Call::Splice {
+            add(&mut a.reads, op.len, op.ret, op.dur);
+            add(&mut file_reads, op.len, op.ret, op.dur);
+            *sizes.entry(op.len.max(1).next_power_of_two()).or_default() += 1;
+            *a.sizes.entry(op.len).or_default() += 1;
+            if let Some(off) = op.off {
+                if a.next.unwrap_or(0) == off {
+                    a.seq += 1;
+                }
+                if op.ret > 0 {
+                    a.ranges.push((off, op.ret as u64));
+                    a.next = Some(off + op.ret as u64);
+                }
+            }
+        } else if op.call.writes() {
+            add(&mut a.writes, op.len, op.ret, op.dur);
+        } else if op.call == Call::Mmap {
+            a.mapped = true;
+        }
+    }
+    for fault in &t.faults {
+        let a = acc.entry(fault.file).or_default();
+        a.faults += 1;
+        a.fault_pages.insert(fault.off);
+    }
+    let mut files = Vec::new();
+    let mut code_files = Vec::new();
+    let mut unique_total = 0u64;
+    for (f, mut a) in acc {
+        let Some(info) = t.files.get(f as usize) else {
+            continue;
+        };
+        if info.kind != FileKind::File {
+            continue;
+        }
+        let unique = union_len(&mut a.ranges);
+        unique_total += unique;
+        let typical = a
+            .sizes
+            .iter()
+            .max_by_key(|(size, n)| (**n, **size))
+            .map_or(0, |(s, _)| *s);
+        let p = FileProfile {
+            path: info.path.clone(),
+            size: info.size,
+            reads: a.reads,
+            writes: a.writes,
+            unique,
+            reread: if a.reads.bytes > 0 {
+                1.0 - unique as f64 / a.reads.bytes as f64
+            } else {
+                0.0
+            },
+            sequential: if a.reads.calls > 0 {
+                a.seq as f64 / a.reads.calls as f64
+            } else {
+                0.0
+            },
+            typical_request: typical,
+            resident_before: info.resident_before,
+            resident_after: info.resident_after,
+            faults: a.faults,
+            fault_pages: a.fault_pages.len() as u64,
+            mapped: a.mapped,
+            code: info.code,
+            xor: info.xor.clone(),
+        };
+        if info.code && p.reads.bytes == 0 {
+            code_files.push(p);
+        } else {
+            files.push(p);
+        }
+    }
+    let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
+    files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
+    code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
+    let wall_s = t.wall_ns as f64 / 1e9;
+    let mut calls: Vec<CallRow> = calls.into_values().collect();
+    calls.sort_by(|a, b| b.time_ns.cmp(&a.time_ns));
+    Profile {
+        command: t.command.clone(),
+        wall_s,
+        ended: t.ended,
+        interrupted: t.interrupted,
+        processes: t.processes,
+        threads: t.threads,
+        stops: t.stops,
+        reads,
+        file_reads,
+        writes,
+        io_share: if t.wall_ns > 0 {
+            io_ns as f64 / t.wall_ns as f64
+        } else {
+            0.0
+        },
+        kernel: t.kernel,
+        rchar_agreement: (t.kernel.threads > 0 && t.kernel.rchar > 0)
+            .then(|| (reads.bytes + t.kernel.exec_rchar) as f64 / t.kernel.rchar as f64),
+        device_per_unique: (unique_total > 0 && t.kernel.threads > 0)
+            .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
+        request_sizes: sizes.into_iter().collect(),
+        files,
+        code_files,
+        calls,
+        faults: t.faults.len() as u64,
+        faults_lost: t.faults_lost,
+        faults_unavailable: t.faults_unavailable.clone(),
+        notes: t.notes.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_of_ranges_counts_overlaps_once() {
+        assert_eq!(union_len(&mut []), 0);
+        assert_eq!(union_len(&mut [(0, 10), (5, 10), (20, 5)]), 20);
+        assert_eq!(union_len(&mut [(10, 5), (0, 10)]), 15);
+        assert_eq!(union_len(&mut [(0, 100), (10, 5)]), 100);
+    }
+}

@@ -1,0 +1,387 @@
+//! The tracer's loop: spawn the program traced, then wait for its threads' stops and answer each
+//! (a traced call's entry and exit, a new thread or process, an exec, an exit, a signal to pass
+//! on) until none is left.
+
+use super::calls::Calls;
+use super::model::Fds;
+use super::ops::{Pending, State, Task, rchar_of};
+use super::{Ended, KernelIo, Trace, TraceConfig};
+use crate::sys::ptrace::{self, Wait};
+use crate::{Error, Result};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::sys::monotonic_ns;
+
+/// Runs `cfg.command` traced until it and everything it started have ended (or `interrupted`
+/// says to stop it), and returns what it did. The program's stdin, stdout and stderr are iolab's.
+pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
+    let Some(program) = cfg.command.first() else {
+        return Err(Error::usage("nothing to trace", "give a command after --"));
+    };
+    super::calls::filter().map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
+    find_program(program)?;
+    let mut cmd = std::process::Command::new(&cfg.launcher);
+    cmd.arg("trace-exec").arg("--").args(&cfg.command);
+    if cfg.quiet {
+        use std::process::Stdio;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+    }
+    let child = ptrace::spawn_traced(&mut cmd).map_err(|e| {
+        let what = format!("cannot run {}", program.to_string_lossy());
+        Error::failed(what, crate::error::describe_io(&e))
+    })?;
+    let pid = child.id() as i32;
+    // The child stops with SIGTRAP after its exec (or has already failed).
+    match ptrace::wait_any() {
+        Ok(Some(Wait::Stopped(p, _))) if p == pid => {}
+        Ok(Some(Wait::Exited(_, code))) => {
+            return Err(Error::failed(
+                format!("cannot trace {}", program.to_string_lossy()),
+                format!("it exited with {code} before it started (seccomp or ptrace refused?)"),
+            ));
+        }
+        other => {
+            return Err(Error::failed(
+                "cannot trace",
+                format!("unexpected first stop: {other:?}"),
+            ));
+        }
+    }
+    ptrace::set_options(pid)
+        .map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
+    let sampling = if cfg.faults {
+        Some(super::faults::start(pid))
+    } else {
+        None
+    };
+    let mut st = State::new(monotonic_ns());
+    st.add_process(pid as u32, pid as u32, Rc::new(RefCell::new(Fds::default())), None);
+    if let Some(t) = st.tasks.get_mut(&pid) {
+        t.started = true;
+    }
+    let started = Instant::now();
+    ptrace::cont(pid, 0).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
+    let (ended, was_interrupted) = wait_loop(&mut st, pid, interrupted);
+    let wall = started.elapsed();
+    let (samples, unavailable) = match sampling {
+        Some(Ok(s)) => (Some(s.finish()), None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, Some("not asked for (--no-faults)".to_string())),
+    };
+    Ok(super::finish::finish(
+        cfg,
+        st,
+        samples,
+        unavailable,
+        ended,
+        was_interrupted,
+        wall,
+    ))
+}
+
+/// Checks that `program` names an executable file, directly or in PATH, as exec would find it.
+fn find_program(program: &std::ffi::OsStr) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let runnable = |p: &std::path::Path| crate::sys::may_execute(p) && p.is_file();
+    let name = program.to_string_lossy();
+    if program.as_bytes().contains(&b'/') {
+        if runnable(std::path::Path::new(program)) {
+            return Ok(());
+        }
+        return Err(Error::failed(
+            format!("cannot run {name}"),
+            "no such executable file",
+        ));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|d| runnable(&d.join(program))) {
+        return Ok(());
+    }
+    Err(Error::failed(format!("cannot run {name}"), "not found in PATH"))
+}
+
+/// How long a program may take to end after an interruption before it is killed.
+const GRACE: Duration = Duration::from_secs(2);
+
+fn wait_loop(st: &mut State, pid: i32, interrupted: &dyn Fn() -> bool) -> (Ended, bool) {
+    let calls = Calls::new();
+    let mut ended = Ended {
+        code: None,
+        signal: None,
+    };
+    let mut stop_at: Option<Instant> = None;
+    let mut signalled = 0;
+    loop {
+        if interrupted() && stop_at.is_none() {
+            stop_at = Some(Instant::now());
+        }
+        if let Some(at) = stop_at {
+            // The terminal's Ctrl-C reaches the program too; if it is still running after a
+            // second (or only iolab was signalled), ask it to stop, then make it.
+            let waited = at.elapsed();
+            if signalled == 0 && waited > Duration::from_secs(1) {
+                let _ = ptrace::kill(pid, libc::SIGINT);
+                signalled = 1;
+            } else if signalled == 1 && waited > GRACE + Duration::from_secs(1) {
+                let _ = ptrace::kill(pid, libc::SIGKILL);
+                signalled = 2;
+            }
+        }
+        let w = if stop_at.is_some() {
+            match ptrace::wait_nohang() {
+                Ok(Some(w)) => Ok(Some(w)),
+                Ok(None) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            ptrace::wait_any()
+        };
+        match w {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) | Ok(None) => break,
+            Ok(Some(Wait::Exited(tid, code))) => {
+                st.tasks.remove(&tid);
+                if tid == pid {
+                    ended.code = Some(code);
+                }
+            }
+            Ok(Some(Wait::Killed(tid, sig))) => {
+                st.tasks.remove(&tid);
+                if tid == pid {
+                    ended.signal = Some(sig);
+                }
+            }
+            Ok(Some(Wait::Stopped(tid, status))) => {
+                st.stops += 1;
+                on_stop(st, &calls, tid, status);
+            }
+        }
+    }
+    (ended, stop_at.is_some())
+}
+
+fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
+    let sig = status & 0xff;
+    let event = status >> 8;
+    st.ensure_task(tid);
+    // A new thread's or process's first stop is the SIGSTOP ptrace gives it: not passed on.
+    let fresh = st
+        .tasks
+        .get_mut(&tid)
+        .is_some_and(|t| !std::mem::replace(&mut t.started, true));
+    let now = monotonic_ns().saturating_sub(st.t0);
+    let resume_sig = if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
+        if let Ok(regs) = ptrace::regs(tid)
+            && let Some(call) = calls.get(regs.nr)
+        {
+            let p: Pending = st.enter(tid, call, &regs, now);
+            if !call.needs_result(&regs.args) {
+                // Taken as done at its entry: one stop instead of two.
+                st.exit(tid, p, 0, now);
+            } else {
+                if let Some(t) = st.tasks.get_mut(&tid) {
+                    t.pending = Some(p);
+                }
+                if ptrace::to_syscall_exit(tid).is_ok() {
+                    return;
+                }
+            }
+        }
+        0
+    } else if sig == (libc::SIGTRAP | 0x80) {
+        let pending = st.tasks.get_mut(&tid).and_then(|t| t.pending.take());
+        if let (Some(p), Ok(regs)) = (pending, ptrace::regs(tid)) {
+            st.exit(tid, p, regs.ret, now);
+        }
+        0
+    } else if sig == libc::SIGTRAP && event != 0 {
+        on_event(st, tid, event, now);
+        0
+    } else if sig == libc::SIGSTOP && fresh {
+        0
+    } else if ptrace::is_signal_delivery(tid) {
+        sig
+    } else {
+        // A group stop (Ctrl-Z, SIGSTOP to the program): resumed, as a tracer without
+        // PTRACE_SEIZE cannot hold it.
+        st.note("the program was stopped by a signal (Ctrl-Z?) and resumed: a traced program cannot be suspended");
+        0
+    };
+    let _ = ptrace::cont(tid, resume_sig);
+}
+
+fn on_event(st: &mut State, tid: i32, event: i32, now: u64) {
+    match event {
+        libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+            if let Ok(new) = ptrace::event_msg(tid) {
+                st.ensure_task(new as i32);
+            }
+        }
+        libc::PTRACE_EVENT_EXEC => {
+            let former = ptrace::event_msg(tid).map(|m| m as i32).unwrap_or(tid);
+            // What the kernel read of the program's headers: rchar now against at the execve.
+            let before = st
+                .tasks
+                .get(&former)
+                .and_then(|t| t.pending.as_ref())
+                .and_then(|p| p.exec_rchar());
+            if st.launching {
+                // The launcher's own counts (iolab starting up) are not the program's.
+                st.launching = false;
+                st.baseline = io_of(tid as u32, tid).map(|io| KernelIo {
+                    rchar: before.unwrap_or(io.rchar),
+                    ..io
+                });
+            }
+            st.exec(tid, former, now);
+            if let (Some(b), Some(a)) = (before, rchar_of(tid as u32, tid)) {
+                st.kernel.exec_rchar += a.saturating_sub(b);
+            }
+        }
+        libc::PTRACE_EVENT_EXIT => st.exiting(tid),
+        _ => {}
+    }
+}
+
+impl State {
+    /// Registers thread `tid` if it is new (true then): a thread shares its process's
+    /// descriptors and mappings; a process gets copies of its parent's.
+    pub fn ensure_task(&mut self, tid: i32) -> bool {
+        if self.tasks.contains_key(&tid) {
+            return false;
+        }
+        let (tgid, ppid) = ids_of(tid);
+        let sibling = self.tasks.values().find(|t| t.pid == tgid).cloned();
+        if let Some(s) = sibling {
+            self.threads += 1;
+            self.tasks.insert(
+                tid,
+                Task {
+                    pending: None,
+                    started: false,
+                    ..s
+                },
+            );
+        } else {
+            let parent = self.tasks.values().find(|t| t.pid == ppid).cloned();
+            let (fds, mm) = match parent {
+                Some(p) => (
+                    Rc::new(RefCell::new(p.fds.borrow().clone())),
+                    Some(p.mm),
+                ),
+                None => (Rc::new(RefCell::new(Fds::default())), None),
+            };
+            self.add_process(tid as u32, tgid, fds, mm);
+        }
+        true
+    }
+
+    /// Adds process `tgid` whose first thread is `tid`, with its descriptors, its mappings
+    /// copied from address space `parent_mm` (None: empty).
+    pub fn add_process(&mut self, tid: u32, tgid: u32, fds: Rc<RefCell<Fds>>, parent_mm: Option<u32>) {
+        let now = monotonic_ns().saturating_sub(self.t0);
+        let mm = match parent_mm {
+            Some(p) => self.spaces.fork(p, tgid, now),
+            None => self.spaces.fresh(tgid, now),
+        };
+        self.processes += 1;
+        self.threads += 1;
+        self.tasks.insert(
+            tid as i32,
+            Task {
+                pid: tgid,
+                fds,
+                mm,
+                pending: None,
+                started: false,
+            },
+        );
+    }
+
+    /// Thread `tid` (formerly `former`) exec'd: its process's other threads are gone, close-on-
+    /// exec descriptors closed, the address space new.
+    fn exec(&mut self, tid: i32, former: i32, now: u64) {
+        if former != tid
+            && let Some(t) = self.tasks.remove(&former)
+        {
+            self.tasks.insert(tid, t);
+        }
+        let Some(t) = self.tasks.get(&tid).cloned() else {
+            return;
+        };
+        self.tasks.retain(|k, v| *k == tid || v.pid != t.pid);
+        let mut fds = t.fds.borrow().clone();
+        fds.exec();
+        let mm = self.spaces.fresh(t.pid, now);
+        self.tasks.insert(
+            tid,
+            Task {
+                pid: t.pid,
+                fds: Rc::new(RefCell::new(fds)),
+                mm,
+                pending: None,
+                started: true,
+            },
+        );
+    }
+
+    /// Thread `tid` is about to exit: its I/O counters, final now, join the sums.
+    fn exiting(&mut self, tid: i32) {
+        let Some(t) = self.tasks.get(&tid) else {
+            return;
+        };
+        if let Some(io) = io_of(t.pid, tid) {
+            let k = &mut self.kernel;
+            k.rchar += io.rchar;
+            k.wchar += io.wchar;
+            k.syscr += io.syscr;
+            k.syscw += io.syscw;
+            k.read_bytes += io.read_bytes;
+            k.write_bytes += io.write_bytes;
+            k.threads += 1;
+        }
+    }
+}
+
+/// Thread `tid`'s I/O counters so far (/proc/PID/task/TID/io).
+fn io_of(pid: u32, tid: i32) -> Option<KernelIo> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
+    let mut k = KernelIo::default();
+    for line in text.lines() {
+        let Some((key, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v: u64 = v.trim().parse().unwrap_or(0);
+        match key {
+            "rchar" => k.rchar = v,
+            "wchar" => k.wchar = v,
+            "syscr" => k.syscr = v,
+            "syscw" => k.syscw = v,
+            "read_bytes" => k.read_bytes = v,
+            "write_bytes" => k.write_bytes = v,
+            _ => {}
+        }
+    }
+    Some(k)
+}
+
+/// A thread's process id and its parent's, from /proc.
+fn ids_of(tid: i32) -> (u32, u32) {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    (
+        field("Tgid:").unwrap_or(tid as u32),
+        field("PPid:").unwrap_or(0),
+    )
+}
