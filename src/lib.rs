@@ -18,9 +18,9 @@ pub mod size;
 pub mod source;
 pub mod suite;
 pub mod sys;
-pub mod trace;
 #[cfg(test)]
 mod testutil;
+pub mod trace;
 pub mod transfer;
 pub mod vm;
 pub mod workload;

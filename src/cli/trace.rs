@@ -45,14 +45,22 @@ pub struct TraceArgs {
     #[arg(long)]
     pub force: bool,
     /// The program and its arguments (after --)
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<OsString>,
 }
 
 impl TraceArgs {
     /// Runs it; exits with the program's exit code.
     pub fn run(self, _ctx: &Ctx) -> Result<(), Error> {
-        for p in [&self.out, &self.profile, &self.fio_iolog].into_iter().flatten() {
+        for p in [&self.out, &self.profile, &self.fio_iolog]
+            .into_iter()
+            .flatten()
+        {
             iolab::output::refuse_existing(p, self.force)?;
         }
         if self.format == Format::Csv {

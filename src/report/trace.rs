@@ -62,7 +62,9 @@ pub fn summary(p: &Profile) -> Vec<String> {
             .unwrap_or_default()
     ));
     if let Some(why) = &p.faults_unavailable {
-        l.push(format!("page faults: not sampled ({why}); mapped access shows only as mmap calls"));
+        l.push(format!(
+            "page faults: not sampled ({why}); mapped access shows only as mmap calls"
+        ));
     } else {
         l.push(format!(
             "page faults on file mappings: {}{}",
@@ -80,7 +82,10 @@ pub fn summary(p: &Profile) -> Vec<String> {
             .iter()
             .map(|(s, n)| format!("{}:{n}", format_size(*s)))
             .collect();
-        l.push(format!("file read sizes (asked, up to): {}", sizes.join(" ")));
+        l.push(format!(
+            "file read sizes (asked, up to): {}",
+            sizes.join(" ")
+        ));
     }
     for n in &p.notes {
         l.push(format!("note: {n}"));
@@ -92,8 +97,19 @@ pub fn summary(p: &Profile) -> Vec<String> {
 pub fn file_rows(files: &[FileProfile], limit: usize) -> Vec<Vec<String>> {
     let mut rows = vec![
         [
-            "file", "size", "reads", "read", "unique", "re-read", "seq", "typical", "res before",
-            "res after", "faults", "writes", "xor",
+            "file",
+            "size",
+            "reads",
+            "read",
+            "unique",
+            "re-read",
+            "seq",
+            "typical",
+            "res before",
+            "res after",
+            "faults",
+            "writes",
+            "xor",
         ]
         .map(String::from)
         .to_vec(),

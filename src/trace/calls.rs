@@ -125,8 +125,10 @@ pub fn filter() -> Result<BpfProgram, String> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| format!("no seccomp filter for {}", std::env::consts::ARCH))?;
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
-        table().into_iter().map(|(nr, _)| (nr, Vec::new())).collect();
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = table()
+        .into_iter()
+        .map(|(nr, _)| (nr, Vec::new()))
+        .collect();
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(1), arch)
         .map_err(|e| e.to_string())?;
     BpfProgram::try_from(f).map_err(|e| e.to_string())

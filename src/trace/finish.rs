@@ -122,7 +122,8 @@ fn after(st: &mut State) {
 fn xors(st: &mut State) {
     let mut ranges: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     for op in &st.ops {
-        if let (true, Some(file), Some(off)) = (op.call.reads() || op.call == Call::Splice, op.file, op.off)
+        if let (true, Some(file), Some(off)) =
+            (op.call.reads() || op.call == Call::Splice, op.file, op.off)
             && op.ret > 0
         {
             ranges.entry(file).or_default().push((off, op.ret as u64));

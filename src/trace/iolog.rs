@@ -25,7 +25,10 @@ pub fn iolog(t: &Trace) -> Iolog {
     let mut spaced = BTreeSet::new();
     let mut ios = 0u64;
     for op in &t.ops {
-        let Some(f) = op.file.and_then(|i| t.files.get(i as usize).map(|x| (i, x))) else {
+        let Some(f) = op
+            .file
+            .and_then(|i| t.files.get(i as usize).map(|x| (i, x)))
+        else {
             continue;
         };
         let (i, info) = f;

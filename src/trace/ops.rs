@@ -226,14 +226,16 @@ impl State {
         let pos_of = |st: &mut State, fd: i32| st.desc(tid, fd).map(|d| d.borrow().pos);
         match call {
             Open => {
-                p.arg = Some(match regs.nr {
-                    #[cfg(target_arch = "x86_64")]
-                    libc::SYS_open => a[1],
-                    #[cfg(target_arch = "x86_64")]
-                    libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-                    libc::SYS_openat2 => self.peek_u64(tid, a[2]).unwrap_or(0),
-                    _ => a[2],
-                } & 0xffff_ffff);
+                p.arg = Some(
+                    match regs.nr {
+                        #[cfg(target_arch = "x86_64")]
+                        libc::SYS_open => a[1],
+                        #[cfg(target_arch = "x86_64")]
+                        libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
+                        libc::SYS_openat2 => self.peek_u64(tid, a[2]).unwrap_or(0),
+                        _ => a[2],
+                    } & 0xffff_ffff,
+                );
             }
             Read | Readv | Write | Writev => {
                 p.fd = fd0;
@@ -300,7 +302,9 @@ impl State {
             }
             Sendfile => {
                 p.fd = a[1] as i32;
-                p.off = self.peek_u64(tid, a[2]).or_else(|| pos_of(self, a[1] as i32));
+                p.off = self
+                    .peek_u64(tid, a[2])
+                    .or_else(|| pos_of(self, a[1] as i32));
                 p.len = a[3];
                 p.arg = Some(a[0]);
             }
@@ -406,7 +410,10 @@ impl State {
                 keep = false;
                 let cmd = a[1] as i32;
                 let dups = p.call == Dup || cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC;
-                if ok && dups && let Some(d) = self.desc(tid, a[0] as i32) {
+                if ok
+                    && dups
+                    && let Some(d) = self.desc(tid, a[0] as i32)
+                {
                     let cloexec = (p.call == Dup && a[2] & libc::O_CLOEXEC as u64 != 0)
                         || (p.call == Fcntl && cmd == libc::F_DUPFD_CLOEXEC);
                     task.fds
@@ -417,10 +424,12 @@ impl State {
                     if let Some(s) = task.fds.borrow_mut().0.get_mut(&(a[0] as i32)) {
                         s.cloexec = a[2] & libc::FD_CLOEXEC as u64 != 0;
                     }
-                } else if ok && p.call == Fcntl && cmd == libc::F_SETFL {
-                    if let Some(d) = self.desc(tid, a[0] as i32) {
-                        d.borrow_mut().append = a[2] & libc::O_APPEND as u64 != 0;
-                    }
+                } else if ok
+                    && p.call == Fcntl
+                    && cmd == libc::F_SETFL
+                    && let Some(d) = self.desc(tid, a[0] as i32)
+                {
+                    d.borrow_mut().append = a[2] & libc::O_APPEND as u64 != 0;
                 }
             }
             Read | Readv => advance(self, p.fd, ret),
@@ -469,7 +478,8 @@ impl State {
                     self.spaces.unmap(task.mm, a[0], a[1], t);
                     if let Some(m) = old {
                         let off = m.off + (a[0] - m.start);
-                        self.spaces.map(task.mm, ret as u64, a[2], Some(m.file), off, t);
+                        self.spaces
+                            .map(task.mm, ret as u64, a[2], Some(m.file), off, t);
                     }
                 }
             }

@@ -39,7 +39,10 @@ pub fn overhead(cfg: &TraceConfig, rounds: usize) -> Result<Overhead> {
                 traced_s.push(t.wall_ns as f64 / 1e9);
             } else {
                 let Some(program) = cfg.command.first() else {
-                    return Err(crate::Error::usage("nothing to trace", "give a command after --"));
+                    return Err(crate::Error::usage(
+                        "nothing to trace",
+                        "give a command after --",
+                    ));
                 };
                 let start = Instant::now();
                 let status = std::process::Command::new(program)

@@ -24,7 +24,7 @@ pub struct Totals {
 pub struct FileProfile {
     /// Its path.
     pub path: String,
-    /// Its size when first seen.
+    /// Its size after the run (when first seen, if it was gone by then).
     pub size: u64,
     /// Read calls on it.
     pub reads: Totals,
@@ -103,9 +103,10 @@ pub struct Profile {
     pub device_per_unique: Option<f64>,
     /// Request sizes of file reads: (size asked, rounded up to a power of two; calls).
     pub request_sizes: Vec<(u64, u64)>,
-    /// Regular files, most bytes first (code files apart, see `code_files`).
+    /// Regular files, most bytes first (code files apart).
     pub files: Vec<FileProfile>,
-    /// Program and library files the program mapped executable.
+    /// Program and library files the program mapped executable (the loader's reads of their
+    /// headers included), by faults.
     pub code_files: Vec<FileProfile>,
     /// Per call.
     pub calls: Vec<CallRow>,
@@ -184,9 +185,11 @@ pub fn profile(t: &Trace) -> Profile {
         if op.ret < 0 {
             row.errors += 1;
         }
-        let is_file = op
-            .file
-            .is_some_and(|f| t.files.get(f as usize).is_some_and(|x| x.kind == FileKind::File));
+        let is_file = op.file.is_some_and(|f| {
+            t.files
+                .get(f as usize)
+                .is_some_and(|x| x.kind == FileKind::File)
+        });
         if op.call.reads() || op.call.writes() {
             row.bytes += op.ret.max(0) as u64;
         }
@@ -244,7 +247,7 @@ pub fn profile(t: &Trace) -> Profile {
             .map_or(0, |(s, _)| *s);
         let p = FileProfile {
             path: info.path.clone(),
-            size: info.size,
+            size: info.size_after.unwrap_or(info.size),
             reads: a.reads,
             writes: a.writes,
             unique,
@@ -267,7 +270,7 @@ pub fn profile(t: &Trace) -> Profile {
             code: info.code,
             xor: info.xor.clone(),
         };
-        if info.code && p.reads.bytes == 0 {
+        if info.code && p.writes.calls == 0 {
             code_files.push(p);
         } else {
             files.push(p);
@@ -278,7 +281,7 @@ pub fn profile(t: &Trace) -> Profile {
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
-    calls.sort_by(|a, b| b.time_ns.cmp(&a.time_ns));
+    calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
     Profile {
         command: t.command.clone(),
         wall_s,

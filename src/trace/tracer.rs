@@ -51,15 +51,19 @@ pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
             ));
         }
     }
-    ptrace::set_options(pid)
-        .map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
+    ptrace::set_options(pid).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
     let sampling = if cfg.faults {
         Some(super::faults::start(pid))
     } else {
         None
     };
     let mut st = State::new(monotonic_ns());
-    st.add_process(pid as u32, pid as u32, Rc::new(RefCell::new(Fds::default())), None);
+    st.add_process(
+        pid as u32,
+        pid as u32,
+        Rc::new(RefCell::new(Fds::default())),
+        None,
+    );
     if let Some(t) = st.tasks.get_mut(&pid) {
         t.started = true;
     }
@@ -101,7 +105,10 @@ fn find_program(program: &std::ffi::OsStr) -> Result<()> {
     if std::env::split_paths(&path).any(|d| runnable(&d.join(program))) {
         return Ok(());
     }
-    Err(Error::failed(format!("cannot run {name}"), "not found in PATH"))
+    Err(Error::failed(
+        format!("cannot run {name}"),
+        "not found in PATH",
+    ))
 }
 
 /// How long a program may take to end after an interruption before it is killed.
@@ -122,12 +129,20 @@ fn wait_loop(st: &mut State, pid: i32, interrupted: &dyn Fn() -> bool) -> (Ended
         if let Some(at) = stop_at {
             // The terminal's Ctrl-C reaches the program too; if it is still running after a
             // second (or only iolab was signalled), ask it to stop, then make it.
+            // Every traced process, as the terminal signals its whole foreground group.
             let waited = at.elapsed();
+            let every = |sig| {
+                let pids: std::collections::BTreeSet<u32> =
+                    st.tasks.values().map(|t| t.pid).collect();
+                for p in pids {
+                    let _ = ptrace::kill(p as i32, sig);
+                }
+            };
             if signalled == 0 && waited > Duration::from_secs(1) {
-                let _ = ptrace::kill(pid, libc::SIGINT);
+                every(libc::SIGINT);
                 signalled = 1;
             } else if signalled == 1 && waited > GRACE + Duration::from_secs(1) {
-                let _ = ptrace::kill(pid, libc::SIGKILL);
+                every(libc::SIGKILL);
                 signalled = 2;
             }
         }
@@ -272,10 +287,7 @@ impl State {
         } else {
             let parent = self.tasks.values().find(|t| t.pid == ppid).cloned();
             let (fds, mm) = match parent {
-                Some(p) => (
-                    Rc::new(RefCell::new(p.fds.borrow().clone())),
-                    Some(p.mm),
-                ),
+                Some(p) => (Rc::new(RefCell::new(p.fds.borrow().clone())), Some(p.mm)),
                 None => (Rc::new(RefCell::new(Fds::default())), None),
             };
             self.add_process(tid as u32, tgid, fds, mm);
@@ -285,7 +297,13 @@ impl State {
 
     /// Adds process `tgid` whose first thread is `tid`, with its descriptors, its mappings
     /// copied from address space `parent_mm` (None: empty).
-    pub fn add_process(&mut self, tid: u32, tgid: u32, fds: Rc<RefCell<Fds>>, parent_mm: Option<u32>) {
+    pub fn add_process(
+        &mut self,
+        tid: u32,
+        tgid: u32,
+        fds: Rc<RefCell<Fds>>,
+        parent_mm: Option<u32>,
+    ) {
         let now = monotonic_ns().saturating_sub(self.t0);
         let mm = match parent_mm {
             Some(p) => self.spaces.fork(p, tgid, now),

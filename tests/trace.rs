@@ -1,0 +1,352 @@
+//! `iolab trace`: a C program with known reads (read, lseek, pread, readv, preadv, a dup'd
+//! descriptor, a forked child and a thread sharing the position, a mapping touched at known
+//! pages, stdin from a pipe) traced and checked call by call, byte for byte against the
+//! kernel's own count, and as fio's iolog; the exit code, stdout, Ctrl-C, and a run as nobody.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int fd;
+static void *reader(void *arg) {
+    char b[512];
+    (void)arg;
+    if (pread(fd, b, 500, 200000) != 500) exit(10);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static char buf[65536];
+    char in[100];
+    (void)argc;
+    fd = open(argv[1], O_RDONLY);
+    if (fd < 0) return 9;
+    if (read(fd, buf, 1000) != 1000) return 11;
+    lseek(fd, 8192, SEEK_SET);
+    if (read(fd, buf, 4096) != 4096) return 12;
+    if (pread(fd, buf, 3000, 100000) != 3000) return 13;
+    struct iovec iov[2] = {{buf, 100}, {buf + 100, 200}};
+    if (readv(fd, iov, 2) != 300) return 14;
+    if (preadv(fd, iov, 2, 50000) != 300) return 15;
+    int fd2 = dup(fd);
+    if (read(fd2, buf, 10) != 10) return 16;
+    pid_t p = fork();
+    if (p == 0) _exit(read(fd, buf, 20) == 20 ? 0 : 1);
+    waitpid(p, 0, 0);
+    if (read(fd2, buf, 30) != 30) return 17;
+    pthread_t t;
+    pthread_create(&t, 0, reader, 0);
+    pthread_join(t, 0);
+    char *m = mmap(0, 4 << 20, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) return 18;
+    volatile char s = 0;
+    s ^= m[0];
+    s ^= m[1 << 20];
+    s ^= m[(2 << 20) + 5];
+    s ^= m[(3 << 20) + 3 * 4096];
+    munmap(m, 4 << 20);
+    if (read(0, in, sizeof in) != 5) return 19;
+    close(fd2);
+    close(fd);
+    printf("done\n");
+    return 3;
+}
+"#;
+
+/// The reads the program makes of its file: (offset, length), in program order (the child's and
+/// the thread's in their place).
+const READS: &[(u64, u64)] = &[
+    (0, 1000),
+    (8192, 4096),
+    (100000, 3000),
+    (12288, 300),
+    (50000, 300),
+    (12588, 10),
+    (12598, 20),
+    (12618, 30),
+    (200000, 500),
+];
+
+fn build(dir: &Path) -> Option<PathBuf> {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("prog");
+    let ok = std::process::Command::new("cc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(exe)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// XOR of the bytes of `ranges`, each byte by its file offset (the trace's definition).
+fn ranges_xor(data: &[u8], ranges: &[(u64, u64)]) -> u32 {
+    let mut x = 0u32;
+    for &(off, len) in ranges {
+        for i in off..off + len {
+            x ^= (data[i as usize] as u32) << (8 * (i % 4));
+        }
+    }
+    x
+}
+
+#[test]
+fn a_known_program_is_traced_call_by_call_and_agrees_with_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path()) else {
+        eprintln!("skipped: no C compiler");
+        return;
+    };
+    let data = bytes(4 << 20, 77);
+    let f = write_file(dir.path(), "data.bin", &data);
+    let out = dir.path().join("t.json");
+    let log = dir.path().join("t.iolog");
+    let o = iolab()
+        .args([
+            "trace",
+            "--out",
+            s(&out),
+            "--fio-iolog",
+            s(&log),
+            "--format",
+            "json",
+        ])
+        .arg("--")
+        .arg(&exe)
+        .arg(&f)
+        .write_stdin("12345")
+        .output()
+        .unwrap();
+    // The program's exit code and stdout pass through; the profile is on stderr.
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "done\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let profile: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    let t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(t["schema"], "iolab-trace/1");
+    assert_eq!(t["ended"]["code"], 3);
+    assert_eq!(t["processes"], 2, "the program and its child");
+    assert_eq!(t["threads"], 3, "and one thread");
+    let files = t["files"].as_array().unwrap();
+    let canon = std::fs::canonicalize(&f).unwrap();
+    let fi = files
+        .iter()
+        .position(|x| x["path"] == s(&canon))
+        .expect("the file is in the trace");
+    // Every read of the file, at its offset, with its length, as the program made them.
+    let mut got: Vec<(u64, u64)> = t["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|op| {
+            op["file"] == fi
+                && ["read", "pread", "readv", "preadv"].contains(&op["call"].as_str().unwrap())
+        })
+        .map(|op| (op["off"].as_u64().unwrap(), op["ret"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, READS, "reads in program order");
+    got.sort();
+    // The file's XOR over what was read equals the independent one.
+    let want = format!("{:08x}", ranges_xor(&data, READS));
+    assert_eq!(files[fi]["xor"], want.as_str());
+    // Every byte the kernel counts (rchar) is a traced read or the kernel's own at exec.
+    let k = &t["kernel"];
+    let traced = profile["reads"]["bytes"].as_u64().unwrap();
+    assert_eq!(
+        k["rchar"].as_u64().unwrap(),
+        traced + k["exec_rchar"].as_u64().unwrap(),
+        "{k}"
+    );
+    assert!(k["exec_rchar"].as_u64().unwrap() > 0);
+    assert_eq!(k["threads"], 3);
+    // stdin (a pipe) is read too and counted, apart from the file.
+    let pipe_read = t["ops"].as_array().unwrap().iter().any(|op| {
+        op["fd"] == 0
+            && op["call"] == "read"
+            && op["ret"] == 5
+            && files[op["file"].as_u64().unwrap() as usize]["kind"] == "pipe"
+    });
+    assert!(pipe_read, "stdin's read of the pipe");
+    // Mapped access: a fault at each page touched, at its file offset.
+    if t["faults_unavailable"].is_null() {
+        let pages: Vec<u64> = t["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["file"] == fi)
+            .map(|x| x["off"].as_u64().unwrap())
+            .collect();
+        // A fault's address is a touched one; a large folio (ext4 caches in them) may map all
+        // of its 2 MiB at the first touch, so each touched 2 MiB block has at least one fault.
+        let touched = [0, 1 << 20, 2 << 20, (3 << 20) + 3 * 4096];
+        for p in &pages {
+            assert!(
+                touched.contains(p),
+                "fault at {p}, not a touched page: {pages:?}"
+            );
+        }
+        for p in touched {
+            assert!(
+                pages.iter().any(|f| f >> 21 == p >> 21),
+                "no fault near {p}: {pages:?}"
+            );
+        }
+    } else {
+        eprintln!("faults not sampled here: {}", t["faults_unavailable"]);
+    }
+    // fio's iolog: a line per read of the file, and fio replays it where fio is installed.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("fio version 3 iolog\n"), "{text}");
+    let reads: Vec<&str> = text.lines().filter(|l| l.contains(" read ")).collect();
+    let mine: Vec<&&str> = reads.iter().filter(|l| l.contains(s(&canon))).collect();
+    assert_eq!(mine.len(), READS.len(), "{text}");
+    for (line, (off, len)) in mine.iter().zip(READS) {
+        assert!(line.ends_with(&format!(" read {off} {len}")), "{line}");
+    }
+    fio_replays(&log, &text);
+}
+
+/// fio reads exactly the bytes of the iolog's read lines.
+fn fio_replays(log: &Path, text: &str) {
+    if std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped fio replay: fio is not installed");
+        return;
+    }
+    let want: u64 = text
+        .lines()
+        .filter(|l| l.contains(" read "))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    let o = std::process::Command::new("fio")
+        .args([
+            "--name=replay",
+            "--ioengine=psync",
+            "--readonly",
+            "--output-format=json",
+        ])
+        .arg(format!("--read_iolog={}", log.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got = v["jobs"][0]["read"]["io_bytes"].as_u64().unwrap();
+    assert_eq!(got, want, "fio replayed the iolog's bytes");
+}
+
+#[test]
+fn ctrl_c_stops_the_program_and_keeps_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "-q",
+            "trace",
+            "--out",
+            s(&out),
+            "--",
+            "sh",
+            "-c",
+            "head -c 1000 /dev/zero > /dev/null; sleep 30",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY-free: kill(1) by pid, as a user's Ctrl-C to iolab alone would.
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let start = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(start.elapsed().as_secs() < 10, "stopped in time");
+    assert!(!status.success());
+    let t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(t["interrupted"], true);
+    assert!(t["ended"]["signal"].as_i64().is_some() || t["ended"]["code"].as_i64().is_some());
+    let zero_read = t["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|op| op["call"] == "read" && op["ret"] == 1000);
+    assert!(zero_read, "what ran before the interrupt is kept");
+}
+
+#[test]
+fn bad_commands_say_so() {
+    iolab()
+        .args(["trace", "--", "no-such-program-here"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("not found in PATH"));
+    iolab()
+        .args(["trace", "--format", "csv", "--", "true"])
+        .assert()
+        .code(2);
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "exists", b"x");
+    iolab()
+        .args(["trace", "--out", s(&f), "--", "true"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--force"));
+    assert_eq!(std::fs::read(&f).unwrap(), b"x");
+}
+
+#[test]
+fn a_user_without_root_traces_too() {
+    if !is_root() {
+        // Already not root: the other tests are that path.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = write_file(dir.path(), "f", &bytes(1 << 20, 5));
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["trace", "--format", "json", "--", "cat"])
+        .arg(&f)
+        .output();
+    let o = match o {
+        Ok(o) if o.status.code() != Some(127) => o,
+        other => {
+            eprintln!("skipped: cannot run as nobody here: {other:?}");
+            return;
+        }
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout.len(), 1 << 20, "cat's output passes through");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    assert_eq!(p["rchar_agreement"], 1.0, "{}", p["kernel"]);
+    assert_eq!(p["files"][0]["reads"]["bytes"], 1 << 20);
+}
