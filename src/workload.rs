@@ -253,6 +253,8 @@ enum Order {
     /// Blocks of several ranges, in file order (relative to the part's first block): one pass
     /// over what a probe left, instead of a pass per range.
     Listed(std::sync::Arc<[u32]>),
+    /// Blocks given one by one, any offset and length, in the order given (a replay's reads).
+    Explicit(std::sync::Arc<[Block]>),
 }
 
 impl Order {
@@ -271,6 +273,7 @@ impl Order {
     fn apply(&self, i: u64) -> u64 {
         match self {
             Order::Table(t) | Order::Listed(t) => t[i as usize] as u64,
+            Order::Explicit(_) => i,
             Order::Computed(p) => p.apply(i),
             Order::Uniform { n, seed } => {
                 let mut st = seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -294,6 +297,19 @@ pub struct Part {
 }
 
 impl Part {
+    /// A part of `blocks` as given (any offsets and lengths, repeats allowed) of a `len`-byte
+    /// file; `bs` is the largest block.
+    pub fn explicit(blocks: std::sync::Arc<[Block]>, len: u64) -> Part {
+        Part {
+            bs: blocks.iter().map(|b| b.len).max().unwrap_or(1).max(1),
+            len,
+            first: 0,
+            count: blocks.len() as u64,
+            order: Some(Order::Explicit(blocks)),
+            cursor: None,
+        }
+    }
+
     /// Blocks in the part.
     pub fn block_count(&self) -> u64 {
         self.count
@@ -317,6 +333,11 @@ impl Part {
         if matches!(self.order, Some(Order::Listed(_))) {
             return (start, self.len);
         }
+        if let Some(Order::Explicit(b)) = &self.order {
+            let s = b.iter().map(|b| b.offset).min().unwrap_or(0);
+            let e = b.iter().map(|b| b.offset + b.len).max().unwrap_or(0);
+            return (s.min(self.len), e.min(self.len));
+        }
         let end = ((self.first + self.count) * self.bs).min(self.len);
         (start, end)
     }
@@ -330,6 +351,9 @@ impl Part {
     /// The `i`-th block in visiting order.
     #[inline]
     pub fn block(&self, i: u64) -> Block {
+        if let Some(Order::Explicit(b)) = &self.order {
+            return b[i as usize];
+        }
         let idx = self.first
             + match &self.order {
                 None => i,

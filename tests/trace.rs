@@ -350,3 +350,68 @@ fn a_user_without_root_traces_too() {
     assert_eq!(p["rchar_agreement"], 1.0, "{}", p["kernel"]);
     assert_eq!(p["files"][0]["reads"]["bytes"], 1 << 20);
 }
+
+#[test]
+fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "data.bin", &bytes(1 << 20, 9));
+    let out = dir.path().join("dd.json");
+    iolab()
+        .args([
+            "-q",
+            "trace",
+            "--out",
+            s(&out),
+            "--",
+            "dd",
+            "bs=4096",
+            "count=256",
+        ])
+        .arg(format!("if={}", s(&f)))
+        .arg("of=/dev/null")
+        .assert()
+        .success();
+    let o = iolab()
+        .args([
+            "replay",
+            s(&out),
+            "--cache",
+            "warm",
+            "--budget",
+            "5s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // dd's 256 reads of the file, and whatever else it read (locale files, say).
+    let (total, reads) = (v["bytes"].as_u64().unwrap(), v["reads"].as_u64().unwrap());
+    assert!(
+        (1 << 20..(1 << 20) + (64 << 10)).contains(&total),
+        "{total}"
+    );
+    assert!((256..300).contains(&reads), "{reads}");
+    let rows = v["rows"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["method"] == name).unwrap();
+    assert_eq!(row("as recorded (pread)")["ops"], reads);
+    // Reads that follow one another, merged into 128 KiB: 8 requests for the file's 256.
+    let merged = row("pread 128 KiB merged")["ops"].as_u64().unwrap();
+    assert_eq!(reads - merged, 256 - 8, "{merged}");
+    for r in rows.iter().filter(|r| r["unsupported"].is_null()) {
+        assert!(r["bytes"].as_u64().unwrap() >= 1 << 20, "{r}");
+        assert!(r["mib_s"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // One finding for the one cache state, with its interval.
+    let fnd = &v["findings"][0];
+    assert_eq!(fnd["key"], "replay-warm");
+    assert!(fnd["ci"][0].as_f64().unwrap() <= fnd["ratio"].as_f64().unwrap());
+    // The file changes: the replay refuses it.
+    std::fs::write(&f, bytes(1 << 20, 10)).unwrap();
+    iolab()
+        .args(["replay", s(&out), "--cache", "warm", "--budget", "1s"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("changed since the trace"));
+}

@@ -13,6 +13,7 @@ mod ior;
 mod pollute;
 mod read;
 mod recv;
+mod replay;
 mod report;
 mod run;
 mod run2;
@@ -112,6 +113,7 @@ pub enum Command {
     Pollute(pollute::PolluteArgs),
     Ior(ior::IorArgs),
     Trace(trace::TraceArgs),
+    Replay(replay::ReplayArgs),
     Clean(clean::CleanArgs),
     Completions(shell::CompletionsArgs),
     Man(shell::ManArgs),
@@ -282,6 +284,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Pollute(a) => a.run(ctx),
         Command::Ior(a) => a.run(ctx),
         Command::Trace(a) => a.run(ctx),
+        Command::Replay(a) => a.run(ctx),
         Command::TraceExec(a) => a.run(),
         Command::Clean(a) => a.run(),
         Command::SqueezeWorker(a) => a.run(),

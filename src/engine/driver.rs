@@ -286,6 +286,26 @@ pub fn prepare(
     Ok(Prepared { workers, parts })
 }
 
+/// Sets `method` up for `parts` of `src` given by the caller (one worker each; their blocks
+/// may be [`Part::explicit`]), `w` giving the block size and length the workers size their
+/// buffers by (untimed).
+pub fn prepare_parts(
+    method: ReadMethod,
+    src: &Source,
+    w: &Workload,
+    parts: Vec<Part>,
+    opts: &EngineOptions,
+) -> Result<Prepared> {
+    let sub = Workload {
+        threads: parts.len().max(1),
+        ..*w
+    };
+    let workers = method
+        .engine()
+        .prepare(&super::Job { src, w: &sub, opts })?;
+    Ok(Prepared { workers, parts })
+}
+
 /// How a run is bounded and observed.
 #[derive(Debug, Clone, Default)]
 pub struct RunLimits {

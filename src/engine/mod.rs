@@ -18,8 +18,8 @@ mod uring;
 pub mod write;
 
 pub use driver::{
-    AsyncWorker, PieceDone, Prepared, RunLimits, SyncWorker, Worker, async_workers, prepare, race,
-    read_all, run_parts, sync_workers,
+    AsyncWorker, PieceDone, Prepared, RunLimits, SyncWorker, Worker, async_workers, prepare,
+    prepare_parts, race, read_all, run_parts, sync_workers,
 };
 pub use uring::{new_ring, nop_batch};
 

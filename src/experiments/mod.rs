@@ -13,6 +13,7 @@ pub mod ior;
 pub mod partb;
 pub mod pollute;
 pub mod read;
+pub mod replay;
 pub mod run2;
 pub mod squeeze;
 pub mod sweep;

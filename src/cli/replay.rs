@@ -1,0 +1,71 @@
+//! `iolab replay TRACE`: a traced program's reads replayed with each method.
+
+use super::Ctx;
+use super::args::{self, OutputArgs};
+use clap::Args;
+use iolab::Error;
+use iolab::cache::CacheMode;
+use iolab::engine::ReadMethod;
+use iolab::experiments::replay::{ReplayConfig, ReplayMethod, render, run_replay};
+use iolab::report::{self, Format};
+use std::path::PathBuf;
+
+/// Replay the file reads of a traced program (`iolab trace --out`) with each read method, cold
+/// and warm, and say which would make it faster here.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n\nSame files, offsets and lengths; each traced thread's reads of a file in order on a thread of\nits own; files one after another; as fast as possible. pread is the reads as recorded; direct\nmethods read them aligned out to 4 KiB (the extra bytes are shown); 'pread 128 KiB merged'\nmerges reads that follow one another. Every run checks the XOR of what it read against the\ntrace's, so a file that changed since is caught. Not replayed: writes, and mapped access."
+)]
+pub struct ReplayArgs {
+    /// The trace file (from iolab trace --out)
+    pub trace: PathBuf,
+    /// Read methods to compare with the reads as recorded (pread), comma-separated
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub methods: Option<Vec<ReadMethod>>,
+    /// cold, warm or both
+    #[arg(long, default_value = "both", value_parser = ["cold", "warm", "both"])]
+    pub cache: String,
+    /// Time the rounds may take (rounds stop early once every comparison is decided)
+    #[arg(long, default_value = "60s", value_parser = args::duration)]
+    pub budget: std::time::Duration,
+    /// As root, also drop every clean page (drop_caches) before cold runs
+    #[arg(long)]
+    pub drop_all: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl ReplayArgs {
+    /// Runs it.
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        let methods = match self.methods {
+            None => ReplayMethod::defaults(),
+            Some(list) => {
+                let mut v = vec![ReplayMethod::Method(ReadMethod::Pread)];
+                v.extend(
+                    list.into_iter()
+                        .filter(|m| *m != ReadMethod::Pread)
+                        .map(ReplayMethod::Method),
+                );
+                v
+            }
+        };
+        let caches = match self.cache.as_str() {
+            "cold" => vec![CacheMode::Cold],
+            "warm" => vec![CacheMode::Warm],
+            _ => vec![CacheMode::Cold, CacheMode::Warm],
+        };
+        let cfg = ReplayConfig {
+            trace: self.trace,
+            methods,
+            caches,
+            budget: self.budget,
+            drop_all: self.drop_all,
+        };
+        let r = run_replay(&cfg, &ctx.progress)?;
+        ctx.emit(&self.output, |f| match f {
+            Format::Json => report::json(&r),
+            f => render(&r, f),
+        })
+    }
+}
