@@ -152,8 +152,10 @@ fn reads_of(t: &Trace) -> (Vec<FileReads>, Vec<String>) {
             continue;
         };
         let readlike = op.call.reads() || op.call == Call::Splice;
-        // Program and library files (the loader's reads of their headers) are not the data.
-        if !readlike || op.ret <= 0 || info.kind != FileKind::File || info.code {
+        // Program and library files (the loader's reads of their headers) are not the data;
+        // /proc and /sys files are the kernel's, made as they are read.
+        let kernel = info.path.starts_with("/proc/") || info.path.starts_with("/sys/");
+        if !readlike || op.ret <= 0 || info.kind != FileKind::File || info.code || kernel {
             continue;
         }
         if !per.contains_key(&f) {
@@ -169,7 +171,7 @@ fn reads_of(t: &Trace) -> (Vec<FileReads>, Vec<String>) {
             .or_default()
             .push(block);
     }
-    let files = order
+    let files: Vec<FileReads> = order
         .into_iter()
         .filter_map(|f| {
             let info = &t.files[f as usize];
@@ -193,8 +195,19 @@ fn reads_of(t: &Trace) -> (Vec<FileReads>, Vec<String>) {
     };
     let mapped = t.faults.iter().filter(|x| data_file(x.file)).count();
     if mapped > 0 {
+        let read: u64 = files
+            .iter()
+            .flat_map(|f| f.threads.iter().flat_map(|b| b.iter().map(|b| b.len)))
+            .sum();
+        let page = crate::sys::page_size() as u64;
+        let most = mapped as u64 * page > read;
         notes.push(format!(
-            "{mapped} page faults of mapped access are not replayed (only read calls are)"
+            "{mapped} page faults of mapped access are not replayed (only read calls are){}",
+            if most {
+                ": the program's file data came mostly through its mappings, so this replay covers only a small share of it"
+            } else {
+                ""
+            }
         ));
     }
     let writes = t
@@ -367,6 +380,21 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
         )
         .at(&cfg.trace));
     }
+    let (files, gone): (Vec<FileReads>, Vec<FileReads>) =
+        files.into_iter().partition(|f| f.path.exists());
+    if !gone.is_empty() {
+        notes.push(format!(
+            "{} file(s) the program read no longer exist and are left out (the first: {})",
+            gone.len(),
+            gone[0].path.display()
+        ));
+    }
+    if files.is_empty() {
+        return Err(
+            Error::failed("nothing to replay", "every file the program read is gone")
+                .at(&cfg.trace),
+        );
+    }
     check_unchanged(&t, &files)?;
     let all: Vec<&Block> = files
         .iter()
@@ -408,8 +436,14 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
         rows.push(row(cell, &runs.runs, runs.skipped.as_ref(), asked));
     }
     let findings = report::findings(&rows, &cfg.caches, per_cache, &out.verdicts, &comparisons);
-    let sizes = crate::trace::profile::profile(&t);
-    let typical = sizes.files.first().map_or(0, |f| f.typical_request);
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    for b in &all {
+        *counts.entry(b.len).or_default() += 1;
+    }
+    let typical = counts
+        .iter()
+        .max_by_key(|(len, n)| (**n, **len))
+        .map_or(0, |(len, _)| *len);
     let seq = {
         let mut n = 0u64;
         let mut s = 0u64;
@@ -442,7 +476,10 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
 fn check_unchanged(t: &Trace, files: &[FileReads]) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     for f in files {
-        let info = t.files.iter().find(|x| std::path::Path::new(&x.path) == f.path);
+        let info = t
+            .files
+            .iter()
+            .find(|x| std::path::Path::new(&x.path) == f.path);
         let meta =
             std::fs::metadata(&f.path).map_err(|e| Error::io("cannot replay", &f.path, &e))?;
         let Some(info) = info else { continue };
