@@ -14,12 +14,12 @@ use std::path::PathBuf;
 /// and warm, and say which would make it faster here.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n\nSame files, offsets and lengths; each traced thread's reads of a file in order on a thread of\nits own; files one after another; as fast as possible. pread is the reads as recorded; direct\nmethods read them aligned out to 4 KiB (the extra bytes are shown); 'pread 128 KiB merged'\nmerges reads that follow one another. Every run checks the XOR of what it read against the\ntrace's, so a file that changed since is caught. Not replayed: writes, and mapped access."
+    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n\nSame files, offsets and lengths; each traced thread's accesses in order on a thread of its\nown, all threads at once; as fast as possible. A page fault is replayed as the 64 KiB window\nit mapped. 'as recorded' reads them with pread (with a mapping when the program's data came\nmostly through its mappings); direct methods read aligned out to 4 KiB (the extra bytes are\nshown); 'pread 128 KiB merged' merges reads that follow one another. Every run checks each\nfile's XOR against the trace's, so a file that changed since is caught. Writes are not replayed."
 )]
 pub struct ReplayArgs {
     /// The trace file (from iolab trace --out)
     pub trace: PathBuf,
-    /// Read methods to compare with the reads as recorded (pread), comma-separated
+    /// Read methods to compare with the accesses as recorded, comma-separated (default: all)
     #[arg(long, value_delimiter = ',', value_enum)]
     pub methods: Option<Vec<ReadMethod>>,
     /// cold, warm or both
@@ -40,15 +40,8 @@ impl ReplayArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let methods = match self.methods {
             None => ReplayMethod::defaults(),
-            Some(list) => {
-                let mut v = vec![ReplayMethod::Method(ReadMethod::Pread)];
-                v.extend(
-                    list.into_iter()
-                        .filter(|m| *m != ReadMethod::Pread)
-                        .map(ReplayMethod::Method),
-                );
-                v
-            }
+            // The accesses as recorded come first in any case.
+            Some(list) => list.into_iter().map(ReplayMethod::Method).collect(),
         };
         let caches = match self.cache.as_str() {
             "cold" => vec![CacheMode::Cold],

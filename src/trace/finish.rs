@@ -38,7 +38,7 @@ pub fn finish(
     }
     after(&mut st);
     if cfg.xor {
-        xors(&mut st);
+        xors(&mut st, &faults);
     }
     if st.kernel.threads < st.threads {
         st.note(&format!(
@@ -118,47 +118,57 @@ fn after(st: &mut State) {
 }
 
 /// Each unchanged file's XOR over the bytes its read calls returned (each call's bytes by file
-/// offset, so it does not depend on order, size of the calls or method).
-fn xors(st: &mut State) {
-    let mut ranges: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+/// offset, so it does not depend on order, size of the calls or method), and over the ranges
+/// its page faults stand for ([`super::mapped_ranges`]), each counted as often as it happened.
+fn xors(st: &mut State, faults: &[Fault]) {
+    let mut reads: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     for op in &st.ops {
         if let (true, Some(file), Some(off)) =
             (op.call.reads() || op.call == Call::Splice, op.file, op.off)
             && op.ret > 0
         {
-            ranges.entry(file).or_default().push((off, op.ret as u64));
+            reads.entry(file).or_default().push((off, op.ret as u64));
         }
     }
+    let mut mapped: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    let size = |f: u32| st.files.get(f as usize).map_or(0, |x| x.size);
+    for (f, range) in faults.iter().zip(super::mapped_ranges(faults, size)) {
+        mapped.entry(f.file).or_default().push(range);
+    }
     let mut buf = vec![0u8; 1 << 20];
-    for (file, list) in ranges {
-        let f = &mut st.files[file as usize];
-        let unchanged = f.size_after == Some(f.size) && f.mtime_after_ns == Some(f.mtime_ns);
-        if f.kind != FileKind::File || !unchanged {
-            continue;
+    for (map, mapped) in [(reads, false), (mapped, true)] {
+        for (file, list) in map {
+            let f = &mut st.files[file as usize];
+            let unchanged = f.size_after == Some(f.size) && f.mtime_after_ns == Some(f.mtime_ns);
+            if f.kind != FileKind::File || !unchanged {
+                continue;
+            }
+            let x = ranges_xor(&f.path, &list, &mut buf).map(|x| format!("{x:08x}"));
+            if mapped {
+                f.mapped_xor = x;
+            } else {
+                f.xor = x;
+            }
         }
-        let Ok(file) = std::fs::File::open(&f.path) else {
-            continue;
-        };
-        let mut x = 0u32;
-        let mut ok = true;
-        'ranges: for (off, len) in list {
-            let mut done = 0u64;
-            while done < len {
-                let n = ((len - done) as usize).min(buf.len());
-                match file.read_at(&mut buf[..n], off + done) {
-                    Ok(0) | Err(_) => {
-                        ok = false;
-                        break 'ranges;
-                    }
-                    Ok(got) => {
-                        x ^= crate::xor::xor_at(off + done, &buf[..got]);
-                        done += got as u64;
-                    }
+    }
+}
+
+/// The XOR of `ranges` of the file at `path`, each byte by its offset; None if one cannot be read.
+fn ranges_xor(path: &str, ranges: &[(u64, u64)], buf: &mut [u8]) -> Option<u32> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut x = 0u32;
+    for &(off, len) in ranges {
+        let mut done = 0u64;
+        while done < len {
+            let n = ((len - done) as usize).min(buf.len());
+            match file.read_at(&mut buf[..n], off + done) {
+                Ok(0) | Err(_) => return None,
+                Ok(got) => {
+                    x ^= crate::xor::xor_at(off + done, &buf[..got]);
+                    done += got as u64;
                 }
             }
         }
-        if ok {
-            f.xor = Some(format!("{x:08x}"));
-        }
     }
+    Some(x)
 }

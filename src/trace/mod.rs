@@ -107,6 +107,47 @@ pub struct FileInfo {
     pub xor: Option<String>,
     /// Mapped with execute permission (a program or a library: its code).
     pub code: bool,
+    /// XOR of the windows its page faults mapped ([`fault_window`]), each counted as often as
+    /// it faulted, re-read after the run; None when not computed, none, or the file changed.
+    #[serde(default)]
+    pub mapped_xor: Option<String>,
+}
+
+/// Bytes the kernel maps around a page fault on a file (fault-around, 16 pages by default).
+pub const FAULT_AROUND: u64 = 64 << 10;
+
+/// The largest a single fault can map: a PMD-sized folio.
+pub const FAULT_MAX: u64 = 2 << 20;
+
+/// The window a fault at file offset `off` stands for: the [`FAULT_AROUND`]-aligned window
+/// holding it, clipped to a file of `size` bytes: `(start, len)`.
+pub fn fault_window(off: u64, size: u64) -> (u64, u64) {
+    let start = off / FAULT_AROUND * FAULT_AROUND;
+    (start, FAULT_AROUND.min(size.saturating_sub(start)))
+}
+
+/// The file range each fault of `faults` (in time order) stands for, `(start, len)` in the same
+/// order: its [`fault_window`], grown up to the same thread's next fault on the file when that
+/// one lies ahead by at most [`FAULT_MAX`] (a forward scan: a fault maps up to a whole large
+/// folio, so the bytes between two such faults were reached without another). `size` gives a
+/// file's size by index.
+pub fn mapped_ranges(faults: &[Fault], size: impl Fn(u32) -> u64) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = faults
+        .iter()
+        .map(|f| fault_window(f.off, size(f.file)))
+        .collect();
+    let mut last: std::collections::HashMap<(u32, u32), usize> = Default::default();
+    for (i, f) in faults.iter().enumerate() {
+        let start = out[i].0;
+        if let Some(&j) = last.get(&(f.tid, f.file)) {
+            let prev = out[j].0;
+            if start > prev && start - prev <= FAULT_MAX {
+                out[j].1 = start - prev;
+            }
+        }
+        last.insert((f.tid, f.file), i);
+    }
+    out
 }
 
 /// One traced system call.

@@ -147,6 +147,7 @@ impl State {
             resident_after: None,
             xor: None,
             code: false,
+            mapped_xor: None,
         });
         let i = (self.files.len() - 1) as u32;
         self.by_id.insert(key, i);

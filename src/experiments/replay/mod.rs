@@ -5,30 +5,33 @@
 //! trace's per file (checked at every run), so a file that changed since the trace is caught.
 //! Direct methods read the reads aligned out to 4 KiB; the extra bytes are counted.
 
+mod cells;
+mod plan;
 mod report;
 pub use report::{render, rows};
 
-use crate::cache::{self, CacheMode};
-use crate::engine::{self, EngineOptions, Moved, ReadMethod};
+use crate::cache::CacheMode;
+use crate::engine::{self, ReadMethod};
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
-use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
+use crate::harness::{self, Comparison, RoundsTaken};
 use crate::measure::finding::Finding;
 use crate::measure::stats::{Summary, summarize};
-use crate::trace::{Call, FileKind, Trace};
-use crate::workload::{Block, Part, Workload};
+use crate::trace::Trace;
+use crate::workload::Block;
+use cells::{Cell, ReplayCells, Run};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What to replay and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayConfig {
     /// The trace file.
     pub trace: PathBuf,
-    /// The methods, `pread` (the reads as recorded) first.
+    /// The methods, the accesses as recorded first (its engine is chosen from the trace).
     pub methods: Vec<ReplayMethod>,
     /// Cache states.
     pub caches: Vec<CacheMode>,
@@ -43,6 +46,9 @@ pub struct ReplayConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReplayMethod {
+    /// The accesses as the program made them: with pread when it read them with calls, through
+    /// a mapping when its page faults carried most of its data.
+    Recorded(ReadMethod),
     /// An engine's method over the recorded reads (direct ones aligned out).
     Method(ReadMethod),
     /// Recorded reads that follow one another merged into reads of up to this many bytes, with
@@ -54,45 +60,37 @@ impl ReplayMethod {
     /// Its name in tables.
     pub fn name(&self) -> String {
         match self {
-            ReplayMethod::Method(ReadMethod::Pread) => "as recorded (pread)".to_string(),
+            ReplayMethod::Recorded(m) => format!("as recorded ({})", m.name()),
             ReplayMethod::Method(m) => m.name().to_string(),
             ReplayMethod::Merged(n) => format!("pread {} merged", crate::size::format_size(*n)),
         }
     }
 
-    /// The default set: as recorded, each mapping hint, io_uring, O_DIRECT both ways, uncached,
+    /// The default set: as recorded (pread), each mapping hint, io_uring, O_DIRECT both ways, uncached,
     /// and merged 128 KiB reads.
     pub fn defaults() -> Vec<ReplayMethod> {
         use ReadMethod::*;
-        let mut v: Vec<ReplayMethod> = [
-            Pread,
-            Mmap,
-            MmapRandom,
-            MmapWillneed,
-            Uring,
-            Direct,
-            UringDirect,
-            Uncached,
-        ]
-        .into_iter()
-        .map(ReplayMethod::Method)
-        .collect();
+        let mut v = vec![ReplayMethod::Recorded(Pread)];
+        v.extend(
+            [
+                Mmap,
+                MmapRandom,
+                MmapWillneed,
+                Uring,
+                Direct,
+                UringDirect,
+                Uncached,
+            ]
+            .into_iter()
+            .map(ReplayMethod::Method),
+        );
         v.push(ReplayMethod::Merged(128 << 10));
         v
     }
 
     fn direct(&self) -> bool {
-        matches!(self, ReplayMethod::Method(m) if m.is_direct())
+        self.engine().is_direct()
     }
-}
-
-/// One file's reads: per traced thread, in order.
-#[derive(Debug, Clone)]
-struct FileReads {
-    path: PathBuf,
-    size: u64,
-    threads: Vec<Arc<[Block]>>,
-    xor: Option<u32>,
 }
 
 /// One method in one cache state, summarised.
@@ -139,90 +137,6 @@ pub struct ReplayResult {
     pub notes: Vec<String>,
 }
 
-/// The reads of `t` worth replaying: read calls with a known offset of regular files other than
-/// program code.
-fn reads_of(t: &Trace) -> (Vec<FileReads>, Vec<String>) {
-    let mut per: BTreeMap<u32, BTreeMap<u32, Vec<Block>>> = BTreeMap::new();
-    let mut order: Vec<u32> = Vec::new();
-    for op in &t.ops {
-        let (Some(f), Some(off)) = (op.file, op.off) else {
-            continue;
-        };
-        let Some(info) = t.files.get(f as usize) else {
-            continue;
-        };
-        let readlike = op.call.reads() || op.call == Call::Splice;
-        // Program and library files (the loader's reads of their headers) are not the data;
-        // /proc and /sys files are the kernel's, made as they are read.
-        let kernel = info.path.starts_with("/proc/") || info.path.starts_with("/sys/");
-        if !readlike || op.ret <= 0 || info.kind != FileKind::File || info.code || kernel {
-            continue;
-        }
-        if !per.contains_key(&f) {
-            order.push(f);
-        }
-        let block = Block {
-            offset: off,
-            len: op.ret as u64,
-        };
-        per.entry(f)
-            .or_default()
-            .entry(op.tid)
-            .or_default()
-            .push(block);
-    }
-    let files: Vec<FileReads> = order
-        .into_iter()
-        .filter_map(|f| {
-            let info = &t.files[f as usize];
-            let threads = per.remove(&f)?.into_values().map(Arc::from).collect();
-            Some(FileReads {
-                path: PathBuf::from(&info.path),
-                size: info.size_after.unwrap_or(info.size),
-                threads,
-                xor: info
-                    .xor
-                    .as_deref()
-                    .and_then(|x| u32::from_str_radix(x, 16).ok()),
-            })
-        })
-        .collect();
-    let mut notes = Vec::new();
-    let data_file = |f: u32| {
-        t.files
-            .get(f as usize)
-            .is_some_and(|x| x.kind == FileKind::File && !x.code)
-    };
-    let mapped = t.faults.iter().filter(|x| data_file(x.file)).count();
-    if mapped > 0 {
-        let read: u64 = files
-            .iter()
-            .flat_map(|f| f.threads.iter().flat_map(|b| b.iter().map(|b| b.len)))
-            .sum();
-        let page = crate::sys::page_size() as u64;
-        let most = mapped as u64 * page > read;
-        notes.push(format!(
-            "{mapped} page faults of mapped access are not replayed (only read calls are){}",
-            if most {
-                ": the program's file data came mostly through its mappings, so this replay covers only a small share of it"
-            } else {
-                ""
-            }
-        ));
-    }
-    let writes = t
-        .ops
-        .iter()
-        .filter(|o| o.call.writes() && o.file.is_some_and(data_file))
-        .count();
-    if writes > 0 {
-        notes.push(format!(
-            "{writes} writes to files are not replayed (they would change them)"
-        ));
-    }
-    (files, notes)
-}
-
 /// Reads merged where one continues the previous, up to `max` bytes.
 fn merged(blocks: &[Block], max: u64) -> Arc<[Block]> {
     let mut out: Vec<Block> = Vec::new();
@@ -252,162 +166,19 @@ fn aligned(blocks: &[Block], size: u64) -> Arc<[Block]> {
         .collect()
 }
 
-/// One replay run.
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    wall: Duration,
-    moved: Moved,
-    asked: u64,
-}
-
-struct Cell {
-    method: ReplayMethod,
-    cache: CacheMode,
-}
-
-struct ReplayCells<'a> {
-    cfg: &'a ReplayConfig,
-    files: &'a [FileReads],
-    cells: Vec<Cell>,
-    asked: u64,
-}
-
-impl ReplayCells<'_> {
-    fn blocks(&self, m: ReplayMethod, f: &FileReads) -> Vec<Arc<[Block]>> {
-        f.threads
-            .iter()
-            .map(|b| match m {
-                ReplayMethod::Merged(n) => merged(b, n),
-                _ if m.direct() => aligned(b, f.size),
-                _ => b.clone(),
-            })
-            .collect()
-    }
-
-    fn engine_of(m: ReplayMethod) -> ReadMethod {
-        match m {
-            ReplayMethod::Method(r) => r,
-            ReplayMethod::Merged(_) => ReadMethod::Pread,
-        }
-    }
-}
-
-impl Cells for ReplayCells<'_> {
-    type Run = Run;
-    fn count(&self) -> usize {
-        self.cells.len()
-    }
-    fn name(&self, i: usize) -> String {
-        format!(
-            "{} {}",
-            self.cells[i].method.name(),
-            self.cells[i].cache.name()
-        )
-    }
-    fn run(&mut self, i: usize) -> Result<Run> {
-        let (m, mode) = (self.cells[i].method, self.cells[i].cache);
-        let mut sources = Vec::with_capacity(self.files.len());
-        for f in self.files {
-            let src = crate::source::open_source(&f.path)?;
-            cache::prepare(&src.file, src.size, &src.path, mode, self.cfg.drop_all)?;
-            sources.push(src);
-        }
-        let opts = EngineOptions::with_depth(16);
-        let start = Instant::now();
-        let mut moved = Moved::default();
-        for (f, src) in self.files.iter().zip(&sources) {
-            let lists = self.blocks(m, f);
-            let largest = lists.iter().flat_map(|b| b.iter().map(|b| b.len)).max();
-            let parts: Vec<Part> = lists
-                .into_iter()
-                .map(|b| Part::explicit(b, src.size))
-                .collect();
-            let w = Workload {
-                // The workers size their buffers (and pieces) by it.
-                bs: largest
-                    .unwrap_or(1)
-                    .max(1)
-                    .next_multiple_of(engine::DIRECT_ALIGN),
-                len: src.size,
-                pattern: crate::workload::Pattern::Seq,
-                seed: 1,
-                threads: parts.len(),
-            };
-            let prepared = engine::prepare_parts(Self::engine_of(m), src, &w, parts, &opts)?;
-            let got = prepared.run()?;
-            if !m.direct()
-                && let Some(want) = f.xor
-                && got.xor != want
-            {
-                return Err(Error::failed(
-                    "the file's bytes differ from the trace's",
-                    format!(
-                        "XOR over the recorded reads is {:08x}, the trace's {want:08x}: it changed since",
-                        got.xor
-                    ),
-                )
-                .at(&f.path));
-            }
-            moved.add(got);
-        }
-        Ok(Run {
-            wall: start.elapsed(),
-            moved,
-            asked: self.asked,
-        })
-    }
-    fn figure(&self, r: &Run) -> f64 {
-        crate::size::mib_per_s(r.asked, r.wall.as_secs_f64())
-    }
-    fn wall(&self, r: &Run) -> Option<Duration> {
-        Some(r.wall)
-    }
-    fn xor(&self, i: usize, r: &Run) -> Option<(u64, u32)> {
-        // Direct methods read more (aligned out): they agree among themselves.
-        let direct = self.cells[i].method.direct();
-        Some((direct as u64, r.moved.xor))
-    }
-}
-
 /// Replays `cfg.trace`.
 pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
     let t = Trace::load(&cfg.trace)?;
-    let (files, mut notes) = reads_of(&t);
-    if files.is_empty() {
-        return Err(Error::usage(
-            "nothing to replay",
-            "the trace has no read calls of regular files",
-        )
-        .at(&cfg.trace));
-    }
-    let (files, gone): (Vec<FileReads>, Vec<FileReads>) =
-        files.into_iter().partition(|f| f.path.exists());
-    if !gone.is_empty() {
-        notes.push(format!(
-            "{} file(s) the program read no longer exist and are left out (the first: {})",
-            gone.len(),
-            gone[0].path.display()
-        ));
-    }
-    if files.is_empty() {
-        return Err(
-            Error::failed("nothing to replay", "every file the program read is gone")
-                .at(&cfg.trace),
-        );
-    }
-    check_unchanged(&t, &files)?;
-    let all: Vec<&Block> = files
-        .iter()
-        .flat_map(|f| f.threads.iter().flat_map(|b| b.iter()))
-        .collect();
-    let asked: u64 = all.iter().map(|b| b.len).sum();
+    let mut plan = plan::plan(&t);
+    plan::prune(&t, &mut plan).map_err(|e| e.at(&cfg.trace))?;
+    check_unchanged(&t, &plan)?;
+    let methods = methods_for(&cfg.methods, &plan);
+    let asked: u64 = plan.blocks().map(|b| b.len).sum();
+    let per_cache = methods.len();
     let mut cells = Vec::new();
     for &cache in &cfg.caches {
-        for &method in &cfg.methods {
-            cells.push(Cell { method, cache });
-        }
+        cells.extend(methods.iter().map(|&method| Cell { method, cache }));
     }
-    let per_cache = cfg.methods.len();
     let comparisons: Vec<Comparison> = (0..cfg.caches.len())
         .flat_map(|c| {
             (1..per_cache).map(move |k| Comparison {
@@ -417,54 +188,32 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
         })
         .collect();
     let mut rc = ReplayCells {
-        cfg,
-        files: &files,
+        plan: &plan,
         cells,
         asked,
+        drop_all: cfg.drop_all,
+        depth: depth_of(&plan),
     };
-    let out = harness::run(
-        "replay",
-        &mut rc,
-        &Plan::adaptive(cfg.budget),
-        &comparisons,
-        obs,
-    )?;
+    let plan_h = harness::Plan::adaptive(cfg.budget);
+    let out = harness::run("replay", &mut rc, &plan_h, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
+    let mut notes = plan.notes.clone();
     notes.extend(out.warnings.iter().cloned());
-    let mut rows = Vec::new();
-    for (cell, runs) in rc.cells.iter().zip(&out.cells) {
-        rows.push(row(cell, &runs.runs, runs.skipped.as_ref(), asked));
-    }
-    let findings = report::findings(&rows, &cfg.caches, per_cache, &out.verdicts, &comparisons);
-    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    for b in &all {
-        *counts.entry(b.len).or_default() += 1;
-    }
-    let typical = counts
+    let rows: Vec<ReplayRow> = rc
+        .cells
         .iter()
-        .max_by_key(|(len, n)| (**n, **len))
-        .map_or(0, |(len, _)| *len);
-    let seq = {
-        let mut n = 0u64;
-        let mut s = 0u64;
-        for f in &files {
-            for b in &f.threads {
-                n += b.len() as u64;
-                s += b
-                    .windows(2)
-                    .filter(|w| w[0].offset + w[0].len == w[1].offset)
-                    .count() as u64;
-            }
-        }
-        if n > 0 { s as f64 / n as f64 } else { 0.0 }
-    };
+        .zip(&out.cells)
+        .map(|(cell, runs)| row(cell, &runs.runs, runs.skipped.as_ref(), asked))
+        .collect();
+    let findings = report::findings(&rows, &cfg.caches, per_cache, &out.verdicts, &comparisons);
+    let (sequential, typical_read) = shape(&plan);
     Ok(ReplayResult {
         command: t.command.clone(),
-        files: files.len(),
-        reads: all.len() as u64,
+        files: plan.files.len(),
+        reads: plan.blocks().count() as u64,
         bytes: asked,
-        sequential: seq,
-        typical_read: typical,
+        sequential,
+        typical_read,
         rows,
         findings,
         rounds,
@@ -472,17 +221,73 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
     })
 }
 
+/// The methods to run: the first is the accesses as recorded, with a mapping when the program's
+/// page faults carried more of its data than its read calls (and then plain `mmap` is not
+/// repeated among the others).
+fn methods_for(asked: &[ReplayMethod], plan: &plan::Plan) -> Vec<ReplayMethod> {
+    let mapped = plan.mapped_bytes > plan.read_bytes;
+    let first = ReplayMethod::Recorded(if mapped {
+        ReadMethod::Mmap
+    } else {
+        ReadMethod::Pread
+    });
+    let mut v = vec![first];
+    v.extend(asked.iter().copied().filter(|m| match m {
+        ReplayMethod::Recorded(_) => false,
+        ReplayMethod::Merged(_) => true,
+        ReplayMethod::Method(e) => *e != first.engine(),
+    }));
+    v
+}
+
+/// io_uring's depth: a thread's accesses do not wait for one another's data in a replay, so up
+/// to 16 in flight, fewer when the threads' segments are shorter.
+fn depth_of(plan: &plan::Plan) -> u32 {
+    let longest = plan
+        .threads
+        .iter()
+        .flat_map(|t| t.iter().map(|s| s.blocks.len()))
+        .max()
+        .unwrap_or(1);
+    longest.clamp(1, 16) as u32
+}
+
+/// The share of accesses that continue the previous one of their segment, and the most common
+/// access size.
+fn shape(plan: &plan::Plan) -> (f64, u64) {
+    let (mut n, mut s) = (0u64, 0u64);
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    for seg in plan.threads.iter().flatten() {
+        n += seg.blocks.len() as u64;
+        s += seg
+            .blocks
+            .windows(2)
+            .filter(|w| w[0].offset + w[0].len == w[1].offset)
+            .count() as u64;
+        for b in seg.blocks.iter() {
+            *counts.entry(b.len).or_default() += 1;
+        }
+    }
+    let typical = counts
+        .iter()
+        .max_by_key(|(len, n)| (**n, **len))
+        .map_or(0, |(len, _)| *len);
+    (if n > 0 { s as f64 / n as f64 } else { 0.0 }, typical)
+}
+
 /// Refuses a file whose size or modification time differs from the trace's (after the run).
-fn check_unchanged(t: &Trace, files: &[FileReads]) -> Result<()> {
+fn check_unchanged(t: &Trace, plan: &plan::Plan) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
-    for f in files {
-        let info = t
+    for f in plan.files.iter().filter(|f| f.path.exists()) {
+        let Some(info) = t
             .files
             .iter()
-            .find(|x| std::path::Path::new(&x.path) == f.path);
+            .find(|x| std::path::Path::new(&x.path) == f.path)
+        else {
+            continue;
+        };
         let meta =
             std::fs::metadata(&f.path).map_err(|e| Error::io("cannot replay", &f.path, &e))?;
-        let Some(info) = info else { continue };
         let mtime = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
         let want_size = info.size_after.unwrap_or(info.size);
         let want_mtime = info.mtime_after_ns.unwrap_or(info.mtime_ns);
