@@ -444,3 +444,26 @@ fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
         .failure()
         .stderr(predicates::str::contains("changed since the trace"));
 }
+
+#[test]
+fn a_cold_read_agrees_with_the_kernels_storage_count() {
+    let dir = tempfile::tempdir().unwrap();
+    if fs_type(dir.path()) == "tmpfs" {
+        eprintln!("skipped: /tmp is tmpfs, where nothing comes from storage");
+        return;
+    }
+    let f = big_file(dir.path(), 16);
+    iolab().args(["cache", "evict", s(&f)]).assert().success();
+    let o = iolab()
+        .args(["trace", "--no-xor", "--format", "json", "--", "cat"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    // Every storage byte the kernel counted came into the page cache as the file's pages.
+    let a = p["device_agreement"].as_f64().unwrap();
+    assert!((0.95..=1.05).contains(&a), "{a}: {}", p["kernel"]);
+    assert!(p["kernel"]["read_bytes"].as_u64().unwrap() >= 16 << 20);
+}

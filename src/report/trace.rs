@@ -54,6 +54,14 @@ pub fn summary(p: &Profile) -> Vec<String> {
         )),
         None => l.push("kernel's count: not read (no thread's /proc io was readable)".into()),
     }
+    if let Some(d) = p.device_agreement {
+        l.push(format!(
+            "from storage {} against {} brought into the page cache by the run ({:+.1}%: storage reads that were not file data, metadata, or pages evicted during the run, make the difference)",
+            format_size(p.kernel.read_bytes),
+            format_size(p.cache_growth),
+            100.0 * (d - 1.0)
+        ));
+    }
     l.push(format!(
         "time in traced calls: {} of the wall time (tracer-side, so each call includes ~2 stops){}",
         pct(p.io_share),

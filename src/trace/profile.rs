@@ -101,6 +101,12 @@ pub struct Profile {
     pub rchar_agreement: Option<f64>,
     /// Bytes read from storage (kernel) per unique byte the program read from files.
     pub device_per_unique: Option<f64>,
+    /// Bytes the run brought into the page cache: every regular file's residency after the run
+    /// less before its first open (where both are visible; files it wrote left out), summed.
+    pub cache_growth: u64,
+    /// `cache_growth` over the kernel's bytes from storage (1: the storage reads were all file
+    /// data that stayed cached; below: metadata, or pages evicted during the run).
+    pub device_agreement: Option<f64>,
     /// Request sizes of file reads: (size asked, rounded up to a power of two; calls).
     pub request_sizes: Vec<(u64, u64)>,
     /// Regular files, most bytes first (code files apart).
@@ -279,6 +285,20 @@ pub fn profile(t: &Trace) -> Profile {
     let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
     files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
+    // Files the program wrote grew the cache by writing, not from storage: left out.
+    let written: HashSet<u32> = t
+        .ops
+        .iter()
+        .filter(|o| o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate)
+        .filter_map(|o| o.file)
+        .collect();
+    let cache_growth: u64 = t
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| f.kind == FileKind::File && !written.contains(&(*i as u32)))
+        .filter_map(|(_, f)| Some(f.resident_after?.saturating_sub(f.resident_before?)))
+        .sum();
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
@@ -303,6 +323,9 @@ pub fn profile(t: &Trace) -> Profile {
             .then(|| (reads.bytes + t.kernel.exec_rchar) as f64 / t.kernel.rchar as f64),
         device_per_unique: (unique_total > 0 && t.kernel.threads > 0)
             .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
+        cache_growth,
+        device_agreement: (t.kernel.threads > 0 && t.kernel.read_bytes > 0)
+            .then(|| cache_growth as f64 / t.kernel.read_bytes as f64),
         request_sizes: sizes.into_iter().collect(),
         files,
         code_files,
