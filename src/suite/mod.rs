@@ -45,6 +45,7 @@ pub const REGISTRY: &[&dyn Experiment] = &[
     &crate::experiments::classics::suite::ClassicNet,
     &crate::experiments::squeeze::suite::Squeeze,
     &crate::experiments::pollute::suite::Pollute,
+    &crate::experiments::replay::suite::YourProgramEntry,
 ];
 
 fn interrupted() -> Error {

@@ -8,6 +8,7 @@
 mod cells;
 mod plan;
 mod report;
+pub mod suite;
 pub use report::{render, rows};
 
 use crate::cache::CacheMode;
@@ -169,6 +170,12 @@ fn aligned(blocks: &[Block], size: u64) -> Arc<[Block]> {
 /// Replays `cfg.trace`.
 pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
     let t = Trace::load(&cfg.trace)?;
+    replay_trace(&t, cfg, obs)
+}
+
+/// Replays trace `t` (`cfg.trace` names it in messages).
+pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
+    let t = t.clone();
     let mut plan = plan::plan(&t);
     plan::prune(&t, &mut plan).map_err(|e| e.at(&cfg.trace))?;
     check_unchanged(&t, &plan)?;

@@ -132,3 +132,70 @@ pub fn render(r: &ReplayResult, format: Format) -> String {
         _ => format!("{}\n\n{}", head.join("\n"), table(&t)),
     }
 }
+
+/// The suite's section: the profile's summary, the overhead, the findings, and one row per
+/// method with cold and warm side by side.
+pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> String {
+    let p = &out.profile;
+    let o = &out.overhead;
+    let r = &out.replay;
+    let mut head = vec![
+        format!(
+            "{} files, {} read in {} calls (typical {}); the kernel's rchar agrees {:+.3}%",
+            r.files,
+            format_size(p.reads.bytes),
+            p.reads.calls,
+            format_size(r.typical_read),
+            100.0 * (p.rchar_agreement.unwrap_or(f64::NAN) - 1.0)
+        ),
+        format!(
+            "tracing overhead: {:.2}x wall time (min {:.2}, max {:.2}, {} interleaved rounds)",
+            o.ratio,
+            o.ratio_min,
+            o.ratio_max,
+            o.traced_s.len()
+        ),
+    ];
+    head.extend(r.findings.iter().map(|f| format!("finding: {}", f.text)));
+    let mut t = vec![
+        ["method", "cold MiB/s", "warm MiB/s", "requests"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    let cell = |m: &str, c: CacheMode| {
+        r.rows
+            .iter()
+            .find(|x| x.method == m && x.cache == c)
+            .map_or("-".to_string(), |x| match &x.unsupported {
+                Some(_) => "unsupported".into(),
+                None => format!(
+                    "{:.0} ({:.0}-{:.0})",
+                    x.mib_s.median, x.mib_s.ci[0], x.mib_s.ci[1]
+                ),
+            })
+    };
+    let mut seen = Vec::new();
+    for row in &r.rows {
+        if seen.contains(&row.method) {
+            continue;
+        }
+        seen.push(row.method.clone());
+        t.push(vec![
+            row.method.clone(),
+            cell(&row.method, CacheMode::Cold),
+            cell(&row.method, CacheMode::Warm),
+            row.ops.to_string(),
+        ]);
+    }
+    match format {
+        Format::Markdown => format!(
+            "{}\n\n{}",
+            head.iter()
+                .map(|l| format!("- {l}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            markdown_table(&t)
+        ),
+        _ => format!("{}\n\n{}", head.join("\n"), table(&t)),
+    }
+}

@@ -1,0 +1,106 @@
+//! "Your program" in the suite: a real program, `sha256sum` of the classic transfer inputs,
+//! traced (with its tracing overhead) and its reads replayed with every method.
+//!
+//! Why `sha256sum`: coreutils is on every Debian machine, and it reads the way most streaming
+//! tools do (one thread, 32 KiB `read` calls, front to back), so the replay answers the question
+//! such tools raise: would mmap, larger reads, io_uring or O_DIRECT read the same bytes faster
+//! here? The classic inputs give it many files of several sizes (one of 12 MB).
+
+use super::{ReplayConfig, ReplayMethod, ReplayResult, replay_trace};
+use crate::cache::CacheMode;
+use crate::error::{Error, Result};
+use crate::experiments::Observer;
+use crate::measure::finding::Finding;
+use crate::report::Format;
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
+use crate::trace::overhead::{Overhead, overhead};
+use crate::trace::profile::{Profile, profile};
+use crate::trace::{TraceConfig, run};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The traced program's profile, the tracing overhead and the replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YourProgram {
+    /// The profile of the traced run.
+    pub profile: Profile,
+    /// Traced against untraced wall time.
+    pub overhead: Overhead,
+    /// Its reads replayed with each method.
+    pub replay: ReplayResult,
+}
+
+/// The suite's entry.
+pub struct YourProgramEntry;
+
+impl Entry for YourProgramEntry {
+    type Output = YourProgram;
+    fn about(&self) -> &'static About {
+        &About {
+            name: "your_program",
+            title: "your program: sha256sum traced and replayed",
+            explains: "`iolab trace` runs a program and records its file I/O without root (ptrace stops it at file system calls only; a perf event samples its page faults), checked against the kernel's own count; `iolab replay` reads the same bytes with each method. Here the program is coreutils' sha256sum over the classic inputs: replace it with yours (`iolab trace --out t.json -- CMD`, then `iolab replay t.json`).",
+        }
+    }
+
+    fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<YourProgram> {
+        let launcher = ctx.cfg.worker.clone().ok_or_else(|| {
+            Error::unsupported(
+                "cannot trace",
+                "the traced program starts as `iolab trace-exec` and needs the iolab program (run by `iolab suite`)",
+            )
+        })?;
+        let mut command = vec!["sha256sum".into()];
+        command.extend(
+            ctx.data
+                .classic_files
+                .iter()
+                .map(|p| p.as_os_str().to_owned()),
+        );
+        let cfg = TraceConfig {
+            command,
+            launcher,
+            faults: true,
+            xor: true,
+            quiet: true,
+        };
+        obs.progress("tracing sha256sum", 0, 1);
+        let t = run(&cfg, &crate::sys::interrupted)?;
+        if t.ended.code != Some(0) {
+            return Err(Error::failed(
+                "sha256sum failed under trace",
+                format!("it ended with {:?}", t.ended),
+            ));
+        }
+        let overhead = overhead(&cfg, 3)?;
+        let rcfg = ReplayConfig {
+            trace: "sha256sum".into(),
+            methods: ReplayMethod::defaults(),
+            caches: vec![CacheMode::Cold, CacheMode::Warm],
+            budget: Duration::from_secs_f64(ctx.scale(6.0, 20.0)),
+            drop_all: false,
+        };
+        let replay = replay_trace(&t, &rcfg, obs)?;
+        Ok(YourProgram {
+            profile: profile(&t),
+            overhead,
+            replay,
+        })
+    }
+
+    fn table(&self, out: &YourProgram) -> String {
+        super::report::suite_section(out, Format::Text)
+    }
+
+    fn markdown(&self, out: &YourProgram) -> Option<String> {
+        Some(super::report::suite_section(out, Format::Markdown))
+    }
+
+    fn finding_keys(&self) -> &'static [&'static str] {
+        &["replay-cold", "replay-warm"]
+    }
+
+    fn findings(&self, out: &YourProgram, _: &SuiteResult) -> Vec<Finding> {
+        out.replay.findings.clone()
+    }
+}
