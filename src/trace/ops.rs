@@ -264,43 +264,6 @@ impl State {
                     p.arg = Some(a[5]);
                 }
             }
-            Lseek => {
-                p.fd = fd0;
-                p.arg = Some(a[2]);
-            }
-            Close | Fsync | Fdatasync | Ftruncate => {
-                p.fd = fd0;
-                if call == Ftruncate {
-                    p.len = a[1];
-                }
-            }
-            SyncFileRange | Readahead => {
-                p.fd = fd0;
-                p.off = Some(a[1]);
-                p.len = a[2];
-            }
-            Fallocate => {
-                p.fd = fd0;
-                p.off = Some(a[2]);
-                p.len = a[3];
-                p.arg = Some(a[1]);
-            }
-            Fadvise => {
-                p.fd = fd0;
-                p.off = Some(a[1]);
-                p.len = a[2];
-                p.arg = Some(a[3]);
-            }
-            Mmap => {
-                p.fd = a[4] as i32;
-                p.off = Some(a[5]);
-                p.len = a[1];
-                p.arg = Some((a[2] << 32) | (a[3] & 0xffff_ffff));
-            }
-            Madvise | Msync => {
-                p.len = a[1];
-                p.arg = Some(a[2]);
-            }
             Sendfile => {
                 p.fd = a[1] as i32;
                 p.off = self
@@ -319,12 +282,59 @@ impl State {
                 self.note("the program used io_uring: reads and writes it submits there are not seen (only the io_uring_enter calls are)");
             }
             Exec => p.arg = rchar_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid),
-            CloseRange | Dup | Fcntl | Munmap | Mremap => {}
+            _ => from_args(&mut p),
         }
         if p.fd >= 0 && !matches!(call, Mmap) {
             p.file = self.desc(tid, p.fd).map(|d| d.borrow().file);
         }
         p
+    }
+}
+
+/// What the arguments alone say of the calls that need nothing else.
+fn from_args(p: &mut Pending) {
+    use Call::*;
+    let a = p.args;
+    let fd0 = a[0] as i32;
+    match p.call {
+        Lseek => {
+            p.fd = fd0;
+            p.arg = Some(a[2]);
+        }
+        Close | Fsync | Fdatasync | Ftruncate => {
+            p.fd = fd0;
+            if p.call == Ftruncate {
+                p.len = a[1];
+            }
+        }
+        SyncFileRange | Readahead => {
+            p.fd = fd0;
+            p.off = Some(a[1]);
+            p.len = a[2];
+        }
+        Fallocate => {
+            p.fd = fd0;
+            p.off = Some(a[2]);
+            p.len = a[3];
+            p.arg = Some(a[1]);
+        }
+        Fadvise => {
+            p.fd = fd0;
+            p.off = Some(a[1]);
+            p.len = a[2];
+            p.arg = Some(a[3]);
+        }
+        Mmap => {
+            p.fd = a[4] as i32;
+            p.off = Some(a[5]);
+            p.len = a[1];
+            p.arg = Some((a[2] << 32) | (a[3] & 0xffff_ffff));
+        }
+        Madvise | Msync => {
+            p.len = a[1];
+            p.arg = Some(a[2]);
+        }
+        _ => {}
     }
 }
 
@@ -353,8 +363,6 @@ impl State {
         let Some(task) = self.tasks.get(&tid).cloned() else {
             return;
         };
-        let a = p.args;
-        let ok = ret >= 0;
         let mut op = Op {
             t: p.t,
             dur: t.saturating_sub(p.t),
@@ -368,16 +376,31 @@ impl State {
             ret,
             arg: p.arg,
         };
-        let advance = |st: &mut State, fd: i32, by: i64| {
-            if by > 0
-                && let Some(d) = st.desc(tid, fd)
-            {
-                d.borrow_mut().pos += by as u64;
+        let keep = match p.call {
+            Open | Close | CloseRange | Dup | Fcntl => {
+                self.descriptors(&task, tid, &p, ret, &mut op)
+            }
+            Mmap | Munmap | Mremap | Madvise | Msync => self.memory(&task, &p, ret, t, &mut op),
+            Exec => false,
+            _ => {
+                self.positions(&task, tid, &p, ret, &mut op);
+                true
             }
         };
-        let mut keep = true;
+        if keep {
+            self.ops.push(op);
+        }
+    }
+
+    /// Opens, closes and dups: the descriptor table follows; whether the op is kept.
+    fn descriptors(&mut self, task: &Task, tid: i32, p: &Pending, ret: i64, op: &mut Op) -> bool {
+        use Call::*;
+        let a = p.args;
+        if ret < 0 {
+            return matches!(p.call, Open | Close);
+        }
         match p.call {
-            Open if ok => {
+            Open => {
                 let fd = ret as i32;
                 op.fd = fd;
                 if let Some(file) = self.identify(task.pid, fd) {
@@ -396,46 +419,58 @@ impl State {
                         },
                     );
                 }
+                true
             }
-            Close if ok => {
+            Close => {
                 task.fds.borrow_mut().0.remove(&p.fd);
+                true
             }
-            CloseRange if ok => {
-                keep = false;
+            CloseRange => {
                 let cloexec_only = a[2] & 4 != 0; // CLOSE_RANGE_CLOEXEC
                 task.fds
                     .borrow_mut()
                     .close_range(a[0] as u32, a[1] as u32, cloexec_only);
+                false
             }
-            Dup | Fcntl => {
-                keep = false;
+            _ => {
                 let cmd = a[1] as i32;
                 let dups = p.call == Dup || cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC;
-                if ok
-                    && dups
-                    && let Some(d) = self.desc(tid, a[0] as i32)
-                {
+                if dups && let Some(d) = self.desc(tid, a[0] as i32) {
                     let cloexec = (p.call == Dup && a[2] & libc::O_CLOEXEC as u64 != 0)
                         || (p.call == Fcntl && cmd == libc::F_DUPFD_CLOEXEC);
                     task.fds
                         .borrow_mut()
                         .0
                         .insert(ret as i32, Slot { desc: d, cloexec });
-                } else if ok && p.call == Fcntl && cmd == libc::F_SETFD {
+                } else if cmd == libc::F_SETFD {
                     if let Some(s) = task.fds.borrow_mut().0.get_mut(&(a[0] as i32)) {
                         s.cloexec = a[2] & libc::FD_CLOEXEC as u64 != 0;
                     }
-                } else if ok
-                    && p.call == Fcntl
-                    && cmd == libc::F_SETFL
+                } else if cmd == libc::F_SETFL
                     && let Some(d) = self.desc(tid, a[0] as i32)
                 {
                     d.borrow_mut().append = a[2] & libc::O_APPEND as u64 != 0;
                 }
+                false
             }
+        }
+    }
+
+    /// Reads, writes and seeks: the positions they move.
+    fn positions(&mut self, task: &Task, tid: i32, p: &Pending, ret: i64, op: &mut Op) {
+        use Call::*;
+        let a = p.args;
+        let advance = |st: &mut State, fd: i32, by: i64| {
+            if by > 0
+                && let Some(d) = st.desc(tid, fd)
+            {
+                d.borrow_mut().pos += by as u64;
+            }
+        };
+        match p.call {
             Read | Readv => advance(self, p.fd, ret),
-            Write | Writev => {
-                if ok && let Some(d) = self.desc(tid, p.fd) {
+            Write | Writev if ret >= 0 => {
+                if let Some(d) = self.desc(tid, p.fd) {
                     if d.borrow().append {
                         // An O_APPEND write went to the end: where that was, from the size now.
                         let size = std::fs::metadata(format!("/proc/{}/fd/{}", task.pid, p.fd))
@@ -449,7 +484,7 @@ impl State {
                 }
             }
             Preadv | Preadv2 | Pwritev | Pwritev2 if a[3] == u64::MAX => advance(self, p.fd, ret),
-            Lseek if ok => {
+            Lseek if ret >= 0 => {
                 op.off = Some(ret as u64);
                 if let Some(d) = self.desc(tid, p.fd) {
                     d.borrow_mut().pos = ret as u64;
@@ -464,16 +499,24 @@ impl State {
                     advance(self, a[2] as i32, ret);
                 }
             }
-            Mmap => keep = self.mapped(&task, &mut op, ret, t),
-            Exec => keep = false,
+            _ => {}
+        }
+    }
+
+    /// Mappings made, unmapped, moved or advised: the address space follows; whether the op is
+    /// kept (file mappings, and advice on them).
+    fn memory(&mut self, task: &Task, p: &Pending, ret: i64, t: u64, op: &mut Op) -> bool {
+        use Call::*;
+        let a = p.args;
+        match p.call {
+            Mmap => self.mapped(task, op, ret, t),
             Munmap => {
-                keep = false;
-                if ok {
+                if ret >= 0 {
                     self.spaces.unmap(task.mm, a[0], a[1], t);
                 }
+                false
             }
             Mremap => {
-                keep = false;
                 if (ret as u64) < MAP_FAILED_MIN {
                     let old = self.spaces.at(task.mm, a[0]);
                     self.spaces.unmap(task.mm, a[0], a[1], t);
@@ -483,21 +526,17 @@ impl State {
                             .map(task.mm, ret as u64, a[2], Some(m.file), off, t);
                     }
                 }
+                false
             }
-            Madvise | Msync => {
-                // Kept only when it names a file mapping.
-                match self.spaces.at(task.mm, a[0]) {
-                    Some(m) => {
-                        op.file = Some(m.file);
-                        op.off = Some(m.off + (a[0] - m.start));
-                    }
-                    None => keep = false,
+            _ => match self.spaces.at(task.mm, a[0]) {
+                // Madvise and msync: kept only when they name a file mapping.
+                Some(m) => {
+                    op.file = Some(m.file);
+                    op.off = Some(m.off + (a[0] - m.start));
+                    true
                 }
-            }
-            _ => {}
-        }
-        if keep {
-            self.ops.push(op);
+                None => false,
+            },
         }
     }
 

@@ -170,15 +170,31 @@ struct Acc {
     mapped: bool,
 }
 
-/// The profile of `t`.
-pub fn profile(t: &Trace) -> Profile {
-    let mut acc: BTreeMap<u32, Acc> = BTreeMap::new();
-    let (mut reads, mut file_reads, mut writes) = Default::default();
-    let mut calls: BTreeMap<&str, CallRow> = BTreeMap::new();
-    let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut io_ns = 0u64;
+/// The calls of a trace added up: overall, per call, per file.
+#[derive(Default)]
+struct Tally<'a> {
+    acc: BTreeMap<u32, Acc>,
+    reads: Totals,
+    file_reads: Totals,
+    writes: Totals,
+    calls: BTreeMap<&'a str, CallRow>,
+    sizes: BTreeMap<u64, u64>,
+    io_ns: u64,
+}
+
+fn tally(t: &Trace) -> Tally<'static> {
+    let mut y = Tally::default();
+    let Tally {
+        acc,
+        reads,
+        file_reads,
+        writes,
+        calls,
+        sizes,
+        io_ns,
+    } = &mut y;
     for op in &t.ops {
-        io_ns += op.dur;
+        *io_ns += op.dur;
         let row = calls.entry(op.call.name()).or_insert_with(|| CallRow {
             call: op.call.name().to_string(),
             calls: 0,
@@ -200,10 +216,10 @@ pub fn profile(t: &Trace) -> Profile {
             row.bytes += op.ret.max(0) as u64;
         }
         if op.call.reads() {
-            add(&mut reads, op.len, op.ret, op.dur);
+            add(reads, op.len, op.ret, op.dur);
         }
         if op.call.writes() {
-            add(&mut writes, op.len, op.ret, op.dur);
+            add(writes, op.len, op.ret, op.dur);
         }
         let (Some(f), true) = (op.file, is_file) else {
             continue;
@@ -211,7 +227,7 @@ pub fn profile(t: &Trace) -> Profile {
         let a = acc.entry(f).or_default();
         if op.call.reads() || op.call == Call::Splice {
             add(&mut a.reads, op.len, op.ret, op.dur);
-            add(&mut file_reads, op.len, op.ret, op.dur);
+            add(file_reads, op.len, op.ret, op.dur);
             *sizes.entry(op.len.max(1).next_power_of_two()).or_default() += 1;
             *a.sizes.entry(op.len).or_default() += 1;
             if let Some(off) = op.off {
@@ -234,6 +250,11 @@ pub fn profile(t: &Trace) -> Profile {
         a.faults += 1;
         a.fault_pages.insert(fault.off);
     }
+    y
+}
+
+/// Each regular file's profile from its tally: data files, code files, and the unique bytes read.
+fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<FileProfile>, u64) {
     let mut files = Vec::new();
     let mut code_files = Vec::new();
     let mut unique_total = 0u64;
@@ -282,9 +303,12 @@ pub fn profile(t: &Trace) -> Profile {
             files.push(p);
         }
     }
-    let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
-    files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
-    code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
+    (files, code_files, unique_total)
+}
+
+/// The page cache's growth over the run: residency after less before, over the regular files
+/// the program did not write (those grew by writing, not from storage).
+fn cache_growth(t: &Trace) -> u64 {
     // Files the program wrote grew the cache by writing, not from storage: left out.
     let written: HashSet<u32> = t
         .ops
@@ -292,13 +316,30 @@ pub fn profile(t: &Trace) -> Profile {
         .filter(|o| o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate)
         .filter_map(|o| o.file)
         .collect();
-    let cache_growth: u64 = t
-        .files
+    t.files
         .iter()
         .enumerate()
         .filter(|(i, f)| f.kind == FileKind::File && !written.contains(&(*i as u32)))
         .filter_map(|(_, f)| Some(f.resident_after?.saturating_sub(f.resident_before?)))
-        .sum();
+        .sum()
+}
+
+/// The profile of `t`.
+pub fn profile(t: &Trace) -> Profile {
+    let Tally {
+        acc,
+        reads,
+        file_reads,
+        writes,
+        calls,
+        sizes,
+        io_ns,
+    } = tally(t);
+    let (mut files, mut code_files, unique_total) = file_profiles(t, acc);
+    let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
+    files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
+    code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
+    let cache_growth = cache_growth(t);
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
