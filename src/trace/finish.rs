@@ -40,6 +40,7 @@ pub fn finish(
     if cfg.xor {
         xors(&mut st, &faults);
     }
+    cut_short(&mut st, ended, interrupted);
     if st.kernel.threads < st.threads {
         st.note(&format!(
             "the kernel's counters were read for {} of {} threads",
@@ -70,6 +71,52 @@ pub fn finish(
         kernel: st.kernel,
         notes: st.notes.into_iter().collect(),
     }
+}
+
+/// Notes on what the run may have left half done: files it was writing when a signal ended it,
+/// and block devices it read directly (their bytes are no file's).
+fn cut_short(st: &mut State, ended: Ended, interrupted: bool) {
+    let written: std::collections::BTreeSet<u32> = st
+        .ops
+        .iter()
+        .filter(|o| o.call.writes() && o.ret > 0)
+        .filter_map(|o| o.file)
+        .filter(|&f| st.files[f as usize].kind == FileKind::File)
+        .collect();
+    let how = match (interrupted, ended.signal) {
+        (true, _) => Some("was interrupted".to_string()),
+        (false, Some(sig)) => Some(format!("was killed by signal {sig}")),
+        _ => None,
+    };
+    if let (Some(how), Some(&first)) = (how, written.first()) {
+        st.note(&format!(
+            "the program {how} after writing {} file(s), which may be incomplete (the first: {})",
+            written.len(),
+            st.files[first as usize].path
+        ));
+    }
+    let devices: Vec<String> = st
+        .ops
+        .iter()
+        .filter(|o| o.call.reads() && o.ret > 0)
+        .filter_map(|o| o.file)
+        .map(|f| &st.files[f as usize])
+        .filter(|f| f.kind == FileKind::Device && is_block_device(&f.path))
+        .map(|f| f.path.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if let Some(d) = devices.first() {
+        st.note(&format!(
+            "the program read block device(s) directly ({d}{}): those bytes are no file's, and residency says nothing of them",
+            if devices.len() > 1 { ", ..." } else { "" }
+        ));
+    }
+}
+
+fn is_block_device(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
 }
 
 /// Fault samples on file mappings, as files and page offsets, in time order.
