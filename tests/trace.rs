@@ -324,6 +324,27 @@ fn ctrl_c_stops_the_program_and_keeps_the_trace() {
 }
 
 #[test]
+fn a_program_killed_mid_write_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.bin");
+    let script = format!("head -c 100000 /dev/zero > {}; kill -9 $$", s(&w));
+    let o = iolab()
+        .args(["trace", "--format", "json", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    // The program's end passes through as a shell gives it: 128 + 9.
+    assert_eq!(o.status.code(), Some(137));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    assert_eq!(p["ended"]["signal"], 9);
+    let notes = p["notes"].to_string();
+    assert!(
+        notes.contains("may be incomplete") && notes.contains("w.bin"),
+        "{notes}"
+    );
+}
+
+#[test]
 fn bad_commands_say_so() {
     iolab()
         .args(["trace", "--", "no-such-program-here"])
