@@ -130,7 +130,7 @@ pub fn rows(r: &ReplayResult) -> Vec<Vec<String>> {
 
 /// The replay in `format` (JSON is the caller's).
 pub fn render(r: &ReplayResult, format: Format) -> String {
-    let mut head = vec![format!(
+    let head = vec![format!(
         "replay of {}: {} accesses of {} files, {} per run; {:.0}% sequential, typical access {}",
         r.command.join(" "),
         r.reads,
@@ -167,7 +167,7 @@ pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> 
     let p = &out.profile;
     let o = &out.overhead;
     let r = &out.replay;
-    let mut head = vec![
+    let head = vec![
         format!(
             "{} files, {} read in {} calls (typical {}); the kernel's rchar agrees {:+.3}%",
             r.files,
@@ -184,7 +184,8 @@ pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> 
             o.traced_s.len()
         ),
     ];
-    head.extend(r.findings.iter().map(|f| format!("finding: {}", f.text)));
+    // The findings are in the report's list of findings: not repeated here (the printed
+    // report keeps to 12 pages).
     let mut t = vec![
         ["method", "cold MiB/s", "warm MiB/s", "requests"]
             .map(String::from)

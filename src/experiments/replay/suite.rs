@@ -39,7 +39,7 @@ impl Entry for YourProgramEntry {
         &About {
             name: "your_program",
             title: "your program: sha256sum traced and replayed",
-            explains: "`iolab trace` runs a program and records its file I/O without root (ptrace stops it at file system calls only; a perf event samples its page faults), checked against the kernel's own count; `iolab replay` reads the same bytes with each method. Here the program is coreutils' sha256sum over the classic inputs: replace it with yours (`iolab trace --out t.json -- CMD`, then `iolab replay t.json`).",
+            explains: "`iolab trace` records a program's file I/O without root, checked against the kernel's own count; `iolab replay` reads the same bytes with each method. Here: coreutils' sha256sum over the classic inputs; yours with `iolab trace --out t.json -- CMD`, then `iolab replay t.json`.",
         }
     }
 
