@@ -130,7 +130,7 @@ pub fn rows(r: &ReplayResult) -> Vec<Vec<String>> {
 
 /// The replay in `format` (JSON is the caller's).
 pub fn render(r: &ReplayResult, format: Format) -> String {
-    let head = vec![format!(
+    let mut head = vec![format!(
         "replay of {}: {} accesses of {} files, {} per run; {:.0}% sequential, typical access {}",
         r.command.join(" "),
         r.reads,
