@@ -167,7 +167,7 @@ pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> 
     let p = &out.profile;
     let o = &out.overhead;
     let r = &out.replay;
-    let head = vec![
+    let head = [
         format!(
             "{} files, {} read in {} calls (typical {}); the kernel's rchar agrees {:+.3}%",
             r.files,
