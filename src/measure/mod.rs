@@ -142,7 +142,8 @@ pub fn proc_self_read_bytes() -> Option<u64> {
     parse_io_field(&text, "read_bytes")
 }
 
-fn parse_io_field(text: &str, field: &str) -> Option<u64> {
+/// One `field:` of a `/proc/.../io` text, as a number.
+pub fn parse_io_field(text: &str, field: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())

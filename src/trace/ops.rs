@@ -341,9 +341,7 @@ fn from_args(p: &mut Pending) {
 /// Thread `tid`'s rchar so far (/proc/PID/task/TID/io).
 pub fn rchar_of(pid: u32, tid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("rchar:"))
-        .and_then(|v| v.trim().parse().ok())
+    crate::measure::parse_io_field(&text, "rchar")
 }
 
 fn resident_bytes(link: &str, size: u64) -> Option<u64> {

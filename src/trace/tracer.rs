@@ -371,23 +371,16 @@ impl State {
 /// Thread `tid`'s I/O counters so far (/proc/PID/task/TID/io).
 fn io_of(pid: u32, tid: i32) -> Option<KernelIo> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
-    let mut k = KernelIo::default();
-    for line in text.lines() {
-        let Some((key, v)) = line.split_once(':') else {
-            continue;
-        };
-        let v: u64 = v.trim().parse().unwrap_or(0);
-        match key {
-            "rchar" => k.rchar = v,
-            "wchar" => k.wchar = v,
-            "syscr" => k.syscr = v,
-            "syscw" => k.syscw = v,
-            "read_bytes" => k.read_bytes = v,
-            "write_bytes" => k.write_bytes = v,
-            _ => {}
-        }
-    }
-    Some(k)
+    let field = |name| crate::measure::parse_io_field(&text, name).unwrap_or(0);
+    Some(KernelIo {
+        rchar: field("rchar"),
+        wchar: field("wchar"),
+        syscr: field("syscr"),
+        syscw: field("syscw"),
+        read_bytes: field("read_bytes"),
+        write_bytes: field("write_bytes"),
+        ..KernelIo::default()
+    })
 }
 
 /// A thread's process id and its parent's, from /proc.

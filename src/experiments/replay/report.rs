@@ -148,16 +148,19 @@ pub fn render(r: &ReplayResult, format: Format) -> String {
     head.push(crate::report::rounds_line(&r.rounds));
     let t = rows(r);
     match format {
-        Format::Markdown => format!(
-            "{}\n\n{}",
-            head.iter()
-                .map(|l| format!("- {l}"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            markdown_table(&t)
-        ),
         Format::Csv => crate::report::csv_table(&t),
-        _ => format!("{}\n\n{}", head.join("\n"), table(&t)),
+        _ => lines_then_table(&head, &t, format),
+    }
+}
+
+/// Lines of text (a Markdown list in Markdown) and then the table.
+fn lines_then_table(head: &[String], t: &[Vec<String>], format: Format) -> String {
+    match format {
+        Format::Markdown => {
+            let list: Vec<String> = head.iter().map(|l| format!("- {l}")).collect();
+            format!("{}\n\n{}", list.join("\n"), markdown_table(t))
+        }
+        _ => format!("{}\n\n{}", head.join("\n"), table(t)),
     }
 }
 
@@ -216,17 +219,7 @@ pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> 
             row.ops.to_string(),
         ]);
     }
-    match format {
-        Format::Markdown => format!(
-            "{}\n\n{}",
-            head.iter()
-                .map(|l| format!("- {l}"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            markdown_table(&t)
-        ),
-        _ => format!("{}\n\n{}", head.join("\n"), table(&t)),
-    }
+    lines_then_table(&head, &t, format)
 }
 
 #[cfg(test)]
