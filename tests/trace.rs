@@ -6,7 +6,9 @@
 mod common;
 use common::*;
 use serde_json::Value;
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const PROGRAM: &str = r#"
 #define _GNU_SOURCE
@@ -487,4 +489,54 @@ fn a_cold_read_agrees_with_the_kernels_storage_count() {
     let a = p["device_agreement"].as_f64().unwrap();
     assert!((0.95..=1.05).contains(&a), "{a}: {}", p["kernel"]);
     assert!(p["kernel"]["read_bytes"].as_u64().unwrap() >= 16 << 20);
+}
+
+#[test]
+fn many_small_files_cold_agree_with_the_kernels_storage_count() {
+    // Small files cost whole pages from storage, and their inodes and directories come from
+    // storage too (the block device's cache): the profile counts both.
+    if !is_root() {
+        eprintln!("skipped: making file-system metadata cold needs drop_caches (root)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if fs_type(dir.path()) == "tmpfs" {
+        eprintln!("skipped: /tmp is tmpfs, where nothing comes from storage");
+        return;
+    }
+    let tree = dir.path().join("tree");
+    for d in 0..20 {
+        let sub = tree.join(format!("d{d}"));
+        fs::create_dir_all(&sub).unwrap();
+        for i in 0..30 {
+            fs::write(
+                sub.join(format!("f{i}")),
+                bytes(100 + 37 * i, d * 100 + i as u64),
+            )
+            .unwrap();
+        }
+    }
+    Command::new("sync").status().unwrap();
+    fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
+    let o = iolab()
+        .args([
+            "trace", "--no-xor", "--format", "json", "--", "tar", "cf", "-",
+        ])
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    // 600 files of 100-1200 bytes: counted in bytes they would be a tenth of their pages.
+    let a = p["device_agreement"].as_f64().unwrap();
+    assert!(
+        (0.9..=1.1).contains(&a),
+        "{a}: pages {} metadata {} kernel {}",
+        p["cache_growth"],
+        p["metadata_growth"],
+        p["kernel"]
+    );
+    eprintln!("agreement {a}");
+    assert!(p["metadata_growth"].as_u64().unwrap() > 0);
 }

@@ -56,9 +56,11 @@ pub fn summary(p: &Profile) -> Vec<String> {
     }
     if let Some(d) = p.device_agreement {
         l.push(format!(
-            "from storage {} against {} brought into the page cache by the run ({:+.1}%: storage reads that were not file data, metadata, or pages evicted during the run, make the difference)",
+            "from storage {}; brought into the cache by the run {}: {} of file pages + {} of file-system metadata ({:+.1}%; evictions during the run and other programs' metadata reads make a difference)",
             format_size(p.kernel.read_bytes),
+            format_size(p.cache_growth + p.metadata_growth),
             format_size(p.cache_growth),
+            format_size(p.metadata_growth),
             100.0 * (d - 1.0)
         ));
     }

@@ -214,6 +214,11 @@ pub struct KernelIo {
     /// Of rchar, what the kernel itself read from program files at each exec (their headers):
     /// rchar at the exec's return less rchar at its entry.
     pub exec_rchar: u64,
+    /// How much the block devices' own cache (`Buffers` in /proc/meminfo: file-system metadata
+    /// such as inodes, directories and extent blocks) grew over the run. System-wide: another
+    /// program's metadata reads count too.
+    #[serde(default)]
+    pub buffers_growth: u64,
 }
 
 /// A whole trace: what `iolab trace` records and `iolab replay` reads.

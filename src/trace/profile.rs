@@ -104,8 +104,12 @@ pub struct Profile {
     /// Bytes the run brought into the page cache: every regular file's residency after the run
     /// less before its first open (where both are visible; files it wrote left out), summed.
     pub cache_growth: u64,
-    /// `cache_growth` over the kernel's bytes from storage (1: the storage reads were all file
-    /// data that stayed cached; below: metadata, or pages evicted during the run).
+    /// The block devices' cache growth over the run: file-system metadata (system-wide).
+    #[serde(default)]
+    pub metadata_growth: u64,
+    /// `cache_growth` plus `metadata_growth` over the kernel's bytes from storage (1: every
+    /// storage read is accounted for; below: pages evicted during the run, or reads the cache
+    /// did not keep; above: another program's metadata reads).
     pub device_agreement: Option<f64>,
     /// Request sizes of file reads: (size asked, rounded up to a power of two; calls).
     pub request_sizes: Vec<(u64, u64)>,
@@ -306,9 +310,13 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
     (files, code_files, unique_total)
 }
 
-/// The page cache's growth over the run: residency after less before, over the regular files
-/// the program did not write (those grew by writing, not from storage).
+/// The page cache's growth over the run in whole pages (storage reads whole pages, a 100-byte
+/// file costs 4 KiB): residency after less before, over the regular files the program did not
+/// write (those grew by writing, not from storage).
 fn cache_growth(t: &Trace) -> u64 {
+    let page = crate::sys::page_size() as u64;
+    // Residency is kept capped at the file's size: a partial last page is a whole one.
+    let pages = |b: u64| b.div_ceil(page) * page;
     // Files the program wrote grew the cache by writing, not from storage: left out.
     let written: HashSet<u32> = t
         .ops
@@ -320,7 +328,9 @@ fn cache_growth(t: &Trace) -> u64 {
         .iter()
         .enumerate()
         .filter(|(i, f)| f.kind == FileKind::File && !written.contains(&(*i as u32)))
-        .filter_map(|(_, f)| Some(f.resident_after?.saturating_sub(f.resident_before?)))
+        .filter_map(|(_, f)| {
+            Some(pages(f.resident_after?).saturating_sub(pages(f.resident_before?)))
+        })
         .sum()
 }
 
@@ -365,8 +375,9 @@ pub fn profile(t: &Trace) -> Profile {
         device_per_unique: (unique_total > 0 && t.kernel.threads > 0)
             .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
         cache_growth,
+        metadata_growth: t.kernel.buffers_growth,
         device_agreement: (t.kernel.threads > 0 && t.kernel.read_bytes > 0)
-            .then(|| cache_growth as f64 / t.kernel.read_bytes as f64),
+            .then(|| (cache_growth + t.kernel.buffers_growth) as f64 / t.kernel.read_bytes as f64),
         request_sizes: sizes.into_iter().collect(),
         files,
         code_files,

@@ -67,10 +67,14 @@ pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
     if let Some(t) = st.tasks.get_mut(&pid) {
         t.started = true;
     }
+    let buffers_before = crate::cache::meminfo::read().buffers;
     let started = Instant::now();
     ptrace::cont(pid, 0).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
     let (ended, was_interrupted) = wait_loop(&mut st, pid, interrupted);
     let wall = started.elapsed();
+    st.kernel.buffers_growth = crate::cache::meminfo::read()
+        .buffers
+        .saturating_sub(buffers_before);
     let (samples, unavailable) = match sampling {
         Some(Ok(s)) => (Some(s.finish()), None),
         Some(Err(why)) => (None, Some(why)),
