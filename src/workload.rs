@@ -127,6 +127,7 @@ impl Workload {
                         }
                     },
                     cursor: None,
+                    gaps: None,
                 }
             })
             .collect()
@@ -169,6 +170,7 @@ impl Workload {
                 count: n * (i + 1) / t - n * i / t,
                 order: None,
                 cursor: None,
+                gaps: None,
             })
             .filter(|p| p.count > 0)
             .collect()
@@ -194,6 +196,7 @@ impl Workload {
                 count,
                 order: None,
                 cursor: Some(cursor.clone()),
+                gaps: None,
             })
             .collect()
     }
@@ -231,6 +234,7 @@ impl Workload {
                     count,
                     order: Some(order.clone()),
                     cursor: Some(cursor.clone()),
+                    gaps: None,
                 })
                 .collect(),
         )
@@ -294,6 +298,8 @@ pub struct Part {
     order: Option<Order>,
     /// Shared by the parts of [`Workload::shared_parts`]: the next block to hand out.
     cursor: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Nanoseconds to pause before each block (a replay keeping a program's compute time).
+    gaps: Option<std::sync::Arc<[u64]>>,
 }
 
 impl Part {
@@ -307,7 +313,28 @@ impl Part {
             count: blocks.len() as u64,
             order: Some(Order::Explicit(blocks)),
             cursor: None,
+            gaps: None,
         }
+    }
+
+    /// The same part pausing `gaps[i]` ns before block `i` (a missing entry: no pause).
+    pub fn with_gaps(mut self, gaps: std::sync::Arc<[u64]>) -> Part {
+        self.gaps = gaps.iter().any(|&g| g > 0).then_some(gaps);
+        self
+    }
+
+    /// The pause before block `i`, ns.
+    #[inline]
+    pub fn gap(&self, i: u64) -> u64 {
+        self.gaps
+            .as_ref()
+            .and_then(|g| g.get(i as usize).copied())
+            .unwrap_or(0)
+    }
+
+    /// Whether it pauses before any block.
+    pub fn has_gaps(&self) -> bool {
+        self.gaps.is_some()
     }
 
     /// Blocks in the part.

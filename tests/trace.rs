@@ -540,3 +540,51 @@ fn many_small_files_cold_agree_with_the_kernels_storage_count() {
     eprintln!("agreement {a}");
     assert!(p["metadata_growth"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn keep_gaps_waits_the_programs_time_between_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "data.bin", &bytes(1 << 20, 11));
+    let out = dir.path().join("slow.json");
+    // 16 reads of 64 KiB, 20 ms of the program's own time after each.
+    let script = "import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\nwhile os.read(fd, 65536):\n    time.sleep(0.02)\n";
+    iolab()
+        .args([
+            "-q",
+            "trace",
+            "--no-faults",
+            "--out",
+            s(&out),
+            "--",
+            "python3",
+            "-c",
+            script,
+        ])
+        .arg(&f)
+        .assert()
+        .success();
+    let o = iolab()
+        .args(["replay", s(&out), "--keep-gaps", "--cache", "warm"])
+        .args([
+            "--methods",
+            "mmap,uring",
+            "--budget",
+            "3s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The sleeps are kept (what the tracer added taken out, which is far less than 16 ms).
+    let gaps = v["kept_gaps_s"].as_f64().unwrap();
+    assert!((0.3..1.5).contains(&gaps), "{gaps}");
+    // No method finishes before the waits are over, io_uring included (it queues ahead
+    // during a wait, but the waits are the program's and stay).
+    for r in v["rows"].as_array().unwrap() {
+        let secs = r["seconds"]["median"].as_f64().unwrap();
+        assert!(secs >= 0.3, "{}: {secs}", r["method"]);
+    }
+    assert!(v["notes"].to_string().contains("gaps kept"));
+}

@@ -14,7 +14,8 @@ use std::path::PathBuf;
 /// and warm, and say which would make it faster here.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n\nSame files, offsets and lengths; each traced thread's accesses in order on a thread of its\nown, all threads at once; as fast as possible. A page fault is replayed as the 64 KiB window\nit mapped. 'as recorded' reads them with pread (with a mapping when the program's data came\nmostly through its mappings); direct methods read aligned out to 4 KiB (the extra bytes are\nshown); 'pread 128 KiB merged' merges reads that follow one another. Every run checks each\nfile's XOR against the trace's, so a file that changed since is caught. Writes are not replayed."
+    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n  iolab replay sqlite.json --keep-gaps --cache warm\n\nSame files, offsets and lengths; each traced thread's accesses in order on a thread of its\nown, all threads at once; as fast as possible, or with --keep-gaps waiting the program's time
+between accesses (io_uring queues ahead during a wait). A page fault is replayed as the 64 KiB window\nit mapped. 'as recorded' reads them with pread (with a mapping when the program's data came\nmostly through its mappings); direct methods read aligned out to 4 KiB (the extra bytes are\nshown); 'pread 128 KiB merged' merges reads that follow one another. Every run checks each\nfile's XOR against the trace's, so a file that changed since is caught. Writes are not replayed."
 )]
 pub struct ReplayArgs {
     /// The trace file (from iolab trace --out)
@@ -31,6 +32,10 @@ pub struct ReplayArgs {
     /// As root, also drop every clean page (drop_caches) before cold runs
     #[arg(long)]
     pub drop_all: bool,
+    /// Keep the program's time between accesses (its computing, measured in the trace less
+    /// the tracer's cost per stop): each access waits it first. Default: as fast as possible
+    #[arg(long)]
+    pub keep_gaps: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -54,6 +59,7 @@ impl ReplayArgs {
             caches,
             budget: self.budget,
             drop_all: self.drop_all,
+            keep_gaps: self.keep_gaps,
         };
         let r = run_replay(&cfg, &ctx.progress)?;
         ctx.emit(&self.output, |f| match f {

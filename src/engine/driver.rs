@@ -172,6 +172,39 @@ impl<R: SyncWorker> SyncLoop<R> {
     }
 }
 
+impl<R: SyncWorker> SyncLoop<R> {
+    /// A part that pauses before its blocks (a replay keeping a program's compute time): each
+    /// block after its pause, none batched.
+    fn run_paced(&mut self, part: &Part, log: &mut OpLog, max: u64) -> Result<Moved> {
+        let mut moved = Moved::default();
+        let n = part.block_count();
+        for i in 0..n {
+            pause(part.gap(i));
+            let next = (i + 1 < n).then(|| part.block(i + 1));
+            if !self.block(part.block(i), next, max, &mut moved, log)? {
+                break;
+            }
+        }
+        Ok(moved)
+    }
+}
+
+/// Waits `ns` nanoseconds on this thread: asleep for all but the last 200 µs of a pause over
+/// 1 ms, then spinning (a sleep overshoots by 50-100 µs, more than a short gap; a spin also
+/// keeps the core busy, as the program's computing did).
+pub fn pause(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let until = Instant::now() + std::time::Duration::from_nanos(ns);
+    if ns > 1_000_000 {
+        std::thread::sleep(std::time::Duration::from_nanos(ns - 200_000));
+    }
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 impl<R: SyncWorker> Worker for SyncLoop<R> {
     fn run(&mut self, part: &Part, log: &mut OpLog) -> Result<Moved> {
         let max = self.0.max_piece();
@@ -179,7 +212,9 @@ impl<R: SyncWorker> Worker for SyncLoop<R> {
         // Not when latencies are recorded: a timed block, moved alone, is slower than the
         // blocks of a run moved together, and the sample would no longer stand for them (cold
         // mapped reads' latencies added up to 1.2x their run).
-        let moved = if self.0.batches() && !part.is_shared() && !log.records() {
+        let moved = if part.has_gaps() {
+            self.run_paced(part, log, max)?
+        } else if self.0.batches() && !part.is_shared() && !log.records() {
             self.run_batched(part, log, max)?
         } else {
             let mut moved = Moved::default();

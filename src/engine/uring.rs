@@ -444,6 +444,11 @@ impl AsyncWorker for UringWorker {
         Ok(slot)
     }
 
+    fn submit(&mut self) {
+        // A failure here shows again in the next wait, which handles it (reaping first).
+        let _ = self.ring.submit();
+    }
+
     fn in_flight(&self) -> usize {
         self.busy + self.ready.len()
     }

@@ -177,6 +177,18 @@ pub struct Op {
     /// advice, mmap's protection << 32 | flags, the destination descriptor of sendfile/splice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<u64>,
+    /// The time the tracer had held this thread at its stops (from noticing a stop to resuming
+    /// the thread) before this call's entry, ns: the difference between two calls' `held` is
+    /// the tracer's share of the time between them.
+    #[serde(default)]
+    pub held: u64,
+    /// The same at this call's exit stop (`held` for a call of one stop).
+    #[serde(default)]
+    pub held_exit: u64,
+    /// The thread's stops so far, this call's entry stop included (every stop: calls the trace
+    /// keeps or not, events, signals).
+    #[serde(default)]
+    pub stops: u64,
 }
 
 /// A page fault on a file mapping, from the perf sample's address and the mappings iolab saw.

@@ -24,6 +24,10 @@ pub struct Task {
     pub pending: Option<Pending>,
     /// It has stopped once (its first stop, ptrace's SIGSTOP, is swallowed).
     pub started: bool,
+    /// Time the tracer has held it at its stops so far, ns.
+    pub held: u64,
+    /// Its stops so far.
+    pub stops: u64,
 }
 
 /// A call entered and not yet left.
@@ -37,6 +41,8 @@ pub struct Pending {
     off: Option<u64>,
     len: u64,
     arg: Option<u64>,
+    held: u64,
+    stops: u64,
 }
 
 impl Pending {
@@ -222,6 +228,8 @@ impl State {
             off: None,
             len: 0,
             arg: None,
+            held: self.tasks.get(&tid).map_or(0, |t| t.held),
+            stops: self.tasks.get(&tid).map_or(0, |t| t.stops),
         };
         let fd0 = a[0] as i32;
         let pos_of = |st: &mut State, fd: i32| st.desc(tid, fd).map(|d| d.borrow().pos);
@@ -373,6 +381,9 @@ impl State {
             len: p.len,
             ret,
             arg: p.arg,
+            held: p.held,
+            held_exit: task.held,
+            stops: p.stops,
         };
         let keep = match p.call {
             Open | Close | CloseRange | Dup | Fcntl => {

@@ -191,10 +191,10 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
     let event = status >> 8;
     st.ensure_task(tid);
     // A new thread's or process's first stop is the SIGSTOP ptrace gives it: not passed on.
-    let fresh = st
-        .tasks
-        .get_mut(&tid)
-        .is_some_and(|t| !std::mem::replace(&mut t.started, true));
+    let fresh = st.tasks.get_mut(&tid).is_some_and(|t| {
+        t.stops += 1;
+        !std::mem::replace(&mut t.started, true)
+    });
     let now = monotonic_ns().saturating_sub(st.t0);
     let resume_sig = if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
         if let Ok(regs) = ptrace::regs(tid)
@@ -208,6 +208,7 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
                 if let Some(t) = st.tasks.get_mut(&tid) {
                     t.pending = Some(p);
                 }
+                st.held(tid, now);
                 if ptrace::to_syscall_exit(tid).is_ok() {
                     return;
                 }
@@ -233,6 +234,7 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
         st.note("the program was stopped by a signal (Ctrl-Z?) and resumed: a traced program cannot be suspended");
         0
     };
+    st.held(tid, now);
     let _ = ptrace::cont(tid, resume_sig);
 }
 
@@ -270,6 +272,15 @@ fn on_event(st: &mut State, tid: i32, event: i32, now: u64) {
 }
 
 impl State {
+    /// Thread `tid`, whose stop the tracer noticed at `noticed`, is about to be resumed: the
+    /// time between joins its held time.
+    fn held(&mut self, tid: i32, noticed: u64) {
+        let now = monotonic_ns().saturating_sub(self.t0);
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            t.held += now.saturating_sub(noticed);
+        }
+    }
+
     /// Registers thread `tid` if it is new (true then): a thread shares its process's
     /// descriptors and mappings; a process gets copies of its parent's.
     pub fn ensure_task(&mut self, tid: i32) -> bool {
@@ -285,6 +296,8 @@ impl State {
                 Task {
                     pending: None,
                     started: false,
+                    held: 0,
+                    stops: 0,
                     ..s
                 },
             );
@@ -323,6 +336,8 @@ impl State {
                 mm,
                 pending: None,
                 started: false,
+                held: 0,
+                stops: 0,
             },
         );
     }
@@ -350,6 +365,8 @@ impl State {
                 mm,
                 pending: None,
                 started: true,
+                held: t.held,
+                stops: t.stops,
             },
         );
     }

@@ -20,6 +20,10 @@ pub trait AsyncWorker: Send {
     /// Queues a read of `piece`; returns the slot its completion will name.
     fn queue(&mut self, piece: Block) -> Result<usize>;
 
+    /// Hands what is queued to the kernel without waiting (before the loop pauses); a failure
+    /// shows again in the next [`AsyncWorker::wait`].
+    fn submit(&mut self) {}
+
     /// Requests queued or in flight whose completion has not been reaped.
     fn in_flight(&self) -> usize;
 
@@ -67,11 +71,23 @@ impl<A: AsyncWorker> Worker for AsyncLoop<A> {
         // flight, so the run returns only when none is.
         let mut failure: Option<Error> = None;
         let mut stopped = false;
+        // The block whose first piece was queued last: a pause (a replay's kept gap) comes
+        // before a block's first piece, with what is queued already handed to the kernel, so
+        // that the requests in flight proceed during it.
+        let mut last = None;
         loop {
             while failure.is_none() && !stopped && w.has_room() {
                 let Some((block, count, piece)) = todo.next() else {
                     break;
                 };
+                if last != Some(block) {
+                    last = Some(block);
+                    let gap = part.gap(block as u64);
+                    if gap > 0 {
+                        w.submit();
+                        pause(gap);
+                    }
+                }
                 let single = count == 1;
                 let started = if single {
                     log.start_overlapped()

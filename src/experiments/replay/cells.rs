@@ -33,14 +33,15 @@ pub(super) struct ReplayCells<'a> {
     pub(super) asked: u64,
     pub(super) drop_all: bool,
     pub(super) depth: u32,
+    pub(super) keep_gaps: bool,
 }
 
-/// The blocks of `s` as method `m` reads them.
-fn blocks_for(m: ReplayMethod, s: &Segment, size: u64) -> Arc<[Block]> {
+/// The blocks of `s` as method `m` reads them, and the gap before each.
+fn blocks_for(m: ReplayMethod, s: &Segment, size: u64) -> (Arc<[Block]>, Arc<[u64]>) {
     match m {
-        ReplayMethod::Merged(n) => merged(&s.blocks, n),
-        _ if m.direct() => aligned(&s.blocks, size),
-        _ => s.blocks.clone(),
+        ReplayMethod::Merged(n) => merged(&s.blocks, &s.gaps, n),
+        _ if m.direct() => (aligned(&s.blocks, size), s.gaps.clone()),
+        _ => (s.blocks.clone(), s.gaps.clone()),
     }
 }
 
@@ -50,12 +51,13 @@ fn replay_thread(
     segments: &[Segment],
     sources: &[Source],
     opts: &EngineOptions,
+    keep_gaps: bool,
 ) -> Result<(Moved, Vec<u32>)> {
     let mut moved = Moved::default();
     let mut xors = vec![0u32; sources.len()];
     for s in segments {
         let src = &sources[s.file];
-        let blocks = blocks_for(m, s, src.size);
+        let (blocks, gaps) = blocks_for(m, s, src.size);
         let largest = blocks.iter().map(|b| b.len).max().unwrap_or(1).max(1);
         let w = Workload {
             // The workers size their buffers (and pieces) by it.
@@ -65,7 +67,10 @@ fn replay_thread(
             seed: 1,
             threads: 1,
         };
-        let part = Part::explicit(blocks, src.size);
+        let mut part = Part::explicit(blocks, src.size);
+        if keep_gaps {
+            part = part.with_gaps(gaps);
+        }
         let got = engine::prepare_parts(m.engine(), src, &w, vec![part], opts)?.run()?;
         xors[s.file] ^= got.xor;
         moved.add(got);
@@ -124,7 +129,9 @@ impl Cells for ReplayCells<'_> {
                 .plan
                 .threads
                 .iter()
-                .map(|segs| scope.spawn(|| replay_thread(method, segs, &sources, &opts)))
+                .map(|segs| {
+                    scope.spawn(|| replay_thread(method, segs, &sources, &opts, self.keep_gaps))
+                })
                 .collect();
             handles
                 .into_iter()

@@ -41,6 +41,9 @@ pub struct ReplayConfig {
     pub budget: Duration,
     /// As root, also drop every clean page before cold runs.
     pub drop_all: bool,
+    /// Wait before each access the program's time since its previous one (its computing).
+    #[serde(default)]
+    pub keep_gaps: bool,
 }
 
 /// A way to replay the reads.
@@ -136,18 +139,31 @@ pub struct ReplayResult {
     pub rounds: RoundsTaken,
     /// What the replay leaves out or should be known.
     pub notes: Vec<String>,
+    /// With `--keep-gaps`: the program's time between accesses that its busiest thread waits
+    /// in a run, seconds (threads wait at once).
+    #[serde(default)]
+    pub kept_gaps_s: Option<f64>,
 }
 
-/// Reads merged where one continues the previous, up to `max` bytes.
-fn merged(blocks: &[Block], max: u64) -> Arc<[Block]> {
+/// Reads merged where one continues the previous, up to `max` bytes; a merged read's gap is
+/// the sum of its reads' (the program's compute time is kept, now before the larger read).
+fn merged(blocks: &[Block], gaps: &[u64], max: u64) -> (Arc<[Block]>, Arc<[u64]>) {
     let mut out: Vec<Block> = Vec::new();
-    for b in blocks {
-        match out.last_mut() {
-            Some(l) if l.offset + l.len == b.offset && l.len + b.len <= max => l.len += b.len,
-            _ => out.push(*b),
+    let mut out_gaps: Vec<u64> = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let g = gaps.get(i).copied().unwrap_or(0);
+        match (out.last_mut(), out_gaps.last_mut()) {
+            (Some(l), Some(lg)) if l.offset + l.len == b.offset && l.len + b.len <= max => {
+                l.len += b.len;
+                *lg += g;
+            }
+            _ => {
+                out.push(*b);
+                out_gaps.push(g);
+            }
         }
     }
-    out.into()
+    (out.into(), out_gaps.into())
 }
 
 /// Reads aligned out to O_DIRECT's 4 KiB (ending at the file's end at most).
@@ -200,11 +216,15 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
         asked,
         drop_all: cfg.drop_all,
         depth: depth_of(&plan),
+        keep_gaps: cfg.keep_gaps,
     };
     let plan_h = harness::Plan::adaptive(cfg.budget);
     let out = harness::run("replay", &mut rc, &plan_h, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
     let mut notes = plan.notes.clone();
+    if cfg.keep_gaps {
+        notes.push(gaps_note(&plan));
+    }
     notes.extend(out.warnings.iter().cloned());
     let rows: Vec<ReplayRow> = rc
         .cells
@@ -225,7 +245,24 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
         findings,
         rounds,
         notes,
+        kept_gaps_s: cfg.keep_gaps.then(|| plan.gaps_ns as f64 / 1e9),
     })
+}
+
+/// What `--keep-gaps` keeps: the program's time between accesses, and what was taken out.
+fn gaps_note(plan: &plan::Plan) -> String {
+    let mut s = format!(
+        "gaps kept: the program's time between accesses, its busiest thread's {:.3} s a run (less the tracer's holds, and {:.1} us per stop)",
+        plan.gaps_ns as f64 / 1e9,
+        plan.stop_ns as f64 / 1e3
+    );
+    if plan.gaps_unknown > 0 {
+        s.push_str(&format!(
+            "; {} gaps after page faults on files not cached when traced are kept as none (the fault's wait for storage cannot be told from computing)",
+            plan.gaps_unknown
+        ));
+    }
+    s
 }
 
 /// The methods to run: the first is the accesses as recorded, with a mapping when the program's
@@ -348,11 +385,14 @@ mod tests {
             b(20000, 10),
             b(20010, 10),
         ];
-        assert_eq!(
-            &merged(&reads, 8192)[..],
-            &[b(0, 8192), b(8192, 100), b(20000, 20)]
-        );
-        assert_eq!(&merged(&reads, 1 << 20)[..], &[b(0, 8292), b(20000, 20)]);
+        let gaps = [1, 2, 3, 4, 5];
+        let (m, g) = merged(&reads, &gaps, 8192);
+        assert_eq!(&m[..], &[b(0, 8192), b(8192, 100), b(20000, 20)]);
+        // Each merged read waits its reads' gaps.
+        assert_eq!(&g[..], &[3, 3, 9]);
+        let (m, g) = merged(&reads, &gaps, 1 << 20);
+        assert_eq!(&m[..], &[b(0, 8292), b(20000, 20)]);
+        assert_eq!(&g[..], &[6, 9]);
         // Aligned out to 4 KiB, ending at the file's end at most.
         assert_eq!(
             &aligned(&[b(5000, 10), b(8192, 100)], 8250)[..],

@@ -22,6 +22,9 @@ pub(super) struct DataFile {
 pub(super) struct Segment {
     pub(super) file: usize,
     pub(super) blocks: Arc<[Block]>,
+    /// The program's time between its previous access and each of these, ns (what
+    /// `--keep-gaps` waits).
+    pub(super) gaps: Arc<[u64]>,
 }
 
 /// The whole replay.
@@ -34,6 +37,11 @@ pub(super) struct Plan {
     pub(super) read_bytes: u64,
     pub(super) mapped_bytes: u64,
     pub(super) notes: Vec<String>,
+    /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those unknown (after a page fault that may
+    /// have waited for storage, kept as none); the tracer's cost per stop taken out of each.
+    pub(super) gaps_ns: u64,
+    pub(super) gaps_unknown: usize,
+    pub(super) stop_ns: u64,
 }
 
 impl Plan {
@@ -59,32 +67,79 @@ fn data(t: &Trace, i: u32) -> bool {
 
 /// The plan of `t`: its data files' read calls and fault windows, per thread in time order.
 pub(super) fn plan(t: &Trace) -> Plan {
-    // (time, thread, file, block, mapped)
-    let mut events: Vec<(u64, u32, u32, Block, bool)> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
     for op in &t.ops {
         let readlike = op.call.reads() || op.call == Call::Splice;
         if let (true, Some(f), Some(off)) = (readlike && op.ret > 0, op.file, op.off)
             && data(t, f)
         {
-            let block = Block {
-                offset: off,
-                len: op.ret as u64,
-            };
-            events.push((op.t, op.tid, f, block, false));
+            events.push(Event {
+                t: op.t,
+                end: Some(op.t + op.dur),
+                marks: ((op.held, op.stops), (op.held_exit, op.stops + 1)),
+                tid: op.tid,
+                file: f,
+                block: Block {
+                    offset: off,
+                    len: op.ret as u64,
+                },
+                mapped: false,
+            });
         }
     }
     let size = |f: u32| t.files.get(f as usize).map_or(0, |x| x.size);
+    // A fault on a file that was not all cached may have waited for storage: how long it took
+    // is not recorded, so the time after it cannot be told apart from the program's own.
+    let cached = |f: u32| {
+        t.files
+            .get(f as usize)
+            .is_some_and(|x| x.resident_before.is_some_and(|r| r >= x.size))
+    };
+    // A fault happens while its thread runs: the tracer's hold so far is the one its next
+    // call notes at entry (or its last call's at exit).
+    // (entry, (held, stops) before its entry stop, the same after its exit stop)
+    type Mark = (u64, (u64, u64), (u64, u64));
+    let mut calls: BTreeMap<u32, Vec<Mark>> = BTreeMap::new();
+    for op in &t.ops {
+        calls.entry(op.tid).or_default().push((
+            op.t,
+            (op.held, op.stops.saturating_sub(1)),
+            (op.held_exit, op.stops + (op.dur > 0) as u64),
+        ));
+    }
+    let marks_at = |tid: u32, at: u64| {
+        calls.get(&tid).map_or((0, 0), |v| {
+            let i = v.partition_point(|c| c.0 <= at);
+            v.get(i)
+                .map(|c| c.1)
+                .or_else(|| i.checked_sub(1).map(|j| v[j].2))
+                .unwrap_or((0, 0))
+        })
+    };
     for (fault, (offset, len)) in t.faults.iter().zip(mapped_ranges(&t.faults, size)) {
         if len > 0 && data(t, fault.file) {
-            events.push((fault.t, fault.tid, fault.file, Block { offset, len }, true));
+            let m = marks_at(fault.tid, fault.t);
+            events.push(Event {
+                t: fault.t,
+                end: cached(fault.file).then_some(fault.t),
+                marks: (m, m),
+                tid: fault.tid,
+                file: fault.file,
+                block: Block { offset, len },
+                mapped: true,
+            });
         }
     }
-    events.sort_by_key(|e| (e.0, e.1));
+    events.sort_by_key(|e| (e.t, e.tid));
     let mut index: BTreeMap<u32, usize> = BTreeMap::new();
     let mut p = Plan::default();
-    let mut threads: BTreeMap<u32, Vec<(usize, Block)>> = BTreeMap::new();
+    let mut threads: BTreeMap<u32, Vec<(usize, Block, u64)>> = BTreeMap::new();
     let (mut read, mut faulted) = (BTreeSet::new(), BTreeSet::new());
-    for (_, tid, f, block, mapped) in events {
+    let gaps = gaps(t, &events);
+    p.stop_ns = gaps.stop_ns;
+    p.gaps_unknown = gaps.unknown;
+    for (e, gap) in events.iter().zip(gaps.ns) {
+        let f = e.file;
         let i = *index.entry(f).or_insert_with(|| {
             p.files.push(DataFile {
                 path: PathBuf::from(&t.files[f as usize].path),
@@ -92,15 +147,20 @@ pub(super) fn plan(t: &Trace) -> Plan {
             });
             p.files.len() - 1
         });
-        if mapped {
-            p.mapped_bytes += block.len;
+        if e.mapped {
+            p.mapped_bytes += e.block.len;
             faulted.insert(f);
         } else {
-            p.read_bytes += block.len;
+            p.read_bytes += e.block.len;
             read.insert(f);
         }
-        threads.entry(tid).or_default().push((i, block));
+        threads.entry(e.tid).or_default().push((i, e.block, gap));
     }
+    p.gaps_ns = threads
+        .values()
+        .map(|v| v.iter().map(|x| x.2).sum())
+        .max()
+        .unwrap_or(0);
     // A file's expected XOR covers both kinds of access it had.
     for (&f, &i) in &index {
         let info = &t.files[f as usize];
@@ -120,19 +180,102 @@ pub(super) fn plan(t: &Trace) -> Plan {
     p
 }
 
+/// An access: a read call, or the range a page fault stands for.
+struct Event {
+    t: u64,
+    /// When the program went on after it (a read's return, a cached fault's time); `None`
+    /// when not known.
+    end: Option<u64>,
+    /// The tracer's hold of the thread so far and its stops so far, at `t` and at `end`.
+    marks: ((u64, u64), (u64, u64)),
+    tid: u32,
+    file: u32,
+    block: Block,
+    mapped: bool,
+}
+
+/// The program's time before each event since its thread's previous one.
+struct Gaps {
+    /// Per event, ns.
+    ns: Vec<u64>,
+    unknown: usize,
+    stop_ns: u64,
+}
+
+/// What a stop costs the program beyond the tracer's hold: resuming it and telling the tracer
+/// of its next stop. A traced call's time from its entry stop's resumption to its exit stop is
+/// that and the call's own work, small for most calls; the mean over calls, leaving out those
+/// over 4 times the median (they waited for storage, a lock or a pipe). Bimodal here: 2-4 us
+/// when the tracer and the program share a CPU, 50-70 us when waking the other costs a
+/// virtual CPU's interrupt; the mean is right on average.
+fn stop_cost(t: &Trace) -> u64 {
+    let mut v: Vec<u64> = t
+        .ops
+        .iter()
+        .filter(|o| o.dur > 0)
+        .map(|o| o.dur.saturating_sub(o.held_exit.saturating_sub(o.held)))
+        .collect();
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    let cap = v[v.len() / 2].saturating_mul(4);
+    let kept: Vec<u64> = v.into_iter().filter(|&x| x <= cap).collect();
+    kept.iter().sum::<u64>() / kept.len().max(1) as u64
+}
+
+/// The time each thread spent between its accesses, less what the tracer added: the time it
+/// held the thread at its stops (noted in the trace), and [`stop_cost`] per stop. A thread's
+/// first access keeps its time after the first access of all (threads that started later
+/// start later).
+fn gaps(t: &Trace, events: &[Event]) -> Gaps {
+    let stop_ns = stop_cost(t);
+    let first = events.first().map_or(0, |e| e.t);
+    // Per thread: when its previous access ended (None: not known), and the marks then.
+    let mut last: BTreeMap<u32, (Option<u64>, (u64, u64))> = BTreeMap::new();
+    let mut out = Gaps {
+        ns: Vec::with_capacity(events.len()),
+        unknown: 0,
+        stop_ns,
+    };
+    for e in events {
+        let (since, (held, stops)) = last
+            .insert(e.tid, (e.end, e.marks.1))
+            .unwrap_or((Some(first), (0, 0)));
+        let (held_now, stops_now) = e.marks.0;
+        let gap = match since {
+            Some(from) => {
+                e.t.saturating_sub(from)
+                    .saturating_sub(held_now.saturating_sub(held))
+                    .saturating_sub(stop_ns * stops_now.saturating_sub(stops))
+            }
+            None => {
+                out.unknown += 1;
+                0
+            }
+        };
+        out.ns.push(gap);
+    }
+    out
+}
+
 /// A thread's accesses cut into runs of one file.
-fn segments(list: Vec<(usize, Block)>) -> Vec<Segment> {
-    let mut out: Vec<(usize, Vec<Block>)> = Vec::new();
-    for (f, b) in list {
+fn segments(list: Vec<(usize, Block, u64)>) -> Vec<Segment> {
+    let mut out: Vec<(usize, Vec<Block>, Vec<u64>)> = Vec::new();
+    for (f, b, g) in list {
         match out.last_mut() {
-            Some((lf, v)) if *lf == f => v.push(b),
-            _ => out.push((f, vec![b])),
+            Some((lf, v, gv)) if *lf == f => {
+                v.push(b);
+                gv.push(g);
+            }
+            _ => out.push((f, vec![b], vec![g])),
         }
     }
     out.into_iter()
-        .map(|(file, v)| Segment {
+        .map(|(file, v, g)| Segment {
             file,
             blocks: v.into(),
+            gaps: g.into(),
         })
         .collect()
 }
@@ -177,4 +320,101 @@ pub(super) fn prune(t: &Trace, p: &mut Plan) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn op(
+        t: u64,
+        dur: u64,
+        call: &str,
+        file: Option<u32>,
+        off: u64,
+        ret: i64,
+    ) -> serde_json::Value {
+        json!({"t": t, "dur": dur, "pid": 7, "tid": 7, "call": call, "fd": 3, "file": file,
+               "off": file.map(|_| off), "len": ret.max(0), "ret": ret, "arg": null})
+    }
+
+    /// A one-thread trace of an 8 KiB file with `ops` and `faults`.
+    fn trace(resident: u64, ops: Vec<serde_json::Value>, faults: serde_json::Value) -> Trace {
+        let file = json!({"path": "/data/x", "kind": "file", "dev": 1, "ino": 2, "size": 8192,
+            "size_after": 8192, "mtime_ns": 0, "mtime_after_ns": 0, "resident_before": resident,
+            "resident_after": 8192, "xor": "00000000", "code": false});
+        serde_json::from_value(json!({
+            "schema": crate::trace::SCHEMA, "command": ["x"], "cwd": "/", "wall_ns": 1_000_000,
+            "ended": {"code": 0, "signal": null}, "interrupted": false, "processes": 1,
+            "threads": 1, "stops": 9, "files": [file], "ops": ops,
+            "faults": faults, "faults_lost": 0, "faults_unavailable": null,
+            "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
+                       "write_bytes": 0, "threads": 1, "exec_rchar": 0},
+            "notes": []
+        }))
+        .unwrap()
+    }
+
+    /// `o` with the tracer's marks: held before its entry and after its exit, and the
+    /// thread's stops up to its entry stop.
+    fn marked(
+        mut o: serde_json::Value,
+        held: u64,
+        held_exit: u64,
+        stops: u64,
+    ) -> serde_json::Value {
+        o["held"] = json!(held);
+        o["held_exit"] = json!(held_exit);
+        o["stops"] = json!(stops);
+        o
+    }
+
+    #[test]
+    fn gaps_are_the_time_between_accesses_less_the_tracers_share() {
+        // read 0..4096 from 1000 to 1500 (the thread's stops 1 and 2); a write (3, 4) and a
+        // dup the trace does not keep (5, 6); read 4096..8192 entered at 10000 (stop 7). The
+        // tracer held the thread 100 ns at each stop.
+        let ops = vec![
+            marked(op(1000, 500, "read", Some(0), 0, 4096), 0, 100, 1),
+            marked(op(3000, 400, "write", None, 0, 10), 200, 300, 3),
+            marked(op(10000, 300, "read", Some(0), 4096, 4096), 600, 700, 7),
+        ];
+        let p = plan(&trace(8192, ops, json!([])));
+        // A stop's cost beyond the hold: the calls' times less their entry holds, averaged.
+        assert_eq!(p.stop_ns, (400 + 300 + 200) / 3);
+        let seg = &p.threads[0][0];
+        assert_eq!(seg.blocks.len(), 2);
+        // The first access waits nothing; the second the 8500 ns between the reads less the
+        // 500 ns held (stops 2 to 6) and five stops (3 to 7).
+        assert_eq!(&seg.gaps[..], &[0, 8500 - 500 - 5 * 300]);
+        assert_eq!(p.gaps_ns, 6500);
+        assert_eq!(p.gaps_unknown, 0);
+    }
+
+    #[test]
+    fn a_call_that_waited_does_not_count_in_a_stops_cost() {
+        let ops = vec![
+            marked(op(1000, 300, "read", Some(0), 0, 4096), 0, 0, 1),
+            marked(op(2000, 5000, "read", Some(0), 0, 4096), 0, 0, 3),
+            marked(op(8000, 200, "read", Some(0), 4096, 4096), 0, 0, 5),
+        ];
+        // 5000 ns is over 4 times the median (300): it waited for storage.
+        assert_eq!(plan(&trace(8192, ops, json!([]))).stop_ns, 250);
+    }
+
+    #[test]
+    fn the_time_after_a_fault_that_may_have_waited_for_storage_is_unknown() {
+        let ops = vec![op(50, 100, "close", None, 0, 0)];
+        let faults = json!([{"t": 1000, "tid": 7, "file": 0, "off": 0},
+                            {"t": 5000, "tid": 7, "file": 0, "off": 4096}]);
+        // Not cached when traced: the second fault's wait is unknown, kept as none.
+        let p = plan(&trace(0, ops.clone(), faults.clone()));
+        assert_eq!(p.gaps_unknown, 1);
+        assert_eq!(p.gaps_ns, 0);
+        // Cached: the time between the faults is the program's.
+        let p = plan(&trace(8192, ops, faults));
+        assert_eq!(p.gaps_unknown, 0);
+        assert_eq!(p.gaps_ns, 4000);
+    }
 }

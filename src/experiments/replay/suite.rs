@@ -79,6 +79,7 @@ impl Entry for YourProgramEntry {
             caches: vec![CacheMode::Cold, CacheMode::Warm],
             budget: Duration::from_secs_f64(ctx.scale(6.0, 20.0)),
             drop_all: false,
+            keep_gaps: false,
         };
         let replay = replay_trace(&t, &rcfg, obs)?;
         Ok(YourProgram {
