@@ -252,7 +252,7 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
 /// What `--keep-gaps` keeps: the program's time between accesses, and what was taken out.
 fn gaps_note(plan: &plan::Plan) -> String {
     let mut s = format!(
-        "gaps kept: the program's time between accesses, its busiest thread's {:.3} s a run (less the tracer's holds, and {:.1} us per stop)",
+        "gaps kept: the program's time between accesses, its busiest thread's {:.3} s a run (less the tracer's holds, and its stops at their cost nearby, {:.1} us on average)",
         plan.gaps_ns as f64 / 1e9,
         plan.stop_ns as f64 / 1e3
     );

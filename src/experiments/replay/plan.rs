@@ -37,8 +37,9 @@ pub(super) struct Plan {
     pub(super) read_bytes: u64,
     pub(super) mapped_bytes: u64,
     pub(super) notes: Vec<String>,
-    /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those unknown (after a page fault that may
-    /// have waited for storage, kept as none); the tracer's cost per stop taken out of each.
+    /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those
+    /// unknown (after a page fault that may have waited for storage, kept as none); a stop's
+    /// mean cost beyond the tracer's hold.
     pub(super) gaps_ns: u64,
     pub(super) gaps_unknown: usize,
     pub(super) stop_ns: u64,
@@ -202,50 +203,97 @@ struct Gaps {
     stop_ns: u64,
 }
 
-/// What a stop costs the program beyond the tracer's hold: resuming it and telling the tracer
-/// of its next stop. A traced call's time from its entry stop's resumption to its exit stop is
-/// that and the call's own work, which is small for calls that cannot wait: seeks, dups,
-/// mappings, and reads of files that were all cached. The mean over those (a stop costs 3-5 us
-/// here when the tracer and the program share a CPU and 50-70 us when waking the other costs a
-/// virtual CPU's interrupt: the mean is right on average); with fewer than 20 of them, the mean
-/// over every call of two stops but the slowest tenth.
-fn stop_cost(t: &Trace) -> u64 {
-    let cached = |f: Option<u32>| {
-        f.and_then(|f| t.files.get(f as usize)).is_some_and(|x| {
-            x.kind == FileKind::File && x.resident_before.is_some_and(|r| r >= x.size)
-        })
-    };
-    let cannot_wait = |o: &&crate::trace::Op| match o.call {
-        Call::Lseek | Call::Dup | Call::Mmap | Call::Mremap => true,
-        c if c.reads() => cached(o.file),
-        _ => false,
-    };
-    let cost = |o: &crate::trace::Op| o.dur.saturating_sub(o.held_exit.saturating_sub(o.held));
-    let two_stops = || t.ops.iter().filter(|o| o.dur > 0);
-    let mean = |v: &[u64]| v.iter().sum::<u64>() / v.len().max(1) as u64;
-    let sure: Vec<u64> = two_stops().filter(cannot_wait).map(cost).collect();
-    if sure.len() >= 20 {
-        return mean(&sure);
+/// What a stop costs a thread beyond the tracer's hold: resuming it and telling the tracer of
+/// its next stop. A traced call's time from its entry stop's resumption to its exit stop is that
+/// and the call's own work, small unless the call waited. The cost is not one figure: here a
+/// stop takes 3-5 us while the tracer and the program share a virtual CPU and 50-70 us while
+/// waking the other costs a virtual CPU's interrupt, and a run moves between the two (sqlite3's
+/// start-up mostly the first, its scan mostly the second). So near a moment it is the mean over
+/// the thread's [`WINDOW`] nearest calls of two stops, leaving out calls over 1 ms (they
+/// waited for storage, a lock or a pipe).
+struct StopCosts {
+    threads: BTreeMap<u32, ThreadCalls>,
+    /// The mean over every thread's calls kept.
+    mean: u64,
+}
+
+/// A thread's two-stop calls: their entry times, and running sums of their costs (those kept)
+/// and of their number (one more entry each, from 0).
+#[derive(Default)]
+struct ThreadCalls {
+    times: Vec<u64>,
+    sums: Vec<u64>,
+    counts: Vec<u64>,
+}
+
+/// Calls a stop's cost near a moment is averaged over.
+const WINDOW: usize = 32;
+
+/// A call longer than this waited for something: its time says nothing of a stop's cost.
+const WAITED_NS: u64 = 1_000_000;
+
+impl StopCosts {
+    fn new(t: &Trace) -> StopCosts {
+        let mut threads: BTreeMap<u32, ThreadCalls> = BTreeMap::new();
+        let (mut sum, mut n) = (0u64, 0u64);
+        for o in t.ops.iter().filter(|o| o.dur > 0) {
+            let cost = o.dur.saturating_sub(o.held_exit.saturating_sub(o.held));
+            let kept = cost <= WAITED_NS;
+            let c = threads.entry(o.tid).or_insert_with(|| ThreadCalls {
+                sums: vec![0],
+                counts: vec![0],
+                ..ThreadCalls::default()
+            });
+            c.times.push(o.t);
+            c.sums
+                .push(c.sums.last().unwrap_or(&0) + if kept { cost } else { 0 });
+            c.counts.push(c.counts.last().unwrap_or(&0) + kept as u64);
+            if kept {
+                sum += cost;
+                n += 1;
+            }
+        }
+        StopCosts {
+            threads,
+            mean: sum / n.max(1),
+        }
     }
-    let mut all: Vec<u64> = two_stops().map(cost).collect();
-    all.sort_unstable();
-    all.truncate(all.len() - all.len() / 10);
-    mean(&all)
+
+    /// A stop's cost for thread `tid` near time `at`, ns.
+    fn at(&self, tid: u32, at: u64) -> u64 {
+        let Some(ThreadCalls {
+            times,
+            sums,
+            counts,
+        }) = self.threads.get(&tid)
+        else {
+            return self.mean;
+        };
+        let i = times.partition_point(|&x| x < at);
+        let lo = i.saturating_sub(WINDOW / 2);
+        let hi = (lo + WINDOW).min(times.len());
+        let lo = hi.saturating_sub(WINDOW);
+        let n = counts[hi] - counts[lo];
+        if n == 0 {
+            return self.mean;
+        }
+        (sums[hi] - sums[lo]) / n
+    }
 }
 
 /// The time each thread spent between its accesses, less what the tracer added: the time it
-/// held the thread at its stops (noted in the trace), and [`stop_cost`] per stop. A thread's
+/// held the thread at its stops (noted in the trace), and [`StopCosts`] per stop. A thread's
 /// first access keeps its time after the first access of all (threads that started later
 /// start later).
 fn gaps(t: &Trace, events: &[Event]) -> Gaps {
-    let stop_ns = stop_cost(t);
+    let costs = StopCosts::new(t);
     let first = events.first().map_or(0, |e| e.t);
     // Per thread: when its previous access ended (None: not known), and the marks then.
     let mut last: BTreeMap<u32, (Option<u64>, (u64, u64))> = BTreeMap::new();
     let mut out = Gaps {
         ns: Vec::with_capacity(events.len()),
         unknown: 0,
-        stop_ns,
+        stop_ns: costs.mean,
     };
     // Per thread, what the gaps so far were short of covering a stop's mean cost (a stop
     // cheaper than the mean leaves less than nothing): taken from the gaps that follow, so that
@@ -263,7 +311,7 @@ fn gaps(t: &Trace, events: &[Event]) -> Gaps {
                 let owe = owed.entry(e.tid).or_default();
                 let g = e.t.saturating_sub(from) as i128
                     - held_now.saturating_sub(held) as i128
-                    - (stop_ns * stops_now.saturating_sub(stops)) as i128
+                    - (costs.at(e.tid, e.t) * stops_now.saturating_sub(stops)) as i128
                     + *owe;
                 *owe = if fresh { 0 } else { g.min(0) };
                 g.max(0) as u64
@@ -412,33 +460,31 @@ mod tests {
     }
 
     #[test]
-    fn a_stops_cost_comes_from_calls_that_cannot_wait() {
-        // 20 seeks, slow and fast as a stop is here, and a read of a file not cached that
-        // waited 5 ms for storage.
-        let mut ops: Vec<_> = (0..20)
+    fn a_stops_cost_is_the_nearest_calls_and_a_call_that_waited_is_left_out() {
+        // 40 calls of 4 us, a read that waited 5 ms for storage, 40 calls of 60 us.
+        let mut ops: Vec<_> = (0..81u64)
             .map(|i| {
-                let cost = if i % 4 == 0 { 60_000 } else { 4_000 };
+                let cost = match i {
+                    0..40 => 4_000,
+                    40 => 5_000_000,
+                    _ => 60_000,
+                };
                 marked(
-                    op(1000 + i * 100_000, cost, "lseek", Some(0), 0, 0),
+                    op(i * 10_000_000, cost, "pread", Some(0), 0, 4096),
                     0,
                     0,
                     1 + 2 * i,
                 )
             })
             .collect();
-        ops.push(marked(
-            op(3_000_000, 5_000_000, "read", Some(0), 0, 4096),
-            0,
-            0,
-            41,
-        ));
-        assert_eq!(plan(&trace(0, ops.clone(), json!([]))).stop_ns, 18_000);
-        // With fewer than 20 such calls: every call but the slowest tenth.
-        ops.drain(..10);
-        assert_eq!(
-            plan(&trace(0, ops, json!([]))).stop_ns,
-            (2 * 60_000 + 8 * 4_000) / 10
-        );
+        let costs = StopCosts::new(&trace(0, std::mem::take(&mut ops), json!([])));
+        assert_eq!(costs.at(7, 0), 4_000);
+        assert_eq!(costs.at(7, 800_000_000), 60_000);
+        // Across the change: the 32 nearest calls, the one that waited left out.
+        assert_eq!(costs.at(7, 405_000_000), (15 * 4_000 + 16 * 60_000) / 31);
+        assert_eq!(costs.mean, (40 * 4_000 + 40 * 60_000) / 80);
+        // A thread with no calls of two stops: the mean.
+        assert_eq!(costs.at(8, 0), costs.mean);
     }
 
     #[test]
