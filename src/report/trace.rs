@@ -56,12 +56,16 @@ pub fn summary(p: &Profile) -> Vec<String> {
     }
     if let Some(d) = p.device_agreement {
         l.push(format!(
-            "from storage {}; brought into the cache by the run {}: {} of file pages + {} of file-system metadata ({:+.1}%; evictions during the run and other programs' metadata reads make a difference)",
+            "from storage {}; brought into the cache by the run {}: {} of file pages + {} of file-system metadata ({:+.1}%; {})",
             format_size(p.kernel.read_bytes),
             format_size(p.cache_growth + p.metadata_growth),
             format_size(p.cache_growth),
             format_size(p.metadata_growth),
-            100.0 * (d - 1.0)
+            100.0 * (d - 1.0),
+            match p.shrunk_files {
+                0 => "evictions during the run and other programs' metadata reads make a difference".to_string(),
+                n => format!("{n} file(s) held fewer cached pages after the run than before, or none once read: pages were evicted during it, and what was read and evicted is missed"),
+            }
         ));
     }
     l.push(format!(

@@ -104,6 +104,10 @@ pub struct Profile {
     /// Bytes the run brought into the page cache: every regular file's residency after the run
     /// less before its first open (where both are visible; files it wrote left out), summed.
     pub cache_growth: u64,
+    /// Files that held fewer pages in the cache after the run than before, or none once read:
+    /// evictions during it.
+    #[serde(default)]
+    pub shrunk_files: usize,
     /// The block devices' cache growth over the run: file-system metadata (system-wide).
     #[serde(default)]
     pub metadata_growth: u64,
@@ -312,8 +316,10 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
 
 /// The page cache's growth over the run in whole pages (storage reads whole pages, a 100-byte
 /// file costs 4 KiB): residency after less before, over the regular files the program did not
-/// write (those grew by writing, not from storage).
-fn cache_growth(t: &Trace) -> u64 {
+/// write (those grew by writing, not from storage); and how many of them hold fewer pages after
+/// than before, or none after the program read them (evicted during the run: the growth misses
+/// what was read and evicted).
+fn cache_growth(t: &Trace) -> (u64, usize) {
     let page = crate::sys::page_size() as u64;
     // Residency is kept capped at the file's size: a partial last page is a whole one.
     let pages = |b: u64| b.div_ceil(page) * page;
@@ -324,14 +330,31 @@ fn cache_growth(t: &Trace) -> u64 {
         .filter(|o| o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate)
         .filter_map(|o| o.file)
         .collect();
-    t.files
+    let read: HashSet<u32> = t
+        .ops
+        .iter()
+        .filter(|o| o.call.reads() && o.ret > 0)
+        .filter_map(|o| o.file)
+        .collect();
+    // (before, after, read by the program)
+    let both: Vec<(u64, u64, bool)> = t
+        .files
         .iter()
         .enumerate()
         .filter(|(i, f)| f.kind == FileKind::File && !written.contains(&(*i as u32)))
-        .filter_map(|(_, f)| {
-            Some(pages(f.resident_after?).saturating_sub(pages(f.resident_before?)))
+        .filter_map(|(i, f)| {
+            // A file of size 0 that reads return bytes from is the kernel's (/proc, /sys).
+            let r = read.contains(&(i as u32)) && f.size > 0;
+            Some((pages(f.resident_before?), pages(f.resident_after?), r))
         })
-        .sum()
+        .collect();
+    let growth = both.iter().map(|(b, a, _)| a.saturating_sub(*b)).sum();
+    // Fewer pages after than before, or read and no page left.
+    let shrunk = both
+        .iter()
+        .filter(|(b, a, r)| a < b || (*r && *a == 0))
+        .count();
+    (growth, shrunk)
 }
 
 /// The profile of `t`.
@@ -349,7 +372,7 @@ pub fn profile(t: &Trace) -> Profile {
     let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
     files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
-    let cache_growth = cache_growth(t);
+    let (cache_growth, shrunk_files) = cache_growth(t);
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
@@ -375,6 +398,7 @@ pub fn profile(t: &Trace) -> Profile {
         device_per_unique: (unique_total > 0 && t.kernel.threads > 0)
             .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
         cache_growth,
+        shrunk_files,
         metadata_growth: t.kernel.buffers_growth,
         device_agreement: (t.kernel.threads > 0 && t.kernel.read_bytes > 0)
             .then(|| (cache_growth + t.kernel.buffers_growth) as f64 / t.kernel.read_bytes as f64),
@@ -399,5 +423,45 @@ mod tests {
         assert_eq!(union_len(&mut [(0, 10), (5, 10), (20, 5)]), 20);
         assert_eq!(union_len(&mut [(10, 5), (0, 10)]), 15);
         assert_eq!(union_len(&mut [(0, 100), (10, 5)]), 100);
+    }
+
+    #[test]
+    fn cache_growth_counts_whole_pages_and_files_that_lost_pages() {
+        use serde_json::json;
+        let file = |path: &str, size: u64, before: u64, after: u64| {
+            json!({"path": path, "kind": "file", "dev": 1, "ino": 2, "size": size,
+                "size_after": size, "mtime_ns": 0, "mtime_after_ns": 0,
+                "resident_before": before, "resident_after": after, "xor": null, "code": false})
+        };
+        let read = |file: u32, ret: i64| {
+            json!({"t": 0, "dur": 1, "pid": 1, "tid": 1, "call": "read", "fd": 3,
+                "file": file, "off": 0, "len": ret, "ret": ret})
+        };
+        let t: Trace = serde_json::from_value(json!({
+            "schema": crate::trace::SCHEMA, "command": ["x"], "cwd": "/", "wall_ns": 1,
+            "ended": {"code": 0, "signal": null}, "interrupted": false, "processes": 1,
+            "threads": 1, "stops": 1,
+            "files": [
+                // Read whole: three pages from storage for 10000 bytes.
+                file("/d/a", 10000, 0, 10000),
+                // Read, and no page left after: evicted.
+                file("/d/b", 100, 0, 0),
+                // The kernel's: size 0, reads return bytes, nothing cached.
+                file("/sys/x", 0, 0, 0),
+                // Fewer pages after than before: evicted.
+                file("/d/d", 8192, 8192, 4096),
+                // Written: grew by writing, left out.
+                file("/d/e", 4096, 0, 4096),
+            ],
+            "ops": [read(0, 10000), read(1, 100), read(2, 5),
+                    {"t": 0, "dur": 1, "pid": 1, "tid": 1, "call": "write", "fd": 4,
+                     "file": 4, "off": 0, "len": 4096, "ret": 4096}],
+            "faults": [], "faults_lost": 0, "faults_unavailable": null,
+            "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
+                       "write_bytes": 0, "threads": 1, "exec_rchar": 0},
+            "notes": []
+        }))
+        .unwrap();
+        assert_eq!(cache_growth(&t), (12288, 2));
     }
 }
