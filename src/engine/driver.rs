@@ -170,9 +170,7 @@ impl<R: SyncWorker> SyncLoop<R> {
         }
         Ok(moved)
     }
-}
 
-impl<R: SyncWorker> SyncLoop<R> {
     /// A part that pauses before its blocks (a replay keeping a program's compute time): each
     /// block after its pause, none batched.
     fn run_paced(&mut self, part: &Part, log: &mut OpLog, max: u64) -> Result<Moved> {

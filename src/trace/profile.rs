@@ -102,7 +102,8 @@ pub struct Profile {
     /// Bytes read from storage (kernel) per unique byte the program read from files.
     pub device_per_unique: Option<f64>,
     /// Bytes the run brought into the page cache: every regular file's residency after the run
-    /// less before its first open (where both are visible; files it wrote left out), summed.
+    /// less before its first open, in whole pages (where both are visible; files it wrote left
+    /// out), summed.
     pub cache_growth: u64,
     /// Files that held fewer pages in the cache after the run than before, or none once read:
     /// evictions during it.

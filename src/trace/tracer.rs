@@ -208,8 +208,8 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
                 if let Some(t) = st.tasks.get_mut(&tid) {
                     t.pending = Some(p);
                 }
-                st.held(tid, now);
                 if ptrace::to_syscall_exit(tid).is_ok() {
+                    st.held(tid, now);
                     return;
                 }
             }
