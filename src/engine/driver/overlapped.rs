@@ -63,9 +63,7 @@ impl<A: AsyncWorker> Worker for AsyncLoop<A> {
             pieces(b, max).map(move |p| (i, n, p))
         });
         let mut slots: Vec<Option<InFlight>> = Vec::new();
-        // Blocks of several pieces: pieces left and the block's start.
-        let mut open: std::collections::HashMap<usize, (u64, Option<(Instant, u64)>)> =
-            std::collections::HashMap::new();
+        let mut open = OpenBlocks::default();
         let mut moved = Moved::default();
         // On failure stop queueing but keep reaping: the kernel may still write into buffers in
         // flight, so the run returns only when none is.
@@ -89,17 +87,7 @@ impl<A: AsyncWorker> Worker for AsyncLoop<A> {
                     }
                 }
                 let single = count == 1;
-                let started = if single {
-                    log.start_overlapped()
-                } else {
-                    match open.get(&block) {
-                        Some(_) => None,
-                        None => {
-                            open.insert(block, (count, log.start_overlapped()));
-                            None
-                        }
-                    }
-                };
+                let started = open.queued(block, count, log);
                 match w.queue(piece) {
                     Ok(slot) => {
                         if slot >= slots.len() {
@@ -133,18 +121,7 @@ impl<A: AsyncWorker> Worker for AsyncLoop<A> {
                 moved.ops += done.ops;
                 moved.waited += done.waited;
                 moved.bytes += req.len;
-                let finished = if req.single {
-                    Some(req.started)
-                } else {
-                    match open.get_mut(&req.block) {
-                        Some((left, _)) if *left > 1 => {
-                            *left -= 1;
-                            None
-                        }
-                        _ => open.remove(&req.block).map(|(_, s)| s),
-                    }
-                };
-                if let Some(started) = finished {
+                if let Some(started) = open.completed(&req) {
                     moved.blocks += 1;
                     if !log.end_overlapped(started) {
                         stopped = true;
@@ -160,6 +137,38 @@ impl<A: AsyncWorker> Worker for AsyncLoop<A> {
         match failure {
             Some(e) => Err(e),
             None => Ok(moved),
+        }
+    }
+}
+
+/// Blocks of several pieces in flight: pieces left and the block's start.
+#[derive(Default)]
+struct OpenBlocks(std::collections::HashMap<usize, (u64, Option<(Instant, u64)>)>);
+
+impl OpenBlocks {
+    /// A piece of `block`, of `count` pieces, is queued: the start its request keeps (a block
+    /// of one piece), or none (a block of several keeps its start here, from its first piece).
+    fn queued(&mut self, block: usize, count: u64, log: &mut OpLog) -> Option<(Instant, u64)> {
+        if count == 1 {
+            return log.start_overlapped();
+        }
+        self.0
+            .entry(block)
+            .or_insert_with(|| (count, log.start_overlapped()));
+        None
+    }
+
+    /// `req` completed: its block's start once the block's last piece has.
+    fn completed(&mut self, req: &InFlight) -> Option<Option<(Instant, u64)>> {
+        if req.single {
+            return Some(req.started);
+        }
+        match self.0.get_mut(&req.block) {
+            Some((left, _)) if *left > 1 => {
+                *left -= 1;
+                None
+            }
+            _ => self.0.remove(&req.block).map(|(_, s)| s),
         }
     }
 }

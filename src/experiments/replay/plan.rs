@@ -66,8 +66,8 @@ fn data(t: &Trace, i: u32) -> bool {
     })
 }
 
-/// The plan of `t`: its data files' read calls and fault windows, per thread in time order.
-pub(super) fn plan(t: &Trace) -> Plan {
+/// The accesses to data files of `t`, read calls and page faults, in time order.
+fn events(t: &Trace) -> Vec<Event> {
     let mut events: Vec<Event> = Vec::new();
     for op in &t.ops {
         let readlike = op.call.reads() || op.call == Call::Splice;
@@ -132,6 +132,12 @@ pub(super) fn plan(t: &Trace) -> Plan {
         }
     }
     events.sort_by_key(|e| (e.t, e.tid));
+    events
+}
+
+/// The plan of `t`: its data files' read calls and fault windows, per thread in time order.
+pub(super) fn plan(t: &Trace) -> Plan {
+    let events = events(t);
     let mut index: BTreeMap<u32, usize> = BTreeMap::new();
     let mut p = Plan::default();
     let mut threads: BTreeMap<u32, Vec<(usize, Block, u64)>> = BTreeMap::new();
