@@ -373,18 +373,9 @@ impl Drop for TempHot {
     }
 }
 
-/// Runs every stream method of `cfg` against the hot set, each in a fresh group. Fails with
-/// [`ErrorKind::Unsupported`] and the reason without root (or a delegated parent) or without a
-/// memory controller.
-pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteResult> {
-    check(cfg)?;
-    let stream = crate::engine::open_source(&cfg.stream)?;
-    let dir = cfg
-        .stream
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
+/// The hot set's size, once the stream file and the sizes suit the experiment: the file is on a
+/// disk, the hot set and the process fit the limit, and a read stream is larger than it.
+fn hot_size(cfg: &PolluteConfig, stream: &crate::engine::Source) -> Result<u64> {
     if crate::sys::fs_magic(&stream.file).is_ok_and(|m| m == 0x0102_1994 || m == 0x8584_58f6) {
         return Err(Error::new(
             ErrorKind::Unsuited,
@@ -422,6 +413,94 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
         )
         .at(&cfg.stream));
     }
+    Ok(hot_size)
+}
+
+/// The streams to run, in order: (method, writes, what the worker does).
+fn jobs(cfg: &PolluteConfig, dir: &Path) -> Vec<(String, bool, StreamJob)> {
+    let mut jobs: Vec<(String, bool, StreamJob)> = Vec::new();
+    for &m in &cfg.reads {
+        let job = match m.engine() {
+            Some(method) => StreamJob::Read {
+                path: cfg.stream.clone(),
+                method,
+                bs: cfg.stream_bs,
+            },
+            None => StreamJob::Dontneed {
+                path: cfg.stream.clone(),
+                bs: cfg.stream_bs,
+            },
+        };
+        jobs.push((m.name().into(), false, job));
+    }
+    for &m in &cfg.writes {
+        let job = StreamJob::Write {
+            dir: dir.to_path_buf(),
+            method: m,
+            bs: cfg.stream_bs,
+            size: cfg.write_size,
+        };
+        jobs.push((m.name().into(), true, job));
+    }
+    jobs
+}
+
+/// A stream's run from its ticks and how its worker ended; an unsupported method is a warning
+/// (once), a failure an error.
+fn stream_run(
+    name: &str,
+    writing: bool,
+    pass: usize,
+    ticks: Vec<Tick>,
+    end: Message,
+    warnings: &mut Vec<String>,
+) -> Result<StreamRun> {
+    let mut run = StreamRun {
+        method: name.to_string(),
+        writes: writing,
+        pass,
+        unsupported: None,
+        effect: effect(&ticks),
+        ticks,
+        done: None,
+    };
+    match end {
+        Message::Done(d) => run.done = Some(d),
+        Message::Failed {
+            error,
+            unsupported: true,
+        } => {
+            if pass == 0 {
+                warnings.push(format!("{name}: {error}"));
+            }
+            run.unsupported = Some(error);
+        }
+        Message::Failed { error, .. } => {
+            return Err(Error::failed("the stream failed", error).on(name));
+        }
+        Message::Tick(_) => unreachable!("run_in_group ends on done or failed"),
+    }
+    if run.unsupported.is_none() && run.effect.is_none() {
+        warnings.push(format!(
+            "{name}: too few ticks to compare (a longer --seconds or a shorter --tick)"
+        ));
+    }
+    Ok(run)
+}
+
+/// Runs every stream method of `cfg` against the hot set, each in a fresh group. Fails with
+/// [`ErrorKind::Unsupported`] and the reason without root (or a delegated parent) or without a
+/// memory controller.
+pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteResult> {
+    check(cfg)?;
+    let stream = crate::engine::open_source(&cfg.stream)?;
+    let dir = cfg
+        .stream
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let hot_size = hot_size(cfg, &stream)?;
     let controller = cgroup::controller(cfg.cgroup_parent.as_deref())?;
     let mut warnings = Vec::new();
     let _temp;
@@ -441,30 +520,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
     };
     let hot_file =
         std::fs::File::open(&hot_path).map_err(|e| Error::io("cannot open", &hot_path, &e))?;
-    let mut jobs: Vec<(String, bool, StreamJob)> = Vec::new();
-    for &m in &cfg.reads {
-        let job = match m.engine() {
-            Some(method) => StreamJob::Read {
-                path: cfg.stream.clone(),
-                method,
-                bs: cfg.stream_bs,
-            },
-            None => StreamJob::Dontneed {
-                path: cfg.stream.clone(),
-                bs: cfg.stream_bs,
-            },
-        };
-        jobs.push((m.name().into(), false, job));
-    }
-    for &m in &cfg.writes {
-        let job = StreamJob::Write {
-            dir: dir.clone(),
-            method: m,
-            bs: cfg.stream_bs,
-            size: cfg.write_size,
-        };
-        jobs.push((m.name().into(), true, job));
-    }
+    let jobs = jobs(cfg, &dir);
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
     let mut limit = cfg.memory;
     let total_ticks = ((cfg.before + cfg.seconds) / cfg.tick).round() as usize;
@@ -511,36 +567,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
                 obs.progress(&what, k, total_ticks);
             })?;
         group.remove()?;
-        let mut run = StreamRun {
-            method: name.clone(),
-            writes: writing,
-            pass,
-            unsupported: None,
-            effect: effect(&ticks),
-            ticks,
-            done: None,
-        };
-        match end {
-            Message::Done(d) => run.done = Some(d),
-            Message::Failed {
-                error,
-                unsupported: true,
-            } => {
-                if pass == 0 {
-                    warnings.push(format!("{name}: {error}"));
-                }
-                run.unsupported = Some(error);
-            }
-            Message::Failed { error, .. } => {
-                return Err(Error::failed("the stream failed", error).on(&name));
-            }
-            Message::Tick(_) => unreachable!("run_in_group ends on done or failed"),
-        }
-        if run.unsupported.is_none() && run.effect.is_none() {
-            warnings.push(format!(
-                "{name}: too few ticks to compare (a longer --seconds or a shorter --tick)"
-            ));
-        }
+        let run = stream_run(&name, writing, pass, ticks, end, &mut warnings)?;
         if writing { &mut writes } else { &mut reads }.push(run);
     }
     Ok(PolluteResult {
