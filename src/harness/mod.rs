@@ -209,6 +209,17 @@ struct Live<R> {
     cost: Duration,
 }
 
+impl<R> Default for Live<R> {
+    fn default() -> Self {
+        Live {
+            runs: Vec::new(),
+            skipped: None,
+            active: true,
+            cost: Duration::ZERO,
+        }
+    }
+}
+
 /// Runs `cells` under `plan`, drawing `comparisons`; progress as `what`.
 pub fn run<C: Cells>(
     what: &str,
@@ -219,14 +230,7 @@ pub fn run<C: Cells>(
 ) -> Result<Outcome<C::Run>> {
     let n = cells.count();
     let started = Instant::now();
-    let mut live: Vec<Live<C::Run>> = (0..n)
-        .map(|_| Live {
-            runs: Vec::new(),
-            skipped: None,
-            active: true,
-            cost: Duration::ZERO,
-        })
-        .collect();
+    let mut live: Vec<Live<C::Run>> = (0..n).map(|_| Live::default()).collect();
     let mut xors: Vec<(u64, u32, usize)> = Vec::new();
     let mut windows: Vec<Interference> = Vec::new();
     let first = plan.min_rounds();
@@ -251,48 +255,18 @@ pub fn run<C: Cells>(
                     }
                 }
             }
-            let order: Vec<usize> = (0..n).filter(|&i| live[i].active).collect();
             let probe = Probe::start();
-            for k in 0..order.len() {
-                let i = order[(k + round) % order.len()];
+            let mut tick = || {
                 done += 1;
-                if live[i].skipped.is_some() {
-                    continue;
-                }
-                let t = Instant::now();
-                match cells.run(i) {
-                    Ok(r) => {
-                        live[i].cost = t.elapsed();
-                        if let Some((group, x)) = cells.xor(i, &r) {
-                            check_xor(&mut xors, cells, group, x, i)?;
-                        }
-                        if counted {
-                            live[i].runs.push(r);
-                        }
-                    }
-                    Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
-                        live[i].skipped = Some(e);
-                        live[i].active = false;
-                    }
-                    Err(e) => return Err(e),
-                }
                 obs.progress(what, done, total.max(done));
-            }
+            };
+            one_round(cells, &mut live, round, counted, &mut xors, &mut tick)?;
             windows.push(probe.finish());
             round += 1;
         }
         looks += 1;
         let counted_rounds = round - plan.warmup;
-        for (c, v) in comparisons.iter().zip(verdicts.iter_mut()) {
-            if v.is_some_and(|v| v.decided != Decided::Undecided) {
-                continue; // decided at an earlier look: that look's verdict stands
-            }
-            let fig =
-                |i: usize| -> Vec<f64> { live[i].runs.iter().map(|r| cells.figure(r)).collect() };
-            let (a, b) = (fig(c.a), fig(c.b));
-            let m = a.len().min(b.len());
-            *v = decide::paired(&a[..m], &b[..m], plan.looks.len());
-        }
+        look(cells, &live, comparisons, &mut verdicts, plan.looks.len());
         let Some(&next) = plan.looks.get(looks) else {
             break if all_decided(&verdicts) {
                 Stop::Decided
@@ -300,17 +274,7 @@ pub fn run<C: Cells>(
                 Stop::LastLook
             };
         };
-        // Only the cells of undecided comparisons go on.
-        for l in live.iter_mut() {
-            l.active = false;
-        }
-        for (c, v) in comparisons.iter().zip(&verdicts) {
-            if v.is_some_and(|v| v.decided == Decided::Undecided) {
-                for i in [c.a, c.b] {
-                    live[i].active = live[i].skipped.is_none();
-                }
-            }
-        }
+        keep_undecided(&mut live, comparisons, &verdicts);
         let going: Vec<&Live<C::Run>> = live.iter().filter(|l| l.active).collect();
         if going.is_empty() {
             break Stop::Decided;
@@ -323,38 +287,20 @@ pub fn run<C: Cells>(
         target = plan.warmup + next;
         total = done + more as usize * going.len();
     };
-    let short: Vec<String> = live
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let mut w: Vec<Duration> = l.runs.iter().filter_map(|r| cells.wall(r)).collect();
-            w.sort();
-            let m = *w.get(w.len() / 2)?;
-            (m < MIN_RUN).then(|| format!("{} ({:.1} ms)", cells.name(i), m.as_secs_f64() * 1e3))
-        })
-        .collect();
-    let mut warnings = Vec::new();
-    if !short.is_empty() {
-        warnings.push(format!(
-            "{} cell(s) ran under {} ms a run, where set-up and the clock weigh on the figure (give more bytes a run): {}",
-            short.len(),
-            MIN_RUN.as_millis(),
-            short.join(", ")
-        ));
-    }
-    let compared = comparisons
-        .iter()
-        .zip(&verdicts)
-        .filter_map(|(c, v)| {
-            Some(Compared {
-                a: cells.name(c.a),
-                b: cells.name(c.b),
-                verdict: (*v)?,
-            })
-        })
-        .collect();
+    let warnings: Vec<String> = short_runs(cells, &live).into_iter().collect();
     Ok(Outcome {
-        compared,
+        compared: comparisons
+            .iter()
+            .zip(&verdicts)
+            .filter_map(|(c, v)| {
+                let (a, b) = (cells.name(c.a), cells.name(c.b));
+                Some(Compared {
+                    a,
+                    b,
+                    verdict: (*v)?,
+                })
+            })
+            .collect(),
         warnings,
         cells: live
             .into_iter()
@@ -369,6 +315,105 @@ pub fn run<C: Cells>(
         stop,
         looks,
         planned_looks: plan.looks.len(),
+    })
+}
+
+/// Only the cells of comparisons still undecided go on (those not skipped).
+fn keep_undecided<R>(
+    live: &mut [Live<R>],
+    comparisons: &[Comparison],
+    verdicts: &[Option<Verdict>],
+) {
+    for l in live.iter_mut() {
+        l.active = false;
+    }
+    for (c, v) in comparisons.iter().zip(verdicts) {
+        if v.is_some_and(|v| v.decided == Decided::Undecided) {
+            for i in [c.a, c.b] {
+                live[i].active = live[i].skipped.is_none();
+            }
+        }
+    }
+}
+
+/// A look at the data: each comparison not decided at an earlier look (whose verdict stands)
+/// gets its verdict from the paired runs so far, its error split over `planned` looks.
+fn look<C: Cells>(
+    cells: &C,
+    live: &[Live<C::Run>],
+    comparisons: &[Comparison],
+    verdicts: &mut [Option<Verdict>],
+    planned: usize,
+) {
+    for (c, v) in comparisons.iter().zip(verdicts.iter_mut()) {
+        if v.is_some_and(|v| v.decided != Decided::Undecided) {
+            continue;
+        }
+        let fig = |i: usize| -> Vec<f64> { live[i].runs.iter().map(|r| cells.figure(r)).collect() };
+        let (a, b) = (fig(c.a), fig(c.b));
+        let m = a.len().min(b.len());
+        *v = decide::paired(&a[..m], &b[..m], planned);
+    }
+}
+
+/// One round over the active cells, in an order rotated by `round`; their runs are kept when
+/// `counted` (not a warm-up). A cell the method does not suit is skipped from then on;
+/// `tick` follows each cell.
+fn one_round<C: Cells>(
+    cells: &mut C,
+    live: &mut [Live<C::Run>],
+    round: usize,
+    counted: bool,
+    xors: &mut Vec<(u64, u32, usize)>,
+    tick: &mut dyn FnMut(),
+) -> Result<()> {
+    let order: Vec<usize> = (0..live.len()).filter(|&i| live[i].active).collect();
+    for k in 0..order.len() {
+        let i = order[(k + round) % order.len()];
+        tick();
+        if live[i].skipped.is_some() {
+            continue;
+        }
+        let t = Instant::now();
+        match cells.run(i) {
+            Ok(r) => {
+                live[i].cost = t.elapsed();
+                if let Some((group, x)) = cells.xor(i, &r) {
+                    check_xor(xors, cells, group, x, i)?;
+                }
+                if counted {
+                    live[i].runs.push(r);
+                }
+            }
+            Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
+                live[i].skipped = Some(e);
+                live[i].active = false;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The warning for cells whose median run was under [`MIN_RUN`], if any.
+fn short_runs<C: Cells>(cells: &C, live: &[Live<C::Run>]) -> Option<String> {
+    let short: Vec<String> = live
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let mut w: Vec<Duration> = l.runs.iter().filter_map(|r| cells.wall(r)).collect();
+            w.sort();
+            let m = *w.get(w.len() / 2)?;
+            (m < MIN_RUN).then(|| format!("{} ({:.1} ms)", cells.name(i), m.as_secs_f64() * 1e3))
+        })
+        .collect();
+    (!short.is_empty()).then(|| {
+        format!(
+            "{} cell(s) ran under {} ms a run, where set-up and the clock weigh on the figure (give more bytes a run): {}",
+            short.len(),
+            MIN_RUN.as_millis(),
+            short.join(", ")
+        )
     })
 }
 
