@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 mod probing;
-use probing::{Budget, probe, probe_cost, race_warm};
+use probing::{probe_cost, race_cold, race_warm};
 
 mod parts;
 use parts::{read_part, read_ranges, segments, workload};

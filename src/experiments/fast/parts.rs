@@ -117,75 +117,10 @@ pub(super) fn read_part(
             (plan, why, vec![(start, start + p)], prepared, (0.0, 0))
         }
         Some((start, _)) if bytes >= probe_from => {
-            let mut tried = Vec::new();
-            let mut skipped = Vec::new();
-            let first_probe = probes.len();
-            for (k, plan) in cands.iter().enumerate() {
-                let at = start + k as u64 * (p + PROBE_GAP);
-                // The budget: a share of the part's time at the first candidate's rate, less
-                // what the candidates after it have cost so far.
-                let budget = probes[first_probe..]
-                    .iter()
-                    .map(|pr| pr.mib_s)
-                    .reduce(f64::max)
-                    .map(|beat| {
-                        let rate = beat * (1 << 20) as f64;
-                        let spent: f64 = probes[first_probe + 1..]
-                            .iter()
-                            .map(|pr| (pr.secs - pr.bytes as f64 / rate).max(0.0))
-                            .sum();
-                        let first = probes[first_probe].mib_s * (1 << 20) as f64;
-                        Budget {
-                            beat,
-                            secs: PROBE_BUDGET * bytes as f64 / first - spent,
-                        }
-                    });
-                match probe(src, plan, at, p, budget) {
-                    Ok(t) => {
-                        moved.add(t.moved);
-                        probes.push(Probe {
-                            plan: *plan,
-                            warm,
-                            offset: at,
-                            bytes: t.end - at,
-                            secs: t.secs,
-                            mib_s: t.mib_s,
-                            raced: false,
-                        });
-                        tried.push((t.prepared, (at, t.end), k, t.start));
-                    }
-                    // A candidate this file or kernel cannot use (O_DIRECT on tmpfs, no
-                    // io_uring) is left out; its slice is read by the winner.
-                    Err(e) => skipped.push(format!("{} skipped ({})", plan.method.name(), e.cause)),
-                }
-            }
-            if tried.is_empty() {
-                return Err(Error::failed(
-                    "read failed",
-                    format!("no method could read it: {}", skipped.join("; ")),
-                )
-                .at(&src.path));
-            }
-            let mine = &probes[probes.len() - tried.len()..];
-            let best = (0..mine.len())
-                .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
-                .unwrap_or(0);
-            let mut why = format!(
-                "probed {}: {} fastest",
-                mine.iter()
-                    .map(|pr| format!("{} {:.0} MiB/s", pr.plan.label(), pr.mib_s))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                mine[best].plan.method.name()
-            );
-            for s in &skipped {
-                why.push_str("; ");
-                why.push_str(s);
-            }
-            let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
-            holes.sort_unstable();
-            let (prepared, _, k, start) = tried.swap_remove(best);
-            (cands[k], why, holes, prepared, start)
+            let (plan, why, holes, prepared, start, m) =
+                race_cold(src, &cands, start, p, bytes, probes)?;
+            moved.add(m);
+            (plan, why, holes, prepared, start)
         }
         _ => {
             let plan = mmap_plan(bytes, cores);

@@ -224,3 +224,98 @@ pub(super) fn probe(
         start: (0.0, 0),
     })
 }
+
+/// What probing a cold part chose: the winner's plan, why, the slices the probes read (holes in
+/// the rest), the winner's prepared reader and its own start (seconds, bytes), and what the
+/// probes moved.
+type ColdRace = (
+    Plan,
+    String,
+    Vec<(u64, u64)>,
+    Prepared,
+    (f64, u64),
+    engine::Moved,
+);
+
+/// Probes each candidate in turn on slices of a cold part from `start`, each within a budget
+/// (a share of the part's `bytes` at the first candidate's rate, less what the later ones cost
+/// beyond the best rate); a candidate this file or kernel cannot use is left out and said.
+pub(super) fn race_cold(
+    src: &Source,
+    cands: &[Plan],
+    start: u64,
+    p: u64,
+    bytes: u64,
+    probes: &mut Vec<Probe>,
+) -> Result<ColdRace> {
+    let mut moved = engine::Moved::default();
+    let mut tried = Vec::new();
+    let mut skipped = Vec::new();
+    let first_probe = probes.len();
+    for (k, plan) in cands.iter().enumerate() {
+        let at = start + k as u64 * (p + PROBE_GAP);
+        // The budget: a share of the part's time at the first candidate's rate, less
+        // what the candidates after it have cost so far.
+        let budget = probes[first_probe..]
+            .iter()
+            .map(|pr| pr.mib_s)
+            .reduce(f64::max)
+            .map(|beat| {
+                let rate = beat * (1 << 20) as f64;
+                let spent: f64 = probes[first_probe + 1..]
+                    .iter()
+                    .map(|pr| (pr.secs - pr.bytes as f64 / rate).max(0.0))
+                    .sum();
+                let first = probes[first_probe].mib_s * (1 << 20) as f64;
+                Budget {
+                    beat,
+                    secs: PROBE_BUDGET * bytes as f64 / first - spent,
+                }
+            });
+        match probe(src, plan, at, p, budget) {
+            Ok(t) => {
+                moved.add(t.moved);
+                probes.push(Probe {
+                    plan: *plan,
+                    warm: false,
+                    offset: at,
+                    bytes: t.end - at,
+                    secs: t.secs,
+                    mib_s: t.mib_s,
+                    raced: false,
+                });
+                tried.push((t.prepared, (at, t.end), k, t.start));
+            }
+            // A candidate this file or kernel cannot use (O_DIRECT on tmpfs, no
+            // io_uring) is left out; its slice is read by the winner.
+            Err(e) => skipped.push(format!("{} skipped ({})", plan.method.name(), e.cause)),
+        }
+    }
+    if tried.is_empty() {
+        return Err(Error::failed(
+            "read failed",
+            format!("no method could read it: {}", skipped.join("; ")),
+        )
+        .at(&src.path));
+    }
+    let mine = &probes[probes.len() - tried.len()..];
+    let best = (0..mine.len())
+        .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
+        .unwrap_or(0);
+    let mut why = format!(
+        "probed {}: {} fastest",
+        mine.iter()
+            .map(|pr| format!("{} {:.0} MiB/s", pr.plan.label(), pr.mib_s))
+            .collect::<Vec<_>>()
+            .join(", "),
+        mine[best].plan.method.name()
+    );
+    for s in &skipped {
+        why.push_str("; ");
+        why.push_str(s);
+    }
+    let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
+    holes.sort_unstable();
+    let (prepared, _, k, start) = tried.swap_remove(best);
+    Ok((cands[k], why, holes, prepared, start, moved))
+}
