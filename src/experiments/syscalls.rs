@@ -189,8 +189,8 @@ fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Ro
         what,
         sampler,
     };
+    // Calls that touch no file: the floor every other row stands on.
     let mut rows = vec![
-        // Calls that touch no file: the floor every other row stands on.
         row(
             "getppid",
             "getppid(2), the null system call",
@@ -207,6 +207,8 @@ fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Ro
                 Ok(())
             }),
         ),
+    ];
+    rows.extend([
         row(
             "read-1b",
             "read(2) of 1 byte, sequential through a cached file",
@@ -264,28 +266,33 @@ fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Ro
             "first write to an anonymous 4 KiB page (one minor fault)",
             Sampler::Faults,
         ),
-    ];
-    const BATCH: u32 = 32;
+    ]);
     rows.push(row(
         "uring-nop",
         "io_uring NOP, per operation, submitted 32 at a time",
-        match crate::engine::new_ring(BATCH, "uring-nop") {
-            Ok(mut ring) => Sampler::Loop {
-                body: Box::new(move |n| {
-                    let mut left = n;
-                    while left > 0 {
-                        let k = left.min(BATCH as u64) as usize;
-                        left -= crate::engine::nop_batch(&mut ring, k)? as u64;
-                    }
-                    Ok(())
-                }),
-                n: 0,
-            },
-            Err(e) if e.kind == crate::error::ErrorKind::Unsupported => Sampler::Unsupported(e),
-            Err(e) => return Err(e),
-        },
+        uring_nops()?,
     ));
     Ok(rows)
+}
+
+/// io_uring NOPs submitted 32 at a time (unsupported where the kernel has no io_uring).
+fn uring_nops<'a>() -> Result<Sampler<'a>> {
+    const BATCH: u32 = 32;
+    match crate::engine::new_ring(BATCH, "uring-nop") {
+        Ok(mut ring) => Ok(Sampler::Loop {
+            body: Box::new(move |n| {
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(BATCH as u64) as usize;
+                    left -= crate::engine::nop_batch(&mut ring, k)? as u64;
+                }
+                Ok(())
+            }),
+            n: 0,
+        }),
+        Err(e) if e.kind == crate::error::ErrorKind::Unsupported => Ok(Sampler::Unsupported(e)),
+        Err(e) => Err(e),
+    }
 }
 
 /// Every call of [`calls_to_time`], `samples` rounds after one that calibrates each loop.
