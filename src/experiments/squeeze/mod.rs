@@ -362,41 +362,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
             needed_bytes: 0,
             steady: None,
         };
-        match end {
-            Message::Done(d) => {
-                m.needed_bytes = (needed_bytes(cfg.pattern, d.moved.blocks, blocks, cfg.bs) as f64
-                    * (1.0 - resident / 100.0)) as u64;
-                if d.device.is_none() {
-                    warnings.push(format!(
-                        "{}: the file's device is not in /proc/diskstats; device bytes are not counted",
-                        method.name()
-                    ));
-                }
-                m.done = Some(d);
-                m.steady = steady_state(&m.ticks, cfg.tick, limit, method.is_direct(), alone);
-                if let Some(p) = m.peak
-                    && p as f64 > 1.05 * limit as f64
-                {
-                    warnings.push(format!(
-                        "{}: the group's peak {} bytes exceeds its limit {} by more than 5%",
-                        method.name(),
-                        p,
-                        limit
-                    ));
-                }
-            }
-            Message::Failed {
-                error,
-                unsupported: true,
-            } => {
-                warnings.push(format!("{}: {error}", method.name()));
-                m.unsupported = Some(error);
-            }
-            Message::Failed { error, .. } => {
-                return Err(Error::failed("the method failed", error).on(method.name()));
-            }
-            Message::Tick(_) => unreachable!("run_child ends on done or failed"),
-        }
+        ended(&mut m, end, cfg, blocks, limit, alone, &mut warnings)?;
         methods.push(m);
     }
     let explanations = explain(&methods, cfg.bs, read_ahead_kb);
@@ -412,6 +378,63 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         explanations,
         read_ahead_kb,
     })
+}
+
+/// What a method's worker ended with goes into its series: when done, the bytes it needed from
+/// the device, its steady state and a warning for a peak over the limit; unsupported, a warning;
+/// a failure, the error.
+fn ended(
+    series: &mut MethodSeries,
+    end: Message,
+    cfg: &SqueezeConfig,
+    blocks: u64,
+    limit: u64,
+    alone: f64,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let resident = series.resident_before_pct;
+    match end {
+        Message::Done(d) => {
+            series.needed_bytes = (needed_bytes(cfg.pattern, d.moved.blocks, blocks, cfg.bs) as f64
+                * (1.0 - resident / 100.0)) as u64;
+            if d.device.is_none() {
+                warnings.push(format!(
+                    "{}: the file's device is not in /proc/diskstats; device bytes are not counted",
+                    series.method.name()
+                ));
+            }
+            series.done = Some(d);
+            series.steady = steady_state(
+                &series.ticks,
+                cfg.tick,
+                limit,
+                series.method.is_direct(),
+                alone,
+            );
+            if let Some(p) = series.peak
+                && p as f64 > 1.05 * limit as f64
+            {
+                warnings.push(format!(
+                    "{}: the group's peak {} bytes exceeds its limit {} by more than 5%",
+                    series.method.name(),
+                    p,
+                    limit
+                ));
+            }
+        }
+        Message::Failed {
+            error,
+            unsupported: true,
+        } => {
+            warnings.push(format!("{}: {error}", series.method.name()));
+            series.unsupported = Some(error);
+        }
+        Message::Failed { error, .. } => {
+            return Err(Error::failed("the method failed", error).on(series.method.name()));
+        }
+        Message::Tick(_) => unreachable!("run_child ends on done or failed"),
+    }
+    Ok(())
 }
 
 /// `queue/read_ahead_kb` of the block device `st_dev` names (for a partition, its disk's).
