@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// Keeps a path on the list of partial outputs while it lives (track it before creating it).
@@ -25,12 +26,18 @@ impl Drop for Partial {
     }
 }
 
-/// Refuses an existing `path` unless `force`.
+/// Refuses an existing `path` unless `force`, or unless it is a device or a pipe, which
+/// [`save`] writes into (/dev/null, /dev/stdout, a named pipe).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
-    if !force && std::fs::symlink_metadata(path).is_ok() {
+    if !force && std::fs::symlink_metadata(path).is_ok() && !stream_like(path) {
         return Err(exists(path));
     }
     Ok(())
+}
+
+/// Whether `path` is a character device or a pipe: written into, never replaced.
+fn stream_like(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
 }
 
 /// The error for an output that exists: `--force` to overwrite.
@@ -67,6 +74,17 @@ pub fn temp_path(path: &Path, tag: &str) -> Result<std::path::PathBuf> {
 /// without it, a file that appeared at `path` while `tmp` was being written is left alone and the
 /// output is refused (it is never replaced behind the user's back).
 pub fn place(tmp: &Path, path: &Path, force: bool) -> Result<()> {
+    if let Ok(m) = std::fs::metadata(path)
+        && !m.is_file()
+    {
+        // A device, a pipe or a directory is never replaced by a file (with --force, as root,
+        // /dev/null would have become one).
+        return Err(Error::usage(
+            "cannot write the output there",
+            "it is not a regular file, and it is not replaced by one",
+        )
+        .at(path));
+    }
     let r = if force {
         std::fs::rename(tmp, path)
     } else {
@@ -91,6 +109,14 @@ pub fn not_placed(path: &Path, e: std::io::Error) -> Error {
 
 /// Writes `bytes` to `path` under a temporary name, then [`place`]s it.
 pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    if stream_like(path) {
+        // /dev/null, /dev/stdout, a named pipe: written into, as a shell's `>` would.
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| Error::io("cannot write", path, &e));
+    }
     refuse_existing(path, force)?;
     let tmp = temp_path(path, "")?;
     let _partial = track(&tmp);
@@ -518,5 +544,30 @@ mod tests {
             1,
             "no temporary file left"
         );
+    }
+
+    #[test]
+    fn a_device_or_pipe_is_written_into_and_never_replaced() {
+        // /dev/null takes the output, with or without --force, and stays a device.
+        refuse_existing(Path::new("/dev/null"), false).unwrap();
+        save(Path::new("/dev/null"), b"x", false).unwrap();
+        save(Path::new("/dev/null"), b"x", true).unwrap();
+        let m = std::fs::metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device());
+        // A named pipe gets the bytes.
+        let (_dir, fifo) = crate::testutil::path_in("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        save(&fifo, b"through", false).unwrap();
+        assert_eq!(reader.join().unwrap(), b"through");
+        // A directory is not replaced by a file, even with --force.
+        let (dir, tmp) = crate::testutil::path_in("t");
+        std::fs::write(&tmp, b"t").unwrap();
+        let err = place(&tmp, dir.path(), true).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 }
