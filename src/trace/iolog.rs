@@ -1,7 +1,8 @@
 //! A trace as fio's iolog version 3 (`fio --read_iolog=FILE`): one line per file action (`add`,
 //! `open`, `close`) and per read, write, sync and datasync of a regular file, each with its time
 //! in microseconds from the start. fio's format cannot name files with white space in their path
-//! and has no mapped access: those are left out and counted.
+//! and has no mapped access, and the kernel's files (/proc, /sys) cannot be replayed: those are
+//! left out and counted.
 
 use super::{Call, FileKind, Trace};
 use std::collections::BTreeSet;
@@ -23,6 +24,7 @@ pub fn iolog(t: &Trace) -> Iolog {
     let mut text = String::from("fio version 3 iolog\n");
     let mut opened = BTreeSet::new();
     let mut spaced = BTreeSet::new();
+    let mut kernels = BTreeSet::new();
     let mut ios = 0u64;
     for op in &t.ops {
         let Some(f) = op
@@ -48,6 +50,10 @@ pub fn iolog(t: &Trace) -> Iolog {
         }
         if info.path.chars().any(char::is_whitespace) {
             spaced.insert(info.path.clone());
+            continue;
+        }
+        if info.is_kernels() {
+            kernels.insert(info.path.clone());
             continue;
         }
         let us = op.t / 1000;
@@ -83,6 +89,12 @@ pub fn iolog(t: &Trace) -> Iolog {
             spaced.len()
         ));
     }
+    if !kernels.is_empty() {
+        left_out.push(format!(
+            "{} of the kernel's file(s) under /proc or /sys (made when read; a process's own are gone with it)",
+            kernels.len()
+        ));
+    }
     if !t.faults.is_empty() {
         left_out.push(format!(
             "{} page faults of mapped access (fio's iolog has reads and writes only)",
@@ -93,5 +105,37 @@ pub fn iolog(t: &Trace) -> Iolog {
         text,
         ios,
         left_out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::fixture::{file, op, trace};
+
+    #[test]
+    fn the_kernels_files_are_left_out_and_said() {
+        let t = trace(
+            vec![
+                file("/data/x", 8192, 0, 8192),
+                file("/proc/42/maps", 0, 0, 0),
+            ],
+            vec![
+                op(1000, 10, "read", Some(0), 0, 4096),
+                op(2000, 10, "read", Some(1), 0, 300),
+                op(3000, 10, "read", Some(0), 4096, 4096),
+            ],
+            serde_json::json!([]),
+        );
+        let log = iolog(&t);
+        assert_eq!(log.ios, 2);
+        assert!(log.text.contains("1 /data/x read 0 4096\n"), "{}", log.text);
+        assert!(
+            log.text.contains("3 /data/x read 4096 4096\n"),
+            "{}",
+            log.text
+        );
+        assert!(!log.text.contains("/proc/"), "{}", log.text);
+        assert!(log.left_out.iter().any(|l| l.contains("/proc or /sys")));
     }
 }

@@ -113,6 +113,14 @@ pub struct FileInfo {
     pub mapped_xor: Option<String>,
 }
 
+impl FileInfo {
+    /// Whether it is the kernel's (under /proc or /sys): its bytes are made when read, and a
+    /// process's own files there are gone with it, so nothing replays them.
+    pub fn is_kernels(&self) -> bool {
+        self.path.starts_with("/proc/") || self.path.starts_with("/sys/")
+    }
+}
+
 /// Bytes the kernel maps around a page fault on a file (fault-around, 16 pages by default).
 pub const FAULT_AROUND: u64 = 64 << 10;
 
@@ -290,5 +298,41 @@ impl Trace {
         }
         serde_json::from_value(v)
             .map_err(|e| crate::Error::usage("not a trace file", e.to_string()).at(path))
+    }
+}
+
+/// Traces made by hand for tests: JSON parts, as `iolab trace --out` writes them.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::{SCHEMA, Trace};
+    use serde_json::{Value, json};
+
+    /// A regular file of `size` bytes, `before` and `after` of them cached.
+    pub(crate) fn file(path: &str, size: u64, before: u64, after: u64) -> Value {
+        json!({"path": path, "kind": "file", "dev": 1, "ino": 2, "size": size,
+            "size_after": size, "mtime_ns": 0, "mtime_after_ns": 0,
+            "resident_before": before, "resident_after": after, "xor": "00000000",
+            "code": false})
+    }
+
+    /// A call of thread 7 on file index `file` at offset `off`, entered at `t` and lasting
+    /// `dur` ns, returning `ret`.
+    pub(crate) fn op(t: u64, dur: u64, call: &str, file: Option<u32>, off: u64, ret: i64) -> Value {
+        json!({"t": t, "dur": dur, "pid": 7, "tid": 7, "call": call, "fd": 3, "file": file,
+               "off": file.map(|_| off), "len": ret.max(0), "ret": ret, "arg": null})
+    }
+
+    /// A one-process trace of `files`, `ops` and `faults`.
+    pub(crate) fn trace(files: Vec<Value>, ops: Vec<Value>, faults: Value) -> Trace {
+        serde_json::from_value(json!({
+            "schema": SCHEMA, "command": ["x"], "cwd": "/", "wall_ns": 1_000_000,
+            "ended": {"code": 0, "signal": null}, "interrupted": false, "processes": 1,
+            "threads": 1, "stops": 9, "files": files, "ops": ops,
+            "faults": faults, "faults_lost": 0, "faults_unavailable": null,
+            "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
+                       "write_bytes": 0, "threads": 1, "exec_rchar": 0},
+            "notes": []
+        }))
+        .unwrap()
     }
 }

@@ -428,21 +428,9 @@ mod tests {
 
     #[test]
     fn cache_growth_counts_whole_pages_and_files_that_lost_pages() {
-        use serde_json::json;
-        let file = |path: &str, size: u64, before: u64, after: u64| {
-            json!({"path": path, "kind": "file", "dev": 1, "ino": 2, "size": size,
-                "size_after": size, "mtime_ns": 0, "mtime_after_ns": 0,
-                "resident_before": before, "resident_after": after, "xor": null, "code": false})
-        };
-        let read = |file: u32, ret: i64| {
-            json!({"t": 0, "dur": 1, "pid": 1, "tid": 1, "call": "read", "fd": 3,
-                "file": file, "off": 0, "len": ret, "ret": ret})
-        };
-        let t: Trace = serde_json::from_value(json!({
-            "schema": crate::trace::SCHEMA, "command": ["x"], "cwd": "/", "wall_ns": 1,
-            "ended": {"code": 0, "signal": null}, "interrupted": false, "processes": 1,
-            "threads": 1, "stops": 1,
-            "files": [
+        use crate::trace::fixture::{file, op, trace};
+        let t = trace(
+            vec![
                 // Read whole: three pages from storage for 10000 bytes.
                 file("/d/a", 10000, 0, 10000),
                 // Read, and no page left after: evicted.
@@ -454,15 +442,14 @@ mod tests {
                 // Written: grew by writing, left out.
                 file("/d/e", 4096, 0, 4096),
             ],
-            "ops": [read(0, 10000), read(1, 100), read(2, 5),
-                    {"t": 0, "dur": 1, "pid": 1, "tid": 1, "call": "write", "fd": 4,
-                     "file": 4, "off": 0, "len": 4096, "ret": 4096}],
-            "faults": [], "faults_lost": 0, "faults_unavailable": null,
-            "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
-                       "write_bytes": 0, "threads": 1, "exec_rchar": 0},
-            "notes": []
-        }))
-        .unwrap();
+            vec![
+                op(0, 1, "read", Some(0), 0, 10000),
+                op(0, 1, "read", Some(1), 0, 100),
+                op(0, 1, "read", Some(2), 0, 5),
+                op(0, 1, "write", Some(4), 0, 4096),
+            ],
+            serde_json::json!([]),
+        );
         assert_eq!(cache_growth(&t), (12288, 2));
     }
 }

@@ -60,10 +60,9 @@ fn hex(x: &Option<String>) -> Option<u32> {
 
 /// Whether file `i` of `t` is data: a regular file, not program code, not the kernel's.
 fn data(t: &Trace, i: u32) -> bool {
-    t.files.get(i as usize).is_some_and(|x| {
-        let kernel = x.path.starts_with("/proc/") || x.path.starts_with("/sys/");
-        x.kind == FileKind::File && !x.code && !kernel
-    })
+    t.files
+        .get(i as usize)
+        .is_some_and(|x| x.kind == FileKind::File && !x.code && !x.is_kernels())
 }
 
 /// The accesses to data files of `t`, read calls and page faults, in time order.
@@ -400,33 +399,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn op(
-        t: u64,
-        dur: u64,
-        call: &str,
-        file: Option<u32>,
-        off: u64,
-        ret: i64,
-    ) -> serde_json::Value {
-        json!({"t": t, "dur": dur, "pid": 7, "tid": 7, "call": call, "fd": 3, "file": file,
-               "off": file.map(|_| off), "len": ret.max(0), "ret": ret, "arg": null})
-    }
+    use crate::trace::fixture::{file, op};
 
-    /// A one-thread trace of an 8 KiB file with `ops` and `faults`.
+    /// A one-thread trace of an 8 KiB file, `resident` bytes of it cached, with `ops` and
+    /// `faults`.
     fn trace(resident: u64, ops: Vec<serde_json::Value>, faults: serde_json::Value) -> Trace {
-        let file = json!({"path": "/data/x", "kind": "file", "dev": 1, "ino": 2, "size": 8192,
-            "size_after": 8192, "mtime_ns": 0, "mtime_after_ns": 0, "resident_before": resident,
-            "resident_after": 8192, "xor": "00000000", "code": false});
-        serde_json::from_value(json!({
-            "schema": crate::trace::SCHEMA, "command": ["x"], "cwd": "/", "wall_ns": 1_000_000,
-            "ended": {"code": 0, "signal": null}, "interrupted": false, "processes": 1,
-            "threads": 1, "stops": 9, "files": [file], "ops": ops,
-            "faults": faults, "faults_lost": 0, "faults_unavailable": null,
-            "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
-                       "write_bytes": 0, "threads": 1, "exec_rchar": 0},
-            "notes": []
-        }))
-        .unwrap()
+        crate::trace::fixture::trace(vec![file("/data/x", 8192, resident, 8192)], ops, faults)
     }
 
     /// `o` with the tracer's marks: held before its entry and after its exit, and the
