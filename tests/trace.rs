@@ -94,6 +94,18 @@ fn build(dir: &Path) -> Option<PathBuf> {
     ok.then_some(exe)
 }
 
+/// `iolab replay TRACE ARGS --format json`, which must succeed: its result.
+fn replay_json(trace: &Path, args: &[&str]) -> Value {
+    let o = iolab()
+        .args(["replay", s(trace)])
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -230,21 +242,7 @@ fn a_known_program_is_traced_call_by_call_and_agrees_with_the_kernel() {
     fio_replays(&log, &text);
     // The replay reads the same bytes: the recorded reads and the ranges the faults stand for,
     // each file's XOR checked against the trace's at every run.
-    let o = iolab()
-        .args([
-            "replay",
-            s(&out),
-            "--cache",
-            "warm",
-            "--budget",
-            "3s",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = replay_json(&out, &["--cache", "warm", "--budget", "3s"]);
     let read: u64 = READS.iter().map(|r| r.1).sum();
     let total = v["bytes"].as_u64().unwrap();
     if t["faults_unavailable"].is_null() {
@@ -423,21 +421,7 @@ fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
         .arg("of=/dev/null")
         .assert()
         .success();
-    let o = iolab()
-        .args([
-            "replay",
-            s(&out),
-            "--cache",
-            "warm",
-            "--budget",
-            "5s",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = replay_json(&out, &["--cache", "warm", "--budget", "5s"]);
     // dd's 256 reads of the file, and whatever else it read (locale files, say).
     let (total, reads) = (v["bytes"].as_u64().unwrap(), v["reads"].as_u64().unwrap());
     assert!(
@@ -563,20 +547,18 @@ fn keep_gaps_waits_the_programs_time_between_reads() {
         .arg(&f)
         .assert()
         .success();
-    let o = iolab()
-        .args(["replay", s(&out), "--keep-gaps", "--cache", "warm"])
-        .args([
+    let v = replay_json(
+        &out,
+        &[
+            "--keep-gaps",
+            "--cache",
+            "warm",
             "--methods",
             "mmap,uring",
             "--budget",
             "3s",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        ],
+    );
     // The sleeps are kept (what the tracer added taken out, which is far less than 16 ms).
     let gaps = v["kept_gaps_s"].as_f64().unwrap();
     assert!((0.3..1.5).contains(&gaps), "{gaps}");
