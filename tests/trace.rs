@@ -489,9 +489,12 @@ fn a_cold_read_agrees_with_the_kernels_storage_count() {
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
-    // Every storage byte the kernel counted came into the page cache as the file's pages.
-    let a = p["device_agreement"].as_f64().unwrap();
-    assert!((0.95..=1.05).contains(&a), "{a}: {}", p["kernel"]);
+    // Every storage byte the kernel counted came into the page cache as the file's pages (the
+    // metadata growth is system-wide: the other tests running meanwhile add to it).
+    let read = p["kernel"]["read_bytes"].as_f64().unwrap();
+    let pages = p["cache_growth"].as_f64().unwrap() / read;
+    assert!((0.95..=1.05).contains(&pages), "{pages}: {}", p["kernel"]);
+    assert!(p["device_agreement"].as_f64().unwrap() >= 0.95);
     assert!(p["kernel"]["read_bytes"].as_u64().unwrap() >= 16 << 20);
 }
 
@@ -533,15 +536,16 @@ fn many_small_files_cold_agree_with_the_kernels_storage_count() {
     let err = String::from_utf8_lossy(&o.stderr);
     let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
     // 600 files of 100-1200 bytes: counted in bytes they would be a tenth of their pages.
+    // The metadata growth is system-wide, and the other tests running meanwhile (their files
+    // made after the caches were dropped) only add to it: a bound below, and a loose one above.
     let a = p["device_agreement"].as_f64().unwrap();
     assert!(
-        (0.9..=1.1).contains(&a),
+        (0.95..=1.5).contains(&a),
         "{a}: pages {} metadata {} kernel {}",
         p["cache_growth"],
         p["metadata_growth"],
         p["kernel"]
     );
-    eprintln!("agreement {a}");
     assert!(p["metadata_growth"].as_u64().unwrap() > 0);
 }
 
