@@ -94,6 +94,19 @@ fn build(dir: &Path) -> Option<PathBuf> {
     ok.then_some(exe)
 }
 
+/// The JSON profile `iolab trace --no-xor --format json -- CMD` prints on stderr; CMD must
+/// succeed.
+fn profile_json(cmd: &[&std::ffi::OsStr]) -> Value {
+    let o = iolab()
+        .args(["trace", "--no-xor", "--format", "json", "--"])
+        .args(cmd)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap()
+}
+
 /// `iolab replay TRACE ARGS --format json`, which must succeed: its result.
 fn replay_json(trace: &Path, args: &[&str]) -> Value {
     let o = iolab()
@@ -481,14 +494,7 @@ fn a_cold_read_agrees_with_the_kernels_storage_count() {
     }
     let f = big_file(dir.path(), 16);
     iolab().args(["cache", "evict", s(&f)]).assert().success();
-    let o = iolab()
-        .args(["trace", "--no-xor", "--format", "json", "--", "cat"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    let p = profile_json(&["cat".as_ref(), f.as_os_str()]);
     // Every storage byte the kernel counted came into the page cache as the file's pages (the
     // metadata growth is system-wide: the other tests running meanwhile add to it).
     let read = p["kernel"]["read_bytes"].as_f64().unwrap();
@@ -525,16 +531,12 @@ fn many_small_files_cold_agree_with_the_kernels_storage_count() {
     }
     Command::new("sync").status().unwrap();
     fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
-    let o = iolab()
-        .args([
-            "trace", "--no-xor", "--format", "json", "--", "tar", "cf", "-",
-        ])
-        .arg(&tree)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    let p = profile_json(&[
+        "tar".as_ref(),
+        "cf".as_ref(),
+        "-".as_ref(),
+        tree.as_os_str(),
+    ]);
     // 600 files of 100-1200 bytes: counted in bytes they would be a tenth of their pages.
     // The metadata growth is system-wide, and the other tests running meanwhile (their files
     // made after the caches were dropped) only add to it: a bound below, and a loose one above.
