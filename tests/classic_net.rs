@@ -50,11 +50,12 @@ fn a_raw_sender_feeds_a_plain_socket_reader_byte_for_byte() {
     for method in SendMethod::ALL {
         for sizes in SIZES {
             let (l, addr) = listener();
-            let cfg = SendConfig {
-                raw: true,
-                sizes,
-                timeout: Duration::from_secs(10),
-                ..SendConfig::new(files.clone(), method)
+            let cfg = {
+                let mut it = SendConfig::new(files.clone(), method);
+                it.link.raw = true;
+                it.link.sizes = sizes;
+                it.link.pace.idle = Duration::from_secs(10);
+                it
             };
             let got: Vec<Vec<u8>> = std::thread::scope(|sc| {
                 let h = sc.spawn(|| serve(l, &cfg));
@@ -121,13 +122,14 @@ fn a_raw_receiver_stores_what_a_plain_socket_writer_sends() {
                 .map(|i| out.path().join(format!("got{i}")))
                 .collect();
             let (addr, h) = plain_sender(data.clone());
-            let r = receive(&RecvConfig {
-                raw: true,
-                no_hash,
-                names: names.clone(),
-                sizes,
-                timeout: Duration::from_secs(10),
-                ..RecvConfig::new(addr, out.path().into(), method)
+            let r = receive(&{
+                let mut it = RecvConfig::new(addr, out.path().into(), method);
+                it.link.raw = true;
+                it.no_hash = no_hash;
+                it.names = names.clone();
+                it.link.sizes = sizes;
+                it.link.pace.idle = Duration::from_secs(10);
+                it
             })
             .unwrap();
             h.join().unwrap();
@@ -175,13 +177,14 @@ fn a_raw_stream_longer_than_allowed_is_refused_and_leaves_nothing() {
     for method in RecvMethod::ALL {
         let out = tempfile::tempdir().unwrap();
         let (addr, h) = plain_sender(vec![bytes(50_000, 7)]);
-        let err = receive(&RecvConfig {
-            raw: true,
-            names: vec![out.path().join("x")],
-            max_size: Some(10_000),
-            sizes: ChunkSizes::CLASSIC,
-            timeout: Duration::from_secs(10),
-            ..RecvConfig::new(addr, out.path().into(), method)
+        let err = receive(&{
+            let mut it = RecvConfig::new(addr, out.path().into(), method);
+            it.link.raw = true;
+            it.names = vec![out.path().join("x")];
+            it.max_size = Some(10_000);
+            it.link.sizes = ChunkSizes::CLASSIC;
+            it.link.pace.idle = Duration::from_secs(10);
+            it
         })
         .unwrap_err();
         let _ = h.join();

@@ -15,16 +15,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn recv_cfg(addr: &str, out: &Path, method: RecvMethod) -> RecvConfig {
-    RecvConfig {
-        timeout: Duration::from_secs(10),
-        ..RecvConfig::new(addr.into(), out.into(), method)
+    {
+        let mut it = RecvConfig::new(addr.into(), out.into(), method);
+        it.link.pace.idle = Duration::from_secs(10);
+        it
     }
 }
 
 fn send_cfg(files: &[PathBuf], method: SendMethod) -> SendConfig {
-    SendConfig {
-        timeout: Duration::from_secs(10),
-        ..SendConfig::new(files.to_vec(), method)
+    {
+        let mut it = SendConfig::new(files.to_vec(), method);
+        it.link.pace.idle = Duration::from_secs(10);
+        it
     }
 }
 
@@ -58,13 +60,15 @@ fn every_method_pair_moves_the_classic_shapes_byte_for_byte() {
                 let out = tempfile::tempdir().unwrap();
                 let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
                 let addr = listener.local_addr().unwrap().to_string();
-                let scfg = SendConfig {
-                    connections,
-                    ..send_cfg(&files, s)
+                let scfg = {
+                    let mut it = send_cfg(&files, s);
+                    it.link.connections = connections;
+                    it
                 };
-                let rcfg = RecvConfig {
-                    connections,
-                    ..recv_cfg(&addr, out.path(), r)
+                let rcfg = {
+                    let mut it = recv_cfg(&addr, out.path(), r);
+                    it.link.connections = connections;
+                    it
                 };
                 let (sent, got) = std::thread::scope(|sc| {
                     let h = sc.spawn(|| serve(listener, &scfg));
@@ -130,9 +134,10 @@ fn header(name: &[u8], size: u64) -> Vec<u8> {
 }
 
 fn expect_failure(addr: &str, out: &Path, needle: &str) {
-    let err = receive(&RecvConfig {
-        timeout: Duration::from_millis(800),
-        ..recv_cfg(addr, out, RecvMethod::Write)
+    let err = receive(&{
+        let mut it = recv_cfg(addr, out, RecvMethod::Write);
+        it.link.pace.idle = Duration::from_millis(800);
+        it
     })
     .unwrap_err();
     assert!(
@@ -206,15 +211,17 @@ fn tokens_must_match_and_refused_connections_are_clear() {
         let out = tempfile::tempdir().unwrap();
         let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let scfg = SendConfig {
-            token: st.map(String::from),
-            timeout: Duration::from_secs(2),
-            ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+        let scfg = {
+            let mut it = send_cfg(std::slice::from_ref(&f), SendMethod::Read);
+            it.link.token = st.map(String::from);
+            it.link.pace.idle = Duration::from_secs(2);
+            it
         };
-        let rcfg = RecvConfig {
-            token: rt.map(String::from),
-            timeout: Duration::from_secs(2),
-            ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+        let rcfg = {
+            let mut it = recv_cfg(&addr, out.path(), RecvMethod::Write);
+            it.link.token = rt.map(String::from);
+            it.link.pace.idle = Duration::from_secs(2);
+            it
         };
         let (sent, got) = std::thread::scope(|sc| {
             let h = sc.spawn(|| serve(listener, &scfg));
@@ -735,9 +742,10 @@ fn a_sender_that_drips_is_cut_off_by_the_handshake_deadline_and_the_floor_rate()
         }
     });
     let t = std::time::Instant::now();
-    let err = receive(&RecvConfig {
-        handshake_timeout: Duration::from_secs(1),
-        ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+    let err = receive(&{
+        let mut it = recv_cfg(&addr, out.path(), RecvMethod::Write);
+        it.link.pace.handshake = Duration::from_secs(1);
+        it
     })
     .unwrap_err();
     let _ = h.join();
@@ -765,10 +773,11 @@ fn a_sender_that_drips_is_cut_off_by_the_handshake_deadline_and_the_floor_rate()
             }
         });
         let t = std::time::Instant::now();
-        let err = receive(&RecvConfig {
-            timeout: Duration::from_millis(300),
-            min_rate: 1000,
-            ..recv_cfg(&addr, out.path(), method)
+        let err = receive(&{
+            let mut it = recv_cfg(&addr, out.path(), method);
+            it.link.pace.idle = Duration::from_millis(300);
+            it.link.pace.min_rate = 1000;
+            it
         })
         .unwrap_err();
         let _ = h.join();
@@ -794,11 +803,12 @@ fn a_receiver_that_drips_is_dropped_and_one_that_stalls_ends_the_sender() {
         let a = l.local_addr().unwrap().to_string();
         (l, a)
     };
-    let cfg = SendConfig {
-        timeout: Duration::from_secs(3),
-        handshake_timeout: Duration::from_secs(1),
-        min_rate: 1 << 20,
-        ..send_cfg(&[f], SendMethod::Read)
+    let cfg = {
+        let mut it = send_cfg(&[f], SendMethod::Read);
+        it.link.pace.idle = Duration::from_secs(3);
+        it.link.pace.handshake = Duration::from_secs(1);
+        it.link.pace.min_rate = 1 << 20;
+        it
     };
     let t = std::time::Instant::now();
     let err = std::thread::scope(|sc| {
@@ -865,16 +875,18 @@ fn mismatched_connections_fail_the_handshake_on_both_sides() {
     let f = write_file(src.path(), "a.bin", &bytes(1000, 62));
     let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = l.local_addr().unwrap().to_string();
-    let scfg = SendConfig {
-        timeout: Duration::from_secs(2),
-        ..send_cfg(&[f], SendMethod::Read)
+    let scfg = {
+        let mut it = send_cfg(&[f], SendMethod::Read);
+        it.link.pace.idle = Duration::from_secs(2);
+        it
     };
     let t = std::time::Instant::now();
     let (sent, got) = std::thread::scope(|sc| {
         let h = sc.spawn(|| serve(l, &scfg));
-        let got = receive(&RecvConfig {
-            connections: 2,
-            ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+        let got = receive(&{
+            let mut it = recv_cfg(&addr, out.path(), RecvMethod::Write);
+            it.link.connections = 2;
+            it
         });
         (h.join().unwrap(), got)
     });
@@ -1035,9 +1047,10 @@ fn with_a_token_a_frame_without_this_connections_tag_is_refused() {
             let mut status = [0u8; 64];
             let _ = s.read(&mut status);
         });
-        let r = receive(&RecvConfig {
-            token: Some("tok".into()),
-            ..recv_cfg(&addr, out.path(), RecvMethod::Write)
+        let r = receive(&{
+            let mut it = recv_cfg(&addr, out.path(), RecvMethod::Write);
+            it.link.token = Some("tok".into());
+            it
         });
         let _ = h.join();
         if tagged {
@@ -1165,10 +1178,11 @@ fn hostile_receivers_cannot_fool_or_hold_the_sender() {
     for (token, script, needle) in cases {
         let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = l.local_addr().unwrap().to_string();
-        let cfg = SendConfig {
-            token: token.map(String::from),
-            timeout: Duration::from_secs(1),
-            ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+        let cfg = {
+            let mut it = send_cfg(std::slice::from_ref(&f), SendMethod::Read);
+            it.link.token = token.map(String::from);
+            it.link.pace.idle = Duration::from_secs(1);
+            it
         };
         let err = std::thread::scope(|sc| {
             let h = sc.spawn(|| serve(l, &cfg));
@@ -1194,9 +1208,10 @@ fn hostile_receivers_cannot_fool_or_hold_the_sender() {
     ] {
         let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = l.local_addr().unwrap().to_string();
-        let cfg = SendConfig {
-            timeout: Duration::from_secs(2),
-            ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+        let cfg = {
+            let mut it = send_cfg(std::slice::from_ref(&f), SendMethod::Read);
+            it.link.pace.idle = Duration::from_secs(2);
+            it
         };
         let script = status_after(status);
         let err = std::thread::scope(|sc| {
@@ -1213,10 +1228,11 @@ fn hostile_receivers_cannot_fool_or_hold_the_sender() {
     // With a token, an untagged "all stored" (someone else's) is not taken as success.
     let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = l.local_addr().unwrap().to_string();
-    let cfg = SendConfig {
-        token: Some("tok".into()),
-        timeout: Duration::from_secs(2),
-        ..send_cfg(std::slice::from_ref(&f), SendMethod::Read)
+    let cfg = {
+        let mut it = send_cfg(std::slice::from_ref(&f), SendMethod::Read);
+        it.link.token = Some("tok".into());
+        it.link.pace.idle = Duration::from_secs(2);
+        it
     };
     let err = std::thread::scope(|sc| {
         let h = sc.spawn(|| serve(l, &cfg));
@@ -1277,9 +1293,10 @@ fn more_hostile_senders_are_refused() {
             std::thread::sleep(Duration::from_millis(100));
         }
     });
-    let err = receive(&RecvConfig {
-        handshake_timeout: Duration::from_secs(1),
-        ..recv_cfg(&a, out.path(), RecvMethod::Write)
+    let err = receive(&{
+        let mut it = recv_cfg(&a, out.path(), RecvMethod::Write);
+        it.link.pace.handshake = Duration::from_secs(1);
+        it
     })
     .unwrap_err();
     let _ = h.join();

@@ -230,6 +230,22 @@ pub fn size_usize(text: &str) -> Result<usize, String> {
 }
 
 impl NetArgs {
+    /// The settings both sides take from these arguments.
+    pub fn link(&self) -> Result<iolab::transfer::Link, iolab::Error> {
+        Ok(iolab::transfer::Link {
+            connections: self.connections,
+            token: self.token()?,
+            pace: iolab::transfer::protocol::Pace {
+                idle: self.timeout,
+                handshake: self.handshake_timeout,
+                min_rate: self.min_rate,
+            },
+            raw: self.raw,
+            sizes: self.sizes.sizes(),
+            pages: self.pages,
+        })
+    }
+
     /// The sender's settings for `files` by `method`.
     pub fn send_config(
         &self,
@@ -239,14 +255,7 @@ impl NetArgs {
         Ok(iolab::transfer::sender::SendConfig {
             files,
             method,
-            connections: self.connections,
-            token: self.token()?,
-            timeout: self.timeout,
-            handshake_timeout: self.handshake_timeout,
-            min_rate: self.min_rate,
-            raw: self.raw,
-            sizes: self.sizes.sizes(),
-            pages: self.pages,
+            link: self.link()?,
         })
     }
 
@@ -258,14 +267,7 @@ impl NetArgs {
         method: iolab::transfer::RecvMethod,
     ) -> Result<iolab::transfer::receiver::RecvConfig, iolab::Error> {
         Ok(iolab::transfer::receiver::RecvConfig {
-            connections: self.connections,
-            token: self.token()?,
-            timeout: self.timeout,
-            handshake_timeout: self.handshake_timeout,
-            min_rate: self.min_rate,
-            raw: self.raw,
-            sizes: self.sizes.sizes(),
-            pages: self.pages,
+            link: self.link()?,
             ..iolab::transfer::receiver::RecvConfig::new(connect, out, method)
         })
     }

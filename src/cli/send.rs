@@ -60,7 +60,7 @@ pub fn serve(
     output: &super::args::OutputArgs,
     lines: report::transfer::Lines,
 ) -> Result<(), Error> {
-    cfg.check()?;
+    cfg.link.check()?;
     sender::check_files(cfg)?;
     let listener = sender::bind(addr)?;
     // The port the kernel chose for --port 0, not 0.
@@ -68,7 +68,7 @@ pub fn serve(
     eprintln!(
         "iolab: listening on {addr}, {} file(s) to send{}",
         cfg.files.len(),
-        if cfg.raw {
+        if cfg.link.raw {
             " as raw streams, one connection each"
         } else {
             ""

@@ -485,7 +485,10 @@ impl AsyncWorker for UringWorker {
     /// `depth` requests in flight, from free slots (spares included) before any completed
     /// block is digested.
     fn has_room(&self) -> bool {
-        self.busy < self.served.depth(self.depth, self.slot_len, self.ready.len())
+        self.busy
+            < self
+                .served
+                .depth(self.depth, self.slot_len, self.ready.len())
             && !self.free.is_empty()
     }
 

@@ -105,11 +105,18 @@ pub fn run_once(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let scfg = SendConfig {
+    let link = crate::transfer::Link {
         connections,
-        timeout,
+        pace: crate::transfer::protocol::Pace {
+            idle: timeout,
+            ..crate::transfer::protocol::Pace::DEFAULT
+        },
         sizes,
-        token: Some(token.clone()),
+        token: Some(token),
+        ..crate::transfer::Link::default()
+    };
+    let scfg = SendConfig {
+        link: link.clone(),
         ..SendConfig::new(files.to_vec(), s)
     };
     // The sender hashes its files before it listens: nobody can connect before they are
@@ -124,12 +131,9 @@ pub fn run_once(
         .local_addr()
         .map_err(|e| Error::failed("cannot listen", crate::error::describe_io(&e)))?;
     let rcfg = RecvConfig {
-        connections,
-        timeout,
+        link,
         sync,
         discard,
-        sizes,
-        token: Some(token),
         ..RecvConfig::new(addr.to_string(), out.path().to_path_buf(), r)
     };
     let result = std::thread::scope(|sc| {

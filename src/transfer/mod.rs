@@ -95,35 +95,65 @@ impl ChunkSizes {
     }
 }
 
-/// The checks both sides make of their settings: at least one connection, sane sizes, and a raw
-/// stream on one connection without a token (it has no handshake to prove one).
-pub(crate) fn check_link(
-    connections: usize,
-    sizes: &ChunkSizes,
-    raw: bool,
-    token: bool,
-) -> crate::error::Result<()> {
-    use crate::error::Error;
-    if connections == 0 {
-        return Err(Error::usage(
-            "invalid --connections",
-            "it must be at least 1",
-        ));
+/// What both sides of a transfer settle on their own: connections, token, a slow peer's
+/// allowance, framing, buffer sizes, page records.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// Parallel connections (files go round-robin).
+    pub connections: usize,
+    /// A shared secret both sides must prove, if any.
+    pub token: Option<String>,
+    /// What a slow peer is allowed (idle time, handshake time, content floor).
+    pub pace: protocol::Pace,
+    /// A raw stream: no hello, header or status; one connection per file, in order, closed at
+    /// its end (what `nc -l` or the course's programs send); the receiver names the files.
+    pub raw: bool,
+    /// Buffer and mapped-window sizes.
+    pub sizes: ChunkSizes,
+    /// Record each mapped page's descriptor (mmap).
+    pub pages: bool,
+}
+
+impl Default for Link {
+    /// One connection, no token, 30 s, the framed protocol, 1 MiB chunks, whole-file mappings.
+    fn default() -> Link {
+        Link {
+            connections: 1,
+            token: None,
+            pace: protocol::Pace::DEFAULT,
+            raw: false,
+            sizes: ChunkSizes::default(),
+            pages: false,
+        }
     }
-    sizes.check()?;
-    if raw && connections != 1 {
-        return Err(Error::usage(
-            "invalid --connections",
-            "a raw stream uses one connection per file, one after the other",
-        ));
+}
+
+impl Link {
+    /// The checks both sides make: at least one connection, sane sizes, and a raw stream on one
+    /// connection without a token (it has no handshake to prove one).
+    pub fn check(&self) -> crate::error::Result<()> {
+        use crate::error::Error;
+        if self.connections == 0 {
+            return Err(Error::usage(
+                "invalid --connections",
+                "it must be at least 1",
+            ));
+        }
+        self.sizes.check()?;
+        if self.raw && self.connections != 1 {
+            return Err(Error::usage(
+                "invalid --connections",
+                "a raw stream uses one connection per file, one after the other",
+            ));
+        }
+        if self.raw && self.token.is_some() {
+            return Err(Error::usage(
+                "cannot use a token with --raw",
+                "a raw stream has no handshake to prove it",
+            ));
+        }
+        Ok(())
     }
-    if raw && token {
-        return Err(Error::usage(
-            "cannot use a token with --raw",
-            "a raw stream has no handshake to prove it",
-        ));
-    }
-    Ok(())
 }
 
 /// One file moved, as one side saw it.

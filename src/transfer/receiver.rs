@@ -5,7 +5,7 @@
 //! the file ends when the sender closes.
 
 use super::protocol::{self, Bounded, Frame, Header, Hello, Pace, Session};
-use super::{ChunkSizes, ConnOut, FileRecord, RecvMethod, SideReport, cpu_since, run_connections};
+use super::{ConnOut, FileRecord, Link, RecvMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::sys::dir::Dir;
@@ -35,16 +35,8 @@ pub struct RecvConfig {
     pub names: Vec<PathBuf>,
     /// How received bytes are stored.
     pub method: RecvMethod,
-    /// Parallel connections (files go round-robin).
-    pub connections: usize,
-    /// A shared secret both sides must prove, if any.
-    pub token: Option<String>,
-    /// Give up on a peer idle this long.
-    pub timeout: Duration,
-    /// Longest time for the handshake and for each header.
-    pub handshake_timeout: Duration,
-    /// Content floor once `timeout` has passed, bytes per second (0: none).
-    pub min_rate: u64,
+    /// Connections, token, pace, framing and sizes.
+    pub link: Link,
     /// Largest file accepted; `None`: the free space of the output filesystem.
     pub max_size: Option<u64>,
     /// Replace existing files.
@@ -55,14 +47,8 @@ pub struct RecvConfig {
     pub discard: bool,
     /// Keep retrying a refused connection this long (the sender may still be starting).
     pub retry: Duration,
-    /// A raw stream: one connection per name in `names`, the file ends when the sender closes.
-    pub raw: bool,
     /// The files are exactly `names`: a sender with more or fewer is an error (the classic slave).
     pub exact: bool,
-    /// Buffer and mapped-window sizes.
-    pub sizes: ChunkSizes,
-    /// Record each mapped page's descriptor (mmap).
-    pub pages: bool,
     /// A raw stream's bytes are stored and nothing else: no BLAKE3 of them is computed (there
     /// is none to check against; the record's `blake3` is then empty), as `nc` or `socat` store.
     pub no_hash: bool,
@@ -77,42 +63,21 @@ impl RecvConfig {
             out_dir,
             names: Vec::new(),
             method,
-            connections: 1,
-            token: None,
-            timeout: Pace::DEFAULT.idle,
-            handshake_timeout: Pace::DEFAULT.handshake,
-            min_rate: Pace::DEFAULT.min_rate,
+            link: Link::default(),
             max_size: None,
             force: false,
             sync: false,
             discard: false,
             retry: Duration::ZERO,
-            raw: false,
             exact: false,
-            sizes: ChunkSizes::default(),
-            pages: false,
             no_hash: false,
-        }
-    }
-
-    /// What a slow sender is allowed.
-    pub fn pace(&self) -> Pace {
-        Pace {
-            idle: self.timeout,
-            handshake: self.handshake_timeout,
-            min_rate: self.min_rate,
         }
     }
 
     /// Refuses settings that cannot work together.
     pub fn check(&self) -> Result<()> {
-        super::check_link(
-            self.connections,
-            &self.sizes,
-            self.raw,
-            self.token.is_some(),
-        )?;
-        if self.raw && self.names.is_empty() {
+        self.link.check()?;
+        if self.link.raw && self.names.is_empty() {
             return Err(Error::usage(
                 "--raw needs the output names",
                 "a raw stream carries no names: give one name per file, in order",
@@ -133,7 +98,7 @@ impl RecvConfig {
     }
 
     fn pages_note(&self) -> Option<String> {
-        if !self.pages {
+        if !self.link.pages {
             None
         } else if self.method != RecvMethod::Mmap || self.discard {
             Some("--pages describes mapped windows; this receiver maps none".into())
@@ -192,7 +157,7 @@ impl Gear {
     fn new(cfg: &RecvConfig, claimed: &Claimed, out: &Option<Arc<Dir>>) -> Result<Gear> {
         let copies = cfg.discard || cfg.method == RecvMethod::Write;
         Ok(Gear {
-            buf: AlignedBuf::new(if copies { cfg.sizes.chunk } else { 1 }),
+            buf: AlignedBuf::new(if copies { cfg.link.sizes.chunk } else { 1 }),
             pipe: if cfg.method == RecvMethod::Splice && !cfg.discard {
                 Some(
                     crate::sys::net::pipe()
@@ -264,7 +229,7 @@ fn connect(cfg: &RecvConfig) -> Result<(TcpStream, Instant)> {
         let mut last = None;
         for a in &addrs {
             let attempt = Instant::now();
-            match TcpStream::connect_timeout(a, cfg.timeout) {
+            match TcpStream::connect_timeout(a, cfg.link.pace.idle) {
                 Ok(s) => return Ok((s, attempt)),
                 Err(e) => last = Some(e),
             }
@@ -280,7 +245,7 @@ fn connect(cfg: &RecvConfig) -> Result<(TcpStream, Instant)> {
     }
 }
 
-/// Connects `cfg.connections` times and receives every file the sender has (with `raw`, one
+/// Connects `cfg.link.connections` times and receives every file the sender has (with `raw`, one
 /// connection per name, one after the other).
 pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
     cfg.check()?;
@@ -294,11 +259,11 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
             Error::io("cannot open the output directory", &cfg.out_dir, &e)
         })?))
     };
-    if cfg.raw {
+    if cfg.link.raw {
         return receive_raw(cfg, &out);
     }
     let mut started = None;
-    let socks: Vec<TcpStream> = (0..cfg.connections)
+    let socks: Vec<TcpStream> = (0..cfg.link.connections)
         .map(|_| {
             let (sock, attempt) = connect(cfg)?;
             started.get_or_insert(attempt);
@@ -322,7 +287,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
         cpu_sys: sys,
         rejected: Vec::new(),
         raw: false,
-        sizes: cfg.sizes,
+        sizes: cfg.link.sizes,
         pages_note: cfg.pages_note(),
     })
 }
@@ -344,15 +309,15 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
         }
         let (mut sock, attempt) = connect(cfg)?;
         started.get_or_insert(attempt);
-        let _ = sock.set_read_timeout(Some(cfg.timeout));
-        let _ = sock.set_write_timeout(Some(cfg.timeout));
+        let _ = sock.set_read_timeout(Some(cfg.link.pace.idle));
+        let _ = sock.set_write_timeout(Some(cfg.link.pace.idle));
         // No shutdown of our side: a peer like nc stops sending when it sees one.
         let inc = Incoming {
             name,
             size: None,
             hash: None,
             began: Instant::now(),
-            pace: cfg.pace(),
+            pace: cfg.link.pace,
         };
         files.push(store(&mut sock, &inc, i, cfg, &cfg.connect, &mut gear)?);
     }
@@ -368,7 +333,7 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
         cpu_sys: sys,
         rejected: Vec::new(),
         raw: true,
-        sizes: cfg.sizes,
+        sizes: cfg.link.sizes,
         pages_note: cfg.pages_note(),
     })
 }
@@ -408,12 +373,17 @@ fn connection(
 ) -> Result<ConnOut> {
     let cpu = crate::sys::net::rusage_thread();
     let peer = cfg.connect.clone();
-    let _ = sock.set_read_timeout(Some(cfg.timeout));
-    let _ = sock.set_write_timeout(Some(cfg.timeout));
-    let pace = cfg.pace();
+    let _ = sock.set_read_timeout(Some(cfg.link.pace.idle));
+    let _ = sock.set_write_timeout(Some(cfg.link.pace.idle));
+    let pace = cfg.link.pace;
     // The whole exchange within --handshake-timeout: dripping bytes cannot hold it open.
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
-    let mut session = handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?;
+    let mut session = handshake(
+        &mut b,
+        cfg.link.token.as_deref(),
+        cfg.link.connections,
+        &peer,
+    )?;
     b.finish();
     let mut gear = Gear::new(cfg, claimed, out)?;
     let mut records = Vec::new();

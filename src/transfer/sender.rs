@@ -3,7 +3,7 @@
 //! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
 
 use super::protocol::{self, Bounded, Header, Hello, Pace, Session};
-use super::{ChunkSizes, ConnOut, FileRecord, SendMethod, SideReport, cpu_since, run_connections};
+use super::{ConnOut, FileRecord, Link, SendMethod, SideReport, cpu_since, run_connections};
 use crate::error::{Error, Result, describe_io};
 use crate::sys::buf::AlignedBuf;
 use crate::sys::map::Mapping;
@@ -28,23 +28,8 @@ pub struct SendConfig {
     pub files: Vec<PathBuf>,
     /// How bytes go into the socket.
     pub method: SendMethod,
-    /// Parallel connections (files go round-robin).
-    pub connections: usize,
-    /// A shared secret both sides must prove, if any.
-    pub token: Option<String>,
-    /// Give up on a peer idle this long.
-    pub timeout: Duration,
-    /// Longest time for the handshake and for each header.
-    pub handshake_timeout: Duration,
-    /// Content floor once `timeout` has passed, bytes per second (0: none).
-    pub min_rate: u64,
-    /// A raw stream: no hello, header or status; one connection per file, in order, closed at
-    /// its end (what `nc -l` or the course's programs send).
-    pub raw: bool,
-    /// Buffer and mapped-window sizes.
-    pub sizes: ChunkSizes,
-    /// Record each mapped page's descriptor (mmap).
-    pub pages: bool,
+    /// Connections, token, pace, framing and sizes.
+    pub link: Link,
 }
 
 impl SendConfig {
@@ -54,34 +39,8 @@ impl SendConfig {
         SendConfig {
             files,
             method,
-            connections: 1,
-            token: None,
-            timeout: Pace::DEFAULT.idle,
-            handshake_timeout: Pace::DEFAULT.handshake,
-            min_rate: Pace::DEFAULT.min_rate,
-            raw: false,
-            sizes: ChunkSizes::default(),
-            pages: false,
+            link: Link::default(),
         }
-    }
-
-    /// What a slow receiver is allowed.
-    pub fn pace(&self) -> Pace {
-        Pace {
-            idle: self.timeout,
-            handshake: self.handshake_timeout,
-            min_rate: self.min_rate,
-        }
-    }
-
-    /// Refuses settings that cannot work together.
-    pub fn check(&self) -> Result<()> {
-        super::check_link(
-            self.connections,
-            &self.sizes,
-            self.raw,
-            self.token.is_some(),
-        )
     }
 }
 
@@ -95,7 +54,7 @@ impl Gear {
     fn new(cfg: &SendConfig) -> Result<Gear> {
         Ok(Gear {
             buf: AlignedBuf::new(if cfg.method == SendMethod::Read {
-                cfg.sizes.chunk
+                cfg.link.sizes.chunk
             } else {
                 1
             }),
@@ -168,7 +127,7 @@ fn prepare(cfg: &SendConfig) -> Result<Vec<Outgoing>> {
                 .map_err(|w| Error::usage("cannot send", w).at(path))?;
             // A raw stream carries no hash, as nc and the course's master send none: hashing
             // first would keep a waiting receiver idle for a whole pass over the file.
-            let (hash, hash_time) = if cfg.raw {
+            let (hash, hash_time) = if cfg.link.raw {
                 (None, Duration::ZERO)
             } else {
                 let t = Instant::now();
@@ -205,10 +164,10 @@ pub fn hash_file(file: &File, size: u64) -> std::io::Result<[u8; 32]> {
     Ok(*h.finalize().as_bytes())
 }
 
-/// Accepts `cfg.connections` receivers on `listener` and sends every file, file i over
-/// connection i % N. Waits at most `cfg.timeout` for each connection.
+/// Accepts `cfg.link.connections` receivers on `listener` and sends every file, file i over
+/// connection i % N. Waits at most `cfg.link.pace.idle` for each connection.
 pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
-    cfg.check()?;
+    cfg.link.check()?;
     let files = prepare(cfg)?;
     serve_prepared(listener, cfg, files)
 }
@@ -219,7 +178,7 @@ pub struct Prepared(Vec<Outgoing>);
 /// Opens and hashes `cfg`'s files, so that a receiver started afterwards does not wait for the
 /// hashing inside its own timing (as `iolab transfer` does).
 pub fn prepare_files(cfg: &SendConfig) -> Result<Prepared> {
-    cfg.check()?;
+    cfg.link.check()?;
     prepare(cfg).map(Prepared)
 }
 
@@ -241,13 +200,13 @@ fn serve_prepared(
         .set_nonblocking(true)
         .map_err(|e| Error::failed("cannot listen", describe_io(&e)).on(&local))?;
     let mut rejected = Vec::new();
-    if cfg.raw {
+    if cfg.link.raw {
         return serve_raw(&listener, cfg, &files, local, rejected);
     }
     let mut streams = Vec::new();
     let mut started = None;
     let mut acceptor = Acceptor::new(&listener, cfg, &local);
-    for _ in 0..cfg.connections {
+    for _ in 0..cfg.link.connections {
         let stream = acceptor.next(&mut rejected)?;
         started.get_or_insert_with(Instant::now);
         streams.push(stream);
@@ -274,13 +233,13 @@ fn serve_prepared(
         cpu_sys: sys,
         rejected,
         raw: false,
-        sizes: cfg.sizes,
+        sizes: cfg.link.sizes,
         pages_note: pages_note(cfg),
     })
 }
 
 fn pages_note(cfg: &SendConfig) -> Option<String> {
-    if !cfg.pages {
+    if !cfg.link.pages {
         None
     } else if cfg.method != SendMethod::Mmap {
         Some(format!(
@@ -350,7 +309,7 @@ fn serve_raw(
         cpu_sys: sys,
         rejected,
         raw: true,
-        sizes: cfg.sizes,
+        sizes: cfg.link.sizes,
         pages_note: pages_note(cfg),
     })
 }
@@ -364,12 +323,17 @@ fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<(TcpStream, Session)> {
         .unwrap_or_else(|_| "receiver".into());
     let _ = sock.set_nonblocking(false);
     let _ = sock.set_nodelay(true);
-    let pace = cfg.pace();
+    let pace = cfg.link.pace;
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
-    let session = if cfg.raw {
+    let session = if cfg.link.raw {
         Session::new(None, &[0; 16], &[0; 16])
     } else {
-        handshake(&mut b, cfg.token.as_deref(), cfg.connections, &peer)?
+        handshake(
+            &mut b,
+            cfg.link.token.as_deref(),
+            cfg.link.connections,
+            &peer,
+        )?
     };
     b.finish();
     Ok((sock, session))
@@ -390,9 +354,9 @@ fn connection(
     // The receiver answers a status, and with a failure its reason: after the end marker, or
     // as soon as it gave up (then a write here failed first: the reason is what to report).
     let wait = if sent.is_ok() {
-        cfg.timeout
+        cfg.link.pace.idle
     } else {
-        cfg.timeout.min(Duration::from_secs(2))
+        cfg.link.pace.idle.min(Duration::from_secs(2))
     };
     let _ = sock.set_read_timeout(Some(wait));
     let status = protocol::read_status(&mut sock).and_then(|s| {
@@ -444,7 +408,7 @@ fn send_files(
             size: f.size,
             hash,
         };
-        let pace = cfg.pace();
+        let pace = cfg.link.pace;
         let mut b = Bounded::new(sock, &pace, pace.handshake, "sending a header");
         protocol::send_all(&mut b, &session.seal(b"send", &header.encode()), &peer)?;
         b.finish();

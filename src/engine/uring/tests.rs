@@ -35,18 +35,30 @@ fn drain_gives_up_on_a_dead_ring_and_says_so() {
 fn a_ring_the_page_cache_serves_keeps_one_mib_of_slots_and_digests_first() {
     let mut s = Served::default();
     let (depth, mib) = (32, 1 << 20);
-    assert_eq!(s.depth(depth, mib, 0), 32, "not served yet: the whole depth");
+    assert_eq!(
+        s.depth(depth, mib, 0),
+        32,
+        "not served yet: the whole depth"
+    );
     for _ in 0..SERVED_STREAK - 1 {
         s.saw(2, 2);
     }
     assert_eq!(s.depth(depth, mib, 0), 32, "one wait short of the streak");
     s.saw(2, 2);
     assert_eq!(s.depth(depth, mib, 0), 1, "served: one 1 MiB slot in use");
-    assert_eq!(s.depth(depth, mib, 1), 0, "served: a completion is digested first");
+    assert_eq!(
+        s.depth(depth, mib, 1),
+        0,
+        "served: a completion is digested first"
+    );
     assert_eq!(s.depth(depth, 4096, 0), 32, "small blocks keep their depth");
     assert_eq!(s.depth(depth, 64 << 10, 0), 16);
     s.saw(1, 2);
-    assert_eq!(s.depth(depth, mib, 0), 32, "one request waited for the device: not served");
+    assert_eq!(
+        s.depth(depth, mib, 0),
+        32,
+        "one request waited for the device: not served"
+    );
     s.saw(0, 1);
     assert_eq!(s.depth(depth, mib, 0), 32);
 }

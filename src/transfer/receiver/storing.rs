@@ -71,7 +71,7 @@ pub(super) fn store(
     let stored = match cfg.method {
         RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer, hash_it)?,
         RecvMethod::Mmap => recv_mmap(sock, &file, inc, max, cfg, peer, &dest)?,
-        RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg.sizes.chunk, gear, peer)?,
+        RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg.link.sizes.chunk, gear, peer)?,
     };
     if cfg.sync {
         file.sync_all()
@@ -413,7 +413,7 @@ pub(super) fn recv_mmap(
     let mut pages = Vec::new();
     let mut paused = Duration::ZERO;
     let mut walk = |map: &WritableMapping, off: u64, pages: &mut Vec<PageDesc>| {
-        if cfg.pages {
+        if cfg.link.pages {
             let t = Instant::now();
             if let Ok(p) = describe_range(map.addr(), map.len(), off) {
                 pages.extend(p);
@@ -421,8 +421,8 @@ pub(super) fn recv_mmap(
             paused += t.elapsed();
         }
     };
-    let step = cfg.sizes.chunk;
-    let (got, start) = match (inc.size, cfg.sizes.map_size) {
+    let step = cfg.link.sizes.chunk;
+    let (got, start) = match (inc.size, cfg.link.sizes.map_size) {
         (Some(0), _) => (0, Instant::now()),
         (Some(size), None) => {
             // The whole file in one mapping, sized and made before the clock.
@@ -450,7 +450,7 @@ pub(super) fn recv_mmap(
         (None, _) => {
             // A raw stream of unknown length: grow the file window by window, as the course's
             // slave had to, and cut it to what came at the end.
-            let window = cfg.sizes.stream_window();
+            let window = cfg.link.sizes.stream_window();
             let start = Instant::now();
             let mut off = 0u64;
             loop {

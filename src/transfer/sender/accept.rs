@@ -58,13 +58,13 @@ impl<'a> Acceptor<'a> {
         while matches!((&*r).read(&mut sink), Ok(n) if n > 0) {}
     }
 
-    /// Waits for the next receiver (at most `cfg.timeout`), dropping connections that fail the
+    /// Waits for the next receiver (at most `cfg.link.pace.idle`), dropping connections that fail the
     /// handshake (garbage, a wrong token, silence) and keeping on until the deadline. A raw
     /// stream has no handshake: the first connection is the receiver.
     pub(super) fn next(&mut self, rejected: &mut Vec<String>) -> Result<(TcpStream, Session)> {
         let cfg = self.cfg.clone();
-        let deadline = Instant::now() + cfg.timeout;
-        let cap = 64 + cfg.connections;
+        let deadline = Instant::now() + cfg.link.pace.idle;
+        let cap = 64 + cfg.link.connections;
         loop {
             while let Ok((from, r)) = self.rx.try_recv() {
                 self.pending -= 1;
@@ -74,7 +74,7 @@ impl<'a> Acceptor<'a> {
                 }
             }
             match self.listener.accept() {
-                Ok((s, _)) if cfg.raw => return greet(s, &cfg),
+                Ok((s, _)) if cfg.link.raw => return greet(s, &cfg),
                 Ok((s, from)) if self.pending >= cap => {
                     drop(s);
                     rejected.push(format!("{from}: dropped: {cap} handshakes already pending"));
@@ -96,7 +96,7 @@ impl<'a> Acceptor<'a> {
                     self.wait(deadline.saturating_duration_since(Instant::now()));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    let secs = cfg.timeout.as_secs_f64();
+                    let secs = cfg.link.pace.idle.as_secs_f64();
                     let why = match rejected.first() {
                         None if self.pending > 0 => format!(
                             "no receiver passed the handshake within {secs:.0} s ({} still pending)",

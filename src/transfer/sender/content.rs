@@ -20,13 +20,13 @@ pub(super) fn send_content(
         f,
         cfg,
         peer,
-        pace: cfg.pace(),
+        pace: cfg.link.pace,
         begun: Instant::now(),
         sent: 0,
         paused: Duration::ZERO,
         pages: Vec::new(),
     };
-    let t = match (cfg.method, cfg.sizes.map_size) {
+    let t = match (cfg.method, cfg.link.sizes.map_size) {
         (SendMethod::Read, _) => s.by_read(gear)?,
         (SendMethod::Mmap, None) => s.by_mapping()?,
         (SendMethod::Mmap, Some(window)) => s.by_windows(window)?,
@@ -78,7 +78,7 @@ impl Sending<'_> {
 
     /// With `--pages`, the descriptors of a mapped range, outside the time.
     fn walk(&mut self, map: &Mapping, off: u64) -> Result<()> {
-        if self.cfg.pages {
+        if self.cfg.link.pages {
             let t = Instant::now();
             if let Ok(p) = describe_range(map.addr(), map.len(), off) {
                 self.pages.extend(p);
@@ -97,7 +97,7 @@ impl Sending<'_> {
     /// read(2) a chunk into the connection's buffer, send it, next.
     fn by_read(&mut self, gear: &mut Gear) -> Result<Instant> {
         let t = Instant::now();
-        let chunk = self.cfg.sizes.chunk as u64;
+        let chunk = self.cfg.link.sizes.chunk as u64;
         let mut off = 0u64;
         while off < self.f.size {
             let want = (self.f.size - off).min(chunk) as usize;
@@ -119,7 +119,7 @@ impl Sending<'_> {
         let map = Mapping::new(&self.f.file, self.f.size as usize, false)
             .map_err(|e| self.cannot_map(e))?;
         let t = Instant::now();
-        for part in map.as_slice().chunks(self.cfg.sizes.chunk) {
+        for part in map.as_slice().chunks(self.cfg.link.sizes.chunk) {
             self.put(part)?;
         }
         self.walk(&map, 0)?;
@@ -163,7 +163,7 @@ impl Sending<'_> {
             return Err(Error::failed("send failed", "no pipe for splice"));
         };
         let t = Instant::now();
-        let chunk = self.cfg.sizes.chunk as u64;
+        let chunk = self.cfg.link.sizes.chunk as u64;
         let mut off = 0u64;
         while off < self.f.size {
             let len = (self.f.size - off).min(chunk) as usize;
