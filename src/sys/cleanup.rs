@@ -194,20 +194,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 /// From now on SIGINT and SIGTERM remove the partial outputs and end the process with 130 / 143.
 pub fn install() -> std::io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction is plain data; zeroed then filled in before use.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-        // SAFETY: `sa` is a valid sigaction; the handler only makes async-signal-safe calls.
-        let rc = unsafe {
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    on_interrupts(on_signal)
 }
 
 extern "C" fn on_signal_note(_sig: libc::c_int) {
@@ -218,11 +205,17 @@ extern "C" fn on_signal_note(_sig: libc::c_int) {
 /// blocking wait (no `SA_RESTART`): for `iolab trace`, which stops its program and keeps what it
 /// recorded.
 pub fn note_interrupts() -> std::io::Result<()> {
+    on_interrupts(on_signal_note)
+}
+
+/// SIGINT and SIGTERM go to `handler` (no flags: no `SA_RESTART`). Both handlers here make only
+/// async-signal-safe calls (`on_signal`) or store to an atomic (`on_signal_note`).
+fn on_interrupts(handler: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: sigaction is plain data; zeroed then filled in before use.
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = on_signal_note as *const () as libc::sighandler_t;
-        // SAFETY: `sa` is a valid sigaction; the handler only stores to an atomic.
+        sa.sa_sigaction = handler as *const () as libc::sighandler_t;
+        // SAFETY: `sa` is a valid sigaction; the handler is async-signal-safe (see above).
         let rc = unsafe {
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut())
