@@ -7,6 +7,61 @@ pub(super) fn seconds(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
+/// A phase's clock and the counters at its start; [`PhaseClock::finish`] makes its record.
+struct PhaseClock {
+    before: Snapshot,
+    t0: Instant,
+    open_start: f64,
+}
+
+/// What a phase moved, and what it should have.
+struct PhaseMoved {
+    bytes: u64,
+    transfers: u64,
+    xor: Option<u32>,
+    expected_xor: u32,
+    /// Fraction resident before a read; -1 for writes.
+    resident_before: f64,
+    data_of: usize,
+}
+
+impl PhaseClock {
+    fn start() -> PhaseClock {
+        let before = Snapshot::now();
+        let t0 = Instant::now();
+        PhaseClock {
+            before,
+            t0,
+            open_start: seconds(t0),
+        }
+    }
+
+    fn now(&self) -> f64 {
+        seconds(self.t0)
+    }
+
+    /// Closed now: the record, with the counters' change since the start.
+    fn finish(&self, open_end: f64, xfer_end: f64, m: PhaseMoved) -> RankPhase {
+        let close_end = self.now();
+        let c = diff(&self.before, &Snapshot::now(), self.t0.elapsed());
+        RankPhase {
+            open_start: self.open_start,
+            open_end,
+            xfer_end,
+            close_end,
+            bytes: m.bytes,
+            transfers: m.transfers,
+            xor: m.xor,
+            expected_xor: m.expected_xor,
+            resident_before: m.resident_before,
+            minor_faults: c.minor_faults,
+            major_faults: c.major_faults,
+            device_read_bytes: c.device_read_bytes.unwrap_or(0),
+            data_of: m.data_of,
+        }
+    }
+}
+
 /// The expected XOR of rank `of`'s first `count` transfers.
 pub(super) fn expected(cfg: &IorConfig, of: usize, n: usize, count: u64) -> u32 {
     let data = cfg.data(of);
@@ -46,9 +101,8 @@ pub(super) fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPha
     let base = data.base();
     buf.as_mut_slice().copy_from_slice(&base);
     let head: [u8; 8] = base[..8].try_into().unwrap_or([0; 8]);
-    let before = Snapshot::now();
-    let t0 = Instant::now();
-    let open_start = seconds(t0);
+    let clock = PhaseClock::start();
+    let t0 = clock.t0;
     let file = open_for_write(cfg, &path)?;
     let len = cfg.file_len(n);
     let mut map = None;
@@ -120,23 +174,18 @@ pub(super) fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPha
     }
     drop(map);
     drop(file);
-    let close_end = seconds(t0);
-    let c = diff(&before, &Snapshot::now(), t0.elapsed());
-    Ok(RankPhase {
-        open_start,
+    Ok(clock.finish(
         open_end,
         xfer_end,
-        close_end,
-        bytes,
-        transfers,
-        xor: cfg.verify.then_some(x),
-        expected_xor: expected(cfg, r, n, transfers),
-        resident_before: -1.0,
-        minor_faults: c.minor_faults,
-        major_faults: c.major_faults,
-        device_read_bytes: c.device_read_bytes.unwrap_or(0),
-        data_of: r,
-    })
+        PhaseMoved {
+            bytes,
+            transfers,
+            xor: cfg.verify.then_some(x),
+            expected_xor: expected(cfg, r, n, transfers),
+            resident_before: -1.0,
+            data_of: r,
+        },
+    ))
 }
 
 pub(super) fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> Result<RankPhase> {
@@ -146,9 +195,8 @@ pub(super) fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> 
         .and_then(|f| crate::cache::residency_of(&f, cfg.file_len(n), &path).ok())
         .map(|res| res.fraction())
         .unwrap_or(0.0);
-    let before = Snapshot::now();
-    let t0 = Instant::now();
-    let open_start = seconds(t0);
+    let clock = PhaseClock::start();
+    let t0 = clock.t0;
     let src = open_source(&path)?;
     let w = Workload {
         bs: cfg.transfer,
@@ -185,21 +233,16 @@ pub(super) fn read_phase(cfg: &IorConfig, n: usize, from: usize, count: u64) -> 
     let xfer_end = seconds(t0);
     drop(prepared);
     drop(src);
-    let close_end = seconds(t0);
-    let c = diff(&before, &Snapshot::now(), t0.elapsed());
-    Ok(RankPhase {
-        open_start,
+    Ok(clock.finish(
         open_end,
         xfer_end,
-        close_end,
-        bytes: moved.bytes,
-        transfers: count,
-        xor: cfg.verify.then_some(moved.xor),
-        expected_xor: expected(cfg, from, n, count),
-        resident_before: resident,
-        minor_faults: c.minor_faults,
-        major_faults: c.major_faults,
-        device_read_bytes: c.device_read_bytes.unwrap_or(0),
-        data_of: from,
-    })
+        PhaseMoved {
+            bytes: moved.bytes,
+            transfers: count,
+            xor: cfg.verify.then_some(moved.xor),
+            expected_xor: expected(cfg, from, n, count),
+            resident_before: resident,
+            data_of: from,
+        },
+    ))
 }
