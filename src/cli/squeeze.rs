@@ -2,12 +2,12 @@
 //! a row per second; and the hidden `squeeze-worker` that runs one method inside the group.
 
 use super::args::{self, OutputArgs};
-use super::{Ctx, usage, warn_all};
+use super::{Ctx, own_program, refuse_plot, save_plot, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::engine::ReadMethod;
 use iolab::experiments::squeeze::{
-    SqueezeConfig, SqueezePattern, WorkerConfig, run_squeeze, run_worker,
+    self, SqueezeConfig, SqueezePattern, WorkerConfig, run_squeeze, run_worker,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -74,36 +74,24 @@ impl SqueezeArgs {
                 "--tick must be at least 100ms and at most --seconds".into(),
             ));
         }
-        if let Some(p) = &self.plot {
-            iolab::output::refuse_existing(p, self.force)?;
-        }
-        let worker = std::env::current_exe()
-            .map_err(|e| Error::failed("cannot find iolab's own program", e.to_string()))?;
-        let mut cfg = SqueezeConfig::new(self.file, self.memory, worker);
+        refuse_plot(&self.plot, self.force)?;
+        let mut cfg = SqueezeConfig::new(self.file, self.memory, own_program()?);
         cfg.methods = self.methods;
-        cfg.pattern = self.pattern;
-        cfg.bs = self.bs;
+        cfg.reads.pattern = self.pattern;
+        cfg.reads.bs = self.bs;
         if let Some(t) = self.threads {
-            cfg.threads = t;
+            cfg.reads.threads = t;
         }
-        cfg.depth = self.depth;
-        cfg.seconds = self.seconds.as_secs_f64();
-        cfg.tick = self.tick.as_secs_f64();
-        cfg.seed = self.seed;
+        cfg.reads.depth = self.depth;
+        cfg.reads.seconds = self.seconds.as_secs_f64();
+        cfg.reads.tick = self.tick.as_secs_f64();
+        cfg.reads.seed = self.seed;
         cfg.cgroup_parent = self.cgroup_parent;
         let r = run_squeeze(&cfg, &ctx.progress)?;
-        ctx.progress.clear();
-        warn_all(&r.warnings);
-        let findings = iolab::experiments::squeeze::findings::squeeze(&r);
-        if let Some(p) = &self.plot {
-            iolab::output::save(
-                p,
-                iolab::experiments::squeeze::report::squeeze_plot(&r).as_bytes(),
-                self.force,
-            )?;
-        }
-        ctx.emit(&self.output, |f| {
-            iolab::experiments::squeeze::report::squeeze_report(&r, &findings, f)
+        let findings = squeeze::findings::squeeze(&r);
+        save_plot(&self.plot, self.force, || squeeze::report::squeeze_plot(&r))?;
+        ctx.show(&self.output, &r.warnings, |f| {
+            squeeze::report::squeeze_report(&r, &findings, f)
         })
     }
 }

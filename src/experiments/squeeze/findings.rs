@@ -47,8 +47,8 @@ fn squeeze_pair(
     key: &str,
     what_more: &str,
 ) -> Option<Finding> {
-    let pattern = r.config.pattern.name();
-    let bs = crate::size::format_size(r.config.bs);
+    let pattern = r.config.reads.pattern.name();
+    let bs = crate::size::format_size(r.config.reads.bs);
     let side = |m: &MethodSeries| Side {
         name: m.method.name().into(),
         s: m.steady
@@ -59,10 +59,10 @@ fn squeeze_pair(
     };
     let what = format!(
         "the file {:.1}x larger than memory, {pattern} {bs} reads{what_more}, steady state (a sample every {} s)",
-        r.oversize, r.config.tick
+        r.oversize, r.config.reads.tick
     );
     let mut f = compare(
-        &format!("squeeze-{pattern}-{}{key}", r.config.bs),
+        &format!("squeeze-{pattern}-{}{key}", r.config.reads.bs),
         &what,
         "KIOPS",
         Better::Higher,

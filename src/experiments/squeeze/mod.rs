@@ -38,15 +38,9 @@ crate::named_enum! {
     }
 }
 
-/// What to run.
+/// How each method reads: the same in the run's config and in each child's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SqueezeConfig {
-    /// The file (larger than `memory`).
-    pub path: PathBuf,
-    /// The memory limit of each method's group, in bytes.
-    pub memory: u64,
-    /// The methods, each in a group of its own, one after the other.
-    pub methods: Vec<ReadMethod>,
+pub struct SqueezeReads {
     /// Where the reads go.
     pub pattern: SqueezePattern,
     /// Bytes per read.
@@ -63,6 +57,35 @@ pub struct SqueezeConfig {
     pub tick: f64,
     /// Seed of the random order.
     pub seed: u64,
+}
+
+impl Default for SqueezeReads {
+    /// Random 4 KiB reads, a thread per CPU, depth 32, 20 s a method, a sample a second.
+    fn default() -> SqueezeReads {
+        SqueezeReads {
+            pattern: SqueezePattern::Random,
+            bs: 4096,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            depth: 32,
+            seconds: SqueezeConfig::DEFAULT_SECONDS,
+            tick: 1.0,
+            seed: 1,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SqueezeConfig {
+    /// The file (larger than `memory`).
+    pub path: PathBuf,
+    /// The memory limit of each method's group, in bytes.
+    pub memory: u64,
+    /// The methods, each in a group of its own, one after the other.
+    pub methods: Vec<ReadMethod>,
+    /// How each method reads.
+    #[serde(flatten)]
+    pub reads: SqueezeReads,
     /// Make the groups under this directory (a delegated subtree) instead of the hierarchy's root.
     pub cgroup_parent: Option<PathBuf>,
     /// The program that runs a method (iolab itself, `squeeze-worker`); not part of the result.
@@ -80,12 +103,12 @@ impl SqueezeConfig {
         if self.methods.is_empty() {
             return Err(Error::usage("no methods", "--methods names none"));
         }
-        if self.bs == 0
-            || self.threads == 0
-            || self.seconds.is_nan()
-            || self.seconds <= 0.0
-            || self.tick.is_nan()
-            || self.tick < 0.05
+        if self.reads.bs == 0
+            || self.reads.threads == 0
+            || self.reads.seconds.is_nan()
+            || self.reads.seconds <= 0.0
+            || self.reads.tick.is_nan()
+            || self.reads.tick < 0.05
         {
             return Err(Error::usage(
                 "invalid setting",
@@ -122,13 +145,7 @@ impl SqueezeConfig {
             path,
             memory,
             methods: Self::DEFAULT_METHODS.to_vec(),
-            pattern: SqueezePattern::Random,
-            bs: 4096,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            depth: 32,
-            seconds: Self::DEFAULT_SECONDS,
-            tick: 1.0,
-            seed: 1,
+            reads: SqueezeReads::default(),
             cgroup_parent: None,
             worker,
         }
@@ -314,7 +331,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
     let mut methods = Vec::new();
     let mut warnings = Vec::new();
     let mut limit = cfg.memory;
-    let blocks = src.size / cfg.bs;
+    let blocks = src.size / cfg.reads.bs;
     let read_ahead_kb = src
         .file
         .metadata()
@@ -331,13 +348,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         let wc = WorkerConfig {
             path: src.path.clone(),
             method,
-            pattern: cfg.pattern,
-            bs: cfg.bs,
-            threads: cfg.threads,
-            depth: cfg.depth,
-            seconds: cfg.seconds,
-            tick: cfg.tick,
-            seed: cfg.seed,
+            reads: cfg.reads.clone(),
             group: Some(group.files().clone()),
         };
         let what = format!(
@@ -347,7 +358,11 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
             cfg.methods.len()
         );
         let (ticks, end) = run_child(&cfg.worker, &wc, &group, |t| {
-            obs.progress(&what, t.t.round() as usize, cfg.seconds.ceil() as usize);
+            obs.progress(
+                &what,
+                t.t.round() as usize,
+                cfg.reads.seconds.ceil() as usize,
+            );
         })?;
         let peak = group.files().peak();
         group.remove()?;
@@ -365,7 +380,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         ended(&mut m, end, cfg, blocks, limit, alone, &mut warnings)?;
         methods.push(m);
     }
-    let explanations = explain(&methods, cfg.bs, read_ahead_kb);
+    let explanations = explain(&methods, cfg.reads.bs, read_ahead_kb);
     Ok(SqueezeResult {
         config: cfg.clone(),
         file_size: src.size,
@@ -395,8 +410,9 @@ fn ended(
     let resident = series.resident_before_pct;
     match end {
         Message::Done(d) => {
-            series.needed_bytes = (needed_bytes(cfg.pattern, d.moved.blocks, blocks, cfg.bs) as f64
-                * (1.0 - resident / 100.0)) as u64;
+            series.needed_bytes =
+                (needed_bytes(cfg.reads.pattern, d.moved.blocks, blocks, cfg.reads.bs) as f64
+                    * (1.0 - resident / 100.0)) as u64;
             if d.device.is_none() {
                 warnings.push(format!(
                     "{}: the file's device is not in /proc/diskstats; device bytes are not counted",
@@ -406,7 +422,7 @@ fn ended(
             series.done = Some(d);
             series.steady = steady_state(
                 &series.ticks,
-                cfg.tick,
+                cfg.reads.tick,
                 limit,
                 series.method.is_direct(),
                 alone,

@@ -79,7 +79,7 @@ fn summary_rows(r: &SqueezeResult) -> Vec<Vec<String>> {
             continue;
         }
         let peak = opt(m.peak.map(|p| p as f64 / MIB), 1);
-        let amp = opt(amplification(m, r.config.bs), 2);
+        let amp = opt(amplification(m, r.config.reads.bs), 2);
         match &m.steady {
             Some(s) => rows.push(vec![
                 m.method.name().to_string(),
@@ -117,10 +117,10 @@ fn heading(r: &SqueezeResult) -> String {
         r.cgroup.version.name(),
         format_size(r.limit),
         r.oversize,
-        r.config.pattern.name(),
-        format_size(r.config.bs),
-        r.config.threads,
-        r.config.seconds
+        r.config.reads.pattern.name(),
+        format_size(r.config.reads.bs),
+        r.config.reads.threads,
+        r.config.reads.seconds
     )
 }
 
@@ -230,8 +230,8 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
     let top = line_plot(&Plot::over_time(
         format!(
             "{} {} reads, file {:.1}x the memory limit",
-            r.config.pattern.name(),
-            format_size(r.config.bs),
+            r.config.reads.pattern.name(),
+            format_size(r.config.reads.bs),
             r.oversize
         ),
         since,

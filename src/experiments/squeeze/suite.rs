@@ -38,8 +38,8 @@ impl Entry for Squeeze {
         // A steady state needs 3 whole seconds after the group fills (one to two seconds).
         // Quick: a sample every half second, for the 7 samples a side that an interval at 95%
         // of two sides' ratio needs: 5 s left some methods 6 (a level of 0.94), 6 s left 8-11.
-        cfg.seconds = ctx.scale(6.0, 10.0);
-        cfg.tick = ctx.scale(0.5, 1.0);
+        cfg.reads.seconds = ctx.scale(6.0, 10.0);
+        cfg.reads.tick = ctx.scale(0.5, 1.0);
         run_squeeze(&cfg, obs)
     }
 
@@ -69,7 +69,7 @@ impl Entry for Squeeze {
             crate::size::format_size(out.file_size),
             crate::size::format_size(out.limit),
             out.oversize,
-            out.config.seconds
+            out.config.reads.seconds
         ))
     }
 

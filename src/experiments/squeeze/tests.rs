@@ -127,13 +127,15 @@ fn a_worker_without_a_group_writes_ticks_then_done() {
     let cfg = WorkerConfig {
         path,
         method: ReadMethod::Pread,
-        pattern: SqueezePattern::Uniform,
-        bs: 4096,
-        threads: 2,
-        depth: 4,
-        seconds: 1.3,
-        tick: 1.0,
-        seed: 3,
+        reads: SqueezeReads {
+            pattern: SqueezePattern::Uniform,
+            bs: 4096,
+            threads: 2,
+            depth: 4,
+            seconds: 1.3,
+            tick: 1.0,
+            seed: 3,
+        },
         group: None,
     };
     let mut out = Vec::new();
@@ -171,13 +173,15 @@ fn a_failure_is_reported_as_a_message() {
     let cfg = WorkerConfig {
         path,
         method: ReadMethod::Pread,
-        pattern: SqueezePattern::Random,
-        bs: 4096,
-        threads: 1,
-        depth: 1,
-        seconds: 0.1,
-        tick: 1.0,
-        seed: 1,
+        reads: SqueezeReads {
+            pattern: SqueezePattern::Random,
+            bs: 4096,
+            threads: 1,
+            depth: 1,
+            seconds: 0.1,
+            tick: 1.0,
+            seed: 1,
+        },
         group: None,
     };
     let mut out = Vec::new();

@@ -11,21 +11,9 @@ pub struct WorkerConfig {
     pub path: PathBuf,
     /// The method.
     pub method: ReadMethod,
-    /// The order.
-    pub pattern: SqueezePattern,
-    /// Bytes per read.
-    pub bs: u64,
-    /// Threads.
-    pub threads: usize,
-    /// io_uring depth.
-    pub depth: u32,
-    /// How long.
-    pub seconds: f64,
-    /// Seconds between samples.
-    #[serde(default = "one_second")]
-    pub tick: f64,
-    /// Seed.
-    pub seed: u64,
+    /// How it reads.
+    #[serde(flatten)]
+    pub reads: SqueezeReads,
     /// The group it runs in (for its memory figures), if any.
     pub group: Option<GroupFiles>,
 }
@@ -146,19 +134,98 @@ fn send(out: &mut dyn Write, m: &Message) -> Result<()> {
 }
 
 /// The child: waits for one line on `go` (the parent has moved it into the group by then), runs
-/// the method for `cfg.seconds`, and writes a [`Message`] per line to `out`: a tick per second,
+/// the method for `cfg.reads.seconds`, and writes a [`Message`] per line to `out`: a tick per second,
 /// then `done` (or `failed`).
 pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
     crate::experiments::child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
 }
 
+/// Reads lap after lap until the deadline (a new order each lap): what moved, the latencies and
+/// the laps.
+fn read_laps(
+    cfg: &WorkerConfig,
+    w: &Workload,
+    prepared: &mut engine::Prepared,
+    deadline: Instant,
+    ops: &Arc<AtomicU64>,
+) -> Result<(Moved, Histogram, u64)> {
+    let mut total = Moved::default();
+    let mut hist = Histogram::default();
+    let mut laps = 0u64;
+    while Instant::now() < deadline {
+        let lap_seed = cfg.reads.seed.wrapping_add(laps);
+        let parts = match cfg.reads.pattern {
+            SqueezePattern::Random => Workload {
+                seed: lap_seed,
+                ..*w
+            }
+            .parts(),
+            SqueezePattern::Uniform => w.uniform_parts(lap_seed),
+            SqueezePattern::Seq => w.parts(),
+        };
+        let limits = RunLimits {
+            max_ops: None,
+            deadline: Some(deadline),
+            latencies: true,
+            progress: Some(ops.clone()),
+            progress_each: false,
+        };
+        let (m, h) = prepared.run_over_limited(&parts, limits)?;
+        total.add(m);
+        if let Some(h) = h {
+            hist.merge(&h);
+        }
+        laps += 1;
+    }
+    Ok((total, hist, laps))
+}
+
+/// A sample every `tick` seconds, sent as it is taken; the last one when the reads have stopped
+/// (at the deadline, after the requests still in flight), so every read is in some sample.
+fn send_ticks(
+    out: &mut dyn Write,
+    sampler: &Sampler,
+    tick: f64,
+    deadline: Instant,
+    done: &std::sync::mpsc::Receiver<()>,
+    first: Snap,
+) -> Result<()> {
+    let mut last = first;
+    let mut k = 1u32;
+    let mut sent: Result<()> = Ok(());
+    loop {
+        let next =
+            (sampler.start + Duration::from_secs_f64(k as f64 * tick.max(0.05))).min(deadline);
+        let finished = if next >= deadline {
+            let _ = done.recv();
+            true
+        } else {
+            let wait = next.saturating_duration_since(Instant::now());
+            match done.recv_timeout(wait) {
+                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+            }
+        };
+        let now = sampler.snap();
+        let t = sampler.tick(&last, &now);
+        if sent.is_ok() {
+            sent = send(out, &Message::Tick(t));
+        }
+        last = now;
+        k += 1;
+        if finished {
+            return sent;
+        }
+    }
+}
+
 fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     let src = engine::open_source(&cfg.path)?;
-    let len = src.size - src.size % cfg.bs.max(1);
+    let len = src.size - src.size % cfg.reads.bs.max(1);
     if len == 0 {
         return Err(Error::usage(
             "file too small",
-            format!("smaller than one block of {} bytes", cfg.bs),
+            format!("smaller than one block of {} bytes", cfg.reads.bs),
         )
         .at(&cfg.path));
     }
@@ -170,14 +237,14 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     let diskstats = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
     let device = series::diskstats_name(&diskstats, ma, mi);
     let w = Workload {
-        bs: cfg.bs,
+        bs: cfg.reads.bs,
         len,
-        pattern: match cfg.pattern {
+        pattern: match cfg.reads.pattern {
             SqueezePattern::Seq => Pattern::Seq,
             _ => Pattern::Random,
         },
-        seed: cfg.seed,
-        threads: cfg.threads.max(1),
+        seed: cfg.reads.seed,
+        threads: cfg.reads.threads.max(1),
     };
     // One byte per block, no prefetch hint: what mmapbench's loop does (`sum += p[rnd(gen)]`);
     // a read copies the block into its buffer, as any read must.
@@ -185,90 +252,33 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
         work: Work::Touch,
         file_hint: true,
         prefetch: false,
-        ..EngineOptions::with_depth(cfg.depth)
+        ..EngineOptions::with_depth(cfg.reads.depth)
     };
     let mut prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
     let ops = Arc::new(AtomicU64::new(0));
     let work = Arc::new(AtomicU64::new(0));
     let stop = AtomicBool::new(false);
     let start = Instant::now();
-    let deadline = start + Duration::from_secs_f64(cfg.seconds.max(0.0));
+    let deadline = start + Duration::from_secs_f64(cfg.reads.seconds.max(0.0));
     let sampler = Sampler {
         ops: ops.clone(),
         work: work.clone(),
         device: device.as_ref().map(|_| (ma, mi)),
         group: cfg.group.clone(),
-        bs: cfg.bs,
+        bs: cfg.reads.bs,
         start,
     };
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     // The first sample before any reading thread starts, so every read falls after it.
-    let mut last = sampler.snap();
+    let first = sampler.snap();
     let result = std::thread::scope(|s| {
         s.spawn(|| companion(&stop, &work));
         let io = s.spawn(|| {
-            let mut total = Moved::default();
-            let mut hist = Histogram::default();
-            let mut laps = 0u64;
-            let r = (|| -> Result<()> {
-                while Instant::now() < deadline {
-                    let lap_seed = cfg.seed.wrapping_add(laps);
-                    let parts = match cfg.pattern {
-                        SqueezePattern::Random => Workload {
-                            seed: lap_seed,
-                            ..w
-                        }
-                        .parts(),
-                        SqueezePattern::Uniform => w.uniform_parts(lap_seed),
-                        SqueezePattern::Seq => w.parts(),
-                    };
-                    let limits = RunLimits {
-                        max_ops: None,
-                        deadline: Some(deadline),
-                        latencies: true,
-                        progress: Some(ops.clone()),
-                        progress_each: false,
-                    };
-                    let (m, h) = prepared.run_over_limited(&parts, limits)?;
-                    total.add(m);
-                    if let Some(h) = h {
-                        hist.merge(&h);
-                    }
-                    laps += 1;
-                }
-                Ok(())
-            })();
+            let r = read_laps(cfg, &w, &mut prepared, deadline, &ops);
             let _ = done_tx.send(());
-            r.map(|()| (total, hist, laps))
+            r
         });
-        let mut k = 1u32;
-        let mut sent: Result<()> = Ok(());
-        loop {
-            // A sample every second; the last one when the reads have stopped (at the deadline,
-            // after the requests still in flight), so every read is in some sample.
-            let next =
-                (start + Duration::from_secs_f64(k as f64 * cfg.tick.max(0.05))).min(deadline);
-            let finished = if next >= deadline {
-                let _ = done_rx.recv();
-                true
-            } else {
-                let wait = next.saturating_duration_since(Instant::now());
-                match done_rx.recv_timeout(wait) {
-                    Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
-                }
-            };
-            let now = sampler.snap();
-            let t = sampler.tick(&last, &now);
-            if sent.is_ok() {
-                sent = send(out, &Message::Tick(t));
-            }
-            last = now;
-            k += 1;
-            if finished {
-                break;
-            }
-        }
+        let sent = send_ticks(out, &sampler, cfg.reads.tick, deadline, &done_rx, first);
         stop.store(true, Ordering::Relaxed);
         let io = io
             .join()
