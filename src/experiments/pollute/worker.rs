@@ -213,6 +213,48 @@ struct Streamed {
 /// Chunks a `fadvise-dontneed` stream drops behind itself.
 const DONTNEED_CHUNK: u64 = 8 << 20;
 
+/// The portable trick: read(2) in order, and POSIX_FADV_DONTNEED on each [`DONTNEED_CHUNK`]
+/// behind the reader, from `begin` (set up before it) until the deadline.
+fn stream_dontneed(
+    path: &Path,
+    bs: u64,
+    begin: Instant,
+    deadline: Instant,
+    blocks: &AtomicU64,
+) -> Result<Streamed> {
+    let mut done = Streamed { bytes: 0, laps: 0 };
+    let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io("cannot stat", path, &e))?
+        .len();
+    let _ = crate::sys::fadvise(&file, libc::POSIX_FADV_SEQUENTIAL);
+    let mut buf = crate::sys::buf::AlignedBuf::new(bs as usize);
+    let mut xor = 0u32;
+    std::thread::sleep(begin.saturating_duration_since(Instant::now()));
+    let (mut off, mut chunk) = (0u64, 0u64);
+    while Instant::now() < deadline && size > 0 {
+        let n = engine::pread_full(&file, buf.as_mut_slice(), off)
+            .map_err(|e| Error::io("read failed", path, &e))?;
+        xor ^= crate::xor::xor_at(off, &buf.as_slice()[..n]);
+        off += n as u64;
+        done.bytes += n as u64;
+        blocks.fetch_add(1, Ordering::Relaxed);
+        let end = n == 0 || off >= size;
+        if off - chunk >= DONTNEED_CHUNK || end {
+            // Advice: a file system that ignores it leaves the pages to reclaim.
+            let _ = crate::sys::fadvise_range(&file, chunk, off - chunk, libc::POSIX_FADV_DONTNEED);
+            chunk = off;
+        }
+        if end {
+            (off, chunk) = (0, 0);
+            done.laps += 1;
+        }
+    }
+    std::hint::black_box(xor);
+    Ok(done)
+}
+
 /// Runs the stream from `begin` to `deadline`, counting its blocks in `blocks` as they finish.
 fn stream(
     job: &StreamJob,
@@ -252,40 +294,7 @@ fn stream(
             }
         }
         StreamJob::Dontneed { path, bs } => {
-            let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
-            let size = file
-                .metadata()
-                .map_err(|e| Error::io("cannot stat", path, &e))?
-                .len();
-            let _ = crate::sys::fadvise(&file, libc::POSIX_FADV_SEQUENTIAL);
-            let mut buf = crate::sys::buf::AlignedBuf::new(*bs as usize);
-            let mut xor = 0u32;
-            wait(begin);
-            let (mut off, mut chunk) = (0u64, 0u64);
-            while Instant::now() < deadline && size > 0 {
-                let n = engine::pread_full(&file, buf.as_mut_slice(), off)
-                    .map_err(|e| Error::io("read failed", path, &e))?;
-                xor ^= crate::xor::xor_at(off, &buf.as_slice()[..n]);
-                off += n as u64;
-                done.bytes += n as u64;
-                blocks.fetch_add(1, Ordering::Relaxed);
-                let end = n == 0 || off >= size;
-                if off - chunk >= DONTNEED_CHUNK || end {
-                    // Advice: a file system that ignores it leaves the pages to reclaim.
-                    let _ = crate::sys::fadvise_range(
-                        &file,
-                        chunk,
-                        off - chunk,
-                        libc::POSIX_FADV_DONTNEED,
-                    );
-                    chunk = off;
-                }
-                if end {
-                    (off, chunk) = (0, 0);
-                    done.laps += 1;
-                }
-            }
-            std::hint::black_box(xor);
+            done = stream_dontneed(path, *bs, begin, deadline, blocks)?;
         }
         StreamJob::Write {
             dir,
@@ -314,6 +323,53 @@ fn stream(
         }
     }
     Ok(done)
+}
+
+/// `ticks` samples `tick` seconds apart from `start`, each sent as it is taken (with the hot
+/// reader's p99 for it), until the last or until `stop`. A tick counts as streaming from
+/// `before` seconds on.
+#[allow(clippy::too_many_arguments)]
+fn send_ticks(
+    out: &mut dyn Write,
+    sampler: &Sampler<'_>,
+    start: Instant,
+    ticks: usize,
+    tick: f64,
+    before: f64,
+    stop: &AtomicBool,
+    p99s: &Mutex<Vec<Option<u64>>>,
+) -> Result<()> {
+    let mut last = sampler.snap();
+    let mut sent: Result<()> = Ok(());
+    for k in 1..=ticks {
+        let at = start + Duration::from_secs_f64(k as f64 * tick);
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        let now = sampler.snap();
+        // The reader files a tick's p99 with its first read after the tick: wait for it
+        // briefly (a read stalled on the device may take that long).
+        let wait_until = Instant::now() + Duration::from_millis(100);
+        let p99 = loop {
+            let got = p99s
+                .lock()
+                .ok()
+                .and_then(|v| v.get(k - 1).copied().flatten());
+            if got.is_some() || Instant::now() >= wait_until || stop.load(Ordering::Relaxed) {
+                break got;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let from = last.at.duration_since(start).as_secs_f64();
+        let streaming = from + 1e-3 >= before;
+        let t = sampler.tick(start, &last, &now, streaming, p99);
+        last = now;
+        if sent.is_ok() {
+            sent = child::send(out, &Message::Tick(t));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    sent
 }
 
 fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
@@ -371,36 +427,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
             }
             r
         });
-        let mut last = sampler.snap();
-        let mut sent: Result<()> = Ok(());
-        for k in 1..=ticks {
-            let at = start + Duration::from_secs_f64(k as f64 * tick);
-            std::thread::sleep(at.saturating_duration_since(Instant::now()));
-            let now = sampler.snap();
-            // The reader files a tick's p99 with its first read after the tick: wait for it
-            // briefly (a read stalled on the device may take that long).
-            let wait_until = Instant::now() + Duration::from_millis(100);
-            let p99 = loop {
-                let got = p99s
-                    .lock()
-                    .ok()
-                    .and_then(|v| v.get(k - 1).copied().flatten());
-                if got.is_some() || Instant::now() >= wait_until || stop.load(Ordering::Relaxed) {
-                    break got;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            };
-            let from = last.at.duration_since(start).as_secs_f64();
-            let streaming = from + 1e-3 >= cfg.before;
-            let t = sampler.tick(start, &last, &now, streaming, p99);
-            last = now;
-            if sent.is_ok() {
-                sent = child::send(out, &Message::Tick(t));
-            }
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-        }
+        let sent = send_ticks(out, &sampler, start, ticks, tick, cfg.before, &stop, &p99s);
         stop.store(true, Ordering::Relaxed);
         let panicked = |what: &str| Error::failed("pollute failed", format!("the {what} panicked"));
         let read = reader
