@@ -205,6 +205,7 @@ impl Ctx {
         warnings: &[String],
         render: impl Fn(Format) -> String,
     ) -> Result<(), Error> {
+        self.progress.clear();
         warn_all(warnings);
         self.emit(o, render)
     }
@@ -530,6 +531,32 @@ pub fn warn_all(warnings: &[String]) {
     for w in warnings {
         talk(format!("iolab: warning: {w}"));
     }
+}
+
+/// Refuses an existing `--plot` file (without `--force`) before minutes of measuring, not after.
+pub fn refuse_plot(plot: &Option<std::path::PathBuf>, force: bool) -> Result<(), Error> {
+    match plot {
+        Some(p) => iolab::output::refuse_existing(p, force),
+        None => Ok(()),
+    }
+}
+
+/// Writes the plot `--plot` asks for, if any.
+pub fn save_plot(
+    plot: &Option<std::path::PathBuf>,
+    force: bool,
+    svg: impl FnOnce() -> String,
+) -> Result<(), Error> {
+    match plot {
+        Some(p) => iolab::output::save(p, svg().as_bytes(), force),
+        None => Ok(()),
+    }
+}
+
+/// iolab's own program, for experiments that run parts of themselves in a child process.
+pub fn own_program() -> Result<std::path::PathBuf, Error> {
+    std::env::current_exe()
+        .map_err(|e| Error::failed("cannot find iolab's own program", e.to_string()))
 }
 
 /// A usage error (exit 2) from a config mapping's message.

@@ -2,12 +2,12 @@
 //! memory cgroup, per stream method; and the hidden `pollute-worker` that runs one inside it.
 
 use super::args::{self, OutputArgs};
-use super::{Ctx, usage, warn_all};
+use super::{Ctx, own_program, refuse_plot, save_plot, usage};
 use clap::Args;
 use iolab::Error;
 use iolab::engine::write::WriteMethod;
 use iolab::experiments::pollute::{
-    PolluteConfig, StreamMethod, WorkerConfig, run_pollute, run_worker,
+    self, PolluteConfig, StreamMethod, WorkerConfig, run_pollute, run_worker,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -93,12 +93,8 @@ fn methods<T>(
 impl PolluteArgs {
     /// Runs every stream method and prints the summary and the findings.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
-        if let Some(p) = &self.plot {
-            iolab::output::refuse_existing(p, self.force)?;
-        }
-        let worker = std::env::current_exe()
-            .map_err(|e| Error::failed("cannot find iolab's own program", e.to_string()))?;
-        let mut cfg = PolluteConfig::new(self.file, self.memory, worker);
+        refuse_plot(&self.plot, self.force)?;
+        let mut cfg = PolluteConfig::new(self.file, self.memory, own_program()?);
         cfg.hot = self.hot;
         if let Some(h) = self.hot_size {
             cfg.hot_size = h;
@@ -115,18 +111,10 @@ impl PolluteArgs {
         cfg.passes = self.passes;
         cfg.cgroup_parent = self.cgroup_parent;
         let r = run_pollute(&cfg, &ctx.progress)?;
-        ctx.progress.clear();
-        warn_all(&r.warnings);
-        let findings = iolab::experiments::pollute::findings::pollute(&r);
-        if let Some(p) = &self.plot {
-            iolab::output::save(
-                p,
-                iolab::experiments::pollute::report::pollute_plot(&r).as_bytes(),
-                self.force,
-            )?;
-        }
-        ctx.emit(&self.output, |f| {
-            iolab::experiments::pollute::report::pollute_report(&r, &findings, f, self.ticks)
+        let findings = pollute::findings::pollute(&r);
+        save_plot(&self.plot, self.force, || pollute::report::pollute_plot(&r))?;
+        ctx.show(&self.output, &r.warnings, |f| {
+            pollute::report::pollute_report(&r, &findings, f, self.ticks)
         })
     }
 }

@@ -103,14 +103,9 @@ impl SweepArgs {
     /// Runs it, prints the table and writes the plot when asked.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
-        if let Some(plot) = &self.plot {
-            // Refuse before measuring for minutes, not after.
-            iolab::output::refuse_existing(plot, self.force)?;
-        }
+        super::refuse_plot(&self.plot, self.force)?;
         let r = run_sweep(&cfg, &ctx.command_line, &ctx.progress)?;
-        if let Some(plot) = &self.plot {
-            iolab::output::save(plot, report::sweep::sweep_plot(&r).as_bytes(), self.force)?;
-        }
+        super::save_plot(&self.plot, self.force, || report::sweep::sweep_plot(&r))?;
         ctx.show(&self.output, &r.warnings, |f| {
             report::sweep::sweep_report(&r, f)
         })

@@ -69,8 +69,7 @@ impl TraceArgs {
             ));
         }
         let _ = iolab::sys::cleanup::note_interrupts();
-        let launcher = std::env::current_exe()
-            .map_err(|e| Error::failed("cannot find iolab's own binary", e.to_string()))?;
+        let launcher = super::own_program()?;
         let cfg = TraceConfig {
             command: self.command.clone(),
             launcher,
