@@ -116,18 +116,13 @@ impl Workload {
                 let first = n * i / t;
                 let end = n * (i + 1) / t;
                 Part {
-                    bs: self.bs,
-                    len: self.len,
-                    first,
-                    count: end - first,
                     order: match self.pattern {
                         Pattern::Seq => None,
                         Pattern::Random => {
                             Some(Order::new(Permutation::new(end - first, self.seed ^ i)))
                         }
                     },
-                    cursor: None,
-                    gaps: None,
+                    ..Part::run(self.bs, self.len, first, end - first)
                 }
             })
             .collect()
@@ -163,15 +158,7 @@ impl Workload {
         let n = last.saturating_sub(first);
         let t = self.threads.max(1) as u64;
         (0..t)
-            .map(|i| Part {
-                bs,
-                len: end,
-                first: first + n * i / t,
-                count: n * (i + 1) / t - n * i / t,
-                order: None,
-                cursor: None,
-                gaps: None,
-            })
+            .map(|i| Part::run(bs, end, first + n * i / t, n * (i + 1) / t - n * i / t))
             .filter(|p| p.count > 0)
             .collect()
     }
@@ -190,13 +177,8 @@ impl Workload {
         let t = (self.threads.max(1) as u64).min(count);
         (0..t)
             .map(|_| Part {
-                bs,
-                len: end,
-                first,
-                count,
-                order: None,
                 cursor: Some(cursor.clone()),
-                gaps: None,
+                ..Part::run(bs, end, first, count)
             })
             .collect()
     }
@@ -228,13 +210,9 @@ impl Workload {
         Some(
             (0..t)
                 .map(|_| Part {
-                    bs,
-                    len: end,
-                    first,
-                    count,
                     order: Some(order.clone()),
                     cursor: Some(cursor.clone()),
-                    gaps: None,
+                    ..Part::run(bs, end, first, count)
                 })
                 .collect(),
         )
@@ -303,17 +281,27 @@ pub struct Part {
 }
 
 impl Part {
+    /// `count` blocks of `bs` from block `first` in order, of a file of `len` bytes.
+    fn run(bs: u64, len: u64, first: u64, count: u64) -> Part {
+        Part {
+            bs,
+            len,
+            first,
+            count,
+            order: None,
+            cursor: None,
+            gaps: None,
+        }
+    }
+
     /// A part of `blocks` as given (any offsets and lengths, repeats allowed) of a `len`-byte
     /// file; `bs` is the largest block.
     pub fn explicit(blocks: std::sync::Arc<[Block]>, len: u64) -> Part {
+        let bs = blocks.iter().map(|b| b.len).max().unwrap_or(1).max(1);
+        let count = blocks.len() as u64;
         Part {
-            bs: blocks.iter().map(|b| b.len).max().unwrap_or(1).max(1),
-            len,
-            first: 0,
-            count: blocks.len() as u64,
             order: Some(Order::Explicit(blocks)),
-            cursor: None,
-            gaps: None,
+            ..Part::run(bs, len, 0, count)
         }
     }
 

@@ -99,6 +99,19 @@ fn page_cache_lines(p: &PageCacheChange) -> String {
     )
 }
 
+/// A stage's figures, as its table row and its CSV line show them: VmSize, VmRSS, the mapping's
+/// RSS and Dirty (kB), minor and major faults.
+fn stage_figures(s: &crate::experiments::vm::Stage) -> [String; 6] {
+    [
+        s.vm_size_kb.to_string(),
+        s.vm_rss_kb.to_string(),
+        s.map_row().map(|m| m.rss_kb).unwrap_or(0).to_string(),
+        s.map_row().map(|m| m.dirty_kb).unwrap_or(0).to_string(),
+        s.delta.minor_faults.to_string(),
+        s.delta.major_faults.to_string(),
+    ]
+}
+
 /// One row per stage: the sizes a `pmap -x` summary would show and the faults taken.
 pub fn stages_rows(r: &VmResult) -> Vec<Vec<String>> {
     let mut rows = vec![
@@ -115,15 +128,9 @@ pub fn stages_rows(r: &VmResult) -> Vec<Vec<String>> {
         .to_vec(),
     ];
     for (i, s) in r.stages.iter().enumerate() {
-        rows.push(vec![
-            format!("{} {}", i + 1, s.name),
-            s.vm_size_kb.to_string(),
-            s.vm_rss_kb.to_string(),
-            s.map_row().map(|m| m.rss_kb).unwrap_or(0).to_string(),
-            s.map_row().map(|m| m.dirty_kb).unwrap_or(0).to_string(),
-            s.delta.minor_faults.to_string(),
-            s.delta.major_faults.to_string(),
-        ]);
+        let mut row = vec![format!("{} {}", i + 1, s.name)];
+        row.extend(stage_figures(s));
+        rows.push(row);
     }
     rows
 }
@@ -192,16 +199,9 @@ fn stages_csv(r: &VmResult) -> String {
         .map(String::from),
     );
     for (i, s) in r.stages.iter().enumerate() {
-        out.push_str(&csv_line(&[
-            (i + 1).to_string(),
-            s.name.clone(),
-            s.vm_size_kb.to_string(),
-            s.vm_rss_kb.to_string(),
-            s.map_row().map(|m| m.rss_kb).unwrap_or(0).to_string(),
-            s.map_row().map(|m| m.dirty_kb).unwrap_or(0).to_string(),
-            s.delta.minor_faults.to_string(),
-            s.delta.major_faults.to_string(),
-        ]));
+        let mut row = vec![(i + 1).to_string(), s.name.clone()];
+        row.extend(stage_figures(s));
+        out.push_str(&csv_line(&row));
     }
     out
 }

@@ -165,19 +165,12 @@ fn sequential_errors_stay_below_five_and_one_percent() {
             let (mut wrong, mut reversed, mut decided) = (0, 0, 0);
             for _ in 0..TRIALS {
                 let v = sequential(&mut rng, truth, noise);
-                let named_a = v.a_larger == Some(true);
-                let named_b = v.a_larger == Some(false);
                 if v.decided != Decided::Undecided {
                     decided += 1;
                 }
-                if truth < MARGIN {
-                    // No winner exists: naming one is wrong; naming the slower side reversed.
-                    wrong += usize::from(named_a || named_b);
-                    reversed += usize::from(named_b && truth > 1.0);
-                } else {
-                    wrong += usize::from(named_b || v.decided == Decided::Equivalent);
-                    reversed += usize::from(named_b);
-                }
+                let (w, r) = judged(&v, truth);
+                wrong += usize::from(w);
+                reversed += usize::from(r);
             }
             let (w, r) = (
                 wrong as f64 / TRIALS as f64,
@@ -195,6 +188,17 @@ fn sequential_errors_stay_below_five_and_one_percent() {
     }
 }
 
+/// Whether a verdict on a true ratio `truth` (a over b) is wrong, and whether it is reversed.
+/// No winner exists under the margin: naming one is wrong, naming the slower side reversed.
+fn judged(v: &Verdict, truth: f64) -> (bool, bool) {
+    let (named_a, named_b) = (v.a_larger == Some(true), v.a_larger == Some(false));
+    if truth < MARGIN {
+        (named_a || named_b, named_b && truth > 1.0)
+    } else {
+        (named_b || v.decided == Decided::Equivalent, named_b)
+    }
+}
+
 /// Cells measured apart (8 runs a side, one look): the same bounds on wrong and reversed
 /// winners.
 #[test]
@@ -207,14 +211,9 @@ fn unpaired_errors_stay_below_five_and_one_percent() {
                 let a: Vec<f64> = (0..8).map(|_| truth * (s * rng.t3()).exp()).collect();
                 let b: Vec<f64> = (0..8).map(|_| (s * rng.t3()).exp()).collect();
                 let v = unpaired(&a, &b, 1).unwrap();
-                let (named_a, named_b) = (v.a_larger == Some(true), v.a_larger == Some(false));
-                if truth < MARGIN {
-                    wrong += usize::from(named_a || named_b);
-                    reversed += usize::from(named_b && truth > 1.0);
-                } else {
-                    wrong += usize::from(named_b || v.decided == Decided::Equivalent);
-                    reversed += usize::from(named_b);
-                }
+                let (w, r) = judged(&v, truth);
+                wrong += usize::from(w);
+                reversed += usize::from(r);
             }
             assert!(
                 wrong <= 100,
