@@ -338,12 +338,8 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
     })
 }
 
-fn handshake(
-    sock: &mut (impl Read + Write),
-    token: Option<&str>,
-    connections: usize,
-    peer: &str,
-) -> Result<Session> {
+fn handshake(sock: &mut (impl Read + Write), link: &Link, peer: &str) -> Result<Session> {
+    let (token, connections) = (link.token.as_deref(), link.connections);
     let theirs = protocol::read_hello(sock, "sender", peer)?;
     let mine = Hello::ours(token, connections);
     protocol::send_all(sock, &mine.encode(), peer)?;
@@ -378,12 +374,7 @@ fn connection(
     let pace = cfg.link.pace;
     // The whole exchange within --handshake-timeout: dripping bytes cannot hold it open.
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
-    let mut session = handshake(
-        &mut b,
-        cfg.link.token.as_deref(),
-        cfg.link.connections,
-        &peer,
-    )?;
+    let mut session = handshake(&mut b, &cfg.link, &peer)?;
     b.finish();
     let mut gear = Gear::new(cfg, claimed, out)?;
     let mut records = Vec::new();

@@ -328,12 +328,7 @@ fn greet(sock: TcpStream, cfg: &SendConfig) -> Result<(TcpStream, Session)> {
     let session = if cfg.link.raw {
         Session::new(None, &[0; 16], &[0; 16])
     } else {
-        handshake(
-            &mut b,
-            cfg.link.token.as_deref(),
-            cfg.link.connections,
-            &peer,
-        )?
+        handshake(&mut b, &cfg.link, &peer)?
     };
     b.finish();
     Ok((sock, session))
@@ -422,12 +417,8 @@ fn send_files(
 }
 
 /// Sender side of the hello exchange: hello out, the receiver's hello (and proof) in, our proof out.
-fn handshake(
-    sock: &mut (impl Read + Write),
-    token: Option<&str>,
-    connections: usize,
-    peer: &str,
-) -> Result<Session> {
+fn handshake(sock: &mut (impl Read + Write), link: &Link, peer: &str) -> Result<Session> {
+    let (token, connections) = (link.token.as_deref(), link.connections);
     let mine = Hello::ours(token, connections);
     protocol::send_all(sock, &mine.encode(), peer)?;
     let theirs = protocol::read_hello(sock, "receiver", peer)?;
