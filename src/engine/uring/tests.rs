@@ -1,4 +1,5 @@
-use super::{SERVED_STREAK, Served, drain};
+use super::drain;
+use super::served::{SERVED_STREAK, Served};
 use std::io;
 
 #[test]
