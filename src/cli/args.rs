@@ -229,6 +229,21 @@ pub fn size_usize(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A file read by methods each in a memory cgroup of its own (`squeeze`, `pollute`).
+#[derive(Debug, Args)]
+pub struct GroupArgs {
+    /// The file the methods read (larger than --memory)
+    pub file: std::path::PathBuf,
+    /// The memory limit of each method's cgroup (everything the method's process uses, its page
+    /// cache included)
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub memory: u64,
+    /// Make the groups under this cgroup directory (a subtree delegated to you) instead of the
+    /// hierarchy's root
+    #[arg(long, value_name = "DIR")]
+    pub cgroup_parent: Option<std::path::PathBuf>,
+}
+
 impl NetArgs {
     /// The settings both sides take from these arguments.
     pub fn link(&self) -> Result<iolab::transfer::Link, iolab::Error> {

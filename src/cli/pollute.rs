@@ -18,11 +18,8 @@ use std::time::Duration;
     after_help = "Examples:\n  iolab pollute big.bin --memory 512M\n  iolab pollute big.bin --memory 256M --hot-size 128M --reads read,uncached --writes none\n  iolab pollute big.bin --memory 512M --hot db.bin --seconds 10 --ticks\n  iolab pollute big.bin --memory 512M --format csv > series.csv --plot pollute.svg\n\nA hot set (--hot FILE, or a temporary file of --hot-size made beside FILE) is loaded\ninside a fresh memory cgroup limited to --memory and read at random, 4 KiB at a time,\nby one thread that never stops. After --before seconds a stream starts in the same group:\nit reads FILE in order (over and over) with each --reads method, or writes a file that is\nnever kept (4x --memory a pass) with each --writes method. Per tick: the hot reads' rate\nand p99, the hot set's residency, the stream's MiB/s, the group's memory and reclaim.\n\nMethods: read (buffered), uncached (RWF_DONTCACHE, Linux 6.14+: pages dropped once\nread or written back), direct (O_DIRECT), mmap, mmap-seq, fadvise-dontneed (read, then\nPOSIX_FADV_DONTNEED on each 8 MiB behind it). Groups are made under the hierarchy's root\n(needs root) or under --cgroup-parent, and removed afterwards, also on Ctrl-C. FILE must\nbe larger than --memory (4x shows the effect well)."
 )]
 pub struct PolluteArgs {
-    /// The file the read streams go through (larger than --memory)
-    pub file: PathBuf,
-    /// The memory limit of each method's cgroup (hot set, stream and process together)
-    #[arg(long, value_parser = args::size, value_name = "SIZE")]
-    pub memory: u64,
+    #[command(flatten)]
+    pub group: args::GroupArgs,
     /// The hot set: a file of yours, read at random (default: a temporary one of --hot-size)
     #[arg(long, value_name = "FILE", conflicts_with = "hot_size")]
     pub hot: Option<PathBuf>,
@@ -61,10 +58,6 @@ pub struct PolluteArgs {
     /// Also print every method's ticks (text and Markdown; CSV always has them)
     #[arg(long)]
     pub ticks: bool,
-    /// Make the groups under this cgroup directory (a subtree delegated to you) instead of the
-    /// hierarchy's root
-    #[arg(long, value_name = "DIR")]
-    pub cgroup_parent: Option<PathBuf>,
     /// Also write the plot (hot KIOPS and residency over time per method) as SVG
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
@@ -94,7 +87,7 @@ impl PolluteArgs {
     /// Runs every stream method and prints the summary and the findings.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         refuse_plot(&self.plot, self.force)?;
-        let mut cfg = PolluteConfig::new(self.file, self.memory, own_program()?);
+        let mut cfg = PolluteConfig::new(self.group.file, self.group.memory, own_program()?);
         cfg.hot = self.hot;
         if let Some(h) = self.hot_size {
             cfg.hot_size = h;
@@ -109,7 +102,7 @@ impl PolluteArgs {
         cfg.seconds = self.seconds.as_secs_f64();
         cfg.tick = self.tick.as_secs_f64();
         cfg.passes = self.passes;
-        cfg.cgroup_parent = self.cgroup_parent;
+        cfg.cgroup_parent = self.group.cgroup_parent;
         let r = run_pollute(&cfg, &ctx.progress)?;
         let findings = pollute::findings::pollute(&r);
         save_plot(&self.plot, self.force, || pollute::report::pollute_plot(&r))?;

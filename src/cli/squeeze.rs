@@ -18,11 +18,8 @@ use std::time::Duration;
     after_help = "Examples:\n  iolab squeeze big.bin --memory 128M\n  iolab squeeze big.bin --memory 128M --methods mmap,uring-direct --seconds 10\n  iolab squeeze big.bin --memory 256M --pattern uniform --threads 4 --format csv > series.csv\n  iolab squeeze big.bin --memory 128M --plot squeeze.svg\n\nEach method runs in a fresh memory cgroup limited to --memory (cgroup v2 where its\nhierarchy has the memory controller, else v1), made under the hierarchy's root (needs\nroot) or under --cgroup-parent, and removed afterwards, also on Ctrl-C. The file's pages\nare evicted before each method, so the page cache it fills is charged to its group.\nThe file must be larger than --memory; 8x shows the effect well (the CIDR 2022 paper\n\"Are You Sure You Want to Use MMAP in Your DBMS?\" used data far larger than memory)."
 )]
 pub struct SqueezeArgs {
-    /// A regular file larger than --memory
-    pub file: PathBuf,
-    /// The memory limit of each method's cgroup (page cache included)
-    #[arg(long, value_parser = args::size, value_name = "SIZE")]
-    pub memory: u64,
+    #[command(flatten)]
+    pub group: args::GroupArgs,
     /// Methods, each in a group of its own, one after the other
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = SqueezeConfig::DEFAULT_METHODS)]
     pub methods: Vec<ReadMethod>,
@@ -49,10 +46,6 @@ pub struct SqueezeArgs {
     /// Seed of the random order
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Make the groups under this cgroup directory (a subtree delegated to you) instead of the
-    /// hierarchy's root
-    #[arg(long, value_name = "DIR")]
-    pub cgroup_parent: Option<PathBuf>,
     /// Also write the plot (throughput per second per method, TLB shootdowns below) as SVG
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
@@ -75,7 +68,7 @@ impl SqueezeArgs {
             ));
         }
         refuse_plot(&self.plot, self.force)?;
-        let mut cfg = SqueezeConfig::new(self.file, self.memory, own_program()?);
+        let mut cfg = SqueezeConfig::new(self.group.file, self.group.memory, own_program()?);
         cfg.methods = self.methods;
         cfg.reads.pattern = self.pattern;
         cfg.reads.bs = self.bs;
@@ -86,7 +79,7 @@ impl SqueezeArgs {
         cfg.reads.seconds = self.seconds.as_secs_f64();
         cfg.reads.tick = self.tick.as_secs_f64();
         cfg.reads.seed = self.seed;
-        cfg.cgroup_parent = self.cgroup_parent;
+        cfg.cgroup_parent = self.group.cgroup_parent;
         let r = run_squeeze(&cfg, &ctx.progress)?;
         let findings = squeeze::findings::squeeze(&r);
         save_plot(&self.plot, self.force, || squeeze::report::squeeze_plot(&r))?;
