@@ -153,6 +153,6 @@ impl AccessArgs {
         if !self.classic.is_empty() && self.output.format == Format::Text {
             out(&report::access::classic_lines(&r));
         }
-        ctx.emit(&self.output, |f| report::access::access_report(&r, f))
+        ctx.emit(&self.output, &r, |f| report::access::access_report(&r, f))
     }
 }

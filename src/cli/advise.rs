@@ -42,7 +42,7 @@ impl AdviseArgs {
             &ctx.progress,
         )?;
         let format = self.output.format;
-        ctx.show(&self.output, &r.measured.warnings, |f| {
+        ctx.show(&self.output, &r.measured.warnings, &r, |f| {
             report::access::advise_report(&r, f)
         })?;
         // CSV carries the rows alone; the answer in words goes beside it, on stderr.

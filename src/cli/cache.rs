@@ -57,12 +57,12 @@ impl CacheCommand {
             CacheCommand::Load(f) => (CacheAction::Load, f, false),
             CacheCommand::Meminfo(o) => {
                 let info = iolab::cache::meminfo::read();
-                return ctx.emit(&o, |f| report::classic::meminfo_report(&info, f));
+                return ctx.emit(&o, &info, |f| report::classic::meminfo_report(&info, f));
             }
         };
         let width = files.map.then_some(files.width);
         let r = run_cache(action, &files.files, drop_all, width)?;
-        ctx.show(&files.output, &r.notes, |f| {
+        ctx.show(&files.output, &r.notes, &r, |f| {
             report::classic::cache_report(&r, f)
         })
     }

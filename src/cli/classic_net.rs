@@ -146,7 +146,7 @@ impl ClassicArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(&self.net.output, |f| {
+        ctx.emit(&self.net.output, &r, |f| {
             report::transfer::side_report(&r, f, lines)
         })
     }

@@ -67,7 +67,7 @@ impl FastArgs {
         if self.explain {
             eprint!("{}", report::classic::fast_explain(&r));
         }
-        ctx.emit(&self.output, |f| match f {
+        ctx.emit(&self.output, &r, |f| match f {
             Format::Json => report::json(&r),
             Format::Text => format!("Xor value is {}\n", xor::format_xor(r.xor)),
             f => report::table_as(f, &report::classic::fast_rows(&r)),

@@ -199,34 +199,48 @@ impl Ctx {
     }
 
     /// Prints a result's warnings on stderr, then the result (see [`Ctx::emit`]).
-    pub fn show(
+    pub fn show<T: Document>(
         &self,
         o: &args::OutputArgs,
         warnings: &[String],
+        result: &T,
         render: impl Fn(Format) -> String,
     ) -> Result<(), Error> {
         self.progress.clear();
         warn_all(warnings);
-        self.emit(o, render)
+        self.emit(o, result, render)
     }
 
     /// Prints a result in `--format` on stdout, and writes it in each `--export-*` format to its
-    /// file (new files only). JSON gets a top-level `interference` object (what else the machine
-    /// was doing since the command started), `schema` and `host`; when the machine was busy a
-    /// warning goes to stderr.
-    pub fn emit(
+    /// file (new files only): JSON is the result itself inside an [`Envelope`] (a top-level
+    /// `interference` object: what else the machine was doing since the command started,
+    /// `schema` and `host`), the other formats are what `render` makes of it. When the machine
+    /// was busy a warning goes to stderr.
+    pub fn emit<T: Document>(
         &self,
         o: &args::OutputArgs,
+        result: &T,
         render: impl Fn(Format) -> String,
     ) -> Result<(), Error> {
         self.progress.clear();
         let interference = self.probe.finish();
         // The host facts once, for however many JSON outputs ask for them.
         let host = std::cell::OnceCell::new();
-        out(&self.decorate(o.format, render(o.format), &interference, &host));
+        let schema = schema_name(&self.command_line);
+        let text = |format: Format| {
+            if format != Format::Json {
+                return render(format);
+            }
+            iolab::report::json(&Envelope {
+                result,
+                interference: &interference,
+                schema: &schema,
+                host: (!T::OWN_HOST).then(|| host.get_or_init(|| self.host())),
+            })
+        };
+        out(&text(o.format));
         for (format, path) in o.exports() {
-            let text = self.decorate(format, render(format), &interference, &host);
-            iolab::output::save(path, text.as_bytes(), false)?;
+            iolab::output::save(path, text(format).as_bytes(), false)?;
         }
         // One spelling of warnings on stderr; the suite's own hint (--wait-quiet) only where
         // the command has it.
@@ -235,32 +249,64 @@ impl Ctx {
         }
         Ok(())
     }
-
-    /// A rendered result as it is printed: JSON with `interference`, `schema` and `host` added.
-    fn decorate(
-        &self,
-        format: Format,
-        text: String,
-        interference: &iolab::measure::interference::Interference,
-        host: &std::cell::OnceCell<Host>,
-    ) -> String {
-        if format == Format::Json
-            && let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(&text)
-        {
-            map.insert("interference".into(), serde_json::json!(interference));
-            // Every JSON output says what it is and where it was measured.
-            map.entry("schema")
-                .or_insert_with(|| serde_json::json!(schema_name(&self.command_line)));
-            map.entry("host")
-                .or_insert_with(|| serde_json::json!(host.get_or_init(|| self.host())));
-            iolab::report::json(&map)
-        } else {
-            text
-        }
-    }
 }
 
-/// Runs the subcommand.
+/// A result the CLI prints: as JSON, its own fields inside an [`Envelope`], serialised once
+/// from the typed values.
+pub trait Document: serde::Serialize {
+    /// It records the machine it measured in a `host` field of its own (the envelope then adds
+    /// none).
+    const OWN_HOST: bool = false;
+}
+
+/// Every JSON output: the result's fields, then what else the machine was doing, what the
+/// output is (`schema`: the command) and where it was measured.
+#[derive(serde::Serialize)]
+struct Envelope<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    result: &'a T,
+    interference: &'a iolab::measure::interference::Interference,
+    schema: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<&'a Host>,
+}
+
+/// The results the commands print, and which of them record their own host.
+macro_rules! documents {
+    ($($t:ty),* $(,)?; own host: $($h:ty),* $(,)?) => {
+        $(impl Document for $t {})*
+        $(impl Document for $h { const OWN_HOST: bool = true; })*
+    };
+}
+
+documents!(
+    iolab::experiments::access::AccessResult,
+    iolab::experiments::advise::AdviseResult,
+    iolab::experiments::cache_cmd::CacheReport,
+    iolab::experiments::classic::ClassicResult,
+    iolab::experiments::fast::FastResult,
+    iolab::experiments::ior::IorResult,
+    iolab::experiments::partb::PartBResult,
+    iolab::experiments::pollute::PolluteResult,
+    iolab::experiments::replay::ReplayResult,
+    iolab::experiments::run2::Run2Result,
+    iolab::experiments::squeeze::SqueezeResult,
+    iolab::experiments::transfer::TransferResult,
+    iolab::experiments::vm::VmResult,
+    iolab::transfer::SideReport,
+    iolab::cache::meminfo::PageCache;
+    own host:
+    iolab::experiments::read::ReadResult,
+    iolab::experiments::sweep::SweepResult,
+    iolab::experiments::syscalls::SyscallsResult,
+    iolab::experiments::write::WriteResult,
+);
+
+impl<T: Document> Document for iolab::report::WithFindings<'_, T> {
+    const OWN_HOST: bool = T::OWN_HOST;
+}
+
+/// Runs the subcommand./// Runs the subcommand.
 pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
     match command {
         Command::Suite(a) => a.run(ctx),

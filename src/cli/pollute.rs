@@ -106,7 +106,11 @@ impl PolluteArgs {
         let r = run_pollute(&cfg, &ctx.progress)?;
         let findings = pollute::findings::pollute(&r);
         save_plot(&self.plot, self.force, || pollute::report::pollute_plot(&r))?;
-        ctx.show(&self.output, &r.warnings, |f| {
+        let doc = iolab::report::WithFindings {
+            result: &r,
+            findings: &findings,
+        };
+        ctx.show(&self.output, &r.warnings, &doc, |f| {
             pollute::report::pollute_report(&r, &findings, f, self.ticks)
         })
     }

@@ -78,7 +78,7 @@ impl ReadArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_read(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.show(&self.output, &r.warnings, |f| {
+        ctx.show(&self.output, &r.warnings, &r, |f| {
             report::runs::read_report(&r, f)
         })
     }

@@ -73,7 +73,7 @@ impl RecvArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(&self.net.output, |f| {
+        ctx.emit(&self.net.output, &r, |f| {
             report::transfer::side_report(&r, f, report::transfer::Lines::Full)
         })
     }

@@ -62,7 +62,7 @@ impl ReplayArgs {
             keep_gaps: self.keep_gaps,
         };
         let r = run_replay(&cfg, &ctx.progress)?;
-        ctx.emit(&self.output, |f| match f {
+        ctx.emit(&self.output, &r, |f| match f {
             Format::Json => report::json(&r),
             f => render(&r, f),
         })

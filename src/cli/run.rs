@@ -79,7 +79,7 @@ impl RunArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_classic(&cfg)?;
-        ctx.show(&self.output, &r.notes, |f| match f {
+        ctx.show(&self.output, &r.notes, &r, |f| match f {
             Format::Json => report::json(&r),
             Format::Text => report::classic::run_lines(&r),
             f => report::table_as(f, &report::classic::run_rows(&r)),

@@ -58,7 +58,7 @@ impl Run2Args {
             drop_all: self.cache.drop_all,
         };
         let r = run_run2(&cfg, &ctx.progress)?;
-        ctx.emit(&self.output, |f| match f {
+        ctx.emit(&self.output, &r, |f| match f {
             Format::Json => report::json(&r),
             Format::Text => report::classic::run2_lines(&r),
             f => report::table_as(f, &report::classic::run2_rows(&r)),

@@ -83,7 +83,11 @@ impl SqueezeArgs {
         let r = run_squeeze(&cfg, &ctx.progress)?;
         let findings = squeeze::findings::squeeze(&r);
         save_plot(&self.plot, self.force, || squeeze::report::squeeze_plot(&r))?;
-        ctx.show(&self.output, &r.warnings, |f| {
+        let doc = iolab::report::WithFindings {
+            result: &r,
+            findings: &findings,
+        };
+        ctx.show(&self.output, &r.warnings, &doc, |f| {
             squeeze::report::squeeze_report(&r, &findings, f)
         })
     }

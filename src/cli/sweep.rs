@@ -106,7 +106,7 @@ impl SweepArgs {
         super::refuse_plot(&self.plot, self.force)?;
         let r = run_sweep(&cfg, &ctx.command_line, &ctx.progress)?;
         super::save_plot(&self.plot, self.force, || report::sweep::sweep_plot(&r))?;
-        ctx.show(&self.output, &r.warnings, |f| {
+        ctx.show(&self.output, &r.warnings, &r, |f| {
             report::sweep::sweep_report(&r, f)
         })
     }

@@ -33,6 +33,8 @@ impl SyscallsArgs {
             &ctx.command_line,
             &ctx.progress,
         )?;
-        ctx.emit(&self.output, |f| report::syscalls::syscalls_report(&r, f))
+        ctx.emit(&self.output, &r, |f| {
+            report::syscalls::syscalls_report(&r, f)
+        })
     }
 }

@@ -76,7 +76,7 @@ impl VmArgs {
                 &ctx.command_line,
                 &ctx.progress,
             )?;
-            return ctx.emit(&self.output, |f| report::vm::partb_report(&r, f));
+            return ctx.emit(&self.output, &r, |f| report::vm::partb_report(&r, f));
         }
         let r = run_vm(&VmConfig {
             path: self.file,
@@ -85,6 +85,6 @@ impl VmArgs {
             evict: !self.no_evict,
             page_cache: self.page_cache,
         })?;
-        ctx.emit(&self.output, |f| report::vm::vm_report(&r, f))
+        ctx.emit(&self.output, &r, |f| report::vm::vm_report(&r, f))
     }
 }

@@ -64,7 +64,7 @@ impl WriteArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_write(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.show(&self.output, &r.warnings, |f| {
+        ctx.show(&self.output, &r.warnings, &r, |f| {
             report::runs::write_report(&r, f)
         })
     }

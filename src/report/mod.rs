@@ -165,16 +165,25 @@ pub(crate) fn csv_cells(cells: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// A result with its findings: as JSON, the result's fields and a top-level `findings` array.
+#[derive(Debug, Serialize)]
+pub struct WithFindings<'a, T: Serialize> {
+    /// The result.
+    #[serde(flatten)]
+    pub result: &'a T,
+    /// What it concludes.
+    pub findings: &'a [crate::measure::finding::Finding],
+}
+
 /// A result as JSON with its findings added as a top-level `findings` array.
-pub fn json_with_findings<T: serde::Serialize>(
+pub fn json_with_findings<T: Serialize>(
     r: &T,
     findings: &[crate::measure::finding::Finding],
 ) -> String {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    if let serde_json::Value::Object(map) = &mut v {
-        map.insert("findings".into(), serde_json::json!(findings));
-    }
-    json(&v)
+    json(&WithFindings {
+        result: r,
+        findings,
+    })
 }
 
 /// A boolean as every CSV and JSON output spells it.
