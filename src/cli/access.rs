@@ -7,8 +7,9 @@ use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
 use iolab::engine::{ReadMethod, Work};
+use iolab::experiments::access::report;
 use iolab::experiments::access::{AccessConfig, run_access};
-use iolab::report::{self, Format};
+use iolab::report::Format;
 use iolab::workload::Pattern;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -151,8 +152,8 @@ impl AccessArgs {
         let r = run_access(&cfg, &ctx.command_line, &ctx.progress)?;
         warn_all(&r.warnings);
         if !self.classic.is_empty() && self.output.format == Format::Text {
-            out(&report::access::classic_lines(&r));
+            out(&report::classic_lines(&r));
         }
-        ctx.emit(&self.output, &r, |f| report::access::access_report(&r, f))
+        ctx.emit(&self.output, &r, |f| report::access_report(&r, f))
     }
 }

@@ -43,11 +43,11 @@ impl AdviseArgs {
         )?;
         let format = self.output.format;
         ctx.show(&self.output, &r.measured.warnings, &r, |f| {
-            report::access::advise_report(&r, f)
+            iolab::experiments::access::report::advise_report(&r, f)
         })?;
         // CSV carries the rows alone; the answer in words goes beside it, on stderr.
         if format == report::Format::Csv {
-            super::talk(report::access::advice_lines(&r).trim_end());
+            super::talk(iolab::experiments::access::report::advice_lines(&r).trim_end());
         }
         Ok(())
     }

@@ -7,10 +7,10 @@ use super::send::{listen_addr, serve};
 use super::usage;
 use clap::Args;
 use iolab::Error;
-use iolab::report;
-use iolab::report::transfer::Lines;
+use iolab::experiments::transfer::report;
 use iolab::transfer::receiver::{self, RecvConfig};
 use iolab::transfer::{RecvMethod, SendMethod};
+use report::Lines;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -146,8 +146,6 @@ impl ClassicArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(&self.net.output, &r, |f| {
-            report::transfer::side_report(&r, f, lines)
-        })
+        ctx.emit(&self.net.output, &r, |f| report::side_report(&r, f, lines))
     }
 }

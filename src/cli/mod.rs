@@ -8,6 +8,9 @@ pub mod args;
 mod cache;
 mod classic_net;
 mod clean;
+mod document;
+pub use document::Document;
+use document::Envelope;
 mod fast;
 mod ior;
 mod pollute;
@@ -249,61 +252,6 @@ impl Ctx {
         }
         Ok(())
     }
-}
-
-/// A result the CLI prints: as JSON, its own fields inside an [`Envelope`], serialised once
-/// from the typed values.
-pub trait Document: serde::Serialize {
-    /// It records the machine it measured in a `host` field of its own (the envelope then adds
-    /// none).
-    const OWN_HOST: bool = false;
-}
-
-/// Every JSON output: the result's fields, then what else the machine was doing, what the
-/// output is (`schema`: the command) and where it was measured.
-#[derive(serde::Serialize)]
-struct Envelope<'a, T: serde::Serialize> {
-    #[serde(flatten)]
-    result: &'a T,
-    interference: &'a iolab::measure::interference::Interference,
-    schema: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    host: Option<&'a Host>,
-}
-
-/// The results the commands print, and which of them record their own host.
-macro_rules! documents {
-    ($($t:ty),* $(,)?; own host: $($h:ty),* $(,)?) => {
-        $(impl Document for $t {})*
-        $(impl Document for $h { const OWN_HOST: bool = true; })*
-    };
-}
-
-documents!(
-    iolab::experiments::access::AccessResult,
-    iolab::experiments::advise::AdviseResult,
-    iolab::experiments::cache_cmd::CacheReport,
-    iolab::experiments::classic::ClassicResult,
-    iolab::experiments::fast::FastResult,
-    iolab::experiments::ior::IorResult,
-    iolab::experiments::partb::PartBResult,
-    iolab::experiments::pollute::PolluteResult,
-    iolab::experiments::replay::ReplayResult,
-    iolab::experiments::run2::Run2Result,
-    iolab::experiments::squeeze::SqueezeResult,
-    iolab::experiments::transfer::TransferResult,
-    iolab::experiments::vm::VmResult,
-    iolab::transfer::SideReport,
-    iolab::cache::meminfo::PageCache;
-    own host:
-    iolab::experiments::read::ReadResult,
-    iolab::experiments::sweep::SweepResult,
-    iolab::experiments::syscalls::SyscallsResult,
-    iolab::experiments::write::WriteResult,
-);
-
-impl<T: Document> Document for iolab::report::WithFindings<'_, T> {
-    const OWN_HOST: bool = T::OWN_HOST;
 }
 
 /// Runs the subcommand./// Runs the subcommand.

@@ -4,7 +4,7 @@ use super::Ctx;
 use super::args::{self, NetArgs};
 use clap::Args;
 use iolab::Error;
-use iolab::report;
+use iolab::experiments::transfer::report;
 use iolab::transfer::RecvMethod;
 use iolab::transfer::receiver::{self, RecvConfig};
 use std::path::PathBuf;
@@ -74,7 +74,7 @@ impl RecvArgs {
             super::talk(format!("iolab: note: {n}"));
         }
         ctx.emit(&self.net.output, &r, |f| {
-            report::transfer::side_report(&r, f, report::transfer::Lines::Full)
+            report::side_report(&r, f, report::Lines::Full)
         })
     }
 }

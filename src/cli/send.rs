@@ -5,7 +5,7 @@ use super::args::{FileList, NetArgs};
 use super::usage;
 use clap::Args;
 use iolab::Error;
-use iolab::report;
+use iolab::experiments::transfer::report;
 use iolab::transfer::SendMethod;
 use iolab::transfer::sender::{self, SendConfig};
 use std::net::SocketAddr;
@@ -58,7 +58,7 @@ pub fn serve(
     addr: SocketAddr,
     cfg: &SendConfig,
     output: &super::args::OutputArgs,
-    lines: report::transfer::Lines,
+    lines: report::Lines,
 ) -> Result<(), Error> {
     cfg.link.check()?;
     sender::check_files(cfg)?;
@@ -83,7 +83,7 @@ pub fn serve(
     if let Some(n) = &r.pages_note {
         super::talk(format!("iolab: note: {n}"));
     }
-    ctx.emit(output, &r, |f| report::transfer::side_report(&r, f, lines))
+    ctx.emit(output, &r, |f| report::side_report(&r, f, lines))
 }
 
 impl SendArgs {
@@ -91,12 +91,6 @@ impl SendArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = self.net.send_config(self.files.files, self.method)?;
-        serve(
-            ctx,
-            addr,
-            &cfg,
-            &self.net.output,
-            report::transfer::Lines::Full,
-        )
+        serve(ctx, addr, &cfg, &self.net.output, report::Lines::Full)
     }
 }

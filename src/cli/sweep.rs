@@ -7,8 +7,8 @@ use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
 use iolab::engine::write::SyncMode;
+use iolab::experiments::sweep::report;
 use iolab::experiments::sweep::{SweepConfig, SweepOp, parse_sizes, run_sweep};
-use iolab::report;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -105,9 +105,9 @@ impl SweepArgs {
         let cfg = self.config().map_err(usage)?;
         super::refuse_plot(&self.plot, self.force)?;
         let r = run_sweep(&cfg, &ctx.command_line, &ctx.progress)?;
-        super::save_plot(&self.plot, self.force, || report::sweep::sweep_plot(&r))?;
+        super::save_plot(&self.plot, self.force, || report::sweep_plot(&r))?;
         ctx.show(&self.output, &r.warnings, &r, |f| {
-            report::sweep::sweep_report(&r, f)
+            report::sweep_report(&r, f)
         })
     }
 }

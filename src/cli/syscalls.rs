@@ -4,8 +4,8 @@ use super::Ctx;
 use super::args::{self, OutputArgs};
 use clap::Args;
 use iolab::Error;
+use iolab::experiments::syscalls::report;
 use iolab::experiments::syscalls::run_syscalls;
-use iolab::report;
 use std::path::PathBuf;
 
 /// What one system call costs here: null call, 1-byte read/pread, lseek, fstat, mmap, a minor
@@ -33,8 +33,6 @@ impl SyscallsArgs {
             &ctx.command_line,
             &ctx.progress,
         )?;
-        ctx.emit(&self.output, &r, |f| {
-            report::syscalls::syscalls_report(&r, f)
-        })
+        ctx.emit(&self.output, &r, |f| report::syscalls_report(&r, f))
     }
 }

@@ -4,8 +4,8 @@ use super::Ctx;
 use super::args::{self, FileList, OutputArgs};
 use clap::Args;
 use iolab::Error;
+use iolab::experiments::transfer::report;
 use iolab::experiments::transfer::{TransferConfig, all_pairs, run_transfer};
-use iolab::report;
 use iolab::transfer::{RecvMethod, SendMethod};
 
 /// Every sender x receiver method pair over loopback, repeated: the matrix.
@@ -59,6 +59,6 @@ impl TransferArgs {
             sizes: self.sizes.sizes(),
         };
         let r = run_transfer(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.emit(&self.output, &r, |f| report::transfer::matrix(&r, f))
+        ctx.emit(&self.output, &r, |f| report::matrix(&r, f))
     }
 }

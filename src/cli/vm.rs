@@ -5,8 +5,8 @@ use super::args::{self, OutputArgs};
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::partb::{PartBConfig, run_partb};
+use iolab::experiments::vm::report;
 use iolab::experiments::vm::{VmConfig, create_file, run_vm};
-use iolab::report;
 use std::path::PathBuf;
 
 /// The pmap lab: VM size and RSS of a mapped file stage by stage, with page descriptors.
@@ -76,7 +76,7 @@ impl VmArgs {
                 &ctx.command_line,
                 &ctx.progress,
             )?;
-            return ctx.emit(&self.output, &r, |f| report::vm::partb_report(&r, f));
+            return ctx.emit(&self.output, &r, |f| report::partb_report(&r, f));
         }
         let r = run_vm(&VmConfig {
             path: self.file,
@@ -85,6 +85,6 @@ impl VmArgs {
             evict: !self.no_evict,
             page_cache: self.page_cache,
         })?;
-        ctx.emit(&self.output, &r, |f| report::vm::vm_report(&r, f))
+        ctx.emit(&self.output, &r, |f| report::vm_report(&r, f))
     }
 }

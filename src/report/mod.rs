@@ -1,16 +1,11 @@
 //! Turning results into bytes: text tables, the classic programs' lines, JSON, CSV and Markdown.
 //! Every function here is pure (`result -> String`); printing is the binary's job.
 
-pub mod access;
 pub mod classic;
 pub mod ior;
 pub mod runs;
 pub mod svg;
-pub mod sweep;
-pub mod syscalls;
 pub mod trace;
-pub mod transfer;
-pub mod vm;
 
 use serde::Serialize;
 

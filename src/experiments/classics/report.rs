@@ -145,7 +145,7 @@ pub fn partb_markdown(r: &PartBResult) -> String {
         r.config.repeat,
         crate::size::format_size(r.config.bs),
         crate::size::format_size(r.config.write_len),
-        markdown_table(&crate::report::vm::partb_free_rows(r)),
+        markdown_table(&crate::experiments::vm::report::partb_free_rows(r)),
         r.explanation.join("\n\n"),
     )
 }

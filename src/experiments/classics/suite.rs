@@ -78,7 +78,7 @@ impl Entry for PartB {
     }
 
     fn table(&self, out: &PartBResult) -> String {
-        crate::report::vm::partb_report(out, crate::report::Format::Text)
+        crate::experiments::vm::report::partb_report(out, crate::report::Format::Text)
     }
 
     fn markdown(&self, out: &PartBResult) -> Option<String> {

@@ -5,8 +5,8 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::fast::{FastConfig, FastSeries, run_fast};
 use crate::report;
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, fast_warm_cold};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// Runs of `fast` per cache state: enough for the median interval of each side at 97.5%, so
 /// that the warm-against-cold ratio of medians holds at 95%.

@@ -1,10 +1,5 @@
 //! The suite's experiments, one [`super::Entry`] each (a file may hold a pair that share code).
 
-pub mod access;
 pub mod fast;
 pub mod run;
 pub mod run2;
-pub mod sweep;
-pub mod syscalls;
-pub mod transfer;
-pub mod vm;

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::classic::{ClassicResult, Op, RunConfig, run_classic};
 use crate::report;
-use crate::suite::entry::{About, Entry, SuiteContext};
+use crate::suite::{About, Entry, SuiteContext};
 use crate::workload::Shape;
 use std::path::Path;
 

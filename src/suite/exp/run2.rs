@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::run2::{Run2Config, Run2Outcome, Run2Result, run_run2};
 use crate::report;
-use crate::suite::entry::{About, Entry, SuiteContext};
+use crate::suite::{About, Entry, SuiteContext};
 use std::time::Duration;
 
 /// `run2 FILE 1M`, with a short window in `--quick`.

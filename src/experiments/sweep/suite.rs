@@ -1,15 +1,15 @@
 //! Throughput against block size: reads cold and warm, writes by sync mode.
 
+use super::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
-use crate::experiments::sweep::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
+use crate::report::Format;
 use crate::report::svg::{Plot, Point, Series, line_plot, stack};
-use crate::report::{self, Format};
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, fsync_cost, mmap_crossover, sequential};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;
@@ -87,15 +87,15 @@ impl Entry for SweepRead {
     }
 
     fn table(&self, out: &SweepResult) -> String {
-        report::sweep::sweep_report(out, Format::Text)
+        super::report::sweep_report(out, Format::Text)
     }
 
     fn markdown(&self, out: &SweepResult) -> Option<String> {
-        Some(report::sweep::sweep_report(out, Format::Markdown))
+        Some(super::report::sweep_report(out, Format::Markdown))
     }
 
     fn plot(&self, out: &SweepResult) -> Option<String> {
-        Some(report::sweep::sweep_plot(out))
+        Some(super::report::sweep_plot(out))
     }
 
     fn finding_keys(&self) -> &'static [&'static str] {
@@ -136,11 +136,11 @@ impl Entry for SweepWrite {
     }
 
     fn table(&self, out: &SweepResult) -> String {
-        report::sweep::sweep_report(out, Format::Text)
+        super::report::sweep_report(out, Format::Text)
     }
 
     fn markdown(&self, out: &SweepResult) -> Option<String> {
-        Some(report::sweep::sweep_report(out, Format::Markdown))
+        Some(super::report::sweep_report(out, Format::Markdown))
     }
 
     fn plot(&self, s: &SweepResult) -> Option<String> {

@@ -1,11 +1,11 @@
 //! The pmap lab on a 10 MiB file of its own.
 
+use super::{Stage, VmConfig, VmResult, create_file, run_vm};
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::vm::{Stage, VmConfig, VmResult, create_file, run_vm};
 use crate::report::svg::{Bars, bar_chart, stack};
 use crate::report::{self, Format};
-use crate::suite::entry::{About, Entry, SuiteContext};
+use crate::suite::{About, Entry, SuiteContext};
 
 /// `vm` with reads, writes and the page cache.
 pub struct Vm;
@@ -33,15 +33,15 @@ impl Entry for Vm {
     }
 
     fn table(&self, out: &VmResult) -> String {
-        report::vm::vm_report(out, Format::Text)
+        super::report::vm_report(out, Format::Text)
     }
 
     fn markdown(&self, out: &VmResult) -> Option<String> {
         // The stages at a glance, then each stage's pmap table and explanation.
         Some(format!(
             "{}\n{}",
-            report::markdown_table(&report::vm::stages_rows(out)),
-            report::vm::vm_report(out, Format::Markdown)
+            report::markdown_table(&super::report::stages_rows(out)),
+            super::report::vm_report(out, Format::Markdown)
         ))
     }
 

@@ -14,6 +14,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod report;
+pub mod suite;
+
 /// One system call's cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyscallRow {

@@ -1,8 +1,8 @@
 //! `iolab access` reports: one row per method x pattern x cache.
 
-use super::{Format, json, markdown_table, table};
+use super::{AccessResult, AccessRow};
 use crate::cache::CacheMode;
-use crate::experiments::access::{AccessResult, AccessRow};
+use crate::report::{Format, json, markdown_table, table};
 use crate::size::format_size;
 
 fn us(ns: u64) -> String {
@@ -89,7 +89,7 @@ pub fn cells(r: &AccessRow, csv: bool) -> Vec<String> {
             .map(|d| format!("{d:.2}"))
             .unwrap_or_else(|| if csv { "" } else { "n/a" }.into()),
         if csv {
-            super::csv_bool(r.cache_verified)
+            crate::report::csv_bool(r.cache_verified)
         } else if r.cache_verified {
             "yes".into()
         } else {
@@ -98,10 +98,10 @@ pub fn cells(r: &AccessRow, csv: bool) -> Vec<String> {
         r.kiops.n.to_string(),
         format!(
             "{:.1}",
-            1e3 * super::median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
+            1e3 * crate::report::median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
         ),
     ]);
-    let bytes = super::median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64;
+    let bytes = crate::report::median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64;
     if csv {
         row.push(bytes.to_string());
         row.push(String::new());
@@ -148,7 +148,7 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
         .unwrap_or_default();
     match format {
         Format::Json => json(r),
-        Format::Csv => super::csv_table(&rows),
+        Format::Csv => crate::report::csv_table(&rows),
         Format::Markdown => format!(
             "**{head}**\n\n{}\n{SAMPLES_NOTE}\n\n{xor}",
             markdown_table(&rows)
@@ -156,7 +156,7 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
         Format::Text => format!(
             "{head}\n\n{}\n{SAMPLES_NOTE}\n{xor}{}",
             table(&rows),
-            super::rounds_line(&r.rounds)
+            crate::report::rounds_line(&r.rounds)
         ),
     }
 }

@@ -1,12 +1,12 @@
 //! What one system call costs.
 
+use super::{SyscallsResult, run_syscalls};
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::syscalls::{SyscallsResult, run_syscalls};
+use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::report::{self, Format};
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, syscall_costs};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `syscalls` on the data file.
 pub struct Syscalls;
@@ -28,11 +28,11 @@ impl Entry for Syscalls {
     }
 
     fn table(&self, out: &SyscallsResult) -> String {
-        report::syscalls::syscalls_report(out, Format::Text)
+        super::report::syscalls_report(out, Format::Text)
     }
 
     fn markdown(&self, out: &SyscallsResult) -> Option<String> {
-        Some(report::syscalls::syscalls_report(out, Format::Markdown))
+        Some(super::report::syscalls_report(out, Format::Markdown))
     }
 
     fn plot(&self, s: &SyscallsResult) -> Option<String> {

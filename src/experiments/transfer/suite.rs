@@ -1,12 +1,12 @@
 //! The classic transfer inputs over loopback, per sender:receiver pair.
 
+use super::{TransferConfig, TransferResult, all_pairs, run_transfer};
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::transfer::{TransferConfig, TransferResult, all_pairs, run_transfer};
+use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::report::{self, Format};
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, transfer_best};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::transfer::{RecvMethod, SendMethod};
 
 /// `transfer` of the classic files.
@@ -44,11 +44,11 @@ impl Entry for Transfer {
     }
 
     fn table(&self, out: &TransferResult) -> String {
-        report::transfer::matrix(out, Format::Text)
+        super::report::matrix(out, Format::Text)
     }
 
     fn markdown(&self, out: &TransferResult) -> Option<String> {
-        Some(report::transfer::matrix(out, Format::Markdown))
+        Some(super::report::matrix(out, Format::Markdown))
     }
 
     fn plot(&self, t: &TransferResult) -> Option<String> {

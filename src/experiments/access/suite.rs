@@ -1,14 +1,14 @@
 //! Sequential against random 4 KiB blocks, per method and cache state.
 
+use super::{AccessConfig, AccessResult, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::access::{AccessConfig, AccessResult, run_access};
+use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::report::{self, Format};
-use crate::suite::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::suite::findings::{Finding, random_warm};
+use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::workload::Pattern;
 use std::time::Duration;
 
@@ -60,11 +60,11 @@ impl Entry for Access {
     }
 
     fn table(&self, out: &AccessResult) -> String {
-        report::access::access_report(out, Format::Text)
+        super::report::access_report(out, Format::Text)
     }
 
     fn markdown(&self, out: &AccessResult) -> Option<String> {
-        Some(report::access::access_report(out, Format::Markdown))
+        Some(super::report::access_report(out, Format::Markdown))
     }
 
     fn plot(&self, a: &AccessResult) -> Option<String> {

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod report;
+pub mod suite;
+
 /// What `iolab transfer` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransferConfig {

@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub mod report;
+pub mod suite;
+
 /// What `iolab access` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessConfig {

@@ -1,8 +1,8 @@
 //! `iolab vm` report: a `pmap -x` table per stage with the file's row marked, deltas, the
 //! explanation, and page descriptors.
 
-use super::{Format, csv_line, json, markdown_table, table};
-use crate::experiments::vm::{PageCacheChange, PageInfo, Stage, VmResult};
+use super::{PageCacheChange, PageInfo, Stage, VmResult};
+use crate::report::{Format, csv_line, json, markdown_table, table};
 use crate::size::format_size;
 
 fn stage_rows(s: &Stage) -> Vec<Vec<String>> {
@@ -274,7 +274,7 @@ pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) 
     }
     let free = partb_free_rows(r);
     match format {
-        Format::Csv => super::csv_table(&rows),
+        Format::Csv => crate::report::csv_table(&rows),
         Format::Markdown => format!(
             "{}\n{}\n{}\n",
             markdown_table(&rows),

@@ -1,8 +1,8 @@
 //! `iolab sweep` reports: the table and the plot.
 
-use super::svg::{Plot, Point, Series, line_plot};
-use super::{Format, json, markdown_table, table};
-use crate::experiments::sweep::{SweepOp, SweepResult};
+use super::{SweepOp, SweepResult};
+use crate::report::svg::{Plot, Point, Series, line_plot};
+use crate::report::{Format, json, markdown_table, table};
 use crate::size::format_size;
 
 /// `iolab sweep` in `format`.
@@ -62,13 +62,17 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
                 format!("{:.1}", c.mib_s.max),
                 c.mib_s.n.to_string(),
                 if csv {
-                    super::median(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
+                    crate::report::median(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
                 } else {
-                    format_size(super::median(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64)
+                    format_size(
+                        crate::report::median(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64,
+                    )
                 },
                 format!(
                     "{:.1}",
-                    1e3 * super::median(c.runs.iter().map(|r| r.counters.wall.as_secs_f64()))
+                    1e3 * crate::report::median(
+                        c.runs.iter().map(|r| r.counters.wall.as_secs_f64())
+                    )
                 ),
                 format!("{:.0}", c.syscalls_per_gib),
                 format!("{:.0}", c.minor_faults_per_gib),
@@ -76,7 +80,7 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
                 match (c.read(), c.cache_verified, csv) {
                     (None, _, true) => String::new(),
                     (None, _, false) => "-".into(),
-                    (Some(_), ok, true) => super::csv_bool(ok),
+                    (Some(_), ok, true) => crate::report::csv_bool(ok),
                     (Some(_), true, false) => "yes".into(),
                     (Some(_), false, false) => "NO".into(),
                 },
@@ -88,14 +92,14 @@ pub fn sweep_report(r: &SweepResult, format: Format) -> String {
         rows.push(row);
     }
     match format {
-        Format::Csv => super::csv_table(&rows),
+        Format::Csv => crate::report::csv_table(&rows),
         Format::Markdown => markdown_table(&rows),
         _ => format!(
             "sweep {} of {}\n\n{}{}",
             op_name(r),
             r.config.path.display(),
             table(&rows),
-            super::rounds_line(&r.rounds)
+            crate::report::rounds_line(&r.rounds)
         ),
     }
 }

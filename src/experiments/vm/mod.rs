@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::path::PathBuf;
 
+pub mod report;
+pub mod suite;
+
 /// What `iolab vm` does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VmConfig {

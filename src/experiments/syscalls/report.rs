@@ -1,7 +1,7 @@
 //! `iolab syscalls` report.
 
-use super::{Format, json, markdown_table, table};
 use crate::experiments::syscalls::SyscallsResult;
+use crate::report::{Format, json, markdown_table, table};
 
 /// `iolab syscalls` in `format`.
 pub fn syscalls_report(r: &SyscallsResult, format: Format) -> String {
@@ -40,7 +40,7 @@ pub fn syscalls_report(r: &SyscallsResult, format: Format) -> String {
         r.read_1b_bytes_per_s
     );
     match format {
-        Format::Csv => super::csv_table(&rows),
+        Format::Csv => crate::report::csv_table(&rows),
         Format::Markdown => format!("{}\n{classic}\n", markdown_table(&rows)),
         _ => format!("{}\n{classic}\n", table(&rows)),
     }

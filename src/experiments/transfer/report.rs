@@ -1,7 +1,7 @@
 //! Transfer reports: the classic per-file lines of each side, and the method-pair matrix.
 
-use super::{Format, json, markdown_table, table};
-use crate::experiments::transfer::TransferResult;
+use super::TransferResult;
+use crate::report::{Format, json, markdown_table, table};
 use crate::size::{format_size, mib_per_s};
 use crate::transfer::SideReport;
 
@@ -45,7 +45,7 @@ pub fn side_report(r: &SideReport, format: Format, lines: Lines) -> String {
                     },
                 ]);
             }
-            return super::table_as(format, &rows);
+            return crate::report::table_as(format, &rows);
         }
         Format::Text => {}
     }
@@ -149,7 +149,7 @@ pub fn matrix(r: &TransferResult, format: Format) -> String {
         }
     );
     match format {
-        Format::Csv => super::csv_table(&rows),
+        Format::Csv => crate::report::csv_table(&rows),
         Format::Markdown => format!("{head}{}", markdown_table(&rows)),
         _ => format!("{head}{}", table(&rows)),
     }

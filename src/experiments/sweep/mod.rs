@@ -14,6 +14,9 @@ use crate::workload::{Pattern, Shape};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub mod report;
+pub mod suite;
+
 crate::named_enum! {
     /// What a sweep measures.
     pub enum SweepOp {
