@@ -5,7 +5,7 @@ use super::args::{self, OutputArgs};
 use clap::Args;
 use iolab::Error;
 use iolab::engine::ReadMethod;
-use iolab::experiments::fast::{FastConfig, run_fast};
+use iolab::experiments::fast::{self, FastConfig, run_fast};
 use iolab::report::{self, Format};
 use iolab::xor;
 use std::path::PathBuf;
@@ -63,14 +63,14 @@ impl FastArgs {
             depth: self.depth,
             probe_from: self.probe_from,
         })?;
-        eprintln!("{}", report::classic::fast_talk(&r));
+        eprintln!("{}", fast::report::fast_talk(&r));
         if self.explain {
-            eprint!("{}", report::classic::fast_explain(&r));
+            eprint!("{}", fast::report::fast_explain(&r));
         }
         ctx.emit(&self.output, &r, |f| match f {
             Format::Json => report::json(&r),
             Format::Text => format!("Xor value is {}\n", xor::format_xor(r.xor)),
-            f => report::table_as(f, &report::classic::fast_rows(&r)),
+            f => report::table_as(f, &fast::report::fast_rows(&r)),
         })
     }
 }

@@ -81,8 +81,8 @@ impl RunArgs {
         let r = run_classic(&cfg)?;
         ctx.show(&self.output, &r.notes, &r, |f| match f {
             Format::Json => report::json(&r),
-            Format::Text => report::classic::run_lines(&r),
-            f => report::table_as(f, &report::classic::run_rows(&r)),
+            Format::Text => iolab::experiments::classic::report::run_lines(&r),
+            f => report::table_as(f, &iolab::experiments::classic::report::run_rows(&r)),
         })
     }
 }

@@ -60,8 +60,8 @@ impl Run2Args {
         let r = run_run2(&cfg, &ctx.progress)?;
         ctx.emit(&self.output, &r, |f| match f {
             Format::Json => report::json(&r),
-            Format::Text => report::classic::run2_lines(&r),
-            f => report::table_as(f, &report::classic::run2_rows(&r)),
+            Format::Text => iolab::experiments::run2::report::run2_lines(&r),
+            f => report::table_as(f, &iolab::experiments::run2::report::run2_rows(&r)),
         })
     }
 }

@@ -1,14 +1,13 @@
 //! `iolab suite`, the main job: makes its own data, runs every experiment of the [`REGISTRY`],
 //! derives the findings, and renders one report. Each experiment is one value implementing
 //! [`Entry`] (name, title, what it explains, how to run it, its table and plot, the findings it
-//! feeds) in one file under `exp/`, or in its experiment's own folder (`experiments/pollute/`);
-//! progress, warnings, the JSON, report sections and findings all iterate the registry. Adding an
-//! experiment is its file (or folder), one line in [`REGISTRY`] and its key in
-//! docs/results.schema.json (a test checks the two agree).
+//! feeds) in its experiment's folder (`experiments/X/suite.rs`); progress, warnings, the JSON,
+//! report sections and findings all iterate the registry. Adding an experiment is its folder,
+//! one line in [`REGISTRY`] and its key in docs/results.schema.json (a test checks the two
+//! agree).
 
 pub(crate) mod data;
 mod entry;
-mod exp;
 pub mod findings;
 mod render;
 
@@ -29,11 +28,11 @@ use std::time::{Duration, Instant};
 
 /// The experiments of the suite, in the order they run and appear in the report.
 pub const REGISTRY: &[&dyn Experiment] = &[
-    &exp::run::RunRead,
-    &exp::run::RunWrite,
-    &exp::run2::Run2,
-    &exp::fast::FAST_WARM,
-    &exp::fast::FAST_COLD,
+    &crate::experiments::classic::suite::RunRead,
+    &crate::experiments::classic::suite::RunWrite,
+    &crate::experiments::run2::suite::Run2,
+    &crate::experiments::fast::suite::FAST_WARM,
+    &crate::experiments::fast::suite::FAST_COLD,
     &crate::experiments::sweep::suite::SweepRead,
     &crate::experiments::sweep::suite::SweepWrite,
     &crate::experiments::access::suite::Access,

@@ -1,6 +1,9 @@
-//! `iolab fast --explain`: each part's plan, the probes and what probing cost.
+//! `iolab fast`'s outputs: the classic line and table, `--explain` (each part's plan, the
+//! probes and what probing cost), and the suite's series.
 
-use super::*;
+use super::{FastResult, FastSeries};
+use crate::size::{format_size, mib_per_s};
+use crate::xor::format_xor;
 
 /// `iolab fast --explain`: each part of the file, the plan that read it and why; each probe.
 pub fn fast_explain(r: &FastResult) -> String {
@@ -129,4 +132,105 @@ pub(super) fn probe_cost(r: &FastResult) -> String {
         if parts.is_empty() { "" } else { ": " },
         parts.join("; ")
     )
+}
+
+/// `iolab fast` as one table row (for `--format csv|markdown`).
+pub fn fast_rows(r: &FastResult) -> Vec<Vec<String>> {
+    let secs = r.counters.wall.as_secs_f64();
+    vec![
+        [
+            "method",
+            "threads",
+            "bs bytes",
+            "depth",
+            "bytes",
+            "secs",
+            "MiB/s",
+            "resident %",
+            "xor",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![
+            r.choice.method.name().to_string(),
+            r.choice.threads.to_string(),
+            r.choice.bs.to_string(),
+            r.choice.depth.to_string(),
+            r.bytes.to_string(),
+            format!("{secs:.6}"),
+            format!("{:.1}", mib_per_s(r.bytes, secs)),
+            format!("{:.1}", r.resident * 100.0),
+            format_xor(r.xor),
+        ],
+    ]
+}
+
+/// `fast` repeated, a row per run, then the median.
+pub fn fast_series_markdown(s: &FastSeries) -> String {
+    let mut rows = vec![
+        [
+            "run",
+            "method",
+            "threads",
+            "bs",
+            "secs",
+            "MiB/s",
+            "resident at open",
+            "why",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (i, r) in s.runs.iter().enumerate() {
+        let secs = r.counters.wall.as_secs_f64();
+        rows.push(vec![
+            (i + 1).to_string(),
+            r.choice.method.name().to_string(),
+            r.choice.threads.to_string(),
+            format_size(r.choice.bs),
+            format!("{secs:.4}"),
+            format!("{:.1}", mib_per_s(r.bytes, secs)),
+            format!("{:.0}%", r.resident * 100.0),
+            r.choice.reason.clone(),
+        ]);
+    }
+    format!(
+        "{}\nmedian {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)\n",
+        crate::report::markdown_table(&rows),
+        s.mib_s.median,
+        s.mib_s.n,
+        s.mib_s.ci[0],
+        s.mib_s.ci[1],
+        100.0 * s.mib_s.ci_level
+    )
+}
+
+/// `iolab fast`'s line on stderr: what it chose and how fast it went.
+pub fn fast_talk(r: &FastResult) -> String {
+    let secs = r.counters.wall.as_secs_f64();
+    format!(
+        "iolab fast: {} with {} thread(s), bs {}: {} in {:.4} s, {:.1} MiB/s; cache {:.0}% resident at open ({})",
+        r.choice.method.name(),
+        r.choice.threads,
+        format_size(r.choice.bs),
+        format_size(r.bytes),
+        secs,
+        mib_per_s(r.bytes, secs),
+        r.resident * 100.0,
+        r.choice.reason
+    )
+}
+
+/// A series of `fast` runs: each run's line, then the median and its interval.
+pub fn fast_series(s: &FastSeries) -> String {
+    let mut out: String = s.runs.iter().map(|r| fast_talk(r) + "\n").collect();
+    out.push_str(&format!(
+        "median {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)\n",
+        s.mib_s.median,
+        s.mib_s.n,
+        s.mib_s.ci[0],
+        s.mib_s.ci[1],
+        100.0 * s.mib_s.ci_level
+    ));
+    out
 }

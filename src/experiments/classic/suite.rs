@@ -52,11 +52,11 @@ impl Entry for RunRead {
     }
 
     fn table(&self, out: &ClassicResult) -> String {
-        report::classic::run_lines(out)
+        super::report::run_lines(out)
     }
 
     fn markdown(&self, out: &ClassicResult) -> Option<String> {
-        Some(report::markdown_table(&report::classic::run_rows(out)))
+        Some(report::markdown_table(&super::report::run_rows(out)))
     }
 }
 
@@ -80,10 +80,10 @@ impl Entry for RunWrite {
     }
 
     fn table(&self, out: &ClassicResult) -> String {
-        report::classic::run_lines(out)
+        super::report::run_lines(out)
     }
 
     fn markdown(&self, out: &ClassicResult) -> Option<String> {
-        Some(report::markdown_table(&report::classic::run_rows(out)))
+        Some(report::markdown_table(&super::report::run_rows(out)))
     }
 }

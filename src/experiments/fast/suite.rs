@@ -4,7 +4,6 @@ use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::fast::{FastConfig, FastSeries, run_fast};
-use crate::report;
 use crate::suite::findings::{Finding, fast_warm_cold};
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
@@ -60,11 +59,11 @@ impl Entry for Fast {
     }
 
     fn table(&self, out: &FastSeries) -> String {
-        report::classic::fast_series(out)
+        super::report::fast_series(out)
     }
 
     fn markdown(&self, out: &FastSeries) -> Option<String> {
-        Some(report::classic::fast_series_markdown(out))
+        Some(super::report::fast_series_markdown(out))
     }
 
     fn finding_keys(&self) -> &'static [&'static str] {

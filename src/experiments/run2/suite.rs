@@ -5,7 +5,6 @@ use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::run2::{Run2Config, Run2Outcome, Run2Result, run_run2};
-use crate::report;
 use crate::suite::{About, Entry, SuiteContext};
 use std::time::Duration;
 
@@ -41,11 +40,11 @@ impl Entry for Run2 {
     }
 
     fn table(&self, out: &Run2Result) -> String {
-        report::classic::run2_lines(out)
+        super::report::run2_lines(out)
     }
 
     fn markdown(&self, out: &Run2Result) -> Option<String> {
-        Some(report::classic::run2_markdown(out))
+        Some(super::report::run2_markdown(out))
     }
 
     fn explain(&self, out: &Run2Result) -> Option<String> {

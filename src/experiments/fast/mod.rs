@@ -15,6 +15,8 @@ mod probing;
 use probing::{probe_cost, race_cold, race_warm};
 
 mod parts;
+pub mod report;
+pub mod suite;
 use parts::{read_part, read_ranges, segments, workload};
 pub use probing::{PROBE_BUDGET, secs_at_pace};
 

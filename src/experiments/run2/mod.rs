@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod report;
+pub mod suite;
+
 /// What `iolab run2` looks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run2Config {

@@ -10,6 +10,9 @@ use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub mod report;
+pub mod suite;
+
 /// Read or write, the classic `-r`/`-w`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
