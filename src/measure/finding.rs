@@ -2,7 +2,7 @@
 //! winner named only when that interval clears 1 by 5%, "within 5%" when it lies inside, and
 //! "undecided" otherwise; with the figures, the rows it comes from and the sides' medians. The
 //! machinery lives here, under the reports and the suite, so that both can use it; which cells
-//! each experiment compares is the suite's (`suite::findings`).
+//! each experiment compares is the experiment's (`experiments/X/findings.rs`).
 
 use crate::measure::decide::{self, Decided, RatioKind};
 use crate::measure::stats::Summary;
@@ -177,4 +177,18 @@ pub(crate) fn compare(
         cites: vec![a.cite, b.cite],
         sides,
     })
+}
+
+/// A figure there is to compare: measured, on a method this machine runs.
+pub(crate) fn usable(s: &Summary, unsupported: &Option<String>) -> bool {
+    unsupported.is_none() && s.n > 0
+}
+
+/// Eight rounds of the three given, each again with a small wobble (as the harness's first look
+/// sees them): for the findings' tests.
+#[cfg(test)]
+pub(crate) fn eight(v: &[f64]) -> Vec<f64> {
+    (0..8)
+        .map(|i| v[i % v.len()] * (1.0 + 0.002 * (i / v.len()) as f64))
+        .collect()
 }

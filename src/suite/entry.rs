@@ -4,11 +4,11 @@
 //! experiments exist; the registry in the parent module lists them.
 
 use super::data::{DataDir, DataSet};
-use super::findings::Finding;
 use crate::cache::meminfo::PageCache;
 use crate::error::{Error, ErrorKind, Result};
 use crate::experiments::Observer;
 use crate::experiments::host::Host;
+use crate::measure::finding::Finding;
 use crate::measure::interference::Interference;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -8,14 +8,14 @@
 
 pub(crate) mod data;
 mod entry;
-pub mod findings;
+
 mod render;
 
+pub use crate::measure::finding::Finding;
 pub use data::{DataDir, DataSet};
 pub use entry::{
     About, Entry, Experiment, Outcome, SCHEMA, Section, SuiteConfig, SuiteContext, SuiteResult,
 };
-pub use findings::Finding;
 pub use render::Rendered;
 
 use crate::cache::meminfo;

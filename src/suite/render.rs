@@ -3,8 +3,8 @@
 //! experiment's section comes from its registry entry.
 
 use super::entry::{Experiment, Section, SuiteResult};
-use super::findings::Finding;
 use crate::measure::decide::Decided;
+use crate::measure::finding::Finding;
 use crate::report::escape_html as esc;
 use crate::report::json;
 use crate::size::format_size;

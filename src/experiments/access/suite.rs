@@ -1,13 +1,14 @@
 //! Sequential against random 4 KiB blocks, per method and cache state.
 
+use super::findings::random_warm;
 use super::{AccessConfig, AccessResult, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::experiments::Observer;
+use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::suite::findings::{Finding, random_warm};
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::workload::Pattern;
 use std::time::Duration;

@@ -14,6 +14,7 @@ use std::time::Instant;
 mod probing;
 use probing::{probe_cost, race_cold, race_warm};
 
+pub mod findings;
 mod parts;
 pub mod report;
 pub mod suite;

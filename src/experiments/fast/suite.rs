@@ -1,10 +1,11 @@
 //! `fast` on the data file, warm and then cold.
 
+use super::findings::fast_warm_cold;
 use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::fast::{FastConfig, FastSeries, run_fast};
-use crate::suite::findings::{Finding, fast_warm_cold};
+use crate::measure::finding::Finding;
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// Runs of `fast` per cache state: enough for the median interval of each side at 97.5%, so

@@ -14,6 +14,7 @@ use crate::workload::{Pattern, Shape};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub mod findings;
 pub mod report;
 pub mod suite;
 

@@ -1,14 +1,15 @@
 //! Throughput against block size: reads cold and warm, writes by sync mode.
 
+use super::findings::{fsync_cost, mmap_crossover, sequential};
 use super::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
+use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Plot, Point, Series, line_plot, stack};
-use crate::suite::findings::{Finding, fsync_cost, mmap_crossover, sequential};
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use std::path::PathBuf;
 

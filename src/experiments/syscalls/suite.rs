@@ -1,11 +1,12 @@
 //! What one system call costs.
 
+use super::findings::syscall_costs;
 use super::{SyscallsResult, run_syscalls};
 use crate::error::Result;
 use crate::experiments::Observer;
+use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::suite::findings::{Finding, syscall_costs};
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `syscalls` on the data file.

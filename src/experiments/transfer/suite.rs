@@ -1,11 +1,12 @@
 //! The classic transfer inputs over loopback, per sender:receiver pair.
 
+use super::findings::transfer_best;
 use super::{TransferConfig, TransferResult, all_pairs, run_transfer};
 use crate::error::Result;
 use crate::experiments::Observer;
+use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::suite::findings::{Finding, transfer_best};
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::transfer::{RecvMethod, SendMethod};
 

@@ -1,55 +1,12 @@
-//! Findings: the answers people come for, derived from the measurements (never written by hand),
-//! each citing the rows it comes from: which cells of each experiment are compared. How two
-//! sides are compared and judged is `measure::finding`'s. A cell is never compared with itself.
+//! What the sweeps conclude: read against mmap in sequence (cold and warm), where mmap starts
+//! to win, and what an fsync per block costs.
 
+use super::{CellKind, SweepCell};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
-use crate::experiments::access::AccessRow;
-use crate::experiments::fast::FastSeries;
-use crate::experiments::sweep::{CellKind, SweepCell};
-use crate::experiments::syscalls::SyscallsResult;
-use crate::experiments::transfer::TransferResult;
 use crate::measure::decide::Decided;
-use crate::measure::finding::{Better, Pairing, Side, compare};
-pub use crate::measure::finding::{Finding, SideFigure};
-use crate::measure::stats::Summary;
-use crate::transfer::{RecvMethod, SendMethod};
-use crate::workload::Pattern;
-
-fn usable(s: &Summary, unsupported: &Option<String>) -> bool {
-    unsupported.is_none() && s.n > 0
-}
-
-fn access_row(rows: &[AccessRow], m: ReadMethod, p: Pattern, c: CacheMode) -> Option<&AccessRow> {
-    rows.iter().find(|r| {
-        r.method == m && r.pattern == p && r.cache == c && usable(&r.kiops, &r.unsupported)
-    })
-}
-
-/// Random 4 KiB, warm: a mapping (no hint) against pread. The same two cells every run: picking
-/// the best of several mapping variants by median would name a different variant from run to
-/// run when they are within noise of each other.
-///
-/// `looks`: the looks the harness planned for these rows' rounds.
-pub fn random_warm(rows: &[AccessRow], looks: usize) -> Option<Finding> {
-    let pread = access_row(rows, ReadMethod::Pread, Pattern::Random, CacheMode::Warm)?;
-    let mmap = access_row(rows, ReadMethod::Mmap, Pattern::Random, CacheMode::Warm)?;
-    let side = |r: &AccessRow| Side {
-        name: r.method.name().into(),
-        s: r.kiops.clone(),
-        cite: format!("access: {} random warm", r.method.name()),
-    };
-    compare(
-        "random-4k-warm",
-        "random 4 KiB reads, warm",
-        "KIOPS",
-        Better::Higher,
-        Pairing::Paired { looks },
-        side(mmap),
-        side(pread),
-    )
-}
+use crate::measure::finding::{Better, Finding, Pairing, Side, compare, usable};
 
 fn sweep_cell(cells: &[SweepCell], bs: u64, kind: CellKind) -> Option<&SweepCell> {
     cells
@@ -182,36 +139,6 @@ pub fn mmap_crossover(cells: &[SweepCell], looks: usize) -> Option<Finding> {
     })
 }
 
-/// What a 1-byte read costs against the null system call.
-pub fn syscall_costs(s: &SyscallsResult) -> Option<Finding> {
-    let row = |n: &str| {
-        s.rows
-            .iter()
-            .find(|r| r.name == n && usable(&r.ns, &r.unsupported))
-    };
-    let (read, null) = (row("read-1b")?, row("getppid")?);
-    let side = |r: &crate::experiments::syscalls::SyscallRow| Side {
-        name: r.name.clone(),
-        s: r.ns.clone(),
-        cite: format!("syscalls: {}", r.name),
-    };
-    let mut f = compare(
-        "syscall-cost",
-        "a 1-byte read against the null system call",
-        "ns",
-        Better::Lower,
-        // Every round samples every call once: the two rows share their rounds.
-        Pairing::Paired { looks: 1 },
-        side(read),
-        side(null),
-    )?;
-    f.text.push_str(&format!(
-        "; 1-byte reads move {:.1} MiB/s",
-        1e9 / read.ns.median / 1_048_576.0
-    ));
-    Some(f)
-}
-
 /// The price of fsync after every block, at 1 MiB blocks (or the largest swept).
 pub fn fsync_cost(cells: &[SweepCell], looks: usize) -> Option<Finding> {
     let sizes: Vec<u64> = cells
@@ -241,107 +168,16 @@ pub fn fsync_cost(cells: &[SweepCell], looks: usize) -> Option<Finding> {
     )
 }
 
-/// The whole file's XOR warm against cold: what the page cache is worth.
-pub fn fast_warm_cold(warm: &FastSeries, cold: &FastSeries) -> Option<Finding> {
-    let side = |f: &FastSeries, name: &str| Side {
-        name: name.into(),
-        s: f.mib_s.clone(),
-        cite: format!("fast: {name}"),
-    };
-    compare(
-        "fast-warm-cold",
-        "the whole file's XOR",
-        "MiB/s",
-        Better::Higher,
-        Pairing::Apart { looks: 1 },
-        side(warm, "warm"),
-        side(cold, "cold"),
-    )
-}
-
-/// The fastest transfer pair (by median) against plain read:write; when read:write is itself the
-/// fastest, against the runner-up. A pair is never compared with itself.
-pub fn transfer_best(t: &TransferResult, looks: usize) -> Option<Finding> {
-    let name = |s: SendMethod, r: RecvMethod| format!("{}:{}", s.name(), r.name());
-    let mut by_median: Vec<_> = t.pairs.iter().filter(|p| p.mib_s.n > 0).collect();
-    by_median.sort_by(|a, b| b.mib_s.median.total_cmp(&a.mib_s.median));
-    let base = by_median
-        .iter()
-        .find(|p| p.sender == SendMethod::Read && p.receiver == RecvMethod::Write)?;
-    let best = by_median
-        .iter()
-        .find(|p| (p.sender, p.receiver) != (base.sender, base.receiver))?;
-    let side = |p: &crate::experiments::transfer::PairResult| Side {
-        name: name(p.sender, p.receiver),
-        s: p.mib_s.clone(),
-        cite: format!("transfer: {}", name(p.sender, p.receiver)),
-    };
-    let what = "moving the classic files over loopback, the best other pair against read:write";
-    let mut f = compare(
-        "transfer-best",
-        what,
-        "MiB/s",
-        Better::Higher,
-        Pairing::Paired { looks },
-        side(best),
-        side(base),
-    )?;
-    // The leader by median is named only when it is also told apart from the runner-up: two
-    // pairs within noise of each other would otherwise take turns as "the best".
-    let best_name = name(best.sender, best.receiver);
-    let base_name = name(base.sender, base.receiver);
-    let runner = by_median.iter().find(|p| {
-        let n = name(p.sender, p.receiver);
-        n != best_name && n != base_name
-    });
-    if f.winner.as_deref() == Some(best_name.as_str())
-        && let Some(runner) = runner
-    {
-        let vs = compare(
-            "",
-            "",
-            "MiB/s",
-            Better::Higher,
-            Pairing::Paired { looks },
-            side(best),
-            side(runner),
-        )?;
-        if vs.winner.as_deref() != Some(best_name.as_str()) {
-            let runner_name = name(runner.sender, runner.receiver);
-            f.text = format!(
-                "{what}: {best_name} leads, but is not told apart from {runner_name} ({})",
-                vs.text.trim_start_matches(": ")
-            );
-            f.winner = None;
-            f.decided = Some(Decided::Undecided);
-            f.cites.push(format!("transfer: {runner_name}"));
-        }
-    }
-    Some(f)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::latency::LatencySummary;
+    use crate::measure::finding::eight;
     use crate::measure::stats::summarize;
 
-    fn arow(m: ReadMethod, p: Pattern, c: CacheMode, kiops: &[f64]) -> AccessRow {
-        AccessRow {
-            method: m,
-            pattern: p,
-            cache: c,
-            runs: Vec::new(),
-            kiops: summarize(kiops),
-            mib_s: summarize(&kiops.iter().map(|k| k * 4.0 / 1.024).collect::<Vec<_>>()),
-            latency: LatencySummary::default(),
-            minor_faults_per_op: 0.0,
-            major_faults_per_op: 0.0,
-            device_bytes_per_byte: None,
-            cache_verified: true,
-            unsupported: None,
-        }
-    }
+    const LOOKS: usize = crate::measure::decide::LOOKS.len();
+
+    const W: Option<CacheMode> = Some(CacheMode::Warm);
+    const C: Option<CacheMode> = Some(CacheMode::Cold);
 
     fn cell(
         bs: u64,
@@ -369,88 +205,6 @@ mod tests {
             cache_verified: true,
             unsupported: None,
         }
-    }
-
-    /// Eight rounds of the three given, each again with a small wobble (as the harness's first
-    /// look sees them).
-    fn eight(v: &[f64]) -> Vec<f64> {
-        (0..8)
-            .map(|i| v[i % v.len()] * (1.0 + 0.002 * (i / v.len()) as f64))
-            .collect()
-    }
-
-    const LOOKS: usize = crate::measure::decide::LOOKS.len();
-
-    const W: Option<CacheMode> = Some(CacheMode::Warm);
-    const C: Option<CacheMode> = Some(CacheMode::Cold);
-
-    #[test]
-    fn random_warm_compares_mmap_with_pread_and_names_it_only_when_clear() {
-        let rows = vec![
-            arow(
-                ReadMethod::Pread,
-                Pattern::Random,
-                CacheMode::Warm,
-                &eight(&[1000.0, 900.0, 1100.0]),
-            ),
-            arow(
-                ReadMethod::Mmap,
-                Pattern::Random,
-                CacheMode::Warm,
-                &eight(&[1900.0, 1700.0, 2100.0]),
-            ),
-            arow(
-                ReadMethod::MmapRandom,
-                Pattern::Random,
-                CacheMode::Warm,
-                &[1500.0; 8],
-            ),
-            arow(
-                ReadMethod::Mmap,
-                Pattern::Random,
-                CacheMode::Cold,
-                &[9000.0; 8],
-            ),
-        ];
-        let f = random_warm(&rows, LOOKS).unwrap();
-        assert_eq!(f.winner.as_deref(), Some("mmap"), "{}", f.text);
-        assert!((f.ratio - 1.9).abs() < 0.05, "{f:?}");
-        assert!(
-            f.text.contains("mmap 1.90x faster than pread"),
-            "{}",
-            f.text
-        );
-        assert_eq!(f.cites[0], "access: mmap random warm");
-        assert_eq!(
-            (f.decided, f.level, f.rounds),
-            (Some(Decided::Winner), 0.95, 8)
-        );
-        // The ratio printed is the one whose interval is printed.
-        assert!(f.ci[0] <= f.ratio && f.ratio <= f.ci[1], "{f:?}");
-        assert!(
-            f.text.contains("paired: median of per-round ratios"),
-            "{}",
-            f.text
-        );
-        // Three rounds (what --quick used to take) decide nothing.
-        let three: Vec<AccessRow> = rows
-            .iter()
-            .map(|r| AccessRow {
-                kiops: summarize(&r.kiops.samples[..3]),
-                ..r.clone()
-            })
-            .collect();
-        let f = random_warm(&three, 1).unwrap();
-        assert_eq!(
-            (f.winner.as_deref(), f.decided),
-            (None, Some(Decided::Undecided))
-        );
-        assert!(f.text.contains("undecided after 3 rounds"), "{}", f.text);
-        assert!(f.text.contains("at only 75%"), "{}", f.text);
-        assert!(
-            random_warm(&rows[1..], LOOKS).is_none(),
-            "no pread row, no finding"
-        );
     }
 
     /// The noisy quick-suite data the issue recorded: four runs said "read 1.76x", "read 5.21x",
