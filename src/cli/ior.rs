@@ -5,8 +5,8 @@ use super::args::{self, OutputArgs};
 use super::{Ctx, usage, warn_all};
 use clap::Args;
 use iolab::Error;
+use iolab::experiments::ior::report;
 use iolab::experiments::ior::{Comm, IorApi, IorConfig, IorResult, run_ior};
-use iolab::report;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -116,7 +116,7 @@ impl IorArgs {
             let r = run_ior(&cfg, comm)?;
             if comm.rank() == 0 {
                 warn_all(&r.notes);
-                ctx.emit(&self.output, &r, |f| report::ior::ior_report(&r, f))?;
+                ctx.emit(&self.output, &r, |f| report::ior_report(&r, f))?;
             }
             check(&r)
         })

@@ -2,7 +2,6 @@
 //! Every function here is pure (`result -> String`); printing is the binary's job.
 
 pub mod classic;
-pub mod ior;
 pub mod runs;
 pub mod svg;
 pub mod trace;

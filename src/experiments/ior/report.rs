@@ -2,9 +2,9 @@
 //! iterations), followed by what iolab adds: the XOR check, each rank's cache, faults and device
 //! bytes, and the slowest rank.
 
-use super::{Format, csv_table, json, markdown_table, table};
 use crate::experiments::ior::{IorResult, PhaseResult};
 use crate::measure::stats::summarize;
+use crate::report::{Format, csv_table, json, markdown_table, table};
 use crate::size::format_size;
 use crate::xor::format_xor;
 
@@ -156,7 +156,7 @@ fn rank_rows(r: &IorResult, csv: bool) -> Vec<Vec<String>> {
                 format_xor(k.expected_xor),
                 match (k.xor, csv) {
                     (None, true) => String::new(),
-                    (Some(x), true) => super::csv_bool(x == k.expected_xor),
+                    (Some(x), true) => crate::report::csv_bool(x == k.expected_xor),
                     (None, false) => "not checked".into(),
                     (Some(x), false) if x == k.expected_xor => "yes".into(),
                     (Some(_), false) => "no".into(),

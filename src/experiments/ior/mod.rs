@@ -23,6 +23,7 @@ mod phases;
 use phases::{read_phase, write_phase};
 
 mod claim;
+pub mod report;
 pub use claim::Claim;
 use claim::claim_file;
 
