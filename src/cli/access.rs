@@ -96,7 +96,6 @@ fn classic_method(method: &str, advice: Option<&str>) -> Result<ReadMethod, Stri
 impl AccessArgs {
     fn config(&self) -> Result<AccessConfig, String> {
         let mut cfg = AccessConfig {
-            path: self.file.clone(),
             bs: self.bs,
             patterns: self.patterns.clone(),
             methods: self.methods.clone(),
@@ -104,17 +103,15 @@ impl AccessArgs {
             threads: self.engine.threads,
             depth: self.engine.depth,
             ops: self.ops,
-            cold_ops: None,
             duration: Some(self.duration.unwrap_or(Duration::from_secs(10))),
             repeat: self.repeat,
             budget: self.budget,
-            focus: None,
             warmup: self.warmup,
             seed: self.seed,
             drop_all: self.drop_all,
             work: self.work.unwrap_or(Work::Xor),
-            classic: false,
             untimed: self.no_latency,
+            ..AccessConfig::new(self.file.clone())
         };
         if !self.classic.is_empty() {
             let words: Vec<&str> = self.classic.iter().map(|s| s.as_str()).collect();

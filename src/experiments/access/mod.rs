@@ -215,27 +215,46 @@ impl AccessConfig {
     /// counted run.
     pub fn classic(path: PathBuf) -> AccessConfig {
         AccessConfig {
+            methods: Self::CLASSIC_METHODS.to_vec(),
+            caches: vec![CacheMode::Asis],
+            duration: None,
+            repeat: 1,
+            warmup: 0,
+            seed: 0,
+            work: Work::Touch,
+            classic: true,
+            untimed: true,
+            ..AccessConfig::new(path)
+        }
+    }
+
+    /// `path` read as `iolab access` reads by default: 4 KiB blocks, both orders, every default
+    /// method, warm and cold, one thread (io_uring 32 deep), runs of at most 10 s, the default
+    /// counted and warm-up rounds, XOR of every word, seed 1.
+    pub fn new(path: PathBuf) -> AccessConfig {
+        AccessConfig {
             path,
             bs: 4096,
             patterns: Self::DEFAULT_PATTERNS.to_vec(),
-            methods: Self::CLASSIC_METHODS.to_vec(),
-            caches: vec![CacheMode::Asis],
+            methods: Self::DEFAULT_METHODS.to_vec(),
+            caches: Self::DEFAULT_CACHES.to_vec(),
             threads: 1,
             depth: 32,
             ops: None,
             cold_ops: None,
-            duration: None,
-            repeat: 1,
+            duration: Some(Duration::from_secs(10)),
+            repeat: Self::DEFAULT_REPEAT,
             budget: None,
             focus: None,
-            warmup: 0,
-            seed: 0,
+            warmup: Self::DEFAULT_WARMUP,
+            seed: 1,
             drop_all: false,
-            work: Work::Touch,
-            classic: true,
-            untimed: true,
+            work: Work::Xor,
+            classic: false,
+            untimed: false,
         }
     }
+
     /// Counted rounds by default.
     pub const DEFAULT_REPEAT: usize = 3;
     /// Uncounted rounds by default (the first touches of fresh page-cache memory are slow).

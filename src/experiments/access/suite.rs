@@ -34,28 +34,16 @@ impl Entry for Access {
             ReadMethod::Uring,
         ];
         let cfg = AccessConfig {
-            path: ctx.file().to_path_buf(),
-            bs: 4096,
-            patterns: vec![Pattern::Seq, Pattern::Random],
             methods: ctx
                 .scale(&quick_methods[..], &AccessConfig::DEFAULT_METHODS[..])
                 .to_vec(),
-            caches: vec![CacheMode::Warm, CacheMode::Cold],
-            threads: 1,
-            depth: 32,
-            ops: None,
-            cold_ops: None,
             // Each run lasts this long at most (cold runs also stop at their file's end).
             duration: Some(ctx.scale(Duration::from_millis(200), Duration::from_millis(300))),
-            work: Default::default(),
-            classic: false,
-            untimed: false,
             repeat: 3,
             budget: Some(ctx.scale(Duration::from_secs(15), Duration::from_secs(75))),
             focus: Some((Pattern::Random, CacheMode::Warm)),
             warmup: ctx.scale(0, 1),
-            seed: 1,
-            drop_all: false,
+            ..AccessConfig::new(ctx.file().to_path_buf())
         };
         run_access(&cfg, ctx.command_line, obs)
     }
