@@ -27,7 +27,13 @@ def hold_freed_memory():
     one, so a tool's write bandwidth depended on how long ago the last run freed its pages.
     Reporting is limited to the largest blocks (page_reporting_order) and, where the kernel has
     it, to memory free for a minute (min_free_ms); both are restored at exit. Without root
-    or reporting, nothing changes."""
+    or reporting, nothing changes. With IOLAB_BENCH_REPORTING=as-is (a bench's `--reporting
+    as-is`) nothing is held back: the machine runs as a user's does."""
+    if os.environ.get("IOLAB_BENCH_REPORTING") == "as-is":
+        if os.path.isdir(REPORTING):
+            print("free page reporting left as it is (--reporting as-is): freed memory goes back "
+                  "to the host as on a user's machine", file=sys.stderr)
+        return
     wanted = {"page_reporting_order": "10", "min_free_ms": "60000"}
     old = {}
     for name, value in wanted.items():
@@ -58,6 +64,31 @@ def hold_freed_memory():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     changes = ", ".join(f"{os.path.basename(p)} {v} -> {wanted[os.path.basename(p)]}" for p, v in old.items())
     print(f"free page reporting held back while the bench runs ({changes}; restored at exit)", file=sys.stderr)
+
+
+def reporting_arg(ap):
+    """Adds `--reporting held|as-is|both` to a bench's arguments."""
+    ap.add_argument("--reporting", choices=["held", "as-is", "both"], default="held",
+                    help="free page reporting held back for the run (the default), left as it is "
+                         "(a user's machine), or both: the whole bench once each, held first")
+
+
+def run_reporting(a):
+    """Acts on `--reporting`: for `both`, runs this bench again once held and once as-is (each
+    printing its own results under a heading) and exits; otherwise sets what
+    `hold_freed_memory` does and returns."""
+    if a.reporting != "both":
+        os.environ["IOLAB_BENCH_REPORTING"] = a.reporting
+        return
+    argv = [x for x in sys.argv[1:] if not x.startswith("--reporting")]
+    # `--reporting both` may have been given as two words.
+    if "both" in argv:
+        argv.remove("both")
+    rc = 0
+    for mode in ("held", "as-is"):
+        print(f"\n=== free page reporting {mode} ===", flush=True)
+        rc |= subprocess.run([sys.executable, sys.argv[0], *argv, "--reporting", mode]).returncode
+    sys.exit(rc)
 
 
 def ensure(packages):
