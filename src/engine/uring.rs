@@ -439,7 +439,8 @@ impl AsyncWorker for UringWorker {
     }
 
     /// `depth` requests in flight, from free slots (spares included) before any completed
-    /// block is digested.
+    /// block is digested; while the page cache serves the ring, digested first and at most
+    /// [`served::SERVED_BYTES`] of them (see [`Served::depth`]).
     fn has_room(&self) -> bool {
         self.busy
             < self
