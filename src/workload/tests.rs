@@ -266,3 +266,44 @@ fn more_threads_than_blocks_leaves_empty_parts() {
     };
     assert_eq!(all_blocks(&w), vec![Block { offset: 0, len: 5 }]);
 }
+
+#[test]
+fn each_block_gives_the_blocks_block_gives_for_every_kind_of_order() {
+    // A file whose last block is short, so the lengths are checked too.
+    let len = 4096 * 300 + 100;
+    let w = |pattern| Workload {
+        bs: 4096,
+        len,
+        pattern,
+        seed: 5,
+        threads: 2,
+    };
+    let mut parts = w(Pattern::Seq).parts();
+    parts.extend(w(Pattern::Random).parts());
+    parts.extend(w(Pattern::Random).uniform_parts(3));
+    parts.extend(
+        w(Pattern::Seq)
+            .shared_ranges(&[(0, 8192), (40960, len)])
+            .unwrap(),
+    );
+    parts.push(Part::explicit(
+        vec![
+            Block { offset: 10, len: 7 },
+            Block {
+                offset: 0,
+                len: 4096,
+            },
+        ]
+        .into(),
+        len,
+    ));
+    for (k, p) in parts.iter().enumerate() {
+        let n = p.block_count();
+        for range in [0..n, 1..n.min(5), n / 2..n, 0..0] {
+            let mut got = Vec::new();
+            p.each_block(range.clone(), |b| got.push(b));
+            let want: Vec<Block> = range.map(|i| p.block(i)).collect();
+            assert_eq!(got, want, "part {k}");
+        }
+    }
+}
