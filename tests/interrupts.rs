@@ -111,7 +111,6 @@ fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
             hd.extend_from_slice(&8u16.to_le_bytes());
             hd.extend_from_slice(b"huge.bin");
             hd.extend_from_slice(&(1u64 << 30).to_le_bytes());
-            hd.extend_from_slice(&[0; 32]);
             let _ = s.write_all(&hd);
             let _ = s.write_all(&bytes(100_000, 5));
             std::thread::sleep(Duration::from_millis(300));

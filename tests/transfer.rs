@@ -129,7 +129,6 @@ fn header(name: &[u8], size: u64) -> Vec<u8> {
     b.extend_from_slice(&(name.len() as u16).to_le_bytes());
     b.extend_from_slice(name);
     b.extend_from_slice(&size.to_le_bytes());
-    b.extend_from_slice(&[0; 32]);
     b
 }
 
@@ -173,8 +172,12 @@ fn bad_senders_are_refused_and_leave_nothing() {
         ),
         (header(b"cut", 1000)[..10].to_vec(), "truncated header"),
         (
-            [header(b"bad", 3), b"abc".to_vec(), vec![0]].concat(),
+            [header(b"bad", 3), b"abc".to_vec(), vec![0; 32], vec![0]].concat(),
             "checksum mismatch",
+        ),
+        (
+            [header(b"short", 3), b"abc".to_vec(), vec![1; 5]].concat(),
+            "truncated checksum of short: 5 of 32 bytes",
         ),
     ];
     for (bytes_out, needle) in cases {
@@ -913,11 +916,9 @@ fn bytes_that_differ_from_the_headers_hash_are_refused_by_every_receiver() {
         let (addr, h) = bad_sender(|s| {
             let _ = s.write_all(&hello(VERSION));
             swallow_hello(s);
-            let mut hd = header(b"x", 3);
-            let n = hd.len();
-            hd[n - 32..].copy_from_slice(blake3::hash(b"abc").as_bytes());
-            let _ = s.write_all(&hd);
+            let _ = s.write_all(&header(b"x", 3));
             let _ = s.write_all(b"abd");
+            let _ = s.write_all(blake3::hash(b"abc").as_bytes());
             let _ = s.write_all(&[0]);
             let mut status = [0u8; 64];
             let _ = s.read(&mut status);
@@ -943,11 +944,9 @@ fn a_second_file_of_one_name_from_the_sender_is_a_peer_failure() {
         let _ = s.write_all(&hello(VERSION));
         swallow_hello(s);
         for _ in 0..2 {
-            let mut hd = header(b"dup", 3);
-            let n = hd.len();
-            hd[n - 32..].copy_from_slice(blake3::hash(b"abc").as_bytes());
-            let _ = s.write_all(&hd);
+            let _ = s.write_all(&header(b"dup", 3));
             let _ = s.write_all(b"abc");
+            let _ = s.write_all(blake3::hash(b"abc").as_bytes());
         }
         let _ = s.write_all(&[0]);
         let mut status = [0u8; 64];
@@ -1033,9 +1032,7 @@ fn with_a_token_a_frame_without_this_connections_tag_is_refused() {
             let _ = s.read_exact(&mut p);
             let _ = s.write_all(proof("tok", b"send", &ns, &nr).as_bytes());
             let mut session = Session::new(Some("tok"), &ns, &nr);
-            let mut hd = header(b"x.bin", 3);
-            let n = hd.len();
-            hd[n - 32..].copy_from_slice(blake3::hash(b"abc").as_bytes());
+            let hd = header(b"x.bin", 3);
             let frame = if tagged {
                 session.seal(b"send", &hd)
             } else {
@@ -1043,6 +1040,7 @@ fn with_a_token_a_frame_without_this_connections_tag_is_refused() {
             };
             let _ = s.write_all(&frame);
             let _ = s.write_all(b"abc");
+            let _ = s.write_all(&session.seal(b"send", blake3::hash(b"abc").as_bytes()));
             let _ = s.write_all(&session.seal(b"send", &[0]));
             let mut status = [0u8; 64];
             let _ = s.read(&mut status);
@@ -1079,15 +1077,13 @@ fn swapping_out_for_a_symlink_mid_transfer_redirects_nothing() {
         bad_sender(move |s| {
             let _ = s.write_all(&hello(VERSION));
             swallow_hello(s);
-            let mut hd = header(b"doc.bin", content.len() as u64);
-            let n = hd.len();
-            hd[n - 32..].copy_from_slice(blake3::hash(&content).as_bytes());
-            let _ = s.write_all(&hd);
+            let _ = s.write_all(&header(b"doc.bin", content.len() as u64));
             let _ = s.write_all(&content[..1000]);
             // The receiver has made its temporary file by now; the path is swapped meanwhile.
             go.wait();
             go.wait();
             let _ = s.write_all(&content[1000..]);
+            let _ = s.write_all(blake3::hash(&content).as_bytes());
             let _ = s.write_all(&[0]);
             let mut status = [0u8; 64];
             let _ = s.read(&mut status);

@@ -168,8 +168,9 @@ pub struct FileRecord {
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
     #[serde(with = "crate::measure::secs")]
     pub time: Duration,
-    /// Hashing: before the timed window on the sender, after it on an mmap or splice receiver;
-    /// a write receiver hashes while it writes (inside `time`), leaving only the final step here.
+    /// Hashing: the sender's hashing thread, beside its timed window; after the window on an
+    /// mmap or splice receiver; a write receiver hashes while it writes (inside `time`), leaving
+    /// only the final step here.
     #[serde(with = "crate::measure::secs")]
     pub hash_time: Duration,
     /// BLAKE3 of the content, hex; empty when a raw stream was received with `--no-hash`.
@@ -182,9 +183,10 @@ pub struct FileRecord {
 }
 
 impl FileRecord {
-    /// The record of file `h` moved by `method` in `time`.
+    /// The record of file `h`, of BLAKE3 `hash`, moved by `method` in `time`.
     pub fn new(
         h: &protocol::Header,
+        hash: &[u8; 32],
         method: &str,
         time: Duration,
         hash_time: Duration,
@@ -195,7 +197,7 @@ impl FileRecord {
             method: method.into(),
             time,
             hash_time,
-            blake3: blake3::Hash::from_bytes(h.hash).to_hex().to_string(),
+            blake3: blake3::Hash::from_bytes(*hash).to_hex().to_string(),
             mib_s: crate::size::mib_per_s(h.size, time.as_secs_f64()),
             pages: Vec::new(),
         }

@@ -1,5 +1,5 @@
 //! The wire protocol (docs/protocol.md): a hello each way (magic, version, flags, nonce, and with a
-//! token a proof of it), then per file a header (name, size, BLAKE3 of the content) and the
+//! token a proof of it), then per file a header (name, size), the content and the BLAKE3 of the
 //! content, then an end marker. All integers little-endian.
 
 use crate::error::{Error, Result};
@@ -12,8 +12,10 @@ pub use pace::{Bounded, Pace};
 /// The first bytes of every hello.
 pub const MAGIC: [u8; 8] = *b"IOLABXFR";
 /// The protocol version spoken. 2: proofs over both nonces, and with a token every header, the
-/// end marker and the status carry a tag keyed from the token and both nonces.
-pub const VERSION: u16 = 2;
+/// end marker and the status carry a tag keyed from the token and both nonces. 3: a file's
+/// BLAKE3 follows its content (the sender hashes while it sends) instead of sitting in its
+/// header, and with a token carries a tag of its own.
+pub const VERSION: u16 = 3;
 /// Hello flag: this side holds a token.
 pub const FLAG_TOKEN: u16 = 1;
 /// Hello flags, bits 8-15: the number of connections this side uses (0: not said).
@@ -120,19 +122,16 @@ pub struct Header {
     pub name: String,
     /// Content bytes that follow.
     pub size: u64,
-    /// BLAKE3 of the content.
-    pub hash: [u8; 32],
 }
 
 impl Header {
     /// The header on the wire.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(1 + 2 + self.name.len() + 8 + 32);
+        let mut b = Vec::with_capacity(1 + 2 + self.name.len() + 8);
         b.push(FRAME_FILE);
         b.extend_from_slice(&(self.name.len() as u16).to_le_bytes());
         b.extend_from_slice(self.name.as_bytes());
         b.extend_from_slice(&self.size.to_le_bytes());
-        b.extend_from_slice(&self.hash);
         b
     }
 }
@@ -236,17 +235,33 @@ pub fn read_frame(r: &mut impl Read, peer: &str) -> Result<Frame> {
         return Err(bad(format!("truncated header: {got} of {n} name bytes")));
     }
     let name = check_name(&name).map_err(|w| Error::failed("refused", w).on(peer))?;
-    let mut rest = [0u8; 40];
-    let got = read_full(r, &mut rest).map_err(io)?;
-    if got < 40 {
+    let mut size = [0u8; 8];
+    let got = read_full(r, &mut size).map_err(io)?;
+    if got < 8 {
         return Err(bad(format!(
-            "truncated header of {name}: {got} of 40 size and hash bytes"
+            "truncated header of {name}: {got} of 8 size bytes"
         )));
     }
-    let size = u64::from_le_bytes(rest[..8].try_into().unwrap_or([0; 8]));
-    let mut hash = [0u8; 32];
-    hash.copy_from_slice(&rest[8..]);
-    Ok(Frame::File(Header { name, size, hash }))
+    let size = u64::from_le_bytes(size);
+    Ok(Frame::File(Header { name, size }))
+}
+
+/// Bytes of a file's digest, which follows its content: the BLAKE3 of the content.
+pub const DIGEST_LEN: usize = 32;
+
+/// Reads the digest that follows file `name`'s content.
+pub fn read_digest(r: &mut impl Read, name: &str, peer: &str) -> Result<[u8; DIGEST_LEN]> {
+    let mut d = [0u8; DIGEST_LEN];
+    let got = read_full(r, &mut d)
+        .map_err(|e| Error::failed("receive failed", timeout_text(&e)).on(peer))?;
+    if got < DIGEST_LEN {
+        return Err(Error::failed(
+            "bad header",
+            format!("truncated checksum of {name}: {got} of {DIGEST_LEN} bytes after its content"),
+        )
+        .on(peer));
+    }
+    Ok(d)
 }
 
 /// The proof of a token for a role over both hellos' nonces (the sender's first): neither side

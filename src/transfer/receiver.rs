@@ -116,12 +116,13 @@ impl RecvConfig {
     }
 }
 
-/// A file about to be received: its name, and from a header its size and BLAKE3; a raw stream
-/// has neither, and ends when the sender closes.
+/// A file about to be received: its name, and from a header its size (its BLAKE3 follows the
+/// content); a raw stream has neither, and ends when the sender closes.
 struct Incoming {
     name: String,
     size: Option<u64>,
-    hash: Option<[u8; 32]>,
+    /// Whether a BLAKE3 follows the content (framed streams).
+    framed: bool,
     /// When its bytes began to come, and how slow they may come.
     began: Instant,
     pace: Pace,
@@ -132,7 +133,7 @@ impl Incoming {
         Incoming {
             name: h.name.clone(),
             size: Some(h.size),
-            hash: Some(h.hash),
+            framed: true,
             began: Instant::now(),
             pace,
         }
@@ -315,11 +316,20 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
         let inc = Incoming {
             name,
             size: None,
-            hash: None,
+            framed: false,
             began: Instant::now(),
             pace: cfg.link.pace,
         };
-        files.push(store(&mut sock, &inc, i, cfg, &cfg.connect, &mut gear)?);
+        let mut none = Session::new(None, &[0; 16], &[0; 16]);
+        files.push(store(
+            &mut sock,
+            &mut none,
+            &inc,
+            i,
+            cfg,
+            &cfg.connect,
+            &mut gear,
+        )?);
     }
     let (user, sys) = cpu_since(&cpu);
     Ok(SideReport {
@@ -429,6 +439,7 @@ fn connection(
         }
         match store(
             &mut sock,
+            &mut session,
             &Incoming::framed(&header, pace),
             index,
             cfg,

@@ -1,6 +1,7 @@
 //! The sender: listens, proves the token (if any), and sends its files in order, each through
 //! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
-//! `splice` (file -> pipe -> socket). Files are hashed before the timed window.
+//! `splice` (file -> pipe -> socket). Each file is hashed while it is sent (on a thread beside
+//! the sending) and its BLAKE3 follows its content.
 
 use super::protocol::{self, Bounded, Header, Hello, Pace, Session};
 use super::{ConnOut, FileRecord, Link, SendMethod, SideReport, cpu_since, run_connections};
@@ -13,6 +14,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod content;
@@ -70,15 +72,12 @@ impl Gear {
     }
 }
 
-/// A file ready to send: opened, sized, hashed (framed streams only).
+/// A file ready to send: opened and sized (its hash is taken while it is sent).
 struct Outgoing {
     path: PathBuf,
     name: String,
     file: File,
     size: u64,
-    /// BLAKE3 for the header; `None` for a raw stream, which carries none.
-    hash: Option<[u8; 32]>,
-    hash_time: Duration,
 }
 
 /// Binds the listening socket (a port of 0 picks a free one).
@@ -125,23 +124,11 @@ fn prepare(cfg: &SendConfig) -> Result<Vec<Outgoing>> {
                 .ok_or_else(|| Error::usage("invalid file", "it names no file").at(path))?;
             protocol::check_name(name.as_bytes())
                 .map_err(|w| Error::usage("cannot send", w).at(path))?;
-            // A raw stream carries no hash, as nc and the course's master send none: hashing
-            // first would keep a waiting receiver idle for a whole pass over the file.
-            let (hash, hash_time) = if cfg.link.raw {
-                (None, Duration::ZERO)
-            } else {
-                let t = Instant::now();
-                let h = hash_file(&src.file, src.size)
-                    .map_err(|e| Error::io("read failed", path, &e))?;
-                (Some(h), t.elapsed())
-            };
             Ok(Outgoing {
                 path: path.clone(),
                 name,
                 file: src.file,
                 size: src.size,
-                hash,
-                hash_time,
             })
         })
         .collect()
@@ -178,6 +165,76 @@ pub fn hash_file(file: &File, size: u64) -> std::io::Result<[u8; 32]> {
     Ok(*h.finalize().as_bytes())
 }
 
+/// Sends file `f`'s content and hashes it meanwhile: from [`HASH_BESIDE_FROM`] bytes on a
+/// thread of its own over a mapping of the file (the checksum then costs no wall time where a
+/// core is idle), smaller files on this thread after sending. Returns what sending gave, and
+/// the hash with the hashing's own time and its thread's CPU time (zero on this thread, which
+/// counts its own). A failed send stops the hashing within 4 MiB.
+fn send_hashing(
+    sock: &mut TcpStream,
+    f: &Outgoing,
+    cfg: &SendConfig,
+    gear: &mut Gear,
+    peer: &str,
+) -> (Result<(Duration, Vec<PageDesc>)>, std::io::Result<Hashed>) {
+    let timed = |stop: &AtomicBool| {
+        let t = Instant::now();
+        hash_beside(&f.file, f.size, stop)
+            .map(|h| (h, t.elapsed(), (Duration::ZERO, Duration::ZERO)))
+    };
+    let stop = AtomicBool::new(false);
+    if f.size < HASH_BESIDE_FROM {
+        let sent = send_content(sock, f, cfg, gear, peer);
+        return (sent, timed(&stop));
+    }
+    std::thread::scope(|s| {
+        let hashing = s.spawn(|| {
+            let cpu = crate::sys::net::rusage_thread();
+            timed(&stop).map(|(h, t, _)| (h, t, cpu_since(&cpu)))
+        });
+        let sent = send_content(sock, f, cfg, gear, peer);
+        if sent.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let hashed = hashing
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the hashing thread failed")));
+        (sent, hashed)
+    })
+}
+
+/// A file's BLAKE3, the hashing's wall time, and its thread's CPU time (user, system).
+type Hashed = ([u8; 32], Duration, (Duration, Duration));
+
+/// Files from this size are hashed on a thread beside the sending (below it, starting a thread
+/// costs more than the hashing).
+pub const HASH_BESIDE_FROM: u64 = 1 << 20;
+
+/// BLAKE3 of a file's first `size` bytes on this thread (its SIMD over 16 chunks at once),
+/// mapped from [`HASH_BESIDE_FROM`] bytes, in 4 MiB steps until `stop` is set; a file that
+/// shrinks is refused, as in [`hash_file`].
+pub fn hash_beside(file: &File, size: u64, stop: &AtomicBool) -> std::io::Result<[u8; 32]> {
+    const STEP: usize = 4 << 20;
+    let map = match size >= HASH_BESIDE_FROM {
+        true => Mapping::new(file, size as usize, false).ok(),
+        false => None,
+    };
+    let Some(map) = map else {
+        return hash_file(file, size);
+    };
+    let mut h = blake3::Hasher::new();
+    for piece in map.as_slice().chunks(STEP) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("stopped: the send failed"));
+        }
+        h.update(piece);
+    }
+    if map.sigbus_hits() > 0 {
+        return Err(std::io::Error::other("the file shrank while hashing"));
+    }
+    Ok(*h.finalize().as_bytes())
+}
+
 /// Files from this size are hashed on every core: below it, handing the work to other threads
 /// costs more than it saves (BLAKE3's own advice is 128 KiB; a mapping costs its set-up too).
 pub const HASH_PARALLEL_FROM: u64 = 1 << 20;
@@ -190,11 +247,11 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
     serve_prepared(listener, cfg, files)
 }
 
-/// The files opened and hashed, ready to be served (the hashing is not part of the transfer).
+/// The files opened and checked, ready to be served.
 pub struct Prepared(Vec<Outgoing>);
 
-/// Opens and hashes `cfg`'s files, so that a receiver started afterwards does not wait for the
-/// hashing inside its own timing (as `iolab transfer` does).
+/// Opens and checks `cfg`'s files before anything listens, so that a receiver started
+/// afterwards does not wait for it inside its own timing (as `iolab transfer` does).
 pub fn prepare_files(cfg: &SendConfig) -> Result<Prepared> {
     cfg.link.check()?;
     prepare(cfg).map(Prepared)
@@ -300,16 +357,11 @@ fn serve_raw(
                 break;
             }
         }
-        let mut rec = FileRecord::new(
-            &Header {
-                name: f.name.clone(),
-                size: f.size,
-                hash: [0; 32],
-            },
-            cfg.method.name(),
-            time,
-            f.hash_time,
-        );
+        let header = Header {
+            name: f.name.clone(),
+            size: f.size,
+        };
+        let mut rec = FileRecord::new(&header, &[0; 32], cfg.method.name(), time, Duration::ZERO);
         // None computed: said as nothing, never as the hash of zeros.
         rec.blake3.clear();
         rec.pages = pages;
@@ -363,7 +415,16 @@ fn connection(
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "receiver".into());
     let mut records = Vec::new();
-    let sent = send_files(&mut sock, &mut session, files, cfg, &peer, &mut records);
+    let mut hashing = (Duration::ZERO, Duration::ZERO);
+    let sent = send_files(
+        &mut sock,
+        &mut session,
+        files,
+        cfg,
+        &peer,
+        &mut records,
+        &mut hashing,
+    );
     // The receiver answers a status, and with a failure its reason: after the end marker, or
     // as soon as it gave up (then a write here failed first: the reason is what to report).
     let wait = if sent.is_ok() {
@@ -393,14 +454,19 @@ fn connection(
             .on(&peer))
         }
         (Err(e), _) => Err(e),
-        (Ok(()), Ok(None)) => Ok((records, cpu_since(&cpu))),
+        (Ok(()), Ok(None)) => {
+            // This thread's CPU and its hashing threads'.
+            let (user, sys) = cpu_since(&cpu);
+            Ok((records, (user + hashing.0, sys + hashing.1)))
+        }
         (Ok(()), Err(e)) => {
             Err(Error::failed("transfer failed", protocol::timeout_text(&e)).on(&peer))
         }
     }
 }
 
-/// Sends this connection's files and the end marker.
+/// Sends this connection's files and the end marker; adds the CPU time (user, system) of the
+/// threads that hashed them to `hashing`.
 fn send_files(
     sock: &mut TcpStream,
     session: &mut Session,
@@ -408,25 +474,31 @@ fn send_files(
     cfg: &SendConfig,
     peer: &str,
     records: &mut Vec<(usize, FileRecord)>,
+    hashing: &mut (Duration, Duration),
 ) -> Result<()> {
     let peer = peer.to_string();
     // Set up once, before any file's window: each window holds that file's transfer only.
     let mut gear = Gear::new(cfg)?;
     for (i, f) in files {
-        let Some(hash) = f.hash else {
-            return Err(Error::failed("send failed", "a framed file was not hashed").at(&f.path));
-        };
         let header = Header {
             name: f.name.clone(),
             size: f.size,
-            hash,
         };
         let pace = cfg.link.pace;
         let mut b = Bounded::new(sock, &pace, pace.handshake, "sending a header");
         protocol::send_all(&mut b, &session.seal(b"send", &header.encode()), &peer)?;
         b.finish();
-        let (time, pages) = send_content(sock, f, cfg, &mut gear, &peer)?;
-        let mut rec = FileRecord::new(&header, cfg.method.name(), time, f.hash_time);
+        let (sent, hashed) = send_hashing(sock, f, cfg, &mut gear, &peer);
+        let (time, pages) = sent?;
+        let (hash, hash_time, (user, sys)) =
+            hashed.map_err(|e| Error::io("read failed", &f.path, &e))?;
+        hashing.0 += user;
+        hashing.1 += sys;
+        // The content's BLAKE3 follows it (tagged with a token, as every frame is).
+        let mut b = Bounded::new(sock, &pace, pace.handshake, "sending a checksum");
+        protocol::send_all(&mut b, &session.seal(b"send", &hash), &peer)?;
+        b.finish();
+        let mut rec = FileRecord::new(&header, &hash, cfg.method.name(), time, hash_time);
         rec.pages = pages;
         records.push((*i, rec));
     }

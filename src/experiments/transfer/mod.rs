@@ -123,8 +123,8 @@ pub fn run_once(
         link: link.clone(),
         ..SendConfig::new(files.to_vec(), s)
     };
-    // The sender hashes its files before it listens: nobody can connect before they are
-    // ready, and the hashing is outside the transfer's timing on both sides.
+    // The sender opens and checks its files before it listens: nobody can connect before
+    // they are ready. It hashes each while sending it, beside the transfer.
     let files = crate::transfer::sender::prepare_files(&scfg)?;
     let listener = bind(
         "127.0.0.1:0"

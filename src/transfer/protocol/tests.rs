@@ -67,7 +67,6 @@ fn header_round_trip_and_truncation() {
     let h = Header {
         name: "f".into(),
         size: 12,
-        hash: [3; 32],
     };
     let b = h.encode();
     match read_frame(&mut &b[..], "p").unwrap() {
@@ -149,4 +148,19 @@ fn session_tags_bind_frames_to_the_connection_and_their_order() {
     let mut plain = Session::new(None, &a, &b);
     assert_eq!(plain.seal(b"send", b"x"), b"x");
     plain.open(&mut &[][..], b"send", b"x", "p").unwrap();
+}
+
+#[test]
+fn a_digest_is_read_whole_or_refused_as_truncated() {
+    let d = [5u8; DIGEST_LEN];
+    assert_eq!(read_digest(&mut &d[..], "f", "p").unwrap(), d);
+    for cut in 0..DIGEST_LEN {
+        let e = read_digest(&mut &d[..cut], "f", "p")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("truncated checksum of f: {cut} of 32")),
+            "{cut}: {e}"
+        );
+    }
 }

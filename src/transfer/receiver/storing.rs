@@ -17,6 +17,7 @@ pub(super) fn too_big(name: &str, max: u64, peer: &str, announced: Option<u64>) 
 
 pub(super) fn store(
     sock: &mut TcpStream,
+    session: &mut Session,
     inc: &Incoming,
     index: usize,
     cfg: &RecvConfig,
@@ -46,12 +47,13 @@ pub(super) fn store(
         let h = Header {
             name: inc.name.clone(),
             size: got,
-            hash,
         };
-        FileRecord::new(&h, method, time, verify)
+        FileRecord::new(&h, &hash, method, time, verify)
     };
     if cfg.discard {
         let (got, hash, time) = discard(sock, inc, max, gear, peer)?;
+        let sent = expected(sock, session, inc, peer)?;
+        check_hash(inc, sent, &hash, peer)?;
         return Ok(record(got, hash, "discard", time, Duration::ZERO));
     }
     claim(gear, &dest, inc, peer)?;
@@ -67,7 +69,7 @@ pub(super) fn store(
         .unwrap_or_default();
     let (file, mut partial, _tracked) = create_output(&dir, &tmp, &dest)?;
     // Only a raw stream has no hash to check: with one, the bytes are always verified.
-    let hash_it = !(cfg.no_hash && inc.hash.is_none());
+    let hash_it = !cfg.no_hash || inc.framed;
     let stored = match cfg.method {
         RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer, hash_it)?,
         RecvMethod::Mmap => recv_mmap(sock, &file, inc, max, cfg, peer, &dest)?,
@@ -78,6 +80,7 @@ pub(super) fn store(
             .map_err(|e| Error::io("fsync failed", &dest, &e))?;
     }
     let time = stored.start.elapsed().saturating_sub(stored.paused);
+    let sent = expected(sock, session, inc, peer).map_err(|e| e.at(&dest))?;
     let v = Instant::now();
     let hash = match stored.hash {
         Some(h) => Some(h),
@@ -89,7 +92,7 @@ pub(super) fn store(
     };
     let verify = v.elapsed();
     if let Some(hash) = &hash {
-        check_hash(inc, hash, peer).map_err(|e| e.at(&dest))?;
+        check_hash(inc, sent, hash, peer).map_err(|e| e.at(&dest))?;
     }
     put_in_place(&dir, &file, &mut partial, &tmp, &name, cfg.force)
         .map_err(|e| crate::output::not_placed(&dest, e))?;
@@ -144,9 +147,7 @@ fn discard(
         Ok(())
     })?;
     let time = t.elapsed();
-    let hash = hasher.finalize();
-    check_hash(inc, hash.as_bytes(), peer)?;
-    Ok((got, *hash.as_bytes(), time))
+    Ok((got, *hasher.finalize().as_bytes(), time))
 }
 
 /// The file a transfer stores into: unnamed (O_TMPFILE) where the file system can, so that until
@@ -196,13 +197,38 @@ fn put_in_place(
     }
 }
 
-/// Refuses bytes whose BLAKE3 differs from the header's (a raw stream has none to check).
-pub(super) fn check_hash(inc: &Incoming, got: &[u8; 32], peer: &str) -> Result<()> {
-    match inc.hash {
+/// The BLAKE3 the sender sent after a framed file's content (checked against this
+/// connection's tag with a token), within --handshake-timeout; a raw stream has none.
+fn expected(
+    sock: &mut TcpStream,
+    session: &mut Session,
+    inc: &Incoming,
+    peer: &str,
+) -> Result<Option<[u8; 32]>> {
+    if !inc.framed {
+        return Ok(None);
+    }
+    let pace = inc.pace;
+    let mut b = Bounded::new(&*sock, &pace, pace.handshake, "a checksum");
+    let d = protocol::read_digest(&mut b, &inc.name, peer)?;
+    session.open(&mut b, b"send", &d, peer)?;
+    b.finish();
+    Ok(Some(d))
+}
+
+/// Refuses bytes whose BLAKE3 differs from the one the sender sent (a raw stream has none to
+/// check).
+pub(super) fn check_hash(
+    inc: &Incoming,
+    sent: Option<[u8; 32]>,
+    got: &[u8; 32],
+    peer: &str,
+) -> Result<()> {
+    match sent {
         Some(h) if h != *got => Err(Error::failed(
             "checksum mismatch",
             format!(
-                "{}: BLAKE3 of the received bytes differs from the header; not kept",
+                "{}: BLAKE3 of the received bytes differs from the sender's; not kept",
                 inc.name
             ),
         )

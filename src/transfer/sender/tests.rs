@@ -1,5 +1,6 @@
-use super::{HASH_PARALLEL_FROM, hash_file};
+use super::{HASH_BESIDE_FROM, HASH_PARALLEL_FROM, hash_beside, hash_file};
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
 
 fn file_of(bytes: &[u8]) -> (tempfile::NamedTempFile, std::fs::File) {
     let mut f = tempfile::NamedTempFile::new().unwrap();
@@ -36,4 +37,21 @@ fn a_file_shorter_than_its_size_is_refused_not_hashed_as_zeros() {
         let err = hash_file(&f, size).unwrap_err();
         assert!(err.to_string().contains("shrank"), "{len}/{size}: {err}");
     }
+}
+
+#[test]
+fn the_hash_beside_the_sending_is_blake3_and_stops_when_told() {
+    for len in [0, 4097, HASH_BESIDE_FROM as usize, (9 << 20) + 5] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
+        let (_keep, f) = file_of(&bytes);
+        let got = hash_beside(&f, len as u64, &AtomicBool::new(false)).unwrap();
+        assert_eq!(&got, blake3::hash(&bytes).as_bytes(), "{len} bytes");
+    }
+    // Told to stop (the send failed): no hash, an error that says why.
+    let (_keep, f) = file_of(&vec![1u8; 9 << 20]);
+    let err = hash_beside(&f, 9 << 20, &AtomicBool::new(true)).unwrap_err();
+    assert!(err.to_string().contains("stopped"), "{err}");
+    // Announced longer than it is: refused, as hash_file refuses it.
+    let err = hash_beside(&f, 12 << 20, &AtomicBool::new(false)).unwrap_err();
+    assert!(err.to_string().contains("shrank"), "{err}");
 }
