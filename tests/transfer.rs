@@ -665,6 +665,10 @@ fn transfer_between_two_network_namespaces() {
                 out.path().to_str().unwrap(),
                 "--retry",
                 "15s",
+                // A splice receiver whose sender is on another host hashes the file behind its
+                // storing, on a thread of its own: that path, end to end.
+                "--method",
+                "splice",
             ])
             .output()
             .unwrap();

@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 mod storing;
 use storing::store;
 
+mod follow;
+mod splice;
+
 /// What the receiver does.
 #[derive(Debug, Clone)]
 pub struct RecvConfig {
@@ -150,6 +153,8 @@ struct Gear {
     /// `--out`, opened once: files are made and renamed through this handle, so swapping the
     /// directory's path for a symlink meanwhile redirects nothing.
     out: Option<Arc<Dir>>,
+    /// CPU time (user, system) of the threads that hashed files beside their storing.
+    helpers: (Duration, Duration),
 }
 
 type Claimed = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>;
@@ -169,7 +174,13 @@ impl Gear {
             },
             claimed: claimed.clone(),
             out: out.clone(),
+            helpers: (Duration::ZERO, Duration::ZERO),
         })
+    }
+
+    /// A connection thread's CPU time with its hashing threads' added.
+    fn with_helpers(&self, (user, sys): (Duration, Duration)) -> (Duration, Duration) {
+        (user + self.helpers.0, sys + self.helpers.1)
     }
 }
 
@@ -182,6 +193,7 @@ impl Stored {
             paused: Duration::ZERO,
             pages: Vec::new(),
             hash: None,
+            hash_time: Duration::ZERO,
         }
     }
 }
@@ -194,8 +206,11 @@ struct Stored {
     paused: Duration,
     pages: Vec<PageDesc>,
     /// BLAKE3 of the bytes as they were written, where they passed through this process's
-    /// memory (write): the verification needs no second pass over the file.
+    /// memory (write) or were hashed behind the writer (splice): the verification needs no
+    /// second pass over the file.
     hash: Option<[u8; 32]>,
+    /// Time a thread beside the storing spent hashing (its waits for the writer left out).
+    hash_time: Duration,
 }
 
 /// Removes a temporary file unless it was renamed into place.
@@ -331,7 +346,7 @@ fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
             &mut gear,
         )?);
     }
-    let (user, sys) = cpu_since(&cpu);
+    let (user, sys) = gear.with_helpers(cpu_since(&cpu));
     Ok(SideReport {
         role: "recv".into(),
         method: cfg.method_name(),
@@ -463,7 +478,7 @@ fn connection(
         while Instant::now() < until && matches!(sock.read(&mut sink), Ok(n) if n > 0) {}
     }
     out?;
-    Ok((records, cpu_since(&cpu)))
+    Ok((records, gear.with_helpers(cpu_since(&cpu))))
 }
 
 #[cfg(test)]

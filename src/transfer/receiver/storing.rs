@@ -1,6 +1,7 @@
-//! Storing one incoming file by each receiver method (write, mmap, splice): into a nameless file
-//! that is linked in place only when complete and verified, within --max-size.
+//! Storing one incoming file by each receiver method (write, mmap; splice in splice.rs): into a
+//! nameless file that is linked in place only when complete and verified, within --max-size.
 
+use super::splice::recv_splice;
 use super::*;
 
 pub(super) fn too_big(name: &str, max: u64, peer: &str, announced: Option<u64>) -> Error {
@@ -68,12 +69,11 @@ pub(super) fn store(
         .map(|n| n.to_os_string())
         .unwrap_or_default();
     let (file, mut partial, _tracked) = create_output(&dir, &tmp, &dest)?;
-    // Only a raw stream has no hash to check: with one, the bytes are always verified.
-    let hash_it = !cfg.no_hash || inc.framed;
+    let hash_it = hashes(cfg, inc);
     let stored = match cfg.method {
         RecvMethod::Write => recv_write(sock, &file, inc, max, gear, peer, hash_it)?,
         RecvMethod::Mmap => recv_mmap(sock, &file, inc, max, cfg, peer, &dest)?,
-        RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg.link.sizes.chunk, gear, peer)?,
+        RecvMethod::Splice => recv_splice(sock, &file, inc, max, cfg, gear, peer)?,
     };
     if cfg.sync {
         file.sync_all()
@@ -90,7 +90,7 @@ pub(super) fn store(
         ),
         None => None,
     };
-    let verify = v.elapsed();
+    let verify = v.elapsed() + stored.hash_time;
     if let Some(hash) = &hash {
         check_hash(inc, sent, hash, peer).map_err(|e| e.at(&dest))?;
     }
@@ -109,6 +109,12 @@ pub(super) fn store(
     }
     rec.pages = stored.pages;
     Ok(rec)
+}
+
+/// Whether the stored bytes are hashed: always for a framed stream (the bytes are always
+/// verified); a raw stream unless `--no-hash`.
+pub(super) fn hashes(cfg: &RecvConfig, inc: &Incoming) -> bool {
+    !cfg.no_hash || inc.framed
 }
 
 /// Claims `dest` for this transfer: a sender that sends a second file of one name is refused
@@ -507,74 +513,6 @@ pub(super) fn recv_mmap(
         paused,
         pages,
         hash: None,
+        hash_time: Duration::ZERO,
     })
-}
-
-pub(super) fn recv_splice(
-    sock: &mut TcpStream,
-    file: &File,
-    inc: &Incoming,
-    max: u64,
-    step: usize,
-    gear: &mut Gear,
-    peer: &str,
-) -> Result<Stored> {
-    let Some((r, w)) = gear.pipe.as_ref() else {
-        return Err(Error::failed("receive failed", "no pipe for splice"));
-    };
-    let mut got = 0u64;
-    let start = Instant::now();
-    loop {
-        let want = want(inc, got, step);
-        if want == 0 {
-            break;
-        }
-        let k = match crate::sys::net::splice(sock, None, w, None, want) {
-            Ok(0) => match inc.size {
-                Some(size) => return Err(cut_short(inc, got, size, peer)),
-                None => break,
-            },
-            Ok(k) => k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(lost(inc, got, peer, &e));
-            }
-        };
-        empty_pipe(k, |left| {
-            crate::sys::net::splice(r, None, file, Some(&mut got), left)
-        })
-        .map_err(|e| Error::io("write failed", Path::new(&inc.name), &e))?;
-        inc.pace
-            .check(got, inc.began)
-            .map_err(|e| lost(inc, got, peer, &e))?;
-        if got > max {
-            return Err(too_big(&inc.name, max, peer, None));
-        }
-    }
-    Ok(Stored::plain(got, start))
-}
-
-/// Moves `k` bytes out of the pipe with `splice_out(bytes left)`, which returns how many it moved.
-/// A splice that moves nothing would loop for ever: it is an error (the file cannot grow).
-pub(super) fn empty_pipe(
-    k: usize,
-    mut splice_out: impl FnMut(usize) -> std::io::Result<usize>,
-) -> std::io::Result<()> {
-    let mut left = k;
-    while left > 0 {
-        match splice_out(left) {
-            Ok(0) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::WriteZero,
-                    format!(
-                        "splice into the file moved nothing with {left} bytes still in the pipe"
-                    ),
-                ));
-            }
-            Ok(m) => left -= m.min(left),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
