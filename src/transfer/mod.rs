@@ -168,9 +168,10 @@ pub struct FileRecord {
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
     #[serde(with = "crate::measure::secs")]
     pub time: Duration,
-    /// Hashing: the sender's hashing thread, beside its timed window; after the window on an
-    /// mmap or splice receiver; a write receiver hashes while it writes (inside `time`), leaving
-    /// only the final step here.
+    /// Hashing: the sender's hashing thread, beside its timed window; a splice receiver's
+    /// hashing thread behind its storing where a core is likely idle, else the hashing after
+    /// the window, as on an mmap receiver; a write receiver hashes while it writes (inside
+    /// `time`), leaving only the final step here.
     #[serde(with = "crate::measure::secs")]
     pub hash_time: Duration,
     /// BLAKE3 of the content, hex; empty when a raw stream was received with `--no-hash`.
