@@ -82,7 +82,7 @@ pub fn access_rows(r: &AccessResult) -> Vec<Vec<String>> {
 pub fn access_note(r: &AccessResult) -> String {
     let level = level_of(r.rows.iter().map(|row| &row.kiops));
     format!(
-        "The original's work on a {} file: every whole 4 KiB block once, one byte touched, no file hint, an lseek before every read; intervals at {:.0}% or more. The original OR-ed each hint with MADV_WILLNEED, and 2 | 3 and 1 | 3 are both 3 (WILLNEED): its adv_seq and adv_random rows measured WILLNEED; here each hint is applied alone.",
+        "The original's work on a file of {}: every whole 4 KiB block once, one byte touched, no file hint, an lseek before every read; intervals at {:.0}% or more. The original OR-ed each hint with MADV_WILLNEED, and 2 | 3 and 1 | 3 are both 3 (WILLNEED): its adv_seq and adv_random rows measured WILLNEED; here each hint is applied alone.",
         crate::size::format_size(r.file_size),
         level * 100.0
     )
