@@ -381,6 +381,38 @@ impl Part {
         }
     }
 
+    /// Folds `f` over the offsets of blocks `range` (by index) in visiting order, and counts
+    /// the bytes those blocks hold: [`Part::each_block`] without a length per block, for a loop
+    /// that touches one byte of each. Per block it is the classic C loop's work (a load of the
+    /// next index, a multiply), so the CPU keeps as many blocks' page walks in flight as that
+    /// loop does: with a length computed per block, warm sequential touches of a mapping ran at
+    /// 0.85x the C loop. None for blocks given one by one (their lengths may be zero).
+    #[inline]
+    pub fn fold_offsets<A>(
+        &self,
+        range: std::ops::Range<u64>,
+        init: A,
+        f: impl FnMut(A, u64) -> A,
+    ) -> Option<(A, u64)> {
+        let (first, bs) = (self.first, self.bs);
+        let mut f = f;
+        let acc = match &self.order {
+            None => (first + range.start..first + range.end).fold(init, |a, idx| f(a, idx * bs)),
+            Some(Order::Table(t) | Order::Listed(t)) => t[range.start as usize..range.end as usize]
+                .iter()
+                .fold(init, |a, &i| f(a, (first + i as u64) * bs)),
+            Some(Order::Explicit(_)) => return None,
+            Some(_) => range.clone().fold(init, |a, i| f(a, self.block(i).offset)),
+        };
+        // Every block is whole but the file's last, when the file ends inside it.
+        if self.len.is_multiple_of(bs) {
+            return Some((acc, (range.end - range.start) * bs));
+        }
+        let mut bytes = 0;
+        self.each_block(range, |b| bytes += b.len);
+        Some((acc, bytes))
+    }
+
     /// Calls `f` with blocks `range` (by index) in visiting order, the same blocks as
     /// [`Part::block`] gives one by one, but with the order's kind looked at once, outside the
     /// loop: a mapping's tight loop over a table then is the plain C loop over a shuffled

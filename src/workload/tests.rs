@@ -269,8 +269,15 @@ fn more_threads_than_blocks_leaves_empty_parts() {
 
 #[test]
 fn each_block_gives_the_blocks_block_gives_for_every_kind_of_order() {
-    // A file whose last block is short, so the lengths are checked too.
-    let len = 4096 * 300 + 100;
+    // A file whose last block is short, so the lengths are checked too, and one of whole blocks.
+    for len in [4096 * 300 + 100, 4096 * 300] {
+        blocks_of_every_order_agree(len);
+    }
+}
+
+/// [`Part::each_block`] and [`Part::fold_offsets`] give what [`Part::block`] gives one by one,
+/// for every kind of order over a file of `len` bytes.
+fn blocks_of_every_order_agree(len: u64) {
     let w = |pattern| Workload {
         bs: 4096,
         len,
@@ -302,8 +309,23 @@ fn each_block_gives_the_blocks_block_gives_for_every_kind_of_order() {
         for range in [0..n, 1..n.min(5), n / 2..n, 0..0] {
             let mut got = Vec::new();
             p.each_block(range.clone(), |b| got.push(b));
-            let want: Vec<Block> = range.map(|i| p.block(i)).collect();
+            let want: Vec<Block> = range.clone().map(|i| p.block(i)).collect();
             assert_eq!(got, want, "part {k}");
+            // Offsets alone, and the bytes the blocks hold; none for blocks given one by one.
+            let folded = p.fold_offsets(range, Vec::new(), |mut v, off| {
+                v.push(off);
+                v
+            });
+            let explicit = k == parts.len() - 1;
+            match folded {
+                None => assert!(explicit, "part {k}: offsets refused"),
+                Some((offsets, bytes)) => {
+                    assert!(!explicit, "part {k}: explicit blocks may be empty");
+                    let want_offsets: Vec<u64> = want.iter().map(|b| b.offset).collect();
+                    assert_eq!(offsets, want_offsets, "part {k}");
+                    assert_eq!(bytes, want.iter().map(|b| b.len).sum::<u64>(), "part {k}");
+                }
+            }
         }
     }
 }
