@@ -396,10 +396,9 @@ impl Part {
         &self,
         range: std::ops::Range<u64>,
         init: A,
-        f: impl FnMut(A, u64) -> A,
+        mut f: impl FnMut(A, u64) -> A,
     ) -> Option<(A, u64)> {
         let (first, bs) = (self.first, self.bs);
-        let mut f = f;
         let acc = match &self.order {
             None => (first + range.start..first + range.end).fold(init, |a, idx| f(a, idx * bs)),
             Some(Order::Table(t) | Order::Listed(t)) => t[range.start as usize..range.end as usize]
@@ -419,9 +418,8 @@ impl Part {
 
     /// Calls `f` with blocks `range` (by index) in visiting order, the same blocks as
     /// [`Part::block`] gives one by one, but with the order's kind looked at once, outside the
-    /// loop: a mapping's tight loop over a table then is the plain C loop over a shuffled
-    /// array (a load of the next index, a load of the block), and the CPU keeps many blocks'
-    /// page walks in flight.
+    /// loop (a mapping's XOR of whole blocks; a touch of one byte a block takes
+    /// [`Part::fold_offsets`], which leaves the lengths out of the loop too).
     #[inline]
     pub fn each_block(&self, range: std::ops::Range<u64>, mut f: impl FnMut(Block)) {
         let (first, bs, len) = (self.first, self.bs, self.len);

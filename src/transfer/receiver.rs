@@ -242,8 +242,8 @@ fn connect(cfg: &RecvConfig) -> Result<(TcpStream, Instant)> {
         .collect();
     let deadline = Instant::now() + cfg.retry;
     // A sender started beside this receiver listens within a few milliseconds: look again
-    // after 1 ms, then twice as long each time up to 20 ms (a fixed 20 ms added up to 20 ms to
-    // a transfer of 1 GiB that takes 300 ms).
+    // after 1 ms, then twice as long each time up to 20 ms (a fixed 20 ms could add up to 20 ms
+    // to a transfer of 1 GiB that takes 300 ms).
     let mut wait = Duration::from_millis(1);
     loop {
         let mut last = None;
