@@ -166,10 +166,12 @@ pub fn hash_file(file: &File, size: u64) -> std::io::Result<[u8; 32]> {
 }
 
 /// Sends file `f`'s content and hashes it meanwhile: from [`HASH_BESIDE_FROM`] bytes on a
-/// thread of its own over a mapping of the file (the checksum then costs no wall time where a
-/// core is idle), smaller files on this thread after sending. Returns what sending gave, and
-/// the hash with the hashing's own time and its thread's CPU time (zero on this thread, which
-/// counts its own). A failed send stops the hashing within 4 MiB.
+/// thread of its own over a mapping of the file where a core is likely idle for it (the
+/// checksum then costs no wall time), else, by read and mmap, each piece as it passes, still
+/// in the CPU's caches (no second pass over the file in memory, no thread taking turns with
+/// the two busy ones); smaller files on this thread after sending. Returns what sending gave,
+/// and the hash with the hashing's own time and its thread's CPU time (zero on this thread,
+/// which counts its own). A failed send stops the hashing within 4 MiB.
 fn send_hashing(
     sock: &mut TcpStream,
     f: &Outgoing,
@@ -183,8 +185,15 @@ fn send_hashing(
             .map(|h| (h, t.elapsed(), (Duration::ZERO, Duration::ZERO)))
     };
     let stop = AtomicBool::new(false);
+    let passes = matches!(cfg.method, SendMethod::Read | SendMethod::Mmap);
+    if passes && !crate::transfer::spare_core_beside(sock) {
+        let mut h = Inline::default();
+        let sent = send_content(sock, f, cfg, gear, peer, Some(&mut h));
+        let hashed = (*h.hasher.finalize().as_bytes(), h.busy, Default::default());
+        return (sent, Ok(hashed));
+    }
     if f.size < HASH_BESIDE_FROM {
-        let sent = send_content(sock, f, cfg, gear, peer);
+        let sent = send_content(sock, f, cfg, gear, peer, None);
         return (sent, timed(&stop));
     }
     std::thread::scope(|s| {
@@ -192,7 +201,7 @@ fn send_hashing(
             let cpu = crate::sys::net::rusage_thread();
             timed(&stop).map(|(h, t, _)| (h, t, cpu_since(&cpu)))
         });
-        let sent = send_content(sock, f, cfg, gear, peer);
+        let sent = send_content(sock, f, cfg, gear, peer, None);
         if sent.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -201,6 +210,21 @@ fn send_hashing(
             .unwrap_or_else(|_| Err(std::io::Error::other("the hashing thread failed")));
         (sent, hashed)
     })
+}
+
+/// A file hashed piece by piece as it passes through the sender, and the time that took.
+#[derive(Default)]
+struct Inline {
+    hasher: blake3::Hasher,
+    busy: Duration,
+}
+
+impl Inline {
+    fn update(&mut self, data: &[u8]) {
+        let t = Instant::now();
+        self.hasher.update(data);
+        self.busy += t.elapsed();
+    }
 }
 
 /// A file's BLAKE3, the hashing's wall time, and its thread's CPU time (user, system).
@@ -346,7 +370,7 @@ fn serve_raw(
             .peer_addr()
             .map(|a| a.to_string())
             .unwrap_or_else(|_| "receiver".into());
-        let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer)?;
+        let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer, None)?;
         // End of file = end of stream. Read what the peer may have sent (nothing, normally) so
         // the close is a FIN, not a reset that could cut the bytes still in flight.
         let _ = sock.shutdown(std::net::Shutdown::Write);

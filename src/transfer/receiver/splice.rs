@@ -21,10 +21,8 @@ pub(super) fn recv_splice(
     // A file of known size from 1 MiB on is hashed behind the splicing, on a thread of its own,
     // where a core is likely idle for it (smaller ones, a raw stream, or a sender sharing this
     // machine's two cores: after storing, on every core).
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let loopback = sock.peer_addr().is_ok_and(|a| a.ip().is_loopback());
     let beside = hash_it
-        && spare_core(cores, loopback)
+        && crate::transfer::spare_core_beside(sock)
         && inc
             .size
             .is_some_and(|s| s >= crate::transfer::sender::HASH_BESIDE_FROM);
@@ -86,15 +84,6 @@ pub(super) fn recv_splice(
         gear.helpers.1 += sys;
         Ok(stored)
     })
-}
-
-/// Whether a receiver on a machine of `cores` cores likely has one idle to hash on while it
-/// stores: more than two, or two with the sender elsewhere (not on `loopback`). With the
-/// sender on this machine's two cores, both are busy moving, and hashing beside the splicing
-/// was slower than hashing after it on both cores: 1 GiB cached, mmap:splice whole process
-/// 1549 against 1752 MiB/s (medians of 8 interleaved rounds).
-pub(super) fn spare_core(cores: usize, loopback: bool) -> bool {
-    cores > 2 || (cores == 2 && !loopback)
 }
 
 /// Moves `k` bytes out of the pipe with `splice_out(bytes left)`, which returns how many it moved.

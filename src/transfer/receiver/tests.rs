@@ -29,7 +29,7 @@ fn a_splice_that_moves_nothing_ends_the_loop_with_an_error() {
 
 #[test]
 fn a_receiver_hashes_beside_its_storing_only_where_a_core_is_likely_idle() {
-    use super::splice::spare_core;
+    use crate::transfer::spare_core;
     assert!(!spare_core(1, false), "one core: nothing beside");
     assert!(!spare_core(2, true), "two cores shared with a local sender");
     assert!(spare_core(2, false), "two cores, the sender elsewhere");
