@@ -30,7 +30,9 @@ use std::sync::Arc;
 mod ring;
 use ring::{Tuning, tuned_ring};
 mod served;
+mod slots;
 use served::Served;
+use slots::{give_back, spare_slots, take_free};
 
 /// The io_uring engines: buffered, or with O_DIRECT.
 pub struct Uring {
@@ -151,8 +153,9 @@ struct UringWorker {
     work: Work,
     /// The piece each slot's request reads (None: the slot is free).
     pieces: Vec<Option<Block>>,
-    /// Free slots, the next taken from the end.
-    free: Vec<usize>,
+    /// Free slots: O_DIRECT takes the one freed longest ago (front), buffered reads the one
+    /// freed last (back); see [`UringWorker::take_free`].
+    free: std::collections::VecDeque<usize>,
     /// Requests handed to the ring whose completion has not been reaped.
     busy: usize,
     /// Completions reaped but not yet digested: their slots are not free yet.
@@ -193,7 +196,7 @@ impl ReadEngine for Uring {
         } else {
             buffer_len(w)
         };
-        let slots = depth as usize + SPARE_SLOTS;
+        let slots = depth as usize + spare_slots(self.direct, len);
         super::async_workers((0..w.threads).map(|_| {
             let region = len * slots;
             let mut bufs = if region >= UNTOUCHED_FROM {
@@ -229,7 +232,7 @@ impl ReadEngine for Uring {
                 rw_flags: self.rw_flags,
                 path: src.path.clone(),
                 work: opts.work,
-                // `depth` slots plus [`SPARE_SLOTS`], so a completed block is digested
+                // `depth` slots plus spares (see [`slots`]), so a completed block is digested
                 // while the slot read next is already in flight.
                 pieces: vec![None; slots],
                 free: (0..slots).rev().collect(),
@@ -256,14 +259,6 @@ pub fn buffered_depth(direct: bool, w: &crate::workload::Workload, asked: u32) -
     let cap = (BUFFERED_SEQ_BYTES / w.bs.max(1)).max(2);
     asked.min(cap.min(u32::MAX as u64) as u32)
 }
-
-/// Slots beyond the depth: a completion's slot stays busy while its block is digested, and a
-/// spare lets the next request go out first, so the device keeps `depth` requests while the
-/// thread XORs (before, the queue ran one short during the XOR of each block). One: every slot
-/// is touched once, and on this VM a fresh buffer's first touch costs about 1.4 ms per MiB (the
-/// host backs it then); 4 spares of 4 MiB cost more than they gained (cold 2 GiB at 4 MiB x 8:
-/// 0.95 of fio with one spare, 0.89 with none, 0.87-0.92 with four, medians of 5-10 rounds).
-pub const SPARE_SLOTS: usize = 1;
 
 fn slot_of(bufs: &mut AlignedBuf, slot_len: usize, i: usize) -> &mut [u8] {
     &mut bufs.as_mut_slice()[i * slot_len..(i + 1) * slot_len]
@@ -415,6 +410,16 @@ impl UringWorker {
         }
         Ok(self.work.digest(piece.offset, &buf[skip..want]))
     }
+
+    /// The slot the next request reads into (see [`slots::take_free`]).
+    fn take_free(&mut self) -> Option<usize> {
+        take_free(&mut self.free, self.direct)
+    }
+
+    /// Puts back a slot [`UringWorker::take_free`] gave that was not used.
+    fn give_back(&mut self, slot: usize) {
+        give_back(&mut self.free, self.direct, slot)
+    }
 }
 
 impl AsyncWorker for UringWorker {
@@ -450,7 +455,7 @@ impl AsyncWorker for UringWorker {
     }
 
     fn queue(&mut self, piece: Block) -> Result<usize> {
-        let Some(slot) = self.free.pop() else {
+        let Some(slot) = self.take_free() else {
             return Err(Error::failed("read failed", "no free io_uring slot").at(&self.path));
         };
         let (start, len) = self.io_range(piece);
@@ -462,7 +467,7 @@ impl AsyncWorker for UringWorker {
         // ring's use of it (registered or not: the worker holds it). The queue has room: no
         // more than depth entries are ever outstanding (a polling thread's lag is waited out).
         if !unsafe { self.push(&entry) } {
-            self.free.push(slot);
+            self.give_back(slot);
             return Err(
                 Error::failed("read failed", "io_uring submission queue full").at(&self.path),
             );
@@ -529,7 +534,7 @@ impl AsyncWorker for UringWorker {
 
     fn digest(&mut self) -> Option<(usize, Result<PieceDone>)> {
         let (slot, res) = self.ready.pop_front()?;
-        self.free.push(slot);
+        self.free.push_back(slot);
         let piece = self.pieces.get_mut(slot).and_then(Option::take)?;
         let done = if res < 0 {
             let e = std::io::Error::from_raw_os_error(-res);

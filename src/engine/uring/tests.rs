@@ -1,5 +1,5 @@
-use super::drain;
 use super::served::{SERVED_STREAK, Served};
+use super::{drain, give_back, spare_slots, take_free};
 use std::io;
 
 #[test]
@@ -62,4 +62,43 @@ fn a_ring_the_page_cache_serves_keeps_one_mib_of_slots_and_digests_first() {
     );
     s.saw(0, 1);
     assert_eq!(s.depth(depth, mib, 0), 32);
+}
+
+#[test]
+fn direct_reads_go_into_the_slot_digested_longest_ago_buffered_into_the_last() {
+    use std::collections::VecDeque;
+    // Slots 4, 7, 2 digested in that order (each pushed at the back).
+    let digested = || VecDeque::from([4, 7, 2]);
+    let mut free = digested();
+    assert_eq!(
+        take_free(&mut free, true),
+        Some(4),
+        "O_DIRECT: oldest first"
+    );
+    give_back(&mut free, true, 4);
+    assert_eq!(free, digested(), "a slot not used goes back where it was");
+    let order: Vec<_> = std::iter::from_fn(|| take_free(&mut free, true)).collect();
+    assert_eq!(order, [4, 7, 2]);
+    let mut free = digested();
+    assert_eq!(
+        take_free(&mut free, false),
+        Some(2),
+        "buffered: the last digested"
+    );
+    give_back(&mut free, false, 2);
+    assert_eq!(free, digested());
+}
+
+#[test]
+fn direct_rings_keep_spares_filling_4_mib_buffered_rings_one() {
+    let mib = 1usize << 20;
+    assert_eq!(spare_slots(true, mib + 4096), 3, "1 MiB blocks: three");
+    assert_eq!(spare_slots(true, 8192), 3, "never more than three");
+    assert_eq!(
+        spare_slots(true, 4 * mib + 4096),
+        1,
+        "4 MiB: the one measured"
+    );
+    assert_eq!(spare_slots(false, mib), 1);
+    assert_eq!(spare_slots(true, 0), 3, "never divides by zero");
 }
