@@ -105,10 +105,11 @@ struct DirectWorker {
 }
 
 /// How many buffers of `len` bytes a thread reads into in turn. The device writes an O_DIRECT
-/// read into memory itself, and into the buffer the CPU has just read (a block just XORed, likely its
-/// lines in this core's cache) that took 1.7-2.2x as long on this VM: 1 MiB reads at 780-815
-/// us into one buffer XORed after each read, 363-365 into four in turn, 334 untouched. Up to
-/// four, within 8 MiB (a larger block has left most of its lines behind in the XOR of itself).
+/// read into memory itself, and into the buffer the CPU has just read (a block just XORed,
+/// likely its lines in this core's cache) that took 1.7-2.2x as long on this VM: 1 MiB reads
+/// at 780-815 us into one buffer XORed after each read, 363-365 into four in turn, 334
+/// untouched. Up to four, within 8 MiB (a larger block has left most of its lines behind in
+/// the XOR of itself).
 pub(crate) fn rotation(len: usize) -> usize {
     ((8 << 20) / len.max(1)).clamp(1, 4)
 }

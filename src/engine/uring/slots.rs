@@ -24,10 +24,10 @@ pub fn spare_slots(direct: bool, slot_len: usize) -> usize {
 
 /// The slot the next request reads into, from the free slots, which are pushed at the back as
 /// their blocks are digested. The device writes an O_DIRECT read into memory itself, and into
-/// a buffer the CPU has just read (a block just XORed, likely its lines in this core's cache) that
-/// took 1.7-2.2x as long on this VM (see [`crate::engine::direct`]): O_DIRECT takes the slot
-/// digested longest ago (the front). A buffered read is a copy by this CPU, faster into lines
-/// it holds: the slot digested last (the back).
+/// a buffer the CPU has just read (a block just XORed, likely its lines in this core's cache)
+/// that took 1.7-2.2x as long on this VM (see [`crate::engine::direct`]): O_DIRECT takes the
+/// slot digested longest ago (the front). A buffered read is a copy by this CPU, faster into
+/// lines it holds: the slot digested last (the back).
 pub(super) fn take_free(
     free: &mut std::collections::VecDeque<usize>,
     direct: bool,
