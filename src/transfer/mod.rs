@@ -168,7 +168,8 @@ pub struct FileRecord {
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
     #[serde(with = "crate::measure::secs")]
     pub time: Duration,
-    /// Hashing: the sender's hashing thread, beside its timed window; a splice receiver's
+    /// Hashing: the sender's hashing thread, beside its timed window (with no spare core, a read
+    /// or mmap sender's hashing of each piece, inside it); a splice receiver's
     /// hashing thread behind its storing where a core is likely idle, else the hashing after
     /// the window, as on an mmap receiver; a write receiver hashes while it writes (inside
     /// `time`), leaving only the final step here.
@@ -302,9 +303,9 @@ pub(crate) fn cpu_since(start: &crate::sys::Usage) -> (Duration, Duration) {
 /// Whether a side of a transfer on a machine of `cores` cores likely has one idle to hash on
 /// while it moves bytes: more than two, or two with the peer elsewhere (not on `loopback`).
 /// With the peer on this machine's two cores, both are busy moving, and a thread hashing
-/// beside them only takes turns with them: there the bytes are hashed where they pass (the
-/// splice receiver: 1 GiB cached, mmap:splice whole processes 1549 MiB/s hashing beside against
-/// 1752 after, medians of 8 interleaved rounds).
+/// beside them only takes turns with them: there read and mmap senders hash each piece as it
+/// passes, and splice receivers after storing (1 GiB cached, mmap:splice whole processes 1549
+/// MiB/s hashing beside against 1752 after, medians of 8 interleaved rounds).
 pub(crate) fn spare_core(cores: usize, loopback: bool) -> bool {
     cores > 2 || (cores == 2 && !loopback)
 }

@@ -1,7 +1,8 @@
 //! The sender: listens, proves the token (if any), and sends its files in order, each through
 //! one method: `read` (pread + write), `mmap` (write straight from the mapping), `sendfile`, or
 //! `splice` (file -> pipe -> socket). Each file is hashed while it is sent (on a thread beside
-//! the sending) and its BLAKE3 follows its content.
+//! the sending, or with no spare core by read and mmap piece by piece as it passes) and its
+//! BLAKE3 follows its content.
 
 use super::protocol::{self, Bounded, Header, Hello, Pace, Session};
 use super::{ConnOut, FileRecord, Link, SendMethod, SideReport, cpu_since, run_connections};
