@@ -55,3 +55,50 @@ fn the_hash_beside_the_sending_is_blake3_and_stops_when_told() {
     let err = hash_beside(&f, 12 << 20, &AtomicBool::new(false)).unwrap_err();
     assert!(err.to_string().contains("shrank"), "{err}");
 }
+
+#[test]
+fn read_and_mmap_senders_hash_every_piece_they_send_when_told_to() {
+    use super::{Gear, Inline, Outgoing, SendConfig, send_content};
+    use crate::transfer::SendMethod;
+    use std::io::Read;
+    let len = (3 << 20) + 5;
+    let bytes: Vec<u8> = (0..len).map(|i| (i * 13 % 241) as u8).collect();
+    let (keep, _) = file_of(&bytes);
+    // Read, a whole mapping, and the course's windows of 64 KiB.
+    for (method, window) in [
+        (SendMethod::Read, None),
+        (SendMethod::Mmap, None),
+        (SendMethod::Mmap, Some(64 << 10)),
+    ] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got
+        });
+        let mut sock = std::net::TcpStream::connect(addr).unwrap();
+        let mut cfg = SendConfig::new(vec![keep.path().to_path_buf()], method);
+        cfg.link.sizes.map_size = window;
+        let f = Outgoing {
+            path: keep.path().to_path_buf(),
+            name: "f".into(),
+            file: std::fs::File::open(keep.path()).unwrap(),
+            size: len as u64,
+        };
+        let mut gear = Gear::new(&cfg).unwrap();
+        let mut inline = Inline::default();
+        send_content(&mut sock, &f, &cfg, &mut gear, "peer", Some(&mut inline)).unwrap();
+        drop(sock);
+        assert!(
+            reader.join().unwrap() == bytes,
+            "{method:?} {window:?}: bytes"
+        );
+        assert_eq!(
+            inline.hasher.finalize().as_bytes(),
+            blake3::hash(&bytes).as_bytes(),
+            "{method:?} {window:?}: hash"
+        );
+    }
+}
