@@ -119,9 +119,7 @@ impl Sending<'_> {
             if n < want {
                 return Err(self.shrank());
             }
-            if let Some(h) = self.inline.as_deref_mut() {
-                h.update(&buf[..n]);
-            }
+            self.hash(&buf[..n]);
             put(self.sock, &buf[..n], &self.pace, self.begun, &mut self.sent)
                 .map_err(|e| self.fail(e))?;
             off += n as u64;
