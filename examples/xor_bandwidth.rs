@@ -33,10 +33,9 @@ fn main() {
             let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
             let len = len.min(mib << 20);
             assert!(len > 0, "{path} is empty");
+            // Mapped as `fast`'s `mmap` maps it: shared, read-only, no hint.
             let map = iolab::sys::map::Mapping::range(&file, 0, len, false)
                 .unwrap_or_else(|e| panic!("cannot map {path}: {e}"));
-            // As fast's mapping would be, where the kernel offers huge mappings.
-            let _ = map.advise(libc::MADV_HUGEPAGE);
             Memory::File(map)
         }
         None => {
