@@ -234,6 +234,39 @@ pub fn residency_visible(file: &File, path: &Path) -> bool {
 }
 
 impl CacheState {
+    /// The state of no file at all (a cell of no bytes): verified, nothing resident.
+    pub fn nothing(asked: CacheMode) -> CacheState {
+        CacheState {
+            asked,
+            residency: Residency {
+                resident_pages: 0,
+                total_pages: 0,
+                page_size: crate::sys::page_size() as u64,
+            },
+            verified: true,
+            dropped_all: false,
+            note: None,
+            visible: true,
+        }
+    }
+
+    /// Two files' states as one: pages summed, verified and visible only if both are, the
+    /// first note kept.
+    pub fn and(self, other: CacheState) -> CacheState {
+        CacheState {
+            asked: self.asked,
+            residency: Residency {
+                resident_pages: self.residency.resident_pages + other.residency.resident_pages,
+                total_pages: self.residency.total_pages + other.residency.total_pages,
+                page_size: self.residency.page_size,
+            },
+            verified: self.verified && other.verified,
+            dropped_all: self.dropped_all || other.dropped_all,
+            note: self.note.or(other.note),
+            visible: self.visible && other.visible,
+        }
+    }
+
     /// Where residency is hidden: judges the state from what the run read from the device
     /// (`device_bytes`, /proc/self/io) against the bytes it used (`moved`). Cold: the device
     /// supplied at least [`DEVICE_COLD_MIN`] of them; warm: at most [`DEVICE_WARM_MAX`]. Without

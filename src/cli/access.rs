@@ -9,6 +9,7 @@ use iolab::cache::CacheMode;
 use iolab::engine::{ReadMethod, Work};
 use iolab::experiments::access::report;
 use iolab::experiments::access::{AccessConfig, run_access};
+use iolab::harness::Rounds;
 use iolab::report::Format;
 use iolab::workload::Pattern;
 use std::path::PathBuf;
@@ -63,14 +64,14 @@ pub struct AccessArgs {
     #[arg(long)]
     pub no_latency: bool,
     /// Counted runs per cell
-    #[arg(long, default_value_t = AccessConfig::DEFAULT_REPEAT, value_parser = args::positive)]
+    #[arg(long, default_value_t = AccessConfig::ROUNDS.repeat, value_parser = args::positive)]
     pub repeat: usize,
     /// Instead of --repeat: add rounds until each method is told apart from the first at 95%
     /// in every pattern and cache state, for at most this long (e.g. 2m)
     #[arg(long, value_parser = args::duration)]
     pub budget: Option<Duration>,
     /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
-    #[arg(long, default_value_t = AccessConfig::DEFAULT_WARMUP)]
+    #[arg(long, default_value_t = AccessConfig::ROUNDS.warmup)]
     pub warmup: usize,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -104,9 +105,11 @@ impl AccessArgs {
             depth: self.engine.depth,
             ops: self.ops,
             duration: Some(self.duration.unwrap_or(Duration::from_secs(10))),
-            repeat: self.repeat,
-            budget: self.budget,
-            warmup: self.warmup,
+            rounds: Rounds {
+                repeat: self.repeat,
+                warmup: self.warmup,
+                budget: self.budget,
+            },
             seed: self.seed,
             drop_all: self.drop_all,
             work: self.work.unwrap_or(Work::Xor),

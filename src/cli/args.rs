@@ -5,8 +5,9 @@
 use clap::Args;
 use iolab::cache::CacheMode;
 use iolab::engine::EngineOptions;
-use iolab::experiments::read::{ReadConfig, Repeats};
+use iolab::experiments::read::ReadConfig;
 use iolab::experiments::write::WriteConfig;
+use iolab::harness::Rounds;
 use iolab::report::Format;
 use iolab::transfer::{RecvMethod, SendMethod};
 use iolab::workload::{Pattern, Shape};
@@ -113,12 +114,9 @@ macro_rules! runs_args {
         }
 
         impl $name {
-            /// The library's count of runs.
-            pub fn repeats(&self) -> Repeats {
-                Repeats {
-                    repeat: self.repeat,
-                    warmup: self.warmup,
-                }
+            /// The library's rounds.
+            pub fn rounds(&self) -> Rounds {
+                Rounds::fixed(self.repeat, self.warmup)
             }
         }
     };
@@ -127,14 +125,14 @@ macro_rules! runs_args {
 runs_args!(
     /// `iolab read`'s runs.
     ReadRuns,
-    ReadConfig::DEFAULT_REPEAT,
-    ReadConfig::DEFAULT_WARMUP
+    ReadConfig::ROUNDS.repeat,
+    ReadConfig::ROUNDS.warmup
 );
 runs_args!(
     /// `iolab write`'s runs.
     WriteRuns,
-    WriteConfig::DEFAULT_REPEAT,
-    WriteConfig::DEFAULT_WARMUP
+    WriteConfig::ROUNDS.repeat,
+    WriteConfig::ROUNDS.warmup
 );
 
 /// The files a command moves, in the order given.

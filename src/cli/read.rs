@@ -69,7 +69,7 @@ impl ReadArgs {
             },
             cache: self.cache.cache.unwrap_or(CacheMode::Warm),
             drop_all: self.cache.drop_all,
-            runs: self.runs.repeats(),
+            rounds: self.runs.rounds(),
             work: self.work,
         })
     }

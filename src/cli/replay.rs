@@ -57,7 +57,7 @@ impl ReplayArgs {
             trace: self.trace,
             methods,
             caches,
-            budget: self.budget,
+            rounds: iolab::harness::Rounds::adaptive(self.budget),
             drop_all: self.drop_all,
             keep_gaps: self.keep_gaps,
         };

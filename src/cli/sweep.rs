@@ -9,6 +9,7 @@ use iolab::cache::CacheMode;
 use iolab::engine::write::SyncMode;
 use iolab::experiments::sweep::report;
 use iolab::experiments::sweep::{SweepConfig, SweepOp, parse_sizes, run_sweep};
+use iolab::harness::Rounds;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -93,8 +94,13 @@ impl SweepArgs {
             len: self.size,
             threads: self.engine.threads,
             depth: self.engine.depth,
-            repeat: self.repeat.unwrap_or(SweepConfig::DEFAULT_REPEAT),
-            budget: self.repeat.is_none().then_some(self.budget),
+            rounds: match self.repeat {
+                Some(repeat) => Rounds {
+                    repeat,
+                    ..SweepConfig::ROUNDS
+                },
+                None => Rounds::adaptive(self.budget),
+            },
             seed: self.seed,
             drop_all: self.drop_all,
         })

@@ -29,7 +29,7 @@ impl SyscallsArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let r = run_syscalls(
             self.file.as_deref(),
-            self.samples,
+            &iolab::harness::Rounds::fixed(self.samples, 1),
             &ctx.command_line,
             &ctx.progress,
         )?;

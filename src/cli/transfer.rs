@@ -20,7 +20,7 @@ pub struct TransferArgs {
     #[arg(long, value_delimiter = ',', value_parser = args::method_pair)]
     pub methods: Vec<(SendMethod, RecvMethod)>,
     /// Runs per pair (interleaved)
-    #[arg(long, default_value_t = TransferConfig::DEFAULT_REPEAT, value_parser = args::positive)]
+    #[arg(long, default_value_t = TransferConfig::ROUNDS.repeat, value_parser = args::positive)]
     pub repeat: usize,
     /// Instead of --repeat: add rounds until every pair is told apart from every other at 95%,
     /// for at most this long (e.g. 30s)
@@ -51,8 +51,16 @@ impl TransferArgs {
             } else {
                 self.methods
             },
-            repeat: self.repeat,
-            budget: self.budget,
+            rounds: match self.budget {
+                Some(budget) => iolab::harness::Rounds {
+                    repeat: self.repeat,
+                    ..iolab::harness::Rounds::adaptive(budget)
+                },
+                None => iolab::harness::Rounds {
+                    repeat: self.repeat,
+                    ..TransferConfig::ROUNDS
+                },
+            },
             connections: self.connections,
             sync: self.sync,
             discard: self.discard,

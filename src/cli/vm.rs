@@ -49,7 +49,7 @@ pub struct VmArgs {
     #[arg(long, value_parser = args::size, requires = "part_b")]
     pub size: Option<u64>,
     /// Part B: counted rounds (each runs every way once, interleaved)
-    #[arg(long, default_value_t = PartBConfig::DEFAULT_REPEAT, value_parser = args::positive, requires = "part_b")]
+    #[arg(long, default_value_t = PartBConfig::ROUNDS.repeat, value_parser = args::positive, requires = "part_b")]
     pub repeat: usize,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -70,8 +70,10 @@ impl VmArgs {
                     write_len: self
                         .size
                         .unwrap_or(PartBConfig::DEFAULT_WRITE_LEN.min(file_size.max(1))),
-                    repeat: self.repeat,
-                    warmup: 1,
+                    rounds: iolab::harness::Rounds {
+                        repeat: self.repeat,
+                        ..PartBConfig::ROUNDS
+                    },
                 },
                 &ctx.command_line,
                 &ctx.progress,

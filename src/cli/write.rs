@@ -56,7 +56,7 @@ impl WriteArgs {
             shape: self.workload.shape(),
             sync: self.sync,
             force: self.force,
-            runs: self.runs.repeats(),
+            rounds: self.runs.rounds(),
         })
     }
 

@@ -6,6 +6,7 @@ use super::access::{AccessConfig, AccessResult, AccessRow, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
+use crate::harness::Rounds;
 use crate::measure::decide;
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
@@ -123,10 +124,11 @@ pub fn run_advise(
         work: Default::default(),
         classic: false,
         untimed: false,
-        repeat: 3,
-        budget: Some(Duration::from_secs(30)),
+        rounds: Rounds {
+            repeat: 3,
+            ..Rounds::adaptive(Duration::from_secs(30))
+        },
         focus: None,
-        warmup: 1,
         seed: 1,
         drop_all: false,
     };

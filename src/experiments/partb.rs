@@ -4,14 +4,15 @@
 //! mapping), rounds interleaved; the page cache as `free -m` shows it before and after; and an
 //! explanation of when the lab's direction (mmap writes much faster) appears and when it reverses.
 
-use super::Observer;
 use super::host::{Host, host_facts};
+use crate::cache::CacheMode;
 use crate::cache::meminfo::{self, FreeLine};
-use crate::cache::{self, CacheMode};
-use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write, verify_written};
-use crate::engine::{self, EngineOptions, ReadMethod};
+use crate::engine::write::{SyncMode, WriteMethod, WriteTarget, open_target};
+use crate::engine::{self, EngineOptions, ReadMethod, Source};
 use crate::error::{Error, Result};
-use crate::measure::measure;
+use crate::harness::{
+    self, CacheSpec, Cell, CellRun, Cells, Limits, Observer, ReadBack, Rounds, Work,
+};
 use crate::measure::stats::{Ratio, Summary, summarize};
 use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
@@ -26,10 +27,9 @@ pub struct PartBConfig {
     pub bs: u64,
     /// Bytes written per write run.
     pub write_len: u64,
-    /// Counted rounds (each runs every cell once).
-    pub repeat: usize,
-    /// Uncounted rounds first.
-    pub warmup: usize,
+    /// Rounds (each runs every cell once).
+    #[serde(flatten)]
+    pub rounds: Rounds,
 }
 
 impl PartBConfig {
@@ -37,8 +37,12 @@ impl PartBConfig {
     pub const DEFAULT_BS: u64 = 4096;
     /// Bytes written per run by default (at most the file's size).
     pub const DEFAULT_WRITE_LEN: u64 = 16 << 20;
-    /// Counted rounds by default.
-    pub const DEFAULT_REPEAT: usize = 3;
+    /// Rounds by default: three counted after one warm-up.
+    pub const ROUNDS: Rounds = Rounds {
+        repeat: 3,
+        warmup: 1,
+        budget: None,
+    };
 }
 
 /// One way of moving the data, over the counted rounds.
@@ -52,6 +56,10 @@ pub struct PartBCell {
     pub syscalls: u64,
     /// Page faults per run (minor + major).
     pub faults: u64,
+    /// For reads: every counted run started warm, verified (by residency, or where the kernel
+    /// hides it by the device bytes the run read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_verified: Option<bool>,
 }
 
 /// What Part B found.
@@ -93,30 +101,24 @@ struct Acc {
     rates: Vec<f64>,
     syscalls: u64,
     faults: u64,
+    cache_verified: Option<bool>,
 }
 
 impl Acc {
-    fn new() -> Acc {
-        Acc {
-            rates: Vec::new(),
-            syscalls: 0,
-            faults: 0,
-        }
-    }
-
     fn cell(self, name: &str) -> PartBCell {
         PartBCell {
             name: name.into(),
             mib_s: summarize(&self.rates),
             syscalls: self.syscalls,
             faults: self.faults,
+            cache_verified: self.cache_verified,
         }
     }
 }
 
 /// Runs Part B.
 pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> Result<PartBResult> {
-    if cfg.bs == 0 || cfg.write_len == 0 || cfg.repeat == 0 {
+    if cfg.bs == 0 || cfg.write_len == 0 || cfg.rounds.repeat == 0 {
         return Err(Error::usage(
             "invalid Part B settings",
             "--bs, --size and --repeat must be at least 1",
@@ -126,11 +128,10 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
     if src.size == 0 {
         return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
     }
-    let plan = crate::harness::Plan::fixed(cfg.warmup, cfg.repeat);
     let free_before = meminfo::read().free_m();
-    let [rd, mr] = reads(cfg, &src, &plan, obs)?;
+    let [rd, mr] = reads(cfg, &src, obs)?;
     let free_after_reads = meminfo::read().free_m();
-    let [we, me, wend] = writes(cfg, &plan, obs)?;
+    let [we, me, wend] = writes(cfg, obs)?;
     let free_after_writes = meminfo::read().free_m();
     let read = rd.cell("read() warm");
     let mmap_read = mr.cell("mmap read warm");
@@ -161,57 +162,113 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
     Ok(r)
 }
 
-/// The rates, calls and faults of a cell's counted runs.
-fn acc(runs: &[(crate::engine::Moved, crate::measure::Counters)]) -> Acc {
-    let mut a = Acc::new();
-    for (m, c) in runs {
-        a.rates
-            .push(crate::size::mib_per_s(m.bytes, c.wall.as_secs_f64()));
-        a.syscalls = m.ops;
-        a.faults = c.minor_faults + c.major_faults;
+/// The rates, calls, faults and cache verdicts of a cell's counted runs.
+fn acc(runs: &[CellRun<()>]) -> Acc {
+    let mut a = Acc {
+        rates: runs.iter().map(CellRun::mib_per_s).collect(),
+        syscalls: 0,
+        faults: 0,
+        cache_verified: None,
+    };
+    for r in runs {
+        a.syscalls = r.moved.ops;
+        a.faults = r.counters.minor_faults + r.counters.major_faults;
+        if let Some(c) = &r.cache {
+            a.cache_verified = Some(a.cache_verified.unwrap_or(true) && c.verified);
+        }
     }
     a
 }
 
-/// The file read warm with read() and through a mapping, rounds interleaved.
-fn reads(
-    cfg: &PartBConfig,
-    src: &engine::Source,
-    plan: &crate::harness::Plan,
-    obs: &dyn Observer,
-) -> Result<[Acc; 2]> {
-    let read_w = Workload {
-        bs: cfg.bs,
-        len: src.size,
-        pattern: Pattern::Seq,
-        seed: 0,
-        threads: 1,
-    };
-    let opts = EngineOptions::default();
-    let read_cell = |method: ReadMethod| -> crate::harness::ClosureRun<'_> {
-        let (read_w, opts) = (&read_w, &opts);
-        Box::new(move || {
-            cache::prepare(&src.file, src.size, &src.path, CacheMode::Warm, false)?;
-            let prepared = engine::prepare(method, src, read_w, opts)?;
-            let (moved, c) = measure(|| prepared.run());
-            Ok((moved?, c))
-        })
-    };
-    let mut reads = crate::harness::Closures(vec![
-        ("read".into(), read_cell(ReadMethod::Read)),
-        ("mmap".into(), read_cell(ReadMethod::Mmap)),
-    ]);
-    let out = crate::harness::run("part B reads", &mut reads, plan, &[], obs)?;
-    if let Some(e) = out.cells.iter().find_map(|c| c.skipped.clone()) {
-        return Err(e);
+/// Part B's cells: the file read warm with read() and through a mapping; or written with
+/// write() and an fsync per block, through a mapping and one msync, and with write() and one
+/// fsync, each run read back and checked.
+enum PartBCells<'a> {
+    Reads {
+        src: &'a Source,
+        w: Workload,
+    },
+    Writes {
+        target: &'a WriteTarget,
+        w: Workload,
+    },
+}
+
+/// The write cells: method and durability.
+const WRITES: [(WriteMethod, SyncMode); 3] = [
+    (WriteMethod::Write, SyncMode::Each),
+    (WriteMethod::Mmap, SyncMode::End),
+    (WriteMethod::Write, SyncMode::End),
+];
+
+/// The read cells.
+const READS: [ReadMethod; 2] = [ReadMethod::Read, ReadMethod::Mmap];
+
+impl Cells for PartBCells<'_> {
+    type Extra = ();
+    fn count(&self) -> usize {
+        match self {
+            PartBCells::Reads { .. } => READS.len(),
+            PartBCells::Writes { .. } => WRITES.len(),
+        }
     }
+    fn name(&self, i: usize) -> String {
+        match self {
+            PartBCells::Reads { .. } => READS[i].name().to_string(),
+            PartBCells::Writes { .. } => {
+                let (m, s) = WRITES[i];
+                format!("{} sync {}", m.name(), s.name())
+            }
+        }
+    }
+    fn cell(&self, i: usize) -> Cell<'_> {
+        match self {
+            PartBCells::Reads { src, w } => Cell {
+                cache: Some(CacheSpec::file(src, src.size, CacheMode::Warm, false)),
+                work: Work::Read {
+                    method: READS[i],
+                    src,
+                    workload: *w,
+                    opts: EngineOptions::default(),
+                    limits: Limits::default(),
+                },
+                xor: None,
+            },
+            PartBCells::Writes { target, w } => Cell {
+                cache: None,
+                work: Work::Write {
+                    method: WRITES[i].0,
+                    target,
+                    workload: *w,
+                    sync: WRITES[i].1,
+                    read_back: ReadBack::Each,
+                },
+                xor: None,
+            },
+        }
+    }
+}
+
+/// The file read warm with read() and through a mapping, rounds interleaved.
+fn reads(cfg: &PartBConfig, src: &Source, obs: &dyn Observer) -> Result<[Acc; 2]> {
+    let mut cells = PartBCells::Reads {
+        src,
+        w: Workload {
+            bs: cfg.bs,
+            len: src.size,
+            pattern: Pattern::Seq,
+            seed: 0,
+            threads: 1,
+        },
+    };
+    let mut out = harness::run("part B reads", &mut cells, &cfg.rounds, &[], obs)?;
+    out.require_all()?;
     Ok([acc(&out.cells[0].runs), acc(&out.cells[1].runs)])
 }
 
-/// `write_len` written with write() and an fsync per block, through a mapping and one msync,
-/// and with write() and one fsync, into a scratch file beside the read one (never kept), each
-/// run checked by reading it back.
-fn writes(cfg: &PartBConfig, plan: &crate::harness::Plan, obs: &dyn Observer) -> Result<[Acc; 3]> {
+/// `write_len` written by each write cell into a scratch file beside the read one (never
+/// kept), rounds interleaved.
+fn writes(cfg: &PartBConfig, obs: &dyn Observer) -> Result<[Acc; 3]> {
     let dir = cfg
         .path
         .parent()
@@ -220,39 +277,19 @@ fn writes(cfg: &PartBConfig, plan: &crate::harness::Plan, obs: &dyn Observer) ->
     let scratch = dir.join(format!(".iolab-partb-{}", std::process::id()));
     let target = open_target(&scratch, false)?;
     target.check_space(cfg.write_len)?;
-    let write_w = Workload {
-        bs: cfg.bs,
-        len: cfg.write_len,
-        pattern: Pattern::Seq,
-        seed: 1,
-        threads: 1,
+    let mut cells = PartBCells::Writes {
+        target: &target,
+        w: Workload {
+            bs: cfg.bs,
+            len: cfg.write_len,
+            pattern: Pattern::Seq,
+            seed: 1,
+            threads: 1,
+        },
     };
-    let cells = [
-        (WriteMethod::Write, SyncMode::Each),
-        (WriteMethod::Mmap, SyncMode::End),
-        (WriteMethod::Write, SyncMode::End),
-    ];
-    let write_cell = |method: WriteMethod, sync: SyncMode| -> crate::harness::ClosureRun<'_> {
-        let (target, write_w, path) = (&target, &write_w, &cfg.path);
-        Box::new(move || {
-            let prepared = prepare_write(method, target, write_w, sync)?;
-            let (moved, c) = measure(|| prepared.run());
-            let moved = moved?;
-            verify_written(&target.tmp, write_w, moved.xor).map_err(|e| e.at(path))?;
-            Ok((moved, c))
-        })
-    };
-    let mut writes = crate::harness::Closures(
-        cells
-            .iter()
-            .map(|&(m, s)| (format!("{} sync {}", m.name(), s.name()), write_cell(m, s)))
-            .collect(),
-    );
-    let out = crate::harness::run("part B writes", &mut writes, plan, &[], obs)?;
-    if let Some(e) = out.cells.iter().find_map(|c| c.skipped.clone()) {
-        return Err(e);
-    }
-    drop(writes);
+    let mut out = harness::run("part B writes", &mut cells, &cfg.rounds, &[], obs)
+        .map_err(|e| e.at(&cfg.path))?;
+    out.require_all()?;
     let accs = [
         acc(&out.cells[0].runs),
         acc(&out.cells[1].runs),
@@ -379,6 +416,7 @@ mod tests {
             mib_s: summarize(rates),
             syscalls: 10,
             faults: 3,
+            cache_verified: None,
         }
     }
 
@@ -391,8 +429,7 @@ mod tests {
                 path: "f".into(),
                 bs: 4096,
                 write_len: 1 << 20,
-                repeat: 3,
-                warmup: 0,
+                rounds: Rounds::fixed(3, 0),
             },
             read_len: 1 << 20,
             read_ratio: Ratio::of(&mmap_read.mib_s, &read.mib_s),

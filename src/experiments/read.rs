@@ -1,14 +1,14 @@
 //! `iolab read`: one read method over a file, with warm-up runs, repeats, the cache put into the
 //! asked state and verified before every run, and the kernel's counters beside each time.
 
-use super::Observer;
 use super::host::{Host, host_facts};
-use crate::cache::{self, CacheMode, CacheState};
-use crate::engine::{self, Moved, ReadMethod, Work};
+use crate::cache::{CacheMode, CacheState};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod, Source, Work};
 use crate::error::{Error, Result};
+use crate::harness::{self, CacheSpec, Cell, CellRuns, Cells, Limits, Observer, Rounds, XorCheck};
+use crate::measure::Counters;
 use crate::measure::stats::{Summary, summarize};
-use crate::measure::{Counters, measure};
-use crate::workload::Shape;
+use crate::workload::{Shape, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ pub struct ReadConfig {
     pub drop_all: bool,
     /// Warm-up and counted runs.
     #[serde(flatten)]
-    pub runs: Repeats,
+    pub rounds: Rounds,
     /// What each block is used for: XOR (the default), or `copy` (moved into a buffer and not
     /// used, as fio's reads are; the XOR then checks nothing).
     #[serde(default)]
@@ -59,28 +59,6 @@ impl RunRecord {
     }
 }
 
-/// How many runs: `warmup` uncounted ones first, then `repeat` counted ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Repeats {
-    /// Counted runs (at least 1).
-    pub repeat: usize,
-    /// Uncounted runs first.
-    pub warmup: usize,
-}
-
-impl Repeats {
-    /// Refuses zero counted runs.
-    pub fn check(&self) -> Result<()> {
-        if self.repeat == 0 {
-            return Err(Error::usage(
-                "invalid repeat count",
-                "--repeat must be at least 1",
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Warm-up and counted runs, and the statistics of the counted ones (flattened into results).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Runs {
@@ -94,30 +72,20 @@ pub struct Runs {
 }
 
 impl Runs {
-    /// Runs `one` `warmup` times uncounted, then `repeat` times counted, reporting progress as
-    /// `what`; then summarises the counted runs.
-    pub fn measure(
-        Repeats { repeat, warmup }: Repeats,
-        what: &str,
-        obs: &dyn Observer,
-        mut one: impl FnMut() -> Result<(Moved, Counters, Option<CacheState>)>,
-    ) -> Result<Runs> {
-        let runs: Vec<RunRecord> = crate::harness::repeat(what, warmup, repeat, obs, || {
-            let (moved, counters, cache) = one()?;
-            Ok(RunRecord {
-                warmup: false,
-                counters,
-                moved,
-                cache,
-            })
-        })?
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| RunRecord {
-            warmup: i < warmup,
-            ..r
-        })
-        .collect();
+    /// The runs of one cell as the harness measured them (warm-ups first, marked), and the
+    /// statistics of the counted ones.
+    pub fn of<E>(cell: CellRuns<E>) -> Runs {
+        let record = |warmup: bool| {
+            move |r: harness::CellRun<E>| RunRecord {
+                warmup,
+                counters: r.counters,
+                moved: r.moved,
+                cache: r.cache,
+            }
+        };
+        let runs: Vec<RunRecord> = (cell.warmups.into_iter().map(record(true)))
+            .chain(cell.runs.into_iter().map(record(false)))
+            .collect();
         let counted = || runs.iter().filter(|r| !r.warmup);
         let rate = summarize(&counted().map(|r| r.mib_per_s()).collect::<Vec<_>>());
         let seconds = summarize(
@@ -125,20 +93,16 @@ impl Runs {
                 .map(|r| r.counters.wall.as_secs_f64())
                 .collect::<Vec<_>>(),
         );
-        Ok(Runs {
+        Runs {
             runs,
             rate,
             seconds,
-        })
+        }
     }
 
-    /// The XOR every run moved, or `mismatch(first, other)` as the error when they differ.
-    pub fn same_xor(&self, mismatch: impl FnOnce(u32, u32) -> Error) -> Result<u32> {
-        let xor = self.runs.first().map_or(0, |r| r.moved.xor);
-        match self.runs.iter().find(|r| r.moved.xor != xor) {
-            Some(bad) => Err(mismatch(xor, bad.moved.xor)),
-            None => Ok(xor),
-        }
+    /// The XOR the runs moved (the harness made them agree).
+    pub fn xor(&self) -> u32 {
+        self.runs.first().map_or(0, |r| r.moved.xor)
     }
 
     /// The counted runs.
@@ -204,41 +168,70 @@ pub fn resolve_len(bs: u64, len: Option<u64>, size: u64) -> Result<(u64, Vec<Str
 }
 
 impl ReadConfig {
-    /// Counted runs by default.
-    pub const DEFAULT_REPEAT: usize = 5;
-    /// Uncounted runs first by default.
-    pub const DEFAULT_WARMUP: usize = 1;
+    /// Counted runs and warm-ups by default.
+    pub const ROUNDS: Rounds = Rounds {
+        repeat: 5,
+        warmup: 1,
+        budget: None,
+    };
+}
+
+/// `iolab read`'s one cell: a method over the file's first `len` bytes in the asked state.
+struct ReadCell<'a> {
+    cfg: &'a ReadConfig,
+    src: &'a Source,
+    w: Workload,
+    opts: EngineOptions,
+}
+
+impl Cells for ReadCell<'_> {
+    type Extra = ();
+    fn count(&self) -> usize {
+        1
+    }
+    fn name(&self, _: usize) -> String {
+        self.cfg.method.name().to_string()
+    }
+    fn cell(&self, _: usize) -> Cell<'_> {
+        Cell {
+            cache: Some(CacheSpec::file(
+                self.src,
+                self.w.len,
+                self.cfg.cache,
+                self.cfg.drop_all,
+            )),
+            work: harness::Work::Read {
+                method: self.cfg.method,
+                src: self.src,
+                workload: self.w,
+                opts: self.opts,
+                limits: Limits::default(),
+            },
+            xor: Some(XorCheck::group(0)),
+        }
+    }
 }
 
 /// Reads the file `repeat` times after `warmup` runs, the cache prepared and verified before each.
 pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Result<ReadResult> {
     cfg.shape.check()?;
-    cfg.runs.check()?;
+    cfg.rounds.check()?;
     let src = engine::open_source(&cfg.path)?;
     let (len, mut warnings) = resolve_len(cfg.bs, cfg.len, src.size)?;
-    let w = cfg.shape.workload(cfg.bs, len);
-    let opts = engine::EngineOptions {
-        work: cfg.work,
-        ..cfg.shape.engine_options()
+    let mut cell = ReadCell {
+        cfg,
+        src: &src,
+        w: cfg.shape.workload(cfg.bs, len),
+        opts: EngineOptions {
+            work: cfg.work,
+            ..cfg.shape.engine_options()
+        },
     };
-    let runs = Runs::measure(cfg.runs, "read", obs, || {
-        // Cache state is established and verified right before each run, outside the timing.
-        let mut state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
-        let prepared = engine::prepare(cfg.method, &src, &w, &opts)?;
-        let (moved, counters) = measure(|| prepared.run());
-        let moved = moved?;
-        state.judge_by_device(moved.bytes, counters.device_read_bytes);
-        Ok((moved, counters, Some(state)))
-    })?;
-    let x = crate::xor::format_xor;
-    let xor = runs.same_xor(|a, b| {
-        let why = format!(
-            "runs disagree ({} vs {}): the file changed while measuring",
-            x(a),
-            x(b)
-        );
-        Error::failed("checksum mismatch", why).at(&src.path)
-    })?;
+    // The harness puts the cache into the asked state and verifies it before every run.
+    let measured =
+        harness::run("read", &mut cell, &cfg.rounds, &[], obs).map_err(|e| e.at(&src.path))?;
+    let runs = Runs::of(measured.into_single()?);
+    let xor = runs.xor();
     let note = || runs.counted().find_map(|r| r.cache.as_ref()?.note.clone());
     let unverified = runs
         .counted()

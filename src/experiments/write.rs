@@ -1,14 +1,13 @@
 //! `iolab write`: one write method and sync mode, with warm-up runs and repeats; each run starts
 //! from an empty file, and the result is read back and checked against the XOR written.
 
-use super::Observer;
 use super::host::{Host, host_facts};
-use super::read::{Repeats, Runs};
+use super::read::Runs;
 use crate::engine;
-use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write, verify_written};
+use crate::engine::write::{SyncMode, WriteMethod, WriteTarget, open_target};
 use crate::error::{Error, Result};
-use crate::measure::measure;
-use crate::workload::Shape;
+use crate::harness::{self, Cell, Cells, Observer, ReadBack, Rounds, XorCheck};
+use crate::workload::{Shape, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -32,7 +31,7 @@ pub struct WriteConfig {
     pub force: bool,
     /// Warm-up and counted runs.
     #[serde(flatten)]
-    pub runs: Repeats,
+    pub rounds: Rounds,
 }
 
 /// What `iolab write` found.
@@ -69,15 +68,48 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
         );
     }
     cfg.shape.check()?;
-    cfg.runs.check()?;
+    cfg.rounds.check()?;
     Ok(())
 }
 
 impl WriteConfig {
-    /// Counted runs by default.
-    pub const DEFAULT_REPEAT: usize = 3;
-    /// Uncounted runs first by default (none: every run writes a fresh file anyway).
-    pub const DEFAULT_WARMUP: usize = 0;
+    /// Counted runs by default, and no warm-up: every run writes a fresh file anyway.
+    pub const ROUNDS: Rounds = Rounds {
+        repeat: 3,
+        warmup: 0,
+        budget: None,
+    };
+}
+
+/// `iolab write`'s one cell: the method and sync mode into the target, every run the same
+/// data (their XORs agree), the last run's file read back.
+struct WriteCell<'a> {
+    cfg: &'a WriteConfig,
+    target: &'a WriteTarget,
+    w: Workload,
+}
+
+impl Cells for WriteCell<'_> {
+    type Extra = ();
+    fn count(&self) -> usize {
+        1
+    }
+    fn name(&self, _: usize) -> String {
+        format!("{} sync {}", self.cfg.method.name(), self.cfg.sync.name())
+    }
+    fn cell(&self, _: usize) -> Cell<'_> {
+        Cell {
+            cache: None,
+            work: harness::Work::Write {
+                method: self.cfg.method,
+                target: self.target,
+                workload: self.w,
+                sync: self.cfg.sync,
+                read_back: ReadBack::Last,
+            },
+            xor: Some(XorCheck::group(0)),
+        }
+    }
 }
 
 /// Writes the file `repeat` times after `warmup` runs, then reads it back to verify.
@@ -97,20 +129,17 @@ fn write_runs(
     obs: &dyn Observer,
 ) -> Result<WriteResult> {
     target.check_space(cfg.len)?;
-    let w = cfg.shape.workload(cfg.bs, cfg.len);
-    let runs = Runs::measure(cfg.runs, "write", obs, || {
-        let prepared = prepare_write(cfg.method, target, &w, cfg.sync)?;
-        let (moved, counters) = measure(|| prepared.run());
-        Ok((moved?, counters, None))
-    })?;
-    let x = crate::xor::format_xor;
-    let xor = runs.same_xor(|a, b| {
-        let why = format!("runs wrote different data ({} vs {})", x(a), x(b));
-        Error::failed("verify failed", why).at(&cfg.path)
-    })?;
-    // Read back what the last run left (outside any timing): its XOR must be the one the data's
-    // definition gives, computed without the write path.
-    verify_written(&target.tmp, &w, xor).map_err(|e| e.at(&cfg.path))?;
+    let mut cell = WriteCell {
+        cfg,
+        target,
+        w: cfg.shape.workload(cfg.bs, cfg.len),
+    };
+    // The harness reads back what the last run left (outside any timing): its XOR must be the
+    // one the data's definition gives, computed without the write path.
+    let measured =
+        harness::run("write", &mut cell, &cfg.rounds, &[], obs).map_err(|e| e.at(&cfg.path))?;
+    let runs = Runs::of(measured.into_single()?);
+    let xor = runs.xor();
     let mut warnings = Vec::new();
     if cfg.sync == SyncMode::None {
         warnings.push(

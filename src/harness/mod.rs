@@ -1,7 +1,10 @@
-//! The harness: every repeated measurement goes through here. An experiment hands it cells (what
-//! to run and how to prepare it, behind [`Cells`]) and the comparisons it will draw; the harness
-//! owns the rest:
-//! - warm-up rounds, not counted;
+//! The harness: every repeated measurement goes through here. An experiment declares its cells
+//! (method, cache state, workload and what to check, behind [`Cells`]: [`Cell`]) and the
+//! comparisons it will draw, and says how many rounds ([`Rounds`]); the harness owns the rest:
+//! - each run's protocol ([`mod@cell`]): the cache state put in place and verified, the engine
+//!   prepared untimed, the work timed with the kernel's counters beside it, the state judged
+//!   again from the device where residency is hidden, written data read back;
+//! - warm-up rounds, kept apart from the counted ones;
 //! - rounds in rotating interleaved order (round r starts at the r-th live cell), so drift and a
 //!   slow minute spread over every cell, and paired cells share their rounds;
 //! - the skip rules: a cell whose method is unsupported or unsuited here is dropped, with the reason;
@@ -16,75 +19,56 @@
 //! taken in the same round, and a comparison re-derived later from the stored samples sees the
 //! same pairs the harness decided on (at one of the planned looks).
 
+pub mod cell;
+pub mod rounds;
+
+pub use cell::{CacheSpec, Cell, CellRun, Limits, ReadBack, Timed, Work, XorCheck};
+pub use rounds::{BudgetClass, Plan, Rounds};
+
 use crate::error::{Error, ErrorKind, Result};
-use crate::experiments::Observer;
-use crate::measure::decide::{self, Decided, LOOKS, Verdict};
+use crate::measure::decide::{self, Decided, Verdict};
 use crate::measure::interference::{Interference, Probe};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-/// How many rounds, and for how long.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// Uncounted rounds before the first counted one.
-    pub warmup: usize,
-    /// The rounds after which comparisons are looked at; the first is the minimum of every
-    /// compared cell.
-    pub looks: Vec<usize>,
-    /// Counted rounds of the cells in no comparison (at most the first look).
-    pub floor: usize,
-    /// Wall time the whole measurement may take; the first look is always completed.
-    #[serde(with = "crate::measure::secs")]
-    pub budget: Duration,
+/// Receives progress from long measurements; the CLI turns it into a progress line on stderr.
+pub trait Observer {
+    /// Step `done` of `total` of `what` has finished.
+    fn progress(&self, _what: &str, _done: usize, _total: usize) {}
+    /// Step `k` (from 1) of `n` of a run of several experiments (the suite), named `name`,
+    /// begins; the `progress` calls that follow belong to it.
+    fn stage(&self, _k: usize, _n: usize, _name: &str) {}
+    /// Something the user should hear now (a wait that ended, a wait given up), as one line.
+    fn note(&self, _line: &str) {}
 }
 
-impl Plan {
-    /// The default looks with one warm-up round and `budget`.
-    pub fn adaptive(budget: Duration) -> Plan {
-        Plan {
-            warmup: 1,
-            looks: LOOKS.to_vec(),
-            floor: LOOKS[0],
-            budget,
-        }
-    }
+/// An observer that ignores everything.
+pub struct Silent;
+impl Observer for Silent {}
 
-    /// A fixed number of counted rounds (no comparisons asked, or the user fixed `--repeat`).
-    pub fn fixed(warmup: usize, rounds: usize) -> Plan {
-        Plan {
-            warmup,
-            looks: vec![rounds],
-            floor: rounds,
-            budget: Duration::ZERO,
-        }
-    }
-
-    /// The fewest counted rounds every cell gets.
-    pub fn min_rounds(&self) -> usize {
-        self.looks.first().copied().unwrap_or(1).max(1)
-    }
-}
-
-/// What the harness runs: numbered cells.
+/// What the harness runs: numbered cells, each declared ([`Cell`]): the harness prepares,
+/// measures and checks it ([`cell`]).
 pub trait Cells {
-    /// One run's record.
-    type Run;
+    /// What a run keeps beyond the harness's record ([`Timed::extra`] of work of the cell's
+    /// own); `()` for cells that move bytes through the engines.
+    type Extra: Default;
     /// How many cells.
     fn count(&self) -> usize;
     /// A cell's name, for messages.
     fn name(&self, i: usize) -> String;
-    /// Prepares cell `i` (untimed: cache state, opening, mapping) and runs it once (timed).
-    fn run(&mut self, i: usize) -> Result<Self::Run>;
-    /// The figure comparisons are drawn on (a rate or a cost; only ratios are taken).
-    fn figure(&self, run: &Self::Run) -> f64;
-    /// The XOR of the bytes a run moved and the group of cells that must agree on it, when the
-    /// run moved a whole, known set of bytes.
-    fn xor(&self, _i: usize, _run: &Self::Run) -> Option<(u64, u32)> {
-        None
+    /// Cell `i` as declared: its cache state, its work, its XOR check.
+    fn cell(&self, i: usize) -> Cell<'_>;
+    /// The timed work of a cell declared with [`Work::Own`].
+    fn own(&mut self, i: usize) -> Result<Timed<Self::Extra>> {
+        Err(Error::failed(
+            "harness",
+            format!("{} declared no work of its own", self.name(i)),
+        ))
     }
-    /// The timed part of a run, when the cell knows it (for the check against [`MIN_RUN`]).
-    fn wall(&self, _run: &Self::Run) -> Option<Duration> {
-        None
+    /// The figure comparisons are drawn on (a rate or a cost; only ratios are taken): MiB/s
+    /// unless the cell says otherwise.
+    fn figure(&self, run: &CellRun<Self::Extra>) -> f64 {
+        run.mib_per_s()
     }
 }
 
@@ -113,20 +97,22 @@ pub enum Stop {
     LastLook,
 }
 
-/// One cell's counted runs, in round order from round 0.
+/// One cell's runs: the counted ones in round order from round 0, the warm-ups apart.
 #[derive(Debug)]
-pub struct CellRuns<R> {
-    /// The runs.
-    pub runs: Vec<R>,
+pub struct CellRuns<E> {
+    /// The counted runs.
+    pub runs: Vec<CellRun<E>>,
+    /// The uncounted warm-up runs, in order.
+    pub warmups: Vec<CellRun<E>>,
     /// Why the cell could not run here (an unsupported or unsuited error), when it could not.
     pub skipped: Option<Error>,
 }
 
 /// What the harness measured.
 #[derive(Debug)]
-pub struct Outcome<R> {
+pub struct Measurement<E> {
     /// Per cell, in the order given.
-    pub cells: Vec<CellRuns<R>>,
+    pub cells: Vec<CellRuns<E>>,
     /// Counted rounds run (the cells of decided comparisons stop earlier).
     pub rounds: usize,
     /// Per comparison, in the order given, its verdict at the last look (`None` when a side
@@ -144,6 +130,26 @@ pub struct Outcome<R> {
     pub warnings: Vec<String>,
     /// The verdicts with the cells' names.
     pub compared: Vec<Compared>,
+}
+
+impl<E> Measurement<E> {
+    /// Fails with the first cell's reason for not running, for experiments whose every cell
+    /// must run (a pair that cannot run here fails the matrix).
+    pub fn require_all(&mut self) -> Result<()> {
+        match self.cells.iter_mut().find_map(|c| c.skipped.take()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The runs of a measurement of one cell, or why it could not run.
+    pub fn into_single(mut self) -> Result<CellRuns<E>> {
+        self.require_all()?;
+        self.cells
+            .drain(..)
+            .next()
+            .ok_or_else(|| Error::failed("harness", "a measurement of no cell"))
+    }
 }
 
 /// How a measurement's rounds went, as results keep it.
@@ -178,8 +184,8 @@ pub struct Compared {
 }
 
 impl RoundsTaken {
-    /// From an outcome.
-    pub fn of<R>(o: &Outcome<R>) -> RoundsTaken {
+    /// From a measurement.
+    pub fn of<E>(o: &Measurement<E>) -> RoundsTaken {
         RoundsTaken {
             rounds: o.rounds,
             stop: Some(o.stop),
@@ -201,18 +207,20 @@ impl RoundsTaken {
     }
 }
 
-struct Live<R> {
-    runs: Vec<R>,
+struct Live<E> {
+    runs: Vec<CellRun<E>>,
+    warmups: Vec<CellRun<E>>,
     skipped: Option<Error>,
     active: bool,
     /// Wall time of its last run, set-up included (for the budget).
     cost: Duration,
 }
 
-impl<R> Default for Live<R> {
+impl<E> Default for Live<E> {
     fn default() -> Self {
         Live {
             runs: Vec::new(),
+            warmups: Vec::new(),
             skipped: None,
             active: true,
             cost: Duration::ZERO,
@@ -220,18 +228,30 @@ impl<R> Default for Live<R> {
     }
 }
 
-/// Runs `cells` under `plan`, drawing `comparisons`; progress as `what`.
+/// Runs `cells` for `rounds`, drawing `comparisons`; progress as `what`.
 pub fn run<C: Cells>(
+    what: &str,
+    cells: &mut C,
+    rounds: &Rounds,
+    comparisons: &[Comparison],
+    obs: &dyn Observer,
+) -> Result<Measurement<C::Extra>> {
+    rounds.check()?;
+    run_plan(what, cells, &rounds.plan(), comparisons, obs)
+}
+
+/// [`run`] under a plan made by hand (the harness's own tests).
+fn run_plan<C: Cells>(
     what: &str,
     cells: &mut C,
     plan: &Plan,
     comparisons: &[Comparison],
     obs: &dyn Observer,
-) -> Result<Outcome<C::Run>> {
+) -> Result<Measurement<C::Extra>> {
     let n = cells.count();
     let started = Instant::now();
-    let mut live: Vec<Live<C::Run>> = (0..n).map(|_| Live::default()).collect();
-    let mut xors: Vec<(u64, u32, usize)> = Vec::new();
+    let mut live: Vec<Live<C::Extra>> = (0..n).map(|_| Live::default()).collect();
+    let mut xors: Vec<Agreed> = Vec::new();
     let mut windows: Vec<Interference> = Vec::new();
     let first = plan.min_rounds();
     let mut compared = vec![false; n];
@@ -275,7 +295,7 @@ pub fn run<C: Cells>(
             };
         };
         keep_undecided(&mut live, comparisons, &verdicts);
-        let going: Vec<&Live<C::Run>> = live.iter().filter(|l| l.active).collect();
+        let going: Vec<&Live<C::Extra>> = live.iter().filter(|l| l.active).collect();
         if going.is_empty() {
             break Stop::Decided;
         }
@@ -287,8 +307,11 @@ pub fn run<C: Cells>(
         target = plan.warmup + next;
         total = done + more as usize * going.len();
     };
+    for (i, l) in live.iter().enumerate() {
+        cell::check_last(&cells.cell(i), l.runs.last().or(l.warmups.last()))?;
+    }
     let warnings: Vec<String> = short_runs(cells, &live).into_iter().collect();
-    Ok(Outcome {
+    Ok(Measurement {
         compared: comparisons
             .iter()
             .zip(&verdicts)
@@ -306,6 +329,7 @@ pub fn run<C: Cells>(
             .into_iter()
             .map(|l| CellRuns {
                 runs: l.runs,
+                warmups: l.warmups,
                 skipped: l.skipped,
             })
             .collect(),
@@ -319,8 +343,8 @@ pub fn run<C: Cells>(
 }
 
 /// Only the cells of comparisons still undecided go on (those not skipped).
-fn keep_undecided<R>(
-    live: &mut [Live<R>],
+fn keep_undecided<E>(
+    live: &mut [Live<E>],
     comparisons: &[Comparison],
     verdicts: &[Option<Verdict>],
 ) {
@@ -340,7 +364,7 @@ fn keep_undecided<R>(
 /// gets its verdict from the paired runs so far, its error split over `planned` looks.
 fn look<C: Cells>(
     cells: &C,
-    live: &[Live<C::Run>],
+    live: &[Live<C::Extra>],
     comparisons: &[Comparison],
     verdicts: &mut [Option<Verdict>],
     planned: usize,
@@ -356,15 +380,15 @@ fn look<C: Cells>(
     }
 }
 
-/// One round over the active cells, in an order rotated by `round`; their runs are kept when
-/// `counted` (not a warm-up). A cell the method does not suit is skipped from then on;
-/// `tick` follows each cell.
+/// One round over the active cells, in an order rotated by `round`; their runs are kept as
+/// counted or as warm-ups. A cell the method does not suit is skipped from then on; `tick`
+/// follows each cell.
 fn one_round<C: Cells>(
     cells: &mut C,
-    live: &mut [Live<C::Run>],
+    live: &mut [Live<C::Extra>],
     round: usize,
     counted: bool,
-    xors: &mut Vec<(u64, u32, usize)>,
+    xors: &mut Vec<Agreed>,
     tick: &mut dyn FnMut(),
 ) -> Result<()> {
     let order: Vec<usize> = (0..live.len()).filter(|&i| live[i].active).collect();
@@ -375,14 +399,18 @@ fn one_round<C: Cells>(
             continue;
         }
         let t = Instant::now();
-        match cells.run(i) {
-            Ok(r) => {
+        match run_one(cells, i) {
+            Ok((r, check)) => {
                 live[i].cost = t.elapsed();
-                if let Some((group, x)) = cells.xor(i, &r) {
-                    check_xor(xors, cells, group, x, i)?;
+                if let Some((check, writes)) = check
+                    && check.bytes.is_none_or(|b| b == r.moved.bytes)
+                {
+                    agree(xors, cells, check.group, r.moved.xor, i, writes)?;
                 }
                 if counted {
                     live[i].runs.push(r);
+                } else {
+                    live[i].warmups.push(r);
                 }
             }
             Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
@@ -395,13 +423,30 @@ fn one_round<C: Cells>(
     Ok(())
 }
 
+/// One run of cell `i`, and its XOR check (with whether it wrote its bytes).
+type Checked<E> = (CellRun<E>, Option<(XorCheck, bool)>);
+
+/// Runs cell `i` once through the protocol of [`mod@cell`].
+fn run_one<C: Cells>(cells: &mut C, i: usize) -> Result<Checked<C::Extra>> {
+    let declared = cells.cell(i);
+    let check = declared
+        .xor
+        .map(|x| (x, matches!(declared.work, Work::Write { .. })));
+    if matches!(declared.work, Work::Own) {
+        // The declaration borrows the cells; its state is prepared before the work of its own.
+        let cache = declared.cache.map(|c| cell::prepare(&c)).transpose()?;
+        return cell::finish(cache, cells.own(i)?).map(|r| (r, check));
+    }
+    cell::run_cell(declared).map(|r| (r, check))
+}
+
 /// The warning for cells whose median run was under [`MIN_RUN`], if any.
-fn short_runs<C: Cells>(cells: &C, live: &[Live<C::Run>]) -> Option<String> {
+fn short_runs<C: Cells>(cells: &C, live: &[Live<C::Extra>]) -> Option<String> {
     let short: Vec<String> = live
         .iter()
         .enumerate()
         .filter_map(|(i, l)| {
-            let mut w: Vec<Duration> = l.runs.iter().filter_map(|r| cells.wall(r)).collect();
+            let mut w: Vec<Duration> = l.runs.iter().map(|r| r.counters.wall).collect();
             w.sort();
             let m = *w.get(w.len() / 2)?;
             (m < MIN_RUN).then(|| format!("{} ({:.1} ms)", cells.name(i), m.as_secs_f64() * 1e3))
@@ -417,107 +462,54 @@ fn short_runs<C: Cells>(cells: &C, live: &[Live<C::Run>]) -> Option<String> {
     })
 }
 
-/// One cell given by closures: a measurement of a single thing (a `read` or `write` command,
-/// `fast` from one cache state).
-pub struct OneCell<F, G> {
-    /// Its name.
-    pub name: String,
-    /// Prepares and runs it once.
-    pub run: F,
-    /// The figure of a run.
-    pub figure: G,
-}
-
-impl<R, F: FnMut() -> Result<R>, G: Fn(&R) -> f64> Cells for OneCell<F, G> {
-    type Run = R;
-    fn count(&self) -> usize {
-        1
-    }
-    fn name(&self, _: usize) -> String {
-        self.name.clone()
-    }
-    fn run(&mut self, _: usize) -> Result<R> {
-        (self.run)()
-    }
-    fn figure(&self, r: &R) -> f64 {
-        (self.figure)(r)
-    }
-}
-
-/// Cells given as closures, each preparing and running itself once and returning its bytes
-/// moved and counters; the figure is MiB/s.
-pub struct Closures<'a>(pub Vec<(String, ClosureRun<'a>)>);
-
-/// One closure cell's run.
-pub type ClosureRun<'a> =
-    Box<dyn FnMut() -> Result<(crate::engine::Moved, crate::measure::Counters)> + 'a>;
-
-impl Cells for Closures<'_> {
-    type Run = (crate::engine::Moved, crate::measure::Counters);
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-    fn name(&self, i: usize) -> String {
-        self.0[i].0.clone()
-    }
-    fn run(&mut self, i: usize) -> Result<Self::Run> {
-        (self.0[i].1)()
-    }
-    fn figure(&self, (m, c): &Self::Run) -> f64 {
-        crate::size::mib_per_s(m.bytes, c.wall.as_secs_f64())
-    }
-}
-
-/// Runs one cell `warmup + repeat` times (no comparisons): its runs, warm-ups first, or the
-/// error that made it unsupported or unsuited here.
-pub fn repeat<R>(
-    what: &str,
-    warmup: usize,
-    repeat: usize,
-    obs: &dyn Observer,
-    run: impl FnMut() -> Result<R>,
-) -> Result<Vec<R>> {
-    let mut cell = OneCell {
-        name: what.to_string(),
-        run,
-        figure: |_: &R| 1.0,
-    };
-    // The warm-ups are counted rounds to the harness, so that the caller keeps them.
-    let mut out = self::run(what, &mut cell, &Plan::fixed(0, warmup + repeat), &[], obs)?;
-    let one = out.cells.remove(0);
-    match one.skipped {
-        Some(e) => Err(e),
-        None => Ok(one.runs),
-    }
-}
-
 fn all_decided(v: &[Option<Verdict>]) -> bool {
     v.iter()
         .all(|v| v.is_none_or(|v| v.decided != Decided::Undecided))
 }
 
-fn check_xor<C: Cells>(
-    seen: &mut Vec<(u64, u32, usize)>,
+/// The first XOR seen in a group: (group, XOR, cell).
+type Agreed = (u64, u32, usize);
+
+/// The one XOR check: every run in a group moved the same bytes, so their XORs agree; a
+/// mismatch names the two cells (or the one cell whose runs disagree) and fails the run.
+fn agree<C: Cells>(
+    seen: &mut Vec<Agreed>,
     cells: &C,
     group: u64,
     x: u32,
     i: usize,
+    writes: bool,
 ) -> Result<()> {
-    match seen.iter().find(|(g, _, _)| *g == group) {
-        None => {
-            seen.push((group, x, i));
-            Ok(())
-        }
-        Some(&(_, y, j)) if y != x => Err(Error::failed(
-            "checksum mismatch",
-            format!(
-                "{} read the same bytes as {} but got XOR {x:08x}, not {y:08x}",
-                cells.name(i),
-                cells.name(j)
-            ),
-        )),
-        Some(_) => Ok(()),
+    let Some(&(_, y, j)) = seen.iter().find(|(g, _, _)| *g == group) else {
+        seen.push((group, x, i));
+        return Ok(());
+    };
+    if x == y {
+        return Ok(());
     }
+    let f = crate::xor::format_xor;
+    let why = match (i == j, writes) {
+        (true, true) => format!(
+            "runs of {} wrote different data ({} vs {})",
+            cells.name(i),
+            f(y),
+            f(x)
+        ),
+        (true, false) => format!(
+            "runs of {} disagree ({} vs {}): the file changed while measuring",
+            cells.name(i),
+            f(y),
+            f(x)
+        ),
+        (false, _) => format!(
+            "{} read the same bytes as {} but got XOR {}, not {}",
+            cells.name(i),
+            cells.name(j),
+            f(x),
+            f(y)
+        ),
+    };
+    Err(Error::failed("checksum mismatch", why))
 }
 
 #[cfg(test)]

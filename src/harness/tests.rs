@@ -1,5 +1,5 @@
 use super::*;
-use crate::experiments::Silent;
+use crate::measure::decide::LOOKS;
 
 /// Cells whose figure is a fixed sequence per cell, recording the order they ran in.
 struct Fake {
@@ -22,30 +22,41 @@ impl Fake {
 }
 
 impl Cells for Fake {
-    type Run = f64;
+    type Extra = f64;
     fn count(&self) -> usize {
         self.figures.len()
     }
     fn name(&self, i: usize) -> String {
         format!("cell {i}")
     }
-    fn run(&mut self, i: usize) -> Result<f64> {
+    fn cell(&self, i: usize) -> Cell<'_> {
+        Cell {
+            xor: self.xor[i].map(|(g, _)| XorCheck::group(g)),
+            ..Cell::own()
+        }
+    }
+    /// The figure, also read as milliseconds of run time.
+    fn own(&mut self, i: usize) -> Result<Timed<f64>> {
         if self.unsupported[i] {
             return Err(Error::unsupported("fake", "not here"));
         }
         let k = self.calls.iter().filter(|&&c| c == i).count();
         self.calls.push(i);
-        Ok((self.figures[i])(k))
+        let figure = (self.figures[i])(k);
+        Ok(Timed {
+            moved: crate::engine::Moved {
+                xor: self.xor[i].map_or(0, |(_, x)| x),
+                ..Default::default()
+            },
+            counters: crate::measure::Counters {
+                wall: Duration::from_secs_f64(figure / 1e3),
+                ..Default::default()
+            },
+            extra: figure,
+        })
     }
-    fn figure(&self, run: &f64) -> f64 {
-        *run
-    }
-    fn xor(&self, i: usize, _: &f64) -> Option<(u64, u32)> {
-        self.xor[i]
-    }
-    /// The figure, read as milliseconds of run time.
-    fn wall(&self, run: &f64) -> Option<Duration> {
-        Some(Duration::from_secs_f64(run / 1e3))
+    fn figure(&self, run: &CellRun<f64>) -> f64 {
+        run.extra
     }
 }
 
@@ -56,9 +67,9 @@ fn wobble(base: f64) -> Box<dyn FnMut(usize) -> f64> {
 #[test]
 fn rounds_rotate_and_stop_at_the_first_look_when_decided() {
     let mut cells = Fake::new(vec![wobble(200.0), wobble(100.0), wobble(50.0)]);
-    let plan = Plan::adaptive(Duration::from_secs(60));
+    let plan = Rounds::adaptive(Duration::from_secs(60)).plan();
     let cmp = [Comparison { a: 0, b: 1 }];
-    let out = run("t", &mut cells, &plan, &cmp, &Silent).unwrap();
+    let out = run_plan("t", &mut cells, &plan, &cmp, &Silent).unwrap();
     assert_eq!(out.stop, Stop::Decided);
     assert_eq!(out.rounds, LOOKS[0]);
     assert_eq!(out.looks, 1);
@@ -88,12 +99,13 @@ fn only_undecided_comparisons_get_more_rounds() {
         wobble(10.0),
         wobble(5.0),
     ]);
-    let plan = Plan {
-        floor: 3,
-        ..Plan::adaptive(Duration::from_secs(60))
-    };
+    let plan = Rounds {
+        repeat: 3,
+        ..Rounds::adaptive(Duration::from_secs(60))
+    }
+    .plan();
     let cmp = [Comparison { a: 0, b: 1 }, Comparison { a: 0, b: 2 }];
-    let out = run("t", &mut cells, &plan, &cmp, &Silent).unwrap();
+    let out = run_plan("t", &mut cells, &plan, &cmp, &Silent).unwrap();
     assert!(out.looks > 1, "{out:?}");
     assert_eq!(out.cells[2].runs.len(), LOOKS[0], "decided cell stopped");
     assert!(out.cells[0].runs.len() > LOOKS[0]);
@@ -111,8 +123,8 @@ fn a_budget_ends_the_rounds_undecided() {
         })
     };
     let mut cells = Fake::new(vec![noisy(100.0, 0), noisy(100.0, 3)]);
-    let plan = Plan::adaptive(Duration::from_millis(1));
-    let out = run(
+    let plan = Rounds::adaptive(Duration::from_millis(1)).plan();
+    let out = run_plan(
         "t",
         &mut cells,
         &plan,
@@ -129,7 +141,7 @@ fn a_budget_ends_the_rounds_undecided() {
 fn unsupported_cells_are_skipped_with_the_reason_and_xors_must_agree() {
     let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0), wobble(3.0)]);
     cells.unsupported[1] = true;
-    let out = run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).unwrap();
+    let out = run("t", &mut cells, &Rounds::fixed(3, 0), &[], &Silent).unwrap();
     assert_eq!(out.cells[1].skipped.as_ref().unwrap().cause, "not here");
     assert!(out.cells[1].runs.is_empty() && out.cells[2].runs.len() == 3);
     // Runs of 1 and 3 ms are said to be short, naming the cells.
@@ -147,8 +159,8 @@ fn unsupported_cells_are_skipped_with_the_reason_and_xors_must_agree() {
 
     let mut cells = Fake::new(vec![wobble(1.0), wobble(2.0)]);
     cells.xor = vec![Some((7, 0xaa)), Some((7, 0xab))];
-    let e = run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).unwrap_err();
+    let e = run("t", &mut cells, &Rounds::fixed(3, 0), &[], &Silent).unwrap_err();
     assert!(e.to_string().contains("checksum mismatch"), "{e}");
     cells.xor = vec![Some((7, 0xaa)), Some((8, 0xab))];
-    assert!(run("t", &mut cells, &Plan::fixed(0, 3), &[], &Silent).is_ok());
+    assert!(run("t", &mut cells, &Rounds::fixed(3, 0), &[], &Silent).is_ok());
 }

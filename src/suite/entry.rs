@@ -164,6 +164,11 @@ impl SuiteContext<'_> {
         &self.data.random_file
     }
 
+    /// The rounds of `class` at this suite's scale.
+    pub fn rounds(&self, class: crate::harness::BudgetClass) -> crate::harness::Rounds {
+        class.rounds(self.cfg.quick)
+    }
+
     /// `quick` in a `--quick` suite, else `full`.
     pub fn scale<T>(&self, quick: T, full: T) -> T {
         if self.cfg.quick { quick } else { full }

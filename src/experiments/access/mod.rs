@@ -2,19 +2,20 @@
 //! latency percentiles, faults per operation and read amplification (device bytes per useful
 //! byte). Cells are interleaved across repeats so drift favours no method.
 
-use super::Observer;
 use super::host::{Host, host_facts};
-use crate::cache::{self, CacheMode, CacheState};
-use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits, Work};
+use crate::cache::{CacheMode, CacheState};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod, Work};
 use crate::error::{Error, Result};
-use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
+use crate::harness::{
+    self, CacheSpec, CellRun, Cells, Comparison, Limits, Observer, Rounds, RoundsTaken, XorCheck,
+};
+use crate::measure::Counters;
 use crate::measure::latency::{Histogram, LatencySummary};
 use crate::measure::stats::{Summary, summarize};
-use crate::measure::{Counters, measure};
 use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub mod findings;
 pub mod report;
@@ -46,18 +47,15 @@ pub struct AccessConfig {
     /// Each run stops after this long.
     #[serde(default, with = "crate::measure::secs::option")]
     pub duration: Option<Duration>,
-    /// Counted rounds (each visits every cell once) when `budget` is `None`.
-    pub repeat: usize,
-    /// Adaptive rounds: go on, look by look, until each method is told apart from the first at
-    /// 95% in every pattern and cache state, within this wall time. `None`: exactly `repeat`.
-    #[serde(default, with = "crate::measure::secs::option")]
-    pub budget: Option<Duration>,
-    /// With `budget`: compare only in this pattern and cache state; the other cells get
+    /// Rounds (each visits every cell once): exactly `repeat`, or with a budget adaptive ones
+    /// that go on, look by look, until each method is told apart from the first at 95% in every
+    /// pattern and cache state.
+    #[serde(flatten)]
+    pub rounds: Rounds,
+    /// With a budget: compare only in this pattern and cache state; the other cells get
     /// `repeat` rounds.
     #[serde(default)]
     pub focus: Option<(Pattern, CacheMode)>,
-    /// Uncounted rounds first.
-    pub warmup: usize,
     /// Seed of the random order (and of written data).
     pub seed: u64,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
@@ -93,7 +91,7 @@ pub struct AccessRun {
 impl AccessRun {
     /// Thousands of block operations per second.
     pub fn kiops(&self) -> f64 {
-        self.moved.blocks as f64 / self.counters.wall.as_secs_f64().max(1e-12) / 1000.0
+        kiops(&self.moved, &self.counters)
     }
 }
 
@@ -153,7 +151,7 @@ struct Cell {
     method: ReadMethod,
     pattern: Pattern,
     cache: CacheMode,
-    runs: Vec<(AccessRun, Histogram)>,
+    runs: Vec<CellRun<()>>,
     unsupported: Option<String>,
 }
 
@@ -189,12 +187,13 @@ impl AccessConfig {
                 "it must be at least 1 byte",
             ));
         }
-        if self.threads == 0 || (self.repeat == 0 && self.budget.is_none()) {
+        if self.threads == 0 {
             return Err(Error::usage(
                 "invalid count",
-                "--threads and --repeat must be at least 1",
+                "--threads must be at least 1",
             ));
         }
+        self.rounds.check()?;
         if self.ops == Some(0) {
             return Err(Error::usage("invalid --ops", "it must be at least 1"));
         }
@@ -218,8 +217,7 @@ impl AccessConfig {
             methods: Self::CLASSIC_METHODS.to_vec(),
             caches: vec![CacheMode::Asis],
             duration: None,
-            repeat: 1,
-            warmup: 0,
+            rounds: Rounds::fixed(1, 0),
             seed: 0,
             work: Work::Touch,
             classic: true,
@@ -243,10 +241,8 @@ impl AccessConfig {
             ops: None,
             cold_ops: None,
             duration: Some(Duration::from_secs(10)),
-            repeat: Self::DEFAULT_REPEAT,
-            budget: None,
+            rounds: Self::ROUNDS,
             focus: None,
-            warmup: Self::DEFAULT_WARMUP,
             seed: 1,
             drop_all: false,
             work: Work::Xor,
@@ -255,10 +251,13 @@ impl AccessConfig {
         }
     }
 
-    /// Counted rounds by default.
-    pub const DEFAULT_REPEAT: usize = 3;
-    /// Uncounted rounds by default (the first touches of fresh page-cache memory are slow).
-    pub const DEFAULT_WARMUP: usize = 1;
+    /// Rounds by default: three counted after one warm-up (the first touches of fresh
+    /// page-cache memory are slow).
+    pub const ROUNDS: Rounds = Rounds {
+        repeat: 3,
+        warmup: 1,
+        budget: None,
+    };
 }
 
 /// Each method against the first, in every pattern and cache state (only in `focus`'s, when
@@ -338,18 +337,6 @@ pub fn run_access(
         threads: 1,
     }
     .blocks();
-    let plan = match cfg.budget {
-        Some(budget) => Plan {
-            warmup: cfg.warmup,
-            floor: if cfg.focus.is_some() {
-                cfg.repeat
-            } else {
-                crate::measure::decide::LOOKS[0]
-            },
-            ..Plan::adaptive(budget)
-        },
-        None => Plan::fixed(cfg.warmup, cfg.repeat),
-    };
     let comparisons = against_the_first(&cells, cfg.focus);
     let mut set = AccessCells {
         cfg,
@@ -357,9 +344,8 @@ pub fn run_access(
         cells: &cells,
         opts,
         len,
-        blocks,
     };
-    let mut out = harness::run("access", &mut set, &plan, &comparisons, obs)?;
+    let mut out = harness::run("access", &mut set, &cfg.rounds, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
     warnings.append(&mut out.warnings);
     let mut whole_xor = None;
@@ -368,11 +354,11 @@ pub fn run_access(
             warnings.push(format!("{}: {}", cell.method.name(), e.cause));
             cell.unsupported = Some(e.cause);
         }
-        for (run, hist) in std::mem::take(&mut done.runs) {
+        for run in std::mem::take(&mut done.runs) {
             if run.moved.blocks == blocks && blocks > 0 && cfg.work == Work::Xor {
                 whole_xor = Some(run.moved.xor);
             }
-            cell.runs.push((run, hist));
+            cell.runs.push(run);
         }
     }
     let rows: Vec<AccessRow> = cells.into_iter().map(row).collect();
@@ -396,11 +382,10 @@ struct AccessCells<'a> {
     cells: &'a [Cell],
     opts: EngineOptions,
     len: u64,
-    blocks: u64,
 }
 
 impl Cells for AccessCells<'_> {
-    type Run = (AccessRun, Histogram);
+    type Extra = ();
     fn count(&self) -> usize {
         self.cells.len()
     }
@@ -413,58 +398,67 @@ impl Cells for AccessCells<'_> {
             c.cache.name()
         )
     }
-    fn run(&mut self, i: usize) -> Result<Self::Run> {
+    /// The whole file in the cell's cache state, its blocks in the cell's order; the XOR of
+    /// every word agrees between the runs that read every block.
+    fn cell(&self, i: usize) -> harness::Cell<'_> {
         let (cfg, src, cell) = (self.cfg, self.src, &self.cells[i]);
-        let w = Workload {
+        let workload = Workload {
             bs: cfg.bs,
             len: self.len,
             pattern: cell.pattern,
             seed: cfg.seed,
             threads: cfg.threads,
         };
-        let mut state = cache::prepare(&src.file, src.size, &src.path, cell.cache, cfg.drop_all)?;
-        let mut prepared = engine::prepare(cell.method, src, &w, &self.opts)?;
-        let limits = RunLimits {
+        let limits = Limits {
             max_ops: match cell.cache {
                 CacheMode::Cold => cfg.cold_ops.or(cfg.ops),
                 _ => cfg.ops,
             },
-            deadline: cfg.duration.map(|d| Instant::now() + d),
+            duration: cfg.duration,
             latencies: !cfg.untimed,
-            progress: None,
-            progress_each: false,
         };
-        let (out, counters) = measure(|| prepared.run_limited(limits));
-        // Unmapped and closed after the clock, as the classic benchmark did.
-        drop(prepared);
-        let (moved, hist) = out?;
-        state.judge_by_device(moved.bytes, counters.device_read_bytes);
-        let hist = hist.unwrap_or_default();
-        let run = AccessRun {
-            warmup: false,
-            counters,
-            moved,
-            cache: state,
-            latency: hist.summary(),
-        };
-        Ok((run, hist))
+        harness::Cell {
+            cache: Some(CacheSpec::file(src, src.size, cell.cache, cfg.drop_all)),
+            work: harness::Work::Read {
+                method: cell.method,
+                src,
+                workload,
+                opts: self.opts,
+                limits,
+            },
+            // Touching or copying a block says nothing of the file's XOR.
+            xor: (self.len > 0 && cfg.work == Work::Xor)
+                .then_some(XorCheck::when_whole(0, self.len)),
+        }
     }
-    fn figure(&self, (r, _): &Self::Run) -> f64 {
-        r.kiops()
-    }
-    fn wall(&self, (r, _): &Self::Run) -> Option<Duration> {
-        Some(r.counters.wall)
-    }
-    fn xor(&self, _: usize, (r, _): &Self::Run) -> Option<(u64, u32)> {
-        // Touching or copying a block says nothing of the file's XOR.
-        (r.moved.blocks == self.blocks && self.blocks > 0 && self.cfg.work == Work::Xor)
-            .then_some((0, r.moved.xor))
+    fn figure(&self, r: &CellRun<()>) -> f64 {
+        kiops(&r.moved, &r.counters)
     }
 }
 
+/// Thousands of block operations per second.
+fn kiops(moved: &Moved, counters: &Counters) -> f64 {
+    moved.blocks as f64 / counters.wall.as_secs_f64().max(1e-12) / 1000.0
+}
+
+/// A run as the result keeps it (its histogram apart).
+fn access_run(r: CellRun<()>) -> (AccessRun, Histogram) {
+    let hist = r.latency.unwrap_or_default();
+    let run = AccessRun {
+        warmup: false,
+        counters: r.counters,
+        moved: r.moved,
+        cache: r
+            .cache
+            .unwrap_or_else(|| CacheState::nothing(CacheMode::Asis)),
+        latency: hist.summary(),
+    };
+    (run, hist)
+}
+
 fn row(cell: Cell) -> AccessRow {
-    let counted: Vec<&(AccessRun, Histogram)> =
-        cell.runs.iter().filter(|(r, _)| !r.warmup).collect();
+    let runs: Vec<(AccessRun, Histogram)> = cell.runs.into_iter().map(access_run).collect();
+    let counted: Vec<&(AccessRun, Histogram)> = runs.iter().filter(|(r, _)| !r.warmup).collect();
     let mut hist = Histogram::default();
     for (_, h) in &counted {
         hist.merge(h);
@@ -499,6 +493,6 @@ fn row(cell: Cell) -> AccessRow {
         device_bytes_per_byte: dev.filter(|_| bytes > 0).map(|d| d as f64 / bytes as f64),
         cache_verified: counted.iter().all(|(r, _)| r.cache.verified),
         unsupported: cell.unsupported,
-        runs: cell.runs.into_iter().map(|(r, _)| r).collect(),
+        runs: runs.into_iter().map(|(r, _)| r).collect(),
     }
 }

@@ -128,12 +128,12 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
         format_size(c.bs),
         c.threads,
         c.depth,
-        match c.budget {
+        match c.rounds.budget {
             Some(b) => format!(
                 "rounds until each method is told apart from the first at 95% (at most {:.0} s)",
                 b.as_secs_f64()
             ),
-            None => format!("{} counted run(s) per cell", c.repeat),
+            None => format!("{} counted run(s) per cell", c.rounds.repeat),
         },
         c.ops
             .map(|o| format!(", {o} ops per run"))

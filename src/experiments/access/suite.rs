@@ -5,7 +5,7 @@ use super::{AccessConfig, AccessResult, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
-use crate::experiments::Observer;
+use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
@@ -39,10 +39,8 @@ impl Entry for Access {
                 .to_vec(),
             // Each run lasts this long at most (cold runs also stop at their file's end).
             duration: Some(ctx.scale(Duration::from_millis(200), Duration::from_millis(300))),
-            repeat: 3,
-            budget: Some(ctx.scale(Duration::from_secs(15), Duration::from_secs(75))),
+            rounds: ctx.rounds(BudgetClass::Long),
             focus: Some((Pattern::Random, CacheMode::Warm)),
-            warmup: ctx.scale(0, 1),
             ..AccessConfig::new(ctx.file().to_path_buf())
         };
         run_access(&cfg, ctx.command_line, obs)

@@ -10,9 +10,8 @@ pub mod suite;
 mod tests;
 
 use crate::error::{Error, Result};
-use crate::experiments::Observer;
-use crate::experiments::transfer::run_once;
-use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
+use crate::experiments::transfer::{run_once, sides, timed_pair};
+use crate::harness::{self, Cells, Comparison, Observer, Rounds, RoundsTaken, Timed};
 use crate::measure::decide::Verdict;
 use crate::measure::stats::{Summary, summarize};
 use crate::transfer::{ChunkSizes, RecvMethod, SendMethod, SideReport};
@@ -68,9 +67,9 @@ pub struct ClassicNetConfig {
     pub inputs: Vec<Input>,
     /// The buffer and window sizes to try (the course's, iolab's).
     pub sizes: Vec<ChunkSizes>,
-    /// Wall time the harness may take to tell fcntl from mmap in every input and size.
-    #[serde(with = "crate::measure::secs")]
-    pub budget: Duration,
+    /// Rounds: adaptive, within a budget to tell fcntl from mmap in every input and size.
+    #[serde(flatten)]
+    pub rounds: Rounds,
     /// The iolab program: master and slave run as two processes of it, as the course's did.
     /// Without it the two sides are threads of this process, where every munmap of a window
     /// also interrupts the other side's core to flush its TLB (mmap pays for sharing a
@@ -174,7 +173,7 @@ struct NetCells<'a> {
 }
 
 impl Cells for NetCells<'_> {
-    type Run = (SideReport, SideReport);
+    type Extra = Option<(SideReport, SideReport)>;
     fn count(&self) -> usize {
         self.cells.len()
     }
@@ -187,21 +186,18 @@ impl Cells for NetCells<'_> {
             c.sizes.chunk
         )
     }
-    fn run(&mut self, i: usize) -> Result<Self::Run> {
+    fn cell(&self, _: usize) -> harness::Cell<'_> {
+        harness::Cell::own()
+    }
+    /// The slave's rate over the run, as the course's line would give it.
+    fn own(&mut self, i: usize) -> Result<Timed<Self::Extra>> {
         let c = &self.cells[i];
         let files = &self.cfg.inputs[c.input].files;
         if let Some(program) = &self.cfg.program {
-            return programs::run(program, files, c.method, c.sizes);
+            return programs::run(program, files, c.method, c.sizes).map(timed_pair);
         }
         let (s, r) = c.method.pair();
-        run_once(files, s, r, 1, false, false, c.sizes)
-    }
-    /// The slave's rate over the run, as the course's line would give it.
-    fn figure(&self, (_, recv): &Self::Run) -> f64 {
-        crate::size::mib_per_s(recv.bytes(), recv.wall.as_secs_f64())
-    }
-    fn wall(&self, (_, recv): &Self::Run) -> Option<Duration> {
-        Some(recv.wall)
+        run_once(files, s, r, 1, false, false, c.sizes).map(timed_pair)
     }
 }
 
@@ -233,40 +229,23 @@ pub fn run_classic_net(cfg: &ClassicNetConfig, obs: &dyn Observer) -> Result<Cla
         }
     }
     let mut set = NetCells { cfg, cells };
-    let mut out = harness::run(
-        "classic transfer",
-        &mut set,
-        &Plan::adaptive(cfg.budget),
-        &comparisons,
-        obs,
-    )?;
-    if let Some(e) = out.cells.iter_mut().find_map(|c| c.skipped.take()) {
-        return Err(e);
-    }
+    let mut out = harness::run("classic transfer", &mut set, &cfg.rounds, &comparisons, obs)?;
+    out.require_all()?;
     let rounds = RoundsTaken::of(&out);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let rows = set
         .cells
         .iter()
-        .zip(&out.cells)
-        .map(|(c, done)| Row {
-            input: cfg.inputs[c.input].name.clone(),
-            sizes: c.sizes,
-            method: c.method,
-            master_ms: summarize(
-                &done
-                    .runs
-                    .iter()
-                    .map(|(m, _)| ms(m.wall))
-                    .collect::<Vec<_>>(),
-            ),
-            slave_ms: summarize(
-                &done
-                    .runs
-                    .iter()
-                    .map(|(_, s)| ms(s.wall))
-                    .collect::<Vec<_>>(),
-            ),
+        .zip(out.cells.iter_mut())
+        .map(|(c, done)| {
+            let runs = sides(std::mem::take(&mut done.runs));
+            Row {
+                input: cfg.inputs[c.input].name.clone(),
+                sizes: c.sizes,
+                method: c.method,
+                master_ms: summarize(&runs.iter().map(|(m, _)| ms(m.wall)).collect::<Vec<_>>()),
+                slave_ms: summarize(&runs.iter().map(|(_, s)| ms(s.wall)).collect::<Vec<_>>()),
+            }
         })
         .collect();
     let versus = comparisons

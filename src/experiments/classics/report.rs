@@ -142,7 +142,7 @@ pub fn partb_markdown(r: &PartBResult) -> String {
         "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n== free -m before and after, and what the figures say\n\n{}\n{}\n",
         markdown_table(&partb_rows(r)),
         level * 100.0,
-        r.config.repeat,
+        r.config.rounds.repeat,
         crate::size::format_size(r.config.bs),
         crate::size::format_size(r.config.write_len),
         markdown_table(&crate::experiments::vm::report::partb_free_rows(r)),

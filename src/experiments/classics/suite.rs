@@ -3,12 +3,11 @@
 use super::{ClassicNetConfig, ClassicNetResult, course_inputs, report, run_classic_net};
 use crate::cache::CacheMode;
 use crate::error::Result;
-use crate::experiments::Observer;
 use crate::experiments::access::{AccessConfig, AccessResult, run_access};
 use crate::experiments::partb::{PartBConfig, PartBResult, run_partb};
+use crate::harness::{BudgetClass, Observer};
 use crate::suite::{About, Entry, SuiteContext};
 use crate::transfer::ChunkSizes;
-use std::time::Duration;
 
 /// mmap-bench's eight rows, cold and warm, as the original ran them.
 pub struct ClassicAccess;
@@ -30,9 +29,7 @@ impl Entry for ClassicAccess {
         crate::suite::data::write_random(&path, size, 11)?;
         let cfg = AccessConfig {
             caches: vec![CacheMode::Cold, CacheMode::Warm],
-            // Six rounds give the median's range 97% coverage; eight, 99%.
-            repeat: ctx.scale(6, 8),
-            warmup: 1,
+            rounds: ctx.rounds(BudgetClass::Table),
             ..AccessConfig::classic(path)
         };
         run_access(&cfg, ctx.command_line, obs)
@@ -69,8 +66,7 @@ impl Entry for PartB {
                 bs: PartBConfig::DEFAULT_BS,
                 // An fsync per 4 KiB block costs about a millisecond here: 256 of them per run.
                 write_len: ctx.scale(1 << 20, 4 << 20),
-                repeat: ctx.scale(6, 8),
-                warmup: 1,
+                rounds: ctx.rounds(BudgetClass::Table),
             },
             ctx.command_line,
             obs,
@@ -104,7 +100,7 @@ impl Entry for ClassicNet {
             &ClassicNetConfig {
                 inputs: course_inputs(&ctx.data.classic_files),
                 sizes: vec![ChunkSizes::CLASSIC, ChunkSizes::default()],
-                budget: Duration::from_secs(ctx.scale(8, 30)),
+                rounds: ctx.rounds(BudgetClass::Short),
                 program: ctx.cfg.worker.clone(),
             },
             obs,

@@ -186,6 +186,9 @@ pub struct FastResult {
     /// Throughput, whole process from open to close.
     #[serde(default)]
     pub mib_s: f64,
+    /// The cache state the run started from, as the harness verified it (the suite's runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<cache::CacheState>,
 }
 
 impl FastResult {
@@ -474,6 +477,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         xor: moved.xor,
         mib_s: crate::size::mib_per_s(moved.bytes, counters.wall.as_secs_f64()),
         counters,
+        cache: None,
     })
 }
 

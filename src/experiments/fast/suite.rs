@@ -2,15 +2,14 @@
 
 use super::findings::fast_warm_cold;
 use crate::cache::CacheMode;
+use crate::engine::{Moved, Source};
 use crate::error::Result;
-use crate::experiments::Observer;
-use crate::experiments::fast::{FastConfig, FastSeries, run_fast};
+use crate::experiments::fast::{FastConfig, FastResult, FastSeries, run_fast};
+use crate::harness::{
+    BudgetClass, CacheSpec, Cell, CellRun, Cells, Observer, Timed, Work, XorCheck,
+};
 use crate::measure::finding::Finding;
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
-
-/// Runs of `fast` per cache state: enough for the median interval of each side at 97.5%, so
-/// that the warm-against-cold ratio of medians holds at 95%.
-const RUNS: usize = 8;
 
 /// `fast` with the file resident, or after evicting it; cold also feeds the warm-vs-cold finding.
 pub struct Fast {
@@ -43,20 +42,19 @@ impl Entry for Fast {
         }
     }
 
-    /// Three runs, the cache put into this entry's state (and verified) before each.
+    /// Runs enough for the median interval of each side at 97.5%, so that the warm-against-
+    /// cold ratio of medians holds at 95%; the harness puts the cache into this entry's state
+    /// and verifies it before each, and every run carries its verdict.
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<FastSeries> {
-        let file = ctx.file();
         let mut cell = FastCell {
-            file,
+            src: crate::engine::open_source(ctx.file())?,
             cache: self.cache,
         };
-        let plan = crate::harness::Plan::fixed(0, RUNS);
-        let mut out = crate::harness::run("fast", &mut cell, &plan, &[], obs)?;
-        if let Some(e) = out.cells[0].skipped.take() {
-            return Err(e);
-        }
-        let runs = std::mem::take(&mut out.cells[0].runs);
-        Ok(FastSeries::of(runs))
+        let rounds = ctx.rounds(BudgetClass::Ratio);
+        let runs = crate::harness::run("fast", &mut cell, &rounds, &[], obs)?.into_single()?;
+        Ok(FastSeries::of(
+            runs.runs.into_iter().filter_map(with_cache).collect(),
+        ))
     }
 
     fn table(&self, out: &FastSeries) -> String {
@@ -91,31 +89,49 @@ impl Entry for Fast {
 }
 
 /// `fast` on the file from one cache state, as the harness runs it.
-struct FastCell<'a> {
-    file: &'a std::path::Path,
+struct FastCell {
+    src: Source,
     cache: CacheMode,
 }
 
-impl crate::harness::Cells for FastCell<'_> {
-    type Run = crate::experiments::fast::FastResult;
+impl Cells for FastCell {
+    type Extra = Option<FastResult>;
     fn count(&self) -> usize {
         1
     }
     fn name(&self, _: usize) -> String {
         format!("fast {}", self.cache.name())
     }
-    fn run(&mut self, _: usize) -> Result<Self::Run> {
-        let src = crate::engine::open_source(self.file)?;
-        crate::cache::prepare(&src.file, src.size, self.file, self.cache, false)?;
-        drop(src);
-        run_fast(&FastConfig::new(self.file.to_path_buf()))
+    fn cell(&self, _: usize) -> Cell<'_> {
+        Cell {
+            cache: Some(CacheSpec::file(&self.src, self.src.size, self.cache, false)),
+            work: Work::Own,
+            xor: Some(XorCheck::group(0)),
+        }
     }
-    fn figure(&self, r: &Self::Run) -> f64 {
-        r.mib_per_s()
+    /// `fast` times itself, from open to close.
+    fn own(&mut self, _: usize) -> Result<Timed<Option<FastResult>>> {
+        let r = run_fast(&FastConfig::new(self.src.path.clone()))?;
+        Ok(Timed {
+            moved: Moved {
+                bytes: r.bytes,
+                xor: r.xor,
+                ..Moved::default()
+            },
+            counters: r.counters,
+            extra: Some(r),
+        })
     }
-    fn xor(&self, _: usize, r: &Self::Run) -> Option<(u64, u32)> {
-        Some((0, r.xor))
+    fn figure(&self, r: &CellRun<Option<FastResult>>) -> f64 {
+        r.extra.as_ref().map_or(0.0, FastResult::mib_per_s)
     }
+}
+
+/// A run's result with the cache state it started from.
+fn with_cache(run: CellRun<Option<FastResult>>) -> Option<FastResult> {
+    let mut r = run.extra?;
+    r.cache = run.cache;
+    Some(r)
 }
 
 /// What `fast` chose in these runs and why, from the runs themselves: one sentence per

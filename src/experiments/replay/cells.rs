@@ -2,40 +2,34 @@
 //! (untimed), then replays each traced thread's segments on a thread of its own, all at once,
 //! each segment through the method's engine, and checks every file's XOR.
 
-use super::plan::{Plan, Segment};
+use super::plan::{ReplayPlan, Segment};
 use super::{ReplayMethod, aligned, merged};
-use crate::cache::{self, CacheMode};
+use crate::cache::CacheMode;
 use crate::engine::{self, EngineOptions, Moved, ReadMethod};
 use crate::error::{Error, Result};
-use crate::harness::Cells;
+use crate::harness::{CacheSpec, Cell, CellRun, Cells, Timed, Work, XorCheck};
+use crate::measure::measure;
 use crate::source::Source;
 use crate::workload::{Block, Part, Pattern, Workload};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// One replay run.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Run {
-    pub(super) wall: Duration,
-    pub(super) moved: Moved,
-}
 
 /// A method in a cache state.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Cell {
+pub(super) struct ReplayCell {
     pub(super) method: ReplayMethod,
     pub(super) cache: CacheMode,
 }
 
 pub(super) struct ReplayCells<'a> {
-    pub(super) plan: &'a Plan,
-    pub(super) cells: Vec<Cell>,
+    pub(super) plan: &'a ReplayPlan,
+    /// Every data file, opened once (the harness prepares their cache before each run).
+    pub(super) sources: Vec<Source>,
+    pub(super) cells: Vec<ReplayCell>,
     pub(super) asked: u64,
     pub(super) drop_all: bool,
     pub(super) depth: u32,
     pub(super) keep_gaps: bool,
 }
-
 /// The blocks of `s` as method `m` reads them, and the gap before each.
 fn blocks_for(m: ReplayMethod, s: &Segment, size: u64) -> (Arc<[Block]>, Arc<[u64]>) {
     match m {
@@ -78,18 +72,15 @@ fn replay_thread(
     Ok((moved, xors))
 }
 
-impl ReplayCells<'_> {
-    /// Opens every data file and puts it in the cache state asked (untimed).
-    fn sources(&self, mode: CacheMode) -> Result<Vec<Source>> {
-        let mut sources = Vec::with_capacity(self.plan.files.len());
-        for f in &self.plan.files {
-            let src = crate::source::open_source(&f.path)?;
-            cache::prepare(&src.file, src.size, &src.path, mode, self.drop_all)?;
-            sources.push(src);
-        }
-        Ok(sources)
-    }
+/// Opens every data file of `plan`.
+pub(super) fn open_sources(plan: &ReplayPlan) -> Result<Vec<Source>> {
+    plan.files
+        .iter()
+        .map(|f| crate::source::open_source(&f.path))
+        .collect()
+}
 
+impl ReplayCells<'_> {
     /// Each file's XOR against the trace's (methods that read exactly the recorded bytes).
     fn check(&self, xors: &[u32]) -> Result<()> {
         for (f, x) in self.plan.files.iter().zip(xors) {
@@ -108,7 +99,7 @@ impl ReplayCells<'_> {
 }
 
 impl Cells for ReplayCells<'_> {
-    type Run = Run;
+    type Extra = ();
     fn count(&self) -> usize {
         self.cells.len()
     }
@@ -119,30 +110,45 @@ impl Cells for ReplayCells<'_> {
             self.cells[i].cache.name()
         )
     }
-    fn run(&mut self, i: usize) -> Result<Run> {
-        let Cell { method, cache } = self.cells[i];
-        let sources = self.sources(cache)?;
+    /// Every data file in the cell's cache state; direct methods read more (aligned out), so
+    /// they agree among themselves.
+    fn cell(&self, i: usize) -> Cell<'_> {
+        let ReplayCell { method, cache } = self.cells[i];
+        Cell {
+            cache: Some(CacheSpec {
+                mode: cache,
+                drop_all: self.drop_all,
+                files: self.sources.iter().map(|s| (s, s.size)).collect(),
+            }),
+            work: Work::Own,
+            xor: Some(XorCheck::group(method.direct() as u64)),
+        }
+    }
+    /// Each traced thread's segments on a thread of its own, all at once.
+    fn own(&mut self, i: usize) -> Result<Timed<()>> {
+        let method = self.cells[i].method;
         let opts = EngineOptions::with_depth(self.depth);
-        let start = Instant::now();
-        let done: Vec<Result<(Moved, Vec<u32>)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .plan
-                .threads
-                .iter()
-                .map(|segs| {
-                    scope.spawn(|| replay_thread(method, segs, &sources, &opts, self.keep_gaps))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::failed("replay", "a replay thread panicked"))
+        let sources = &self.sources;
+        let (done, counters) = measure(|| -> Vec<Result<(Moved, Vec<u32>)>> {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = self
+                    .plan
+                    .threads
+                    .iter()
+                    .map(|segs| {
+                        scope.spawn(|| replay_thread(method, segs, sources, &opts, self.keep_gaps))
                     })
-                })
-                .collect()
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Error::failed("replay", "a replay thread panicked"))
+                        })
+                    })
+                    .collect()
+            })
         });
-        let wall = start.elapsed();
         let mut moved = Moved::default();
         let mut xors = vec![0u32; sources.len()];
         for d in done {
@@ -155,17 +161,14 @@ impl Cells for ReplayCells<'_> {
         if !method.direct() {
             self.check(&xors)?;
         }
-        Ok(Run { wall, moved })
+        Ok(Timed {
+            moved,
+            counters,
+            extra: (),
+        })
     }
-    fn figure(&self, r: &Run) -> f64 {
-        crate::size::mib_per_s(self.asked, r.wall.as_secs_f64())
-    }
-    fn wall(&self, r: &Run) -> Option<Duration> {
-        Some(r.wall)
-    }
-    fn xor(&self, i: usize, r: &Run) -> Option<(u64, u32)> {
-        // Direct methods read more (aligned out): they agree among themselves.
-        Some((self.cells[i].method.direct() as u64, r.moved.xor))
+    fn figure(&self, r: &CellRun<()>) -> f64 {
+        crate::size::mib_per_s(self.asked, r.counters.wall.as_secs_f64())
     }
 }
 

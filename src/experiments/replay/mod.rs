@@ -14,18 +14,16 @@ pub use report::{render, rows};
 use crate::cache::CacheMode;
 use crate::engine::{self, ReadMethod};
 use crate::error::{Error, Result};
-use crate::experiments::Observer;
-use crate::harness::{self, Comparison, RoundsTaken};
+use crate::harness::{self, CellRun, Comparison, Observer, Rounds, RoundsTaken};
 use crate::measure::finding::Finding;
 use crate::measure::stats::{Summary, summarize};
 use crate::trace::Trace;
 use crate::workload::Block;
-use cells::{Cell, ReplayCells, Run};
+use cells::{ReplayCell, ReplayCells, open_sources};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What to replay and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,9 +34,9 @@ pub struct ReplayConfig {
     pub methods: Vec<ReplayMethod>,
     /// Cache states.
     pub caches: Vec<CacheMode>,
-    /// Time the rounds may take.
-    #[serde(with = "crate::measure::secs")]
-    pub budget: Duration,
+    /// Rounds: adaptive within a budget.
+    #[serde(flatten)]
+    pub rounds: Rounds,
     /// As root, also drop every clean page before cold runs.
     pub drop_all: bool,
     /// Wait before each access the program's time since its previous one (its computing).
@@ -112,6 +110,10 @@ pub struct ReplayRow {
     pub bytes: u64,
     /// System calls or io_uring requests per run.
     pub ops: u64,
+    /// Every counted run started from the asked cache state, verified (by residency, or where
+    /// the kernel hides it by the device bytes the run read).
+    #[serde(default = "yes")]
+    pub cache_verified: bool,
     /// Why it did not run here.
     pub unsupported: Option<String>,
 }
@@ -200,7 +202,7 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
     let per_cache = methods.len();
     let mut cells = Vec::new();
     for &cache in &cfg.caches {
-        cells.extend(methods.iter().map(|&method| Cell { method, cache }));
+        cells.extend(methods.iter().map(|&method| ReplayCell { method, cache }));
     }
     let comparisons: Vec<Comparison> = (0..cfg.caches.len())
         .flat_map(|c| {
@@ -212,14 +214,14 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
         .collect();
     let mut rc = ReplayCells {
         plan: &plan,
+        sources: open_sources(&plan)?,
         cells,
         asked,
         drop_all: cfg.drop_all,
         depth: depth_of(&plan),
         keep_gaps: cfg.keep_gaps,
     };
-    let plan_h = harness::Plan::adaptive(cfg.budget);
-    let out = harness::run("replay", &mut rc, &plan_h, &comparisons, obs)?;
+    let out = harness::run("replay", &mut rc, &cfg.rounds, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
     let mut notes = plan.notes.clone();
     if cfg.keep_gaps {
@@ -250,7 +252,7 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
 }
 
 /// What `--keep-gaps` keeps: the program's time between accesses, and what was taken out.
-fn gaps_note(plan: &plan::Plan) -> String {
+fn gaps_note(plan: &plan::ReplayPlan) -> String {
     let mut s = format!(
         "gaps kept: the program's time between accesses, its busiest thread's {:.3} s a run (less the tracer's holds, and its stops at their cost nearby, {:.1} us on average)",
         plan.gaps_ns as f64 / 1e9,
@@ -268,7 +270,7 @@ fn gaps_note(plan: &plan::Plan) -> String {
 /// The methods to run: the first is the accesses as recorded, with a mapping when the program's
 /// page faults carried more of its data than its read calls (and then plain `mmap` is not
 /// repeated among the others).
-fn methods_for(asked: &[ReplayMethod], plan: &plan::Plan) -> Vec<ReplayMethod> {
+fn methods_for(asked: &[ReplayMethod], plan: &plan::ReplayPlan) -> Vec<ReplayMethod> {
     let mapped = plan.mapped_bytes > plan.read_bytes;
     let first = ReplayMethod::Recorded(if mapped {
         ReadMethod::Mmap
@@ -286,7 +288,7 @@ fn methods_for(asked: &[ReplayMethod], plan: &plan::Plan) -> Vec<ReplayMethod> {
 
 /// io_uring's depth: a thread's accesses do not wait for one another's data in a replay, so up
 /// to 16 in flight, fewer when the threads' segments are shorter.
-fn depth_of(plan: &plan::Plan) -> u32 {
+fn depth_of(plan: &plan::ReplayPlan) -> u32 {
     let longest = plan
         .threads
         .iter()
@@ -298,7 +300,7 @@ fn depth_of(plan: &plan::Plan) -> u32 {
 
 /// The share of accesses that continue the previous one of their segment, and the most common
 /// access size.
-fn shape(plan: &plan::Plan) -> (f64, u64) {
+fn shape(plan: &plan::ReplayPlan) -> (f64, u64) {
     let (mut n, mut s) = (0u64, 0u64);
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     for seg in plan.threads.iter().flatten() {
@@ -320,7 +322,7 @@ fn shape(plan: &plan::Plan) -> (f64, u64) {
 }
 
 /// Refuses a file whose size or modification time differs from the trace's (after the run).
-fn check_unchanged(t: &Trace, plan: &plan::Plan) -> Result<()> {
+fn check_unchanged(t: &Trace, plan: &plan::ReplayPlan) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     for f in plan.files.iter().filter(|f| f.path.exists()) {
         let Some(info) = t
@@ -351,8 +353,12 @@ fn check_unchanged(t: &Trace, plan: &plan::Plan) -> Result<()> {
     Ok(())
 }
 
-fn row(cell: &Cell, runs: &[Run], skipped: Option<&Error>, asked: u64) -> ReplayRow {
-    let secs: Vec<f64> = runs.iter().map(|r| r.wall.as_secs_f64()).collect();
+fn yes() -> bool {
+    true
+}
+
+fn row(cell: &ReplayCell, runs: &[CellRun<()>], skipped: Option<&Error>, asked: u64) -> ReplayRow {
+    let secs: Vec<f64> = runs.iter().map(|r| r.counters.wall.as_secs_f64()).collect();
     let rates: Vec<f64> = secs
         .iter()
         .map(|s| crate::size::mib_per_s(asked, *s))
@@ -364,6 +370,9 @@ fn row(cell: &Cell, runs: &[Run], skipped: Option<&Error>, asked: u64) -> Replay
         mib_s: summarize(&rates),
         bytes: runs.first().map_or(0, |r| r.moved.bytes),
         ops: runs.first().map_or(0, |r| r.moved.ops),
+        cache_verified: runs
+            .iter()
+            .all(|r| r.cache.as_ref().is_none_or(|c| c.verified)),
         unsupported: skipped.map(|e| e.cause.clone()),
     }
 }

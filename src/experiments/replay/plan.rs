@@ -29,7 +29,7 @@ pub(super) struct Segment {
 
 /// The whole replay.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Plan {
+pub(super) struct ReplayPlan {
     pub(super) files: Vec<DataFile>,
     /// Per traced thread, its segments in order.
     pub(super) threads: Vec<Vec<Segment>>,
@@ -45,7 +45,7 @@ pub(super) struct Plan {
     pub(super) stop_ns: u64,
 }
 
-impl Plan {
+impl ReplayPlan {
     /// Every access.
     pub(super) fn blocks(&self) -> impl Iterator<Item = &Block> {
         self.threads
@@ -135,10 +135,10 @@ fn events(t: &Trace) -> Vec<Event> {
 }
 
 /// The plan of `t`: its data files' read calls and fault windows, per thread in time order.
-pub(super) fn plan(t: &Trace) -> Plan {
+pub(super) fn plan(t: &Trace) -> ReplayPlan {
     let events = events(t);
     let mut index: BTreeMap<u32, usize> = BTreeMap::new();
-    let mut p = Plan::default();
+    let mut p = ReplayPlan::default();
     let mut threads: BTreeMap<u32, Vec<(usize, Block, u64)>> = BTreeMap::new();
     let (mut read, mut faulted) = (BTreeSet::new(), BTreeSet::new());
     let gaps = gaps(t, &events);
@@ -353,7 +353,7 @@ fn segments(list: Vec<(usize, Block, u64)>) -> Vec<Segment> {
 }
 
 /// Notes on what the replay leaves out, and the files gone since the trace taken out.
-pub(super) fn prune(t: &Trace, p: &mut Plan) -> Result<()> {
+pub(super) fn prune(t: &Trace, p: &mut ReplayPlan) -> Result<()> {
     let writes = t
         .ops
         .iter()

@@ -236,6 +236,7 @@ mod tests {
             mib_s: summarize(rates),
             bytes: 1,
             ops: 1,
+            cache_verified: true,
             unsupported: None,
         }
     }

@@ -9,7 +9,7 @@
 use super::{ReplayConfig, ReplayMethod, ReplayResult, replay_trace};
 use crate::cache::CacheMode;
 use crate::error::{Error, Result};
-use crate::experiments::Observer;
+use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::suite::{About, Entry, SuiteContext, SuiteResult};
@@ -17,7 +17,6 @@ use crate::trace::overhead::{Overhead, overhead};
 use crate::trace::profile::{Profile, profile};
 use crate::trace::{TraceConfig, run};
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// The traced program's profile, the tracing overhead and the replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,7 +76,7 @@ impl Entry for YourProgramEntry {
             trace: "sha256sum".into(),
             methods: ReplayMethod::defaults(),
             caches: vec![CacheMode::Cold, CacheMode::Warm],
-            budget: Duration::from_secs_f64(ctx.scale(6.0, 20.0)),
+            rounds: ctx.rounds(BudgetClass::Brief),
             drop_all: false,
             keep_gaps: false,
         };

@@ -1,15 +1,17 @@
 //! `iolab sweep`: throughput against block size, per method and cache state (reads) or per
 //! method and sync mode (writes). Runs are interleaved: each round visits every cell once.
 
-use super::Observer;
 use super::host::{Host, host_facts};
-use crate::cache::{self, CacheMode};
-use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
-use crate::engine::{self, EngineOptions, Moved, ReadMethod};
+use crate::cache::CacheMode;
+use crate::engine::write::{SyncMode, WriteMethod, WriteTarget, open_target};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod, Source};
 use crate::error::{Error, Result};
-use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
+use crate::harness::{
+    self, CacheSpec, Cell, CellRun, Cells, Comparison, Limits, Observer, ReadBack, Rounds,
+    RoundsTaken, XorCheck,
+};
+use crate::measure::Counters;
 use crate::measure::stats::{Summary, summarize};
-use crate::measure::{Counters, measure};
 use crate::workload::{Pattern, Shape};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -51,13 +53,11 @@ pub struct SweepConfig {
     pub threads: usize,
     /// io_uring requests in flight per thread.
     pub depth: u32,
-    /// Counted runs per cell (interleaved) when `budget` is `None`.
-    pub repeat: usize,
-    /// Adaptive rounds: go on, look by look, until every comparison (each method against the
-    /// first at each block size and cache state or sync mode) is decided at 95%, within this
-    /// wall time. `None`: exactly `repeat` rounds.
-    #[serde(default, with = "crate::measure::secs::option")]
-    pub budget: Option<std::time::Duration>,
+    /// Rounds (interleaved, each visits every cell once): exactly `repeat`, or with a budget
+    /// adaptive ones that go on, look by look, until every comparison (each method against the
+    /// first at each block size and cache state or sync mode) is decided at 95%.
+    #[serde(flatten)]
+    pub rounds: Rounds,
     /// Seed of the random order (and of written data).
     pub seed: u64,
     /// With a cold cache, as root: also drop every clean cache (drop_caches).
@@ -74,12 +74,13 @@ impl SweepConfig {
                 "give at least one, each at least 1 byte",
             ));
         }
-        if self.threads == 0 || (self.repeat == 0 && self.budget.is_none()) {
+        if self.threads == 0 {
             return Err(Error::usage(
                 "invalid count",
-                "--threads and --repeat must be at least 1",
+                "--threads must be at least 1",
             ));
         }
+        self.rounds.check()?;
         let whats: Vec<CellKind> = match self.op {
             SweepOp::Read => self
                 .read_methods
@@ -120,8 +121,12 @@ impl SweepConfig {
     ];
     /// Block sizes by default.
     pub const DEFAULT_SIZES: &str = "512..16M";
-    /// Runs per cell by default.
-    pub const DEFAULT_REPEAT: usize = 3;
+    /// Rounds with `--repeat` and no budget by default: three, no warm-up.
+    pub const ROUNDS: Rounds = Rounds {
+        repeat: 3,
+        warmup: 0,
+        budget: None,
+    };
 
     /// Sequential blocks with this sweep's threads, seed and depth.
     fn shape(&self) -> Shape {
@@ -255,8 +260,12 @@ pub struct SweepResult {
     pub rounds: RoundsTaken,
 }
 
-/// Runs one cell once.
-type Runner<'a> = dyn FnMut(CellKind, u64) -> Result<SweepRun> + 'a;
+/// What the sweep's cells move: the first `len` bytes of the file read, or `len` bytes into a
+/// scratch file beside the path (never kept).
+enum Subject {
+    Read { src: Source, len: u64 },
+    Write { target: WriteTarget, len: u64 },
+}
 
 /// Measures every cell `repeat` times, each round visiting every cell once.
 pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> Result<SweepResult> {
@@ -278,27 +287,31 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         }
     }
     let mut warnings = Vec::new();
-    let (file_size, mut runner) = match cfg.op {
-        SweepOp::Read => read_runner(cfg)?,
-        SweepOp::Write => write_runner(cfg)?,
+    let subject = match cfg.op {
+        SweepOp::Read => read_subject(cfg)?,
+        SweepOp::Write => write_subject(cfg)?,
     };
-    let plan = match cfg.budget {
-        Some(budget) => Plan::adaptive(budget),
-        None => Plan::fixed(0, cfg.repeat),
+    let (file_size, read_len) = match &subject {
+        Subject::Read { src, len } => (src.size, *len),
+        Subject::Write { .. } => (0, 0),
     };
     let comparisons = comparisons(&cells);
-    let read_len = match cfg.op {
-        SweepOp::Read => cfg.len.unwrap_or(file_size).min(file_size),
-        SweepOp::Write => 0,
-    };
     let mut set = SweepCells {
+        cfg,
         cells: &cells,
-        runner: &mut *runner,
-        read_len,
+        subject: &subject,
+        opts: EngineOptions::with_depth(cfg.depth),
     };
-    let mut out = harness::run("sweep", &mut set, &plan, &comparisons, obs)?;
+    let mut out = harness::run("sweep", &mut set, &cfg.rounds, &comparisons, obs)?;
     for (cell, done) in cells.iter_mut().zip(out.cells.iter_mut()) {
-        cell.runs = std::mem::take(&mut done.runs);
+        cell.runs = std::mem::take(&mut done.runs)
+            .into_iter()
+            .map(|r| SweepRun {
+                cache_verified: r.cache.as_ref().is_none_or(|c| c.verified),
+                counters: r.counters,
+                moved: r.moved,
+            })
+            .collect();
         if let Some(e) = done.skipped.take() {
             warnings.push(format!(
                 "{} bs {}: {}",
@@ -323,45 +336,18 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
     })
 }
 
-/// The read sweep's runner, and the file's size: each run prepares the cache state asked and
-/// reads the first `--len` bytes (all of them by default) in the cell's block size.
-fn read_runner(cfg: &SweepConfig) -> Result<(u64, Box<Runner<'static>>)> {
+/// The read sweep's file: its first `--len` bytes (all of them by default).
+fn read_subject(cfg: &SweepConfig) -> Result<Subject> {
     let src = engine::open_source(&cfg.path)?;
     let len = cfg.len.unwrap_or(src.size).min(src.size);
     if len == 0 {
         return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
     }
-    let size = src.size;
-    let opts = EngineOptions::with_depth(cfg.depth);
-    let (shape, drop_all) = (cfg.shape(), cfg.drop_all);
-    Ok((
-        size,
-        Box::new(move |kind: CellKind, bs: u64| {
-            let CellKind::Read {
-                method: m,
-                cache: c,
-            } = kind
-            else {
-                unreachable!("read sweep")
-            };
-            let mut state = cache::prepare(&src.file, len, &src.path, c, drop_all)?;
-            let w = shape.workload(bs, len);
-            let prepared = engine::prepare(m, &src, &w, &opts)?;
-            let (moved, counters) = measure(|| prepared.run());
-            let moved = moved?;
-            state.judge_by_device(moved.bytes, counters.device_read_bytes);
-            Ok(SweepRun {
-                counters,
-                moved,
-                cache_verified: state.verified,
-            })
-        }),
-    ))
+    Ok(Subject::Read { src, len })
 }
 
-/// The write sweep's runner (a scratch file beside the path, never kept): each run writes
-/// `--len` bytes, at most [`SYNCED_BLOCKS`] blocks when syncing per block.
-fn write_runner(cfg: &SweepConfig) -> Result<(u64, Box<Runner<'static>>)> {
+/// The write sweep's scratch file beside the path (never kept), with room for `--len` bytes.
+fn write_subject(cfg: &SweepConfig) -> Result<Subject> {
     let dir = if cfg.path.is_dir() {
         cfg.path.clone()
     } else {
@@ -374,29 +360,7 @@ fn write_runner(cfg: &SweepConfig) -> Result<(u64, Box<Runner<'static>>)> {
     let target = open_target(&dir.join("iolab-sweep-scratch"), false)?;
     let len = cfg.len.unwrap_or(WRITE_LEN);
     target.check_space(len)?;
-    let shape = cfg.shape();
-    Ok((
-        0,
-        Box::new(move |kind: CellKind, bs: u64| {
-            let CellKind::Write { method: m, sync: s } = kind else {
-                unreachable!("write sweep")
-            };
-            let per_block = matches!(s, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync);
-            let len = if per_block {
-                len.min(bs.saturating_mul(SYNCED_BLOCKS))
-            } else {
-                len
-            };
-            let w = shape.workload(bs, len);
-            let prepared = prepare_write(m, &target, &w, s)?;
-            let (moved, counters) = measure(|| prepared.run());
-            Ok(SweepRun {
-                counters,
-                moved: moved?,
-                cache_verified: true,
-            })
-        }),
-    ))
+    Ok(Subject::Write { target, len })
 }
 
 /// What the user should know once the sweep ran: per-block syncs cut short, cells whose runs
@@ -461,15 +425,15 @@ fn comparisons(cells: &[SweepCell]) -> Vec<Comparison> {
 }
 
 /// The sweep's cells as the harness sees them.
-struct SweepCells<'a, 'r> {
+struct SweepCells<'a> {
+    cfg: &'a SweepConfig,
     cells: &'a [SweepCell],
-    runner: &'a mut Runner<'r>,
-    /// Bytes every read run covers (every read cell's XOR must agree), 0 for writes.
-    read_len: u64,
+    subject: &'a Subject,
+    opts: EngineOptions,
 }
 
-impl Cells for SweepCells<'_, '_> {
-    type Run = SweepRun;
+impl Cells for SweepCells<'_> {
+    type Extra = ();
     fn count(&self) -> usize {
         self.cells.len()
     }
@@ -482,17 +446,49 @@ impl Cells for SweepCells<'_, '_> {
             crate::size::format_size(c.bs)
         )
     }
-    fn run(&mut self, i: usize) -> Result<SweepRun> {
-        (self.runner)(self.cells[i].kind, self.cells[i].bs)
+    /// A read: the file's first bytes in the cell's cache state, in the cell's block size,
+    /// every read cell's XOR the same. A write: the scratch file, at most [`SYNCED_BLOCKS`]
+    /// blocks a run when syncing per block.
+    fn cell(&self, i: usize) -> Cell<'_> {
+        let (cfg, bs) = (self.cfg, self.cells[i].bs);
+        match (self.cells[i].kind, self.subject) {
+            (CellKind::Read { method, cache }, Subject::Read { src, len }) => Cell {
+                cache: Some(CacheSpec::file(src, *len, cache, cfg.drop_all)),
+                work: harness::Work::Read {
+                    method,
+                    src,
+                    workload: cfg.shape().workload(bs, *len),
+                    opts: self.opts,
+                    limits: Limits::default(),
+                },
+                xor: Some(XorCheck::when_whole(0, *len)),
+            },
+            (CellKind::Write { method, sync }, Subject::Write { target, len }) => {
+                let per_block = matches!(sync, SyncMode::Each | SyncMode::Dsync | SyncMode::Osync);
+                let len = if per_block {
+                    (*len).min(bs.saturating_mul(SYNCED_BLOCKS))
+                } else {
+                    *len
+                };
+                Cell {
+                    cache: None,
+                    work: harness::Work::Write {
+                        method,
+                        target,
+                        workload: cfg.shape().workload(bs, len),
+                        sync,
+                        read_back: ReadBack::Never,
+                    },
+                    xor: None,
+                }
+            }
+            // run_sweep makes the subject of the sweep's op: a cell of the other op has no
+            // work (the harness says so).
+            _ => Cell::own(),
+        }
     }
-    fn figure(&self, r: &SweepRun) -> f64 {
-        crate::size::mib_per_s(r.moved.bytes, r.counters.wall.as_secs_f64())
-    }
-    fn wall(&self, r: &SweepRun) -> Option<std::time::Duration> {
-        Some(r.counters.wall)
-    }
-    fn xor(&self, _: usize, r: &SweepRun) -> Option<(u64, u32)> {
-        (self.read_len > 0 && r.moved.bytes == self.read_len).then_some((0, r.moved.xor))
+    fn figure(&self, r: &CellRun<()>) -> f64 {
+        r.mib_per_s()
     }
 }
 

@@ -6,7 +6,7 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
-use crate::experiments::Observer;
+use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Plot, Point, Series, line_plot, stack};
@@ -15,10 +15,6 @@ use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;
 
-fn secs(s: u64) -> std::time::Duration {
-    std::time::Duration::from_secs(s)
-}
-
 fn sweep(
     ctx: &SuiteContext<'_>,
     obs: &dyn Observer,
@@ -26,7 +22,7 @@ fn sweep(
     path: PathBuf,
     sizes: &str,
     len: u64,
-    budget: std::time::Duration,
+    budget: BudgetClass,
 ) -> Result<SweepResult> {
     let read = op == SweepOp::Read;
     fn pick<T>(on: bool, v: Vec<T>) -> Vec<T> {
@@ -44,8 +40,7 @@ fn sweep(
         threads: 1,
         depth: 32,
         // Adaptive: rounds go on until read and mmap (and each sync mode) are told apart.
-        repeat: 3,
-        budget: Some(budget),
+        rounds: ctx.rounds(budget),
         seed: 1,
         drop_all: false,
     };
@@ -71,7 +66,7 @@ impl Entry for SweepRead {
         // fourth power of two full, so that the first look (8 rounds of every cell) fits.
         let len = ctx.scale(size.min(128 * MB), size.min(256 * MB));
         let sizes = ctx.scale("4K,64K,1M", "4K,16K,64K,256K,1M,4M,16M");
-        let budget = ctx.scale(secs(15), secs(75));
+        let budget = BudgetClass::Long;
         // A whole file of that size, not the start of the data file: cold, the kernel reads
         // ahead past the end of what is measured (read's window is twice mmap's), and that
         // wasted device time was counted against read.
@@ -132,7 +127,7 @@ impl Entry for SweepWrite {
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SweepResult> {
         let (sizes, len) = ctx.scale(("64K,1M", 8 * MB), ("4K,64K,1M,16M", 64 * MB));
         let dir = ctx.dir.path().to_path_buf();
-        let budget = ctx.scale(secs(12), secs(45));
+        let budget = BudgetClass::Medium;
         sweep(ctx, obs, SweepOp::Write, dir, sizes, len, budget)
     }
 

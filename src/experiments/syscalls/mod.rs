@@ -1,9 +1,10 @@
 //! `iolab syscalls [FILE]`: what one system call costs here. Each call is repeated in a loop long
 //! enough to time (at least 20 ms a sample), several samples, median ns per call.
 
-use super::Observer;
 use super::host::{Host, host_facts};
 use crate::error::{Error, Result, describe_io};
+use crate::harness::{Cell, CellRun, Observer, Rounds, Timed};
+use crate::measure::Counters;
 use crate::measure::stats::{Summary, summarize};
 use crate::sys::calls;
 use serde::{Deserialize, Serialize};
@@ -102,29 +103,42 @@ fn each<'a>(mut f: impl FnMut(u64) -> Result<()> + 'a) -> Sampler<'a> {
 struct Calls<'a>(Vec<Row<'a>>);
 
 impl crate::harness::Cells for Calls<'_> {
-    type Run = f64;
+    type Extra = f64;
     fn count(&self) -> usize {
         self.0.len()
     }
     fn name(&self, i: usize) -> String {
         self.0[i].name.to_string()
     }
-    fn run(&mut self, i: usize) -> Result<f64> {
-        match &mut self.0[i].sampler {
+    fn cell(&self, _: usize) -> Cell<'_> {
+        Cell::own()
+    }
+    /// One sample: ns per call.
+    fn own(&mut self, i: usize) -> Result<Timed<f64>> {
+        let t = Instant::now();
+        let ns = match &mut self.0[i].sampler {
             Sampler::Loop { body, n } => {
                 if *n == 0 {
                     *n = calibrate(&mut **body)?;
                 }
                 let t = Instant::now();
                 body(*n)?;
-                Ok(t.elapsed().as_nanos() as f64 / *n as f64)
+                t.elapsed().as_nanos() as f64 / *n as f64
             }
-            Sampler::Faults => minor_fault_sample(),
-            Sampler::Unsupported(e) => Err(e.clone()),
-        }
+            Sampler::Faults => minor_fault_sample()?,
+            Sampler::Unsupported(e) => return Err(e.clone()),
+        };
+        Ok(Timed {
+            counters: Counters {
+                wall: t.elapsed(),
+                ..Counters::default()
+            },
+            extra: ns,
+            ..Timed::default()
+        })
     }
-    fn figure(&self, ns: &f64) -> f64 {
-        *ns
+    fn figure(&self, run: &CellRun<f64>) -> f64 {
+        run.extra
     }
 }
 
@@ -133,14 +147,15 @@ fn io_err<'a>(what: &str, path: &'a Path) -> impl Fn(std::io::Error) -> Error + 
     move |e| Error::failed(what.clone(), describe_io(&e)).at(path)
 }
 
-/// Times each call in `samples` samples of at least 20 ms.
+/// Times each call in `rounds` samples of at least 20 ms (after the warm-ups, which also
+/// calibrate each loop).
 pub fn run_syscalls(
     file: Option<&Path>,
-    samples: usize,
+    rounds: &Rounds,
     command_line: &str,
     obs: &dyn Observer,
 ) -> Result<SyscallsResult> {
-    let samples = samples.max(1);
+    rounds.check()?;
     // A cached file to read: the user's, or 1 MiB of our own in a temporary directory.
     // Removed when dropped, at the end of this function.
     let mut _scratch = None;
@@ -166,7 +181,7 @@ pub fn run_syscalls(
             p
         }
     };
-    let rows = measure_all(&path, samples, obs)?;
+    let rows = measure_all(&path, rounds, obs)?;
     let read_ns = rows
         .iter()
         .find(|r| r.name == "read-1b")
@@ -175,7 +190,7 @@ pub fn run_syscalls(
     Ok(SyscallsResult {
         host: host_facts(Some(&path), command_line),
         file: file.map(Path::to_path_buf),
-        samples,
+        samples: rounds.repeat,
         rows,
         read_1b_bytes_per_s: if read_ns > 0.0 { 1e9 / read_ns } else { 0.0 },
     })
@@ -299,8 +314,8 @@ fn uring_nops<'a>() -> Result<Sampler<'a>> {
     }
 }
 
-/// Every call of [`calls_to_time`], `samples` rounds after one that calibrates each loop.
-fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<SyscallRow>> {
+/// Every call of [`calls_to_time`], for `rounds` (the first round calibrates each loop).
+fn measure_all(path: &Path, rounds: &Rounds, obs: &dyn Observer) -> Result<Vec<SyscallRow>> {
     let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
     let size = file
         .metadata()
@@ -309,16 +324,14 @@ fn measure_all(path: &Path, samples: usize, obs: &dyn Observer) -> Result<Vec<Sy
     crate::cache::load(&file, size, path)?;
     let rows = calls_to_time(&file, path, size)?;
     debug_assert_eq!(rows.len(), ROWS, "ROWS counts the calls measured");
-    // One uncounted round calibrates each loop and warms it; then `samples` rounds.
     let mut calls = Calls(rows);
-    let plan = crate::harness::Plan::fixed(1, samples);
-    let out = crate::harness::run("syscalls", &mut calls, &plan, &[], obs)?;
+    let out = crate::harness::run("syscalls", &mut calls, rounds, &[], obs)?;
     Ok(calls
         .0
         .iter()
         .zip(out.cells)
         .map(|(r, c)| {
-            let ns = summarize(&c.runs);
+            let ns = summarize(&c.runs.iter().map(|r| r.extra).collect::<Vec<_>>());
             SyscallRow {
                 name: r.name.into(),
                 what: r.what.into(),

@@ -3,7 +3,7 @@
 use super::findings::syscall_costs;
 use super::{SyscallsResult, run_syscalls};
 use crate::error::Result;
-use crate::experiments::Observer;
+use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
@@ -24,8 +24,8 @@ impl Entry for Syscalls {
 
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<SyscallsResult> {
         // Enough samples for each row's median interval at 97.5% (the ratio of two rows at 95%).
-        let samples = ctx.scale(8, 12);
-        run_syscalls(Some(ctx.file()), samples, ctx.command_line, obs)
+        let rounds = ctx.rounds(BudgetClass::Ratio);
+        run_syscalls(Some(ctx.file()), &rounds, ctx.command_line, obs)
     }
 
     fn table(&self, out: &SyscallsResult) -> String {

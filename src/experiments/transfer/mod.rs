@@ -1,10 +1,13 @@
 //! `iolab transfer`: every sender x receiver method pair over loopback inside one process,
 //! repeated, as a matrix of time, MiB/s and the CPU time of each side.
 
-use super::Observer;
 use super::host::{Host, host_facts};
+use crate::engine::Moved;
 use crate::error::{Error, Result};
-use crate::harness::{self, Cells, Comparison, Plan, RoundsTaken};
+use crate::harness::{
+    self, Cell, CellRun, Cells, Comparison, Observer, Rounds, RoundsTaken, Timed,
+};
+use crate::measure::Counters;
 use crate::measure::stats::{Summary, summarize};
 use crate::transfer::receiver::{RecvConfig, receive};
 use crate::transfer::sender::{SendConfig, bind};
@@ -24,12 +27,10 @@ pub struct TransferConfig {
     pub files: Vec<PathBuf>,
     /// Sender x receiver method pairs.
     pub pairs: Vec<(SendMethod, RecvMethod)>,
-    /// Counted runs per pair (interleaved) when `budget` is `None`.
-    pub repeat: usize,
-    /// Adaptive rounds: go on, look by look, until every pair is told apart from every other
-    /// at 95%, within this wall time. `None`: exactly `repeat` rounds.
-    #[serde(default, with = "crate::measure::secs::option")]
-    pub budget: Option<Duration>,
+    /// Rounds (interleaved): exactly `repeat`, or with a budget adaptive ones that go on, look
+    /// by look, until every pair is told apart from every other at 95%.
+    #[serde(flatten)]
+    pub rounds: Rounds,
     /// Parallel connections (files go round-robin).
     pub connections: usize,
     /// fsync each received file inside its timed window.
@@ -42,8 +43,12 @@ pub struct TransferConfig {
 }
 
 impl TransferConfig {
-    /// Runs per pair by default.
-    pub const DEFAULT_REPEAT: usize = 3;
+    /// Rounds by default: three, no warm-up.
+    pub const ROUNDS: Rounds = Rounds {
+        repeat: 3,
+        warmup: 0,
+        budget: None,
+    };
 }
 
 /// One method pair's runs.
@@ -161,30 +166,30 @@ pub fn run_transfer(
     command_line: &str,
     obs: &dyn Observer,
 ) -> Result<TransferResult> {
-    if cfg.files.is_empty() || cfg.pairs.is_empty() || (cfg.repeat == 0 && cfg.budget.is_none()) {
+    if cfg.files.is_empty() || cfg.pairs.is_empty() || cfg.rounds.check().is_err() {
         return Err(Error::usage(
             "nothing to transfer",
             "give files, method pairs and --repeat of at least 1",
         ));
     }
-    let plan = match cfg.budget {
-        Some(budget) => Plan::adaptive(budget),
-        None => Plan::fixed(0, cfg.repeat),
-    };
     let n = cfg.pairs.len();
     let comparisons: Vec<Comparison> = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| Comparison { a, b }))
         .collect();
-    let mut out = harness::run("transfer", &mut PairCells(cfg), &plan, &comparisons, obs)?;
+    let mut out = harness::run(
+        "transfer",
+        &mut PairCells(cfg),
+        &cfg.rounds,
+        &comparisons,
+        obs,
+    )?;
     // A pair that cannot run here fails the matrix, as it did before the harness.
-    if let Some(e) = out.cells.iter_mut().find_map(|c| c.skipped.take()) {
-        return Err(e);
-    }
+    out.require_all()?;
     let rounds = RoundsTaken::of(&out);
     let runs: Vec<Vec<(SideReport, SideReport)>> = out
         .cells
         .iter_mut()
-        .map(|c| std::mem::take(&mut c.runs))
+        .map(|c| sides(std::mem::take(&mut c.runs)))
         .collect();
     let bytes = runs
         .first()
@@ -236,7 +241,7 @@ pub fn run_transfer(
 struct PairCells<'a>(&'a TransferConfig);
 
 impl Cells for PairCells<'_> {
-    type Run = (SideReport, SideReport);
+    type Extra = Option<(SideReport, SideReport)>;
     fn count(&self) -> usize {
         self.0.pairs.len()
     }
@@ -244,12 +249,39 @@ impl Cells for PairCells<'_> {
         let (s, r) = self.0.pairs[i];
         format!("{}:{}", s.name(), r.name())
     }
-    fn run(&mut self, i: usize) -> Result<Self::Run> {
+    fn cell(&self, _: usize) -> Cell<'_> {
+        Cell::own()
+    }
+    fn own(&mut self, i: usize) -> Result<Timed<Self::Extra>> {
         let (s, r) = self.0.pairs[i];
         let c = self.0;
-        run_once(&c.files, s, r, c.connections, c.sync, c.discard, c.sizes)
+        run_once(&c.files, s, r, c.connections, c.sync, c.discard, c.sizes).map(timed_pair)
     }
-    fn figure(&self, (_, recv): &Self::Run) -> f64 {
-        crate::size::mib_per_s(recv.bytes(), recv.wall.as_secs_f64())
+}
+
+/// A transfer's two sides as a run the harness times: the receiver's bytes over its wall time
+/// (connect to last file stored), its CPU beside.
+pub(crate) fn timed_pair(
+    (sender, receiver): (SideReport, SideReport),
+) -> Timed<Option<(SideReport, SideReport)>> {
+    Timed {
+        moved: Moved {
+            bytes: receiver.bytes(),
+            ..Moved::default()
+        },
+        counters: Counters {
+            wall: receiver.wall,
+            user: receiver.cpu_user,
+            sys: receiver.cpu_sys,
+            ..Counters::default()
+        },
+        extra: Some((sender, receiver)),
     }
+}
+
+/// The two sides of each run.
+pub(crate) fn sides(
+    runs: Vec<CellRun<Option<(SideReport, SideReport)>>>,
+) -> Vec<(SideReport, SideReport)> {
+    runs.into_iter().filter_map(|r| r.extra).collect()
 }

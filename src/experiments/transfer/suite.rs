@@ -3,7 +3,7 @@
 use super::findings::transfer_best;
 use super::{TransferConfig, TransferResult, all_pairs, run_transfer};
 use crate::error::Result;
-use crate::experiments::Observer;
+use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
@@ -34,8 +34,7 @@ impl Entry for Transfer {
         let cfg = TransferConfig {
             files: ctx.data.classic_files.clone(),
             pairs,
-            repeat: 3,
-            budget: Some(std::time::Duration::from_secs(ctx.scale(8, 30))),
+            rounds: ctx.rounds(BudgetClass::Short),
             connections: 1,
             sync: false,
             discard: false,

@@ -287,7 +287,7 @@ pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) 
             format_size(r.read_len),
             format_size(r.config.bs),
             format_size(r.config.write_len),
-            r.config.repeat,
+            r.config.rounds.repeat,
             table(&rows),
             table(&free),
             r.explanation.join("\n")

@@ -1,0 +1,200 @@
+//! How many rounds: the one home of the protocol's knobs. Every config with rounds embeds
+//! [`Rounds`] (flattened, so its JSON keys stay `repeat`, `warmup` and `budget`), checks it with
+//! [`Rounds::check`] and hands the harness its [`Plan`]; the suite asks for a [`BudgetClass`],
+//! not for numbers, as criterion's groups override one struct of knobs.
+
+use crate::error::{Error, Result};
+use crate::measure::decide::LOOKS;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Rounds as a user or the suite asks for them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rounds {
+    /// Counted rounds: exactly these without a budget; with one, what the cells in no
+    /// comparison get (at most the first look).
+    pub repeat: usize,
+    /// Uncounted rounds first.
+    #[serde(default)]
+    pub warmup: usize,
+    /// Adaptive rounds: they go on, look by look, until every comparison asked is decided at
+    /// 95%, as long as the next look fits in this wall time. `None`: exactly `repeat`.
+    #[serde(default, with = "crate::measure::secs::option")]
+    pub budget: Option<Duration>,
+}
+
+impl Default for Rounds {
+    /// Five counted rounds after one warm-up, no budget.
+    fn default() -> Rounds {
+        Rounds {
+            repeat: 5,
+            warmup: 1,
+            budget: None,
+        }
+    }
+}
+
+impl Rounds {
+    /// Exactly `repeat` counted rounds after `warmup`.
+    pub fn fixed(repeat: usize, warmup: usize) -> Rounds {
+        Rounds {
+            repeat,
+            warmup,
+            budget: None,
+        }
+    }
+
+    /// Adaptive rounds within `budget`, one warm-up first; cells in no comparison get the first
+    /// look's rounds.
+    pub fn adaptive(budget: Duration) -> Rounds {
+        Rounds {
+            repeat: LOOKS[0],
+            warmup: 1,
+            budget: Some(budget),
+        }
+    }
+
+    /// Refuses zero counted rounds (without a budget, which always runs the first look).
+    pub fn check(&self) -> Result<()> {
+        if self.repeat == 0 && self.budget.is_none() {
+            return Err(Error::usage(
+                "invalid repeat count",
+                "--repeat must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The harness's plan for these rounds.
+    pub fn plan(&self) -> Plan {
+        match self.budget {
+            Some(budget) => Plan {
+                warmup: self.warmup,
+                looks: LOOKS.to_vec(),
+                floor: self.repeat.clamp(1, LOOKS[0]),
+                budget,
+            },
+            None => Plan {
+                warmup: self.warmup,
+                looks: vec![self.repeat],
+                floor: self.repeat,
+                budget: Duration::ZERO,
+            },
+        }
+    }
+}
+
+/// How many rounds an experiment of the suite takes: the suite entries ask for a class and
+/// the suite's scale (`--quick` or full) turns it into rounds, so the numbers live here alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetClass {
+    /// A table of figures, no comparison: each median's range covers 97% (6 rounds, quick) or
+    /// 99% (8, full) of its distribution.
+    Table,
+    /// A ratio of two medians: each side's median interval at 97.5% (8 rounds, quick; 12, full),
+    /// so that their ratio holds at 95%.
+    Ratio,
+    /// Adaptive comparisons within 6 s (quick) or 20 s (full): a replay's few methods.
+    Brief,
+    /// Adaptive within 8 s or 30 s: transfers, whose rounds are long.
+    Short,
+    /// Adaptive within 12 s or 45 s: the write sweep.
+    Medium,
+    /// Adaptive within 15 s or 75 s: the main comparisons of read methods.
+    Long,
+}
+
+impl BudgetClass {
+    /// The rounds of this class in a quick or a full suite: one warm-up, and for adaptive
+    /// classes three counted rounds for the cells in no comparison.
+    pub fn rounds(self, quick: bool) -> Rounds {
+        let pick = |q: u64, full: u64| if quick { q } else { full };
+        let (repeat, budget) = match self {
+            BudgetClass::Table => (pick(6, 8) as usize, None),
+            BudgetClass::Ratio => (pick(8, 12) as usize, None),
+            BudgetClass::Brief => (3, Some(pick(6, 20))),
+            BudgetClass::Short => (3, Some(pick(8, 30))),
+            BudgetClass::Medium => (3, Some(pick(12, 45))),
+            BudgetClass::Long => (3, Some(pick(15, 75))),
+        };
+        Rounds {
+            repeat,
+            warmup: 1,
+            budget: budget.map(Duration::from_secs),
+        }
+    }
+}
+
+/// How many rounds, and for how long, as the harness runs them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Uncounted rounds before the first counted one.
+    pub warmup: usize,
+    /// The rounds after which comparisons are looked at; the first is the minimum of every
+    /// compared cell.
+    pub looks: Vec<usize>,
+    /// Counted rounds of the cells in no comparison (at most the first look).
+    pub floor: usize,
+    /// Wall time the whole measurement may take; the first look is always completed.
+    #[serde(with = "crate::measure::secs")]
+    pub budget: Duration,
+}
+
+impl Plan {
+    /// The fewest counted rounds every cell gets.
+    pub fn min_rounds(&self) -> usize {
+        self.looks.first().copied().unwrap_or(1).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_rounds_plan_one_look_and_adaptive_ones_every_look() {
+        let p = Rounds::fixed(3, 1).plan();
+        assert_eq!((p.warmup, p.looks.clone(), p.floor), (1, vec![3], 3));
+        assert_eq!(p.min_rounds(), 3);
+        let a = Rounds::adaptive(Duration::from_secs(9)).plan();
+        assert_eq!(a.looks, LOOKS.to_vec());
+        assert_eq!((a.warmup, a.floor), (1, LOOKS[0]));
+        assert_eq!(a.budget, Duration::from_secs(9));
+        let few = Rounds {
+            repeat: 3,
+            ..Rounds::adaptive(Duration::from_secs(1))
+        };
+        assert_eq!(few.plan().floor, 3, "uncompared cells get `repeat`");
+        let many = Rounds {
+            repeat: 100,
+            ..Rounds::adaptive(Duration::from_secs(1))
+        };
+        assert_eq!(many.plan().floor, LOOKS[0], "never past the first look");
+    }
+
+    #[test]
+    fn zero_rounds_are_refused_unless_a_budget_runs_the_first_look() {
+        assert!(Rounds::fixed(0, 1).check().is_err());
+        assert!(Rounds::fixed(1, 0).check().is_ok());
+        let budget = Rounds {
+            repeat: 0,
+            ..Rounds::adaptive(Duration::from_secs(1))
+        };
+        assert!(budget.check().is_ok());
+        assert_eq!(budget.plan().floor, 1);
+    }
+
+    #[test]
+    fn rounds_keep_their_json_keys_and_read_results_without_a_budget() {
+        let v = serde_json::to_value(Rounds::fixed(3, 1)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"repeat": 3, "warmup": 1, "budget": null})
+        );
+        let back: Rounds = serde_json::from_value(serde_json::json!({"repeat": 2})).unwrap();
+        assert_eq!(back, Rounds::fixed(2, 0));
+        let b = Rounds::adaptive(Duration::from_millis(1500));
+        let v = serde_json::to_value(b).unwrap();
+        assert_eq!(v["budget"], 1.5);
+    }
+}
