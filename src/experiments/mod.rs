@@ -4,7 +4,6 @@
 pub mod access;
 pub mod advise;
 pub mod cache_cmd;
-pub mod child;
 pub mod classic;
 pub mod classics;
 pub mod fast;

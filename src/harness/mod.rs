@@ -20,6 +20,8 @@
 //! same pairs the harness decided on (at one of the planned looks).
 
 pub mod cell;
+pub mod child;
+pub mod grouped;
 pub mod rounds;
 
 pub use cell::{CacheSpec, Cell, CellRun, Limits, ReadBack, Timed, Work, XorCheck};
@@ -226,6 +228,12 @@ impl<E> Default for Live<E> {
             cost: Duration::ZERO,
         }
     }
+}
+
+/// Puts files into a cache state and verifies it, for work that is not in rounds (the `vm`
+/// tour, which starts from a cold file and reads it back in to show the page cache grow).
+pub fn put(spec: &CacheSpec<'_>) -> Result<crate::cache::CacheState> {
+    cell::prepare(spec)
 }
 
 /// Runs `cells` for `rounds`, drawing `comparisons`; progress as `what`.

@@ -1,10 +1,12 @@
 //! `iolab run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`: the classic course program. One run, timed from
-//! open to close as the original was; the cache is put in the asked state before the clock starts.
+//! open to close as the original was; the harness puts the cache in the asked state (and
+//! verifies it) before the clock starts.
 
-use crate::cache::{self, CacheMode, CacheState};
+use crate::cache::{CacheMode, CacheState};
 use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write, verify_written};
-use crate::engine::{self, EngineOptions, Moved, ReadMethod};
+use crate::engine::{self, EngineOptions, Moved, ReadMethod, Source};
 use crate::error::{Error, Result};
+use crate::harness::{self, CacheSpec, Cell, Cells, Rounds, Silent, Timed, Work, XorCheck};
 use crate::measure::{Counters, measure};
 use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
@@ -109,30 +111,89 @@ pub fn asked_bytes(bs: u64, count: u64) -> Result<u64> {
 
 /// Runs the classic program once, timed from open to close.
 pub fn run_classic(cfg: &RunConfig) -> Result<ClassicResult> {
+    let mut runs = run_classic_times(cfg, 1)?;
+    runs.pop()
+        .ok_or_else(|| Error::failed("run", "the harness made no run"))
+}
+
+/// Runs the classic program `n` times through the harness (the cache put in its state and
+/// verified before each read; every run's XOR the same).
+pub fn run_classic_times(cfg: &RunConfig, n: usize) -> Result<Vec<ClassicResult>> {
     cfg.shape.check()?;
     let asked = asked_bytes(cfg.bs, cfg.count)?;
-    match cfg.op {
-        Op::Read => classic_read(cfg, asked),
-        Op::Write => classic_write(cfg, asked),
+    let src = match cfg.op {
+        Op::Read => Some(engine::open_source(&cfg.path)?),
+        Op::Write => None,
+    };
+    let mut cell = ClassicCell { cfg, asked, src };
+    let runs = harness::run("run", &mut cell, &Rounds::fixed(n, 0), &[], &Silent)?
+        .into_single()?
+        .runs;
+    Ok(runs
+        .into_iter()
+        .filter_map(|r| {
+            let mut c = r.extra?;
+            if let Some(note) = r.cache.as_ref().and_then(|s| s.note.clone()) {
+                c.notes.push(note);
+            }
+            c.cache = r.cache;
+            Some(c)
+        })
+        .collect())
+}
+
+/// The classic program as the harness's one cell.
+struct ClassicCell<'a> {
+    cfg: &'a RunConfig,
+    asked: u64,
+    /// The file a read reads (its cache state is prepared through it).
+    src: Option<Source>,
+}
+
+impl Cells for ClassicCell<'_> {
+    type Extra = Option<ClassicResult>;
+    fn count(&self) -> usize {
+        1
+    }
+    fn name(&self, _: usize) -> String {
+        format!("run {}", self.cfg.path.display())
+    }
+    fn cell(&self, _: usize) -> Cell<'_> {
+        Cell {
+            cache: self.src.as_ref().map(|src| {
+                let len = self.asked.min(src.size);
+                CacheSpec::file(src, len, self.cfg.cache, self.cfg.drop_all)
+            }),
+            work: Work::Own,
+            xor: Some(XorCheck::group(0)),
+        }
+    }
+    /// Timed from open to close, as the course program was.
+    fn own(&mut self, _: usize) -> Result<Timed<Self::Extra>> {
+        let r = match self.cfg.op {
+            Op::Read => classic_read(self.cfg, self.asked)?,
+            Op::Write => classic_write(self.cfg, self.asked)?,
+        };
+        Ok(Timed {
+            moved: Moved {
+                bytes: r.bytes,
+                xor: r.xor,
+                ..Moved::default()
+            },
+            counters: r.counters,
+            extra: Some(r),
+        })
     }
 }
 
 fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
-    let (size, state) = {
-        let src = engine::open_source(&cfg.path)?;
-        let len = asked.min(src.size);
-        let state = cache::prepare(&src.file, len, &src.path, cfg.cache, cfg.drop_all)?;
-        (src.size, state)
-    };
+    let size = engine::open_source(&cfg.path)?.size;
     let len = asked.min(size);
     let mut notes = Vec::new();
     if len < asked {
         notes.push(format!(
             "the file is shorter than asked: read it to its end, {len} of {asked} bytes"
         ));
-    }
-    if let Some(n) = &state.note {
-        notes.push(n.clone());
     }
     let w = cfg.shape.workload(cfg.bs, len);
     // The course program gave the kernel no access hint: neither does its imitation.
@@ -156,7 +217,7 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
         asked_bytes: asked,
         xor: moved.xor,
         counters,
-        cache: Some(state),
+        cache: None,
         notes,
     })
 }

@@ -19,11 +19,12 @@ mod worker;
 
 pub use worker::{Reclaim, parse_vmstat, run_worker};
 
-use crate::cache::cgroup::{self, Controller, GroupFiles, MemoryGroup};
+use crate::cache::cgroup::{self, Controller, GroupFiles};
 use crate::engine::ReadMethod;
 use crate::engine::write::WriteMethod;
 use crate::error::{Error, ErrorKind, Result};
-use crate::experiments::Observer;
+use crate::harness::Observer;
+use crate::harness::grouped::{GroupRun, Groups};
 use crate::measure::stats::{Summary, summarize};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -262,7 +263,7 @@ pub struct WorkerDone {
 }
 
 /// What the child says: a tick, the end, or why it could not run.
-pub type Message = super::child::Message<Tick, WorkerDone>;
+pub type Message = crate::harness::child::Message<Tick, WorkerDone>;
 
 /// One stream method's run, and what its ticks say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -518,58 +519,77 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
             path
         }
     };
-    let hot_file =
-        std::fs::File::open(&hot_path).map_err(|e| Error::io("cannot open", &hot_path, &e))?;
+    let hot = crate::engine::open_source(&hot_path)?;
     let jobs = jobs(cfg, &dir);
-    let (mut reads, mut writes) = (Vec::new(), Vec::new());
-    let mut limit = cfg.memory;
     let total_ticks = ((cfg.before + cfg.seconds) / cfg.tick).round() as usize;
     let runs: Vec<(usize, &(String, bool, StreamJob))> = (0..cfg.passes)
         .flat_map(|p| jobs.iter().map(move |j| (p, j)))
         .collect();
     let n_runs = runs.len();
-    for (i, (pass, (name, writing, job))) in runs.into_iter().enumerate() {
-        let (name, writing) = (name.clone(), *writing);
-        if pass > 0
-            && if writing { &writes } else { &reads }
-                .iter()
-                .any(|r: &StreamRun| r.method == name && r.unsupported.is_some())
-        {
-            continue;
-        }
-        if crate::sys::interrupted() {
-            return Err(Error::failed("interrupted", "stopped by a signal"));
-        }
-        // Both files start out of the cache: the hot set is loaded inside the group (so it is
-        // charged there), the stream comes from the device.
-        crate::cache::evict(&hot_file, &hot_path, false)?;
-        crate::cache::evict(&stream.file, &stream.path, false)?;
-        let group = MemoryGroup::create(&controller, cfg.memory)?;
-        limit = group.files().limit().unwrap_or(cfg.memory);
-        let wc = WorkerConfig {
+    // Both files start out of the cache: the hot set is loaded inside the group (so it is
+    // charged there), the stream comes from the device.
+    let groups = Groups {
+        exe: &cfg.worker,
+        subcommand: "pollute-worker",
+        controller: &controller,
+        memory: cfg.memory,
+        cold: vec![&hot, &stream],
+    };
+    let done = groups.run(
+        n_runs,
+        obs,
+        |i, before: &[Option<GroupRun<Tick, WorkerDone>>]| {
+            let (pass, (name, writing, _)) = runs[i];
+            // A method unsupported in the first pass is not tried again.
+            let unsupported = (0..i).any(|j| {
+                runs[j].1.0 == *name
+                    && before[j].as_ref().is_some_and(|r| {
+                        matches!(
+                            r.end,
+                            Message::Failed {
+                                unsupported: true,
+                                ..
+                            }
+                        )
+                    })
+            });
+            (pass == 0 || !unsupported).then(|| {
+                format!(
+                    "pollute: {} stream {name} ({} of {n_runs})",
+                    if *writing { "written" } else { "read" },
+                    i + 1
+                )
+            })
+        },
+        |i, group| WorkerConfig {
             hot: hot_path.clone(),
             hot_bs: cfg.hot_bs,
-            stream: job.clone(),
+            stream: runs[i].1.2.clone(),
             before: cfg.before,
             seconds: cfg.seconds,
             tick: cfg.tick,
-            group: Some(group.files().clone()),
-        };
-        let what = format!(
-            "pollute: {} stream {name} ({} of {n_runs})",
-            if writing { "written" } else { "read" },
-            i + 1
-        );
-        let mut k = 0;
-        let (ticks, end): (Vec<Tick>, Message) =
-            super::child::run_in_group(&cfg.worker, "pollute-worker", &wc, &group, |_: &Tick| {
-                k += 1;
-                obs.progress(&what, k, total_ticks);
-            })?;
-        group.remove()?;
-        let run = stream_run(&name, writing, pass, ticks, end, &mut warnings)?;
-        if writing { &mut writes } else { &mut reads }.push(run);
-    }
+            group: Some(group.clone()),
+        },
+        |k, _| (k, total_ticks),
+    )?;
+    let limit = done.iter().flatten().last().map_or(cfg.memory, |r| r.limit);
+    let streams: Vec<StreamRun> = runs
+        .into_iter()
+        .zip(done)
+        .filter_map(|((pass, (name, writing, _)), run)| {
+            let run = run?;
+            Some(stream_run(
+                name,
+                *writing,
+                pass,
+                run.ticks,
+                run.end,
+                &mut warnings,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let (writes, reads): (Vec<StreamRun>, Vec<StreamRun>) =
+        streams.into_iter().partition(|r| r.writes);
     Ok(PolluteResult {
         config: cfg.clone(),
         stream_size: stream.size,

@@ -8,7 +8,7 @@ use crate::cache::cgroup::GroupFiles;
 use crate::engine::write::{SyncMode, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, RunLimits, Work};
 use crate::error::{Error, Result};
-use crate::experiments::child;
+use crate::harness::child;
 use crate::measure::latency::Histogram;
 use crate::measure::series;
 use crate::workload::{Pattern, Workload};

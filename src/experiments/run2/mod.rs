@@ -3,7 +3,7 @@
 //! the file ends first, say so and predict the file size that would reach the window.
 
 use super::Observer;
-use super::classic::{ClassicResult, Op, RunConfig, run_classic};
+use super::classic::{ClassicResult, Op, RunConfig, run_classic_times};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
@@ -142,29 +142,34 @@ pub const PREDICTION_READS: usize = 3;
 /// are the fewest whose order statistics give the median a 95% interval.
 pub const PREDICTION_READS_MAX: usize = 6;
 
-/// Rates (MiB/s) of whole-file reads in `cache`, at least [`PREDICTION_READS`], up to
-/// [`PREDICTION_READS_MAX`] while their time together stays under `budget`; and the reads.
+/// How many whole-file reads a prediction takes: at least [`PREDICTION_READS`], up to
+/// [`PREDICTION_READS_MAX`] while their time together stays under `budget` at the pace of a
+/// whole-file read already made (`last`; without one, the fewest).
+fn prediction_reads(budget: Duration, last: Option<Duration>) -> usize {
+    match last {
+        Some(t) if !t.is_zero() => ((budget.as_secs_f64() / t.as_secs_f64()) as usize)
+            .clamp(PREDICTION_READS, PREDICTION_READS_MAX),
+        _ => PREDICTION_READS,
+    }
+}
+
+/// Rates (MiB/s) of `n` whole-file reads in `cache`, run by the harness; and the reads.
 fn whole_file_rates(
     count: u64,
     cache: CacheMode,
-    budget: Duration,
-    read: &dyn Fn(u64, CacheMode) -> Result<ClassicResult>,
+    n: usize,
+    read: &Reads<'_>,
 ) -> Result<(Summary, Vec<ClassicResult>)> {
-    let mut rates = Vec::new();
-    let mut spent = Duration::ZERO;
-    let mut reads = Vec::new();
-    // One more read fits when the mean so far, added, stays under the budget.
-    let another = |n: usize, spent: Duration| {
-        n < PREDICTION_READS || (n < PREDICTION_READS_MAX && spent + spent / n as u32 <= budget)
-    };
-    while another(rates.len(), spent) {
-        let r = read(count, cache)?;
-        rates.push(mib_per_s(r.bytes, r.counters.wall.as_secs_f64()));
-        spent += r.counters.wall;
-        reads.push(r);
-    }
+    let reads = read(count, cache, n)?;
+    let rates: Vec<f64> = reads
+        .iter()
+        .map(|r| mib_per_s(r.bytes, r.counters.wall.as_secs_f64()))
+        .collect();
     Ok((summarize(&rates), reads))
 }
+
+/// `n` classic reads of `count` blocks in a cache state.
+type Reads<'a> = dyn Fn(u64, CacheMode, usize) -> Result<Vec<ClassicResult>> + 'a;
 
 /// The outcome when the whole file reads faster than the window: sizes predicted from the
 /// median rate of at least three more whole-file reads, with the interval, saying
@@ -173,7 +178,8 @@ fn whole_file_rates(
 fn file_ended(
     cfg: &Run2Config,
     size: u64,
-    read: &dyn Fn(u64, CacheMode) -> Result<ClassicResult>,
+    last: Duration,
+    read: &Reads<'_>,
 ) -> Result<(Run2Outcome, Vec<ClassicResult>)> {
     let mib = 1_048_576.0;
     let window = |mib_s: f64| {
@@ -185,7 +191,8 @@ fn file_ended(
     let count = size.div_ceil(cfg.bs.max(1));
     // Fresh reads, not the search's last: that one may have found the file in another state
     // (partly resident as the search began, resident after it).
-    let (rate, mut extra) = whole_file_rates(count, cfg.cache, cfg.min, read)?;
+    let n = prediction_reads(cfg.min, Some(last));
+    let (rate, mut extra) = whole_file_rates(count, cfg.cache, n, read)?;
     let resident_reads = extra
         .iter()
         .filter(|r| {
@@ -199,7 +206,8 @@ fn file_ended(
     let (slow, fast) = (window(rate.ci[0]), window(rate.ci[1]));
     let memory = crate::cache::meminfo::read().mem_total;
     let from_device = if cached && memory > 0 && hi > memory {
-        let (cold, mut reads) = whole_file_rates(count, CacheMode::Cold, cfg.min, read)?;
+        let n = prediction_reads(cfg.min, None);
+        let (cold, mut reads) = whole_file_rates(count, CacheMode::Cold, n, read)?;
         extra.append(&mut reads);
         let (dlo, dhi) = window(cold.median);
         Some(DevicePrediction {
@@ -241,8 +249,8 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         return Err(Error::usage("nothing to calibrate", "the file is empty").at(&cfg.path));
     }
     let blocks_in_file = size.div_ceil(cfg.bs.max(1));
-    let read = |count: u64, cache: CacheMode| {
-        run_classic(&RunConfig {
+    let read = |count: u64, cache: CacheMode, n: usize| {
+        let cfg = RunConfig {
             path: cfg.path.clone(),
             op: Op::Read,
             bs: cfg.bs,
@@ -258,9 +266,15 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
             drop_all: cfg.drop_all,
             sync: SyncMode::None,
             force: false,
-        })
+        };
+        run_classic_times(&cfg, n)
     };
-    let step = |count: u64| read(count, cfg.cache);
+    // One read per step: the search itself needs no repeats.
+    let step = |count: u64| -> Result<ClassicResult> {
+        read(count, cfg.cache, 1)?
+            .pop()
+            .ok_or_else(|| Error::failed("run2", "the harness made no run"))
+    };
     let mut steps: Vec<Run2Step> = Vec::new();
     let (mut fast, mut slow): (Option<u64>, Option<u64>) = (None, None);
     let mut count = 1u64;
@@ -277,7 +291,7 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         }
         if t < cfg.min {
             if whole {
-                let (outcome, extra) = file_ended(cfg, size, &read)?;
+                let (outcome, extra) = file_ended(cfg, size, t, &read)?;
                 steps.extend(extra.into_iter().map(|run| Run2Step { count, run }));
                 break outcome;
             }
@@ -311,4 +325,24 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
         outcome,
         steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prediction_reads_are_planned_from_a_whole_file_read_already_made() {
+        let s = Duration::from_secs;
+        // As many as fit under the budget at that pace, between three and six.
+        assert_eq!(prediction_reads(s(5), Some(Duration::from_millis(1200))), 4);
+        assert_eq!(prediction_reads(s(5), Some(Duration::from_millis(10))), 6);
+        assert_eq!(prediction_reads(s(5), Some(s(4))), 3);
+        // Without a pace (cold reads not yet made), the fewest.
+        assert_eq!(prediction_reads(s(5), None), PREDICTION_READS);
+        assert_eq!(
+            prediction_reads(s(5), Some(Duration::ZERO)),
+            PREDICTION_READS
+        );
+    }
 }

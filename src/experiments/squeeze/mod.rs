@@ -9,17 +9,18 @@
 //! Why a child process: memory is charged to the group of the process that faults or reads the
 //! page, so the method's process must be inside the group and the measuring parent outside it.
 
-use crate::cache::cgroup::{self, Controller, GroupFiles, MemoryGroup};
+use crate::cache::cgroup::{self, Controller, GroupFiles};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits, Work};
 use crate::error::{Error, ErrorKind, Result};
 use crate::experiments::Observer;
+use crate::harness::grouped::{GroupRun, Groups};
 use crate::measure::latency::{Histogram, LatencySummary};
 use crate::measure::series;
 use crate::measure::stats::{Summary, summarize};
 use crate::workload::{Pattern, Workload};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -189,7 +190,7 @@ pub struct Tick {
 }
 
 /// What the child says: a sample, the end, or why it could not run.
-pub type Message = crate::experiments::child::Message<Tick, WorkerDone>;
+pub type Message = crate::harness::child::Message<Tick, WorkerDone>;
 
 /// The child's totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,58 +329,75 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
     let controller = cgroup::controller(cfg.cgroup_parent.as_deref())?;
     obs.progress("squeeze: companion alone", 0, 1);
     let alone = companion_alone(Duration::from_millis(500));
-    let mut methods = Vec::new();
     let mut warnings = Vec::new();
-    let mut limit = cfg.memory;
     let blocks = src.size / cfg.reads.bs;
     let read_ahead_kb = src
         .file
         .metadata()
         .ok()
         .and_then(|m| read_ahead_kb(std::os::unix::fs::MetadataExt::dev(&m)));
-    for (i, &method) in cfg.methods.iter().enumerate() {
-        if crate::sys::interrupted() {
-            return Err(Error::failed("interrupted", "stopped by a signal"));
-        }
-        crate::cache::evict(&src.file, &src.path, false)?;
-        let resident = crate::cache::residency_of(&src.file, src.size, &src.path)?.percent();
-        let group = MemoryGroup::create(&controller, cfg.memory)?;
-        limit = group.files().limit().unwrap_or(cfg.memory);
-        let wc = WorkerConfig {
+    let n = cfg.methods.len();
+    let groups = Groups {
+        exe: &cfg.worker,
+        subcommand: "squeeze-worker",
+        controller: &controller,
+        memory: cfg.memory,
+        cold: vec![&src],
+    };
+    let done = groups.run(
+        n,
+        obs,
+        |i, _: &[Option<GroupRun<Tick, WorkerDone>>]| {
+            Some(format!(
+                "squeeze {} ({} of {n})",
+                cfg.methods[i].name(),
+                i + 1
+            ))
+        },
+        |i, group| WorkerConfig {
             path: src.path.clone(),
-            method,
+            method: cfg.methods[i],
             reads: cfg.reads.clone(),
-            group: Some(group.files().clone()),
-        };
-        let what = format!(
-            "squeeze {} ({} of {})",
-            method.name(),
-            i + 1,
-            cfg.methods.len()
-        );
-        let (ticks, end) = run_child(&cfg.worker, &wc, &group, |t| {
-            obs.progress(
-                &what,
-                t.t.round() as usize,
-                cfg.reads.seconds.ceil() as usize,
-            );
-        })?;
-        let peak = group.files().peak();
-        group.remove()?;
-        let mut m = MethodSeries {
-            method,
-            unsupported: None,
-            resident_before_pct: resident,
-            dev_read_bytes: ticks.iter().map(|t| t.dev_read_bytes).sum::<Option<u64>>(),
-            ticks,
-            done: None,
-            peak,
-            needed_bytes: 0,
-            steady: None,
-        };
-        ended(&mut m, end, cfg, blocks, limit, alone, &mut warnings)?;
-        methods.push(m);
-    }
+            group: Some(group.clone()),
+        },
+        |_, t| (t.t.round() as usize, cfg.reads.seconds.ceil() as usize),
+    )?;
+    let limit = done.iter().flatten().last().map_or(cfg.memory, |r| r.limit);
+    let methods: Vec<MethodSeries> = cfg
+        .methods
+        .iter()
+        .zip(done)
+        .filter_map(|(&method, run)| {
+            let run = run?;
+            let mut m = MethodSeries {
+                method,
+                unsupported: None,
+                resident_before_pct: run.cache.residency.percent(),
+                dev_read_bytes: run
+                    .ticks
+                    .iter()
+                    .map(|t| t.dev_read_bytes)
+                    .sum::<Option<u64>>(),
+                ticks: run.ticks,
+                done: None,
+                peak: run.peak,
+                needed_bytes: 0,
+                steady: None,
+            };
+            Some(
+                ended(
+                    &mut m,
+                    run.end,
+                    cfg,
+                    blocks,
+                    run.limit,
+                    alone,
+                    &mut warnings,
+                )
+                .map(|()| m),
+            )
+        })
+        .collect::<Result<_>>()?;
     let explanations = explain(&methods, cfg.reads.bs, read_ahead_kb);
     Ok(SqueezeResult {
         config: cfg.clone(),
@@ -461,17 +479,6 @@ pub fn read_ahead_kb(dev: u64) -> Option<u64> {
         .iter()
         .find_map(|q| std::fs::read_to_string(q.join("read_ahead_kb")).ok())
         .and_then(|t| t.trim().parse().ok())
-}
-
-/// Runs one method in a child inside `group`; returns its ticks and its last message (done or
-/// failed).
-fn run_child(
-    exe: &Path,
-    wc: &WorkerConfig,
-    group: &MemoryGroup,
-    each: impl FnMut(&Tick),
-) -> Result<(Vec<Tick>, Message)> {
-    crate::experiments::child::run_in_group(exe, "squeeze-worker", wc, group, each)
 }
 
 #[cfg(test)]

@@ -130,14 +130,14 @@ impl Sampler {
 }
 
 fn send(out: &mut dyn Write, m: &Message) -> Result<()> {
-    crate::experiments::child::send(out, m)
+    crate::harness::child::send(out, m)
 }
 
 /// The child: waits for one line on `go` (the parent has moved it into the group by then), runs
 /// the method for `cfg.reads.seconds`, and writes a [`Message`] per line to `out`: a tick per second,
 /// then `done` (or `failed`).
 pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    crate::experiments::child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
+    crate::harness::child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
 }
 
 /// Reads lap after lap until the deadline (a new order each lap): what moved, the latencies and

@@ -4,13 +4,16 @@
 //! at each, with the deltas, the faults, an explanation computed from them, and the pagemap /
 //! kpageflags of each touched page.
 
+use crate::cache::CacheMode;
 use crate::cache::meminfo::{self, PageCache};
+use crate::engine::Source;
 use crate::error::{Error, Result, describe_io};
+use crate::harness::{self, CacheSpec};
 use crate::sys::map::{Mapping, WritableMapping};
 use crate::vm::pagemap::{self, PageEntry};
 use crate::vm::smaps::{self, MapRow};
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::path::PathBuf;
 
 pub mod report;
@@ -158,9 +161,9 @@ pub fn create_file(path: &std::path::Path, size: u64, force: bool) -> Result<()>
     crate::output::save(path, &data, force)
 }
 
-/// The file, opened for writing when the tour writes, and its size; refuses an empty file and
+/// The file, opened for writing when the tour writes, with its size; refuses an empty file and
 /// touch offsets past its end (they would raise SIGBUS).
-fn open_for(cfg: &VmConfig) -> Result<(File, u64)> {
+fn open_for(cfg: &VmConfig) -> Result<Source> {
     let src = crate::engine::open_source(&cfg.path)?;
     let size = src.size;
     if size == 0 {
@@ -177,36 +180,37 @@ fn open_for(cfg: &VmConfig) -> Result<(File, u64)> {
             .at(&cfg.path));
         }
     }
-    let file: File = if cfg.write {
-        OpenOptions::new()
+    if cfg.write {
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(&cfg.path)
-            .map_err(|e| Error::io("cannot open for writing", &cfg.path, &e))?
-    } else {
-        src.file
-    };
-    Ok((file, size))
+            .map_err(|e| Error::io("cannot open for writing", &cfg.path, &e))?;
+        return Ok(Source { file, ..src });
+    }
+    Ok(src)
 }
 
-/// The page cache before and after the file is read in from the device (evicted first).
-fn page_cache_change(file: &File, size: u64, path: &std::path::Path) -> Result<PageCacheChange> {
-    crate::cache::evict(file, path, false)?;
+/// The page cache before and after the file is read in from the device (evicted first; the
+/// harness puts it in each state and verifies it).
+fn page_cache_change(src: &Source) -> Result<PageCacheChange> {
+    harness::put(&CacheSpec::file(src, src.size, CacheMode::Cold, false))?;
     let before = meminfo::read();
-    crate::cache::load(file, size, path)?;
+    harness::put(&CacheSpec::file(src, src.size, CacheMode::Warm, false))?;
     let after = meminfo::read();
     Ok(PageCacheChange {
         before,
         after,
-        file_size: size,
+        file_size: src.size,
     })
 }
 
 /// Maps the file and records the process at every stage.
 pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
-    let (file, size) = open_for(cfg)?;
+    let src = open_for(cfg)?;
+    let (file, size) = (&src.file, src.size);
     if cfg.evict {
-        crate::cache::evict(&file, &cfg.path, false)?;
+        harness::put(&CacheSpec::file(&src, size, CacheMode::Cold, false))?;
     }
     let have_root = crate::cache::have_root();
     let start = snapshot()?;
@@ -220,7 +224,7 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
         Vec::new(),
         |_, _| "before mapping: the program, its libraries, heap and stack".into(),
     );
-    let mut map = FileMap::new(&file, size as usize, cfg.write)
+    let mut map = FileMap::new(file, size as usize, cfg.write)
         .map_err(|e| Error::failed("cannot map", describe_io(&e)).at(&cfg.path))?;
     let base = map.bytes().as_ptr() as u64;
     let mut tour = Tour {
@@ -267,7 +271,7 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
     }
     drop(map);
     let page_cache = if cfg.page_cache {
-        Some(page_cache_change(&file, size, &cfg.path)?)
+        Some(page_cache_change(&src)?)
     } else {
         None
     };
