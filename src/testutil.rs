@@ -17,3 +17,8 @@ pub fn path_in(name: &str) -> (TempDir, PathBuf) {
     let path = dir.path().join(name);
     (dir, path)
 }
+
+/// Skips counted as the integration tests count them.
+#[path = "../tests/common/skip.rs"]
+pub mod skip;
+pub use skip::{Lack, skip};

@@ -2,6 +2,7 @@
 //! the course's chunk and window sizes, the classic lines, exactly N files, and page descriptors.
 
 mod common;
+use common::{Lack, skip};
 
 use common::{bytes, iolab, is_root, write_file};
 use iolab::transfer::receiver::{RecvConfig, receive};
@@ -235,8 +236,7 @@ fn have(tool: &str) -> bool {
 #[test]
 fn master_and_slave_speak_raw_with_nc_both_ways() {
     if !have("nc") {
-        eprintln!("skipped: nc is not installed (Debian: netcat-openbsd)");
-        return;
+        return skip(Lack::Setup, "nc is not installed (Debian: netcat-openbsd)");
     }
     let dir = tempfile::tempdir().unwrap();
     let data = bytes(1_000_003, 11);
@@ -471,6 +471,7 @@ fn sizes_and_page_descriptors_are_shown() {
     let f = write_file(dir.path(), "f", &data);
     for no_root in [false, true] {
         if !no_root && !is_root() {
+            skip(Lack::Setup, "the run as root needs root");
             continue;
         }
         let port = free_port();
@@ -579,7 +580,7 @@ fn bad_sizes_and_raw_combinations_are_usage_errors() {
 #[test]
 fn classic_sizes_send_each_mapped_window_in_one_call() {
     if !have("strace") {
-        return eprintln!("skipped: strace is not installed");
+        return skip(Lack::Setup, "strace is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let size = 482_456usize;
@@ -624,7 +625,7 @@ fn classic_sizes_send_each_mapped_window_in_one_call() {
             .unwrap();
         let m = m.join().unwrap();
         if !m.status.success() && String::from_utf8_lossy(&m.stderr).contains("ptrace") {
-            return eprintln!("skipped: {}", String::from_utf8_lossy(&m.stderr));
+            return skip(Lack::Setup, &String::from_utf8_lossy(&m.stderr));
         }
         assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
         assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));

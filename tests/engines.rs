@@ -2,6 +2,7 @@
 //! the XOR of an independent plain computation; every write engine must write what it says.
 
 mod common;
+use common::{Lack, skip};
 
 use common::{bytes, plain_xor, write_file};
 use iolab::engine::write::{SyncMode, WriteMethod, open_target, prepare_write};
@@ -79,7 +80,7 @@ fn every_read_engine_agrees_with_the_plain_xor() {
     unsupported.sort();
     unsupported.dedup();
     for u in &unsupported {
-        eprintln!("skipped (unsupported here): {u}");
+        skip(Lack::Machine, &format!("unsupported here: {u}"));
     }
     assert!(checked > 3000, "only {checked} combinations ran");
 }
@@ -356,7 +357,7 @@ fn every_engine_counts_whole_blocks() {
         if !o.status.success() {
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(m.starts_with("uring"), "{m}: {err}");
-            eprintln!("skipped {m}: {err}");
+            skip(Lack::Machine, &format!("{m}: {err}"));
             continue;
         }
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -396,7 +397,7 @@ fn uncached_reads_leave_a_cold_file_cold() {
         match read_all(method, &src, &w, &EngineOptions::default()) {
             Ok(m) => assert_eq!(m.xor, plain_xor(&data), "{}", method.name()),
             Err(e) if e.kind == ErrorKind::Unsupported => {
-                eprintln!("skipped {}: {e}", method.name());
+                skip(Lack::Machine, &format!("{}: {e}", method.name()));
                 continue;
             }
             Err(e) => panic!("{}: {e}", method.name()),
@@ -447,7 +448,7 @@ fn nowait_reads_count_what_the_cache_could_not_serve() {
     iolab::cache::evict(&file, &path, false).unwrap();
     let cold = match read_all(ReadMethod::PreadNowait, &src, &w, &EngineOptions::default()) {
         Ok(m) => m,
-        Err(e) if e.kind == ErrorKind::Unsupported => return eprintln!("skipped: {e}"),
+        Err(e) if e.kind == ErrorKind::Unsupported => return skip(Lack::Machine, &e.to_string()),
         Err(e) => panic!("{e}"),
     };
     assert_eq!(
@@ -489,7 +490,7 @@ fn uncached_writes_leave_the_cache_as_they_found_it() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         if !o.status.success() && err.contains("unsupported") {
-            eprintln!("skipped {method}: {err}");
+            skip(Lack::Machine, &format!("{method}: {err}"));
             continue;
         }
         assert!(o.status.success(), "{method}: {err}");

@@ -1,9 +1,10 @@
 //! Ctrl-C and kill: every command that makes outputs removes its partial ones and exits 130
-//! (SIGINT) or 143 (SIGTERM), promptly.
+//! (SIGINT) or 143 (SIGTERM), promptly: a command still running long after its signal (by the
+//! machine's patience, not a fixed clock) fails the test.
 
 mod common;
 
-use common::{bytes, write_file};
+use common::{bytes, patience, wait_or_fail, write_file};
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -28,16 +29,13 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
-/// Waits until `ready()` (at most 20 s), sends `sig`, and returns the exit code, the time the
-/// process took to go after the signal, and its stderr.
-fn signal_when(
-    mut child: Child,
-    sig: &str,
-    ready: impl Fn() -> bool,
-) -> (Option<i32>, Duration, String) {
+/// Waits until `ready()` (for the machine's patience), sends `sig`, waits for the process to
+/// go (a second's work on an idle machine) and returns its exit code and its stderr.
+fn signal_when(mut child: Child, sig: &str, ready: impl Fn() -> bool) -> (Option<i32>, String) {
+    let limit = patience(Duration::from_secs(20));
     let t = Instant::now();
     while !ready() {
-        assert!(t.elapsed() < Duration::from_secs(20), "never got ready");
+        assert!(t.elapsed() < limit, "never got ready in {limit:?}");
         if let Ok(Some(st)) = child.try_wait() {
             let mut e = String::new();
             let _ = child.stderr.take().unwrap().read_to_string(&mut e);
@@ -45,16 +43,18 @@ fn signal_when(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sent = Instant::now();
     Command::new("kill")
         .args([sig, &child.id().to_string()])
         .status()
         .unwrap();
-    let st = child.wait().unwrap();
-    let took = sent.elapsed();
+    let st = wait_or_fail(
+        &mut child,
+        Duration::from_secs(1),
+        &format!("stopped promptly on {sig}"),
+    );
     let mut e = String::new();
     let _ = child.stderr.take().unwrap().read_to_string(&mut e);
-    (st.code(), took, e)
+    (st.code(), e)
 }
 
 #[test]
@@ -70,11 +70,10 @@ fn write_interrupted_or_killed_leaves_nothing() {
             .spawn()
             .unwrap();
         let started = Instant::now();
-        let (got, took, err) = signal_when(child, sig, || {
+        let (got, err) = signal_when(child, sig, || {
             started.elapsed() > Duration::from_millis(700)
         });
         assert_eq!(got, code, "{sig}: {err}");
-        assert!(took < Duration::from_secs(2), "{took:?}");
         assert!(
             names(dir.path()).is_empty(),
             "{sig}: {:?}",
@@ -121,11 +120,10 @@ fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
             .args(["recv", "--connect", &addr, "--method", method, "--out", "."])
             .spawn()
             .unwrap();
-        let (got, took, err) = signal_when(child, sig, || {
+        let (got, err) = signal_when(child, sig, || {
             sent.load(std::sync::atomic::Ordering::SeqCst)
         });
         assert_eq!(got, code, "{method} {sig}: {err}");
-        assert!(took < Duration::from_secs(2), "{method}: {took:?}");
         assert!(
             names(out.path()).is_empty(),
             "{method} {sig}: {:?}",
@@ -136,20 +134,19 @@ fn a_receiver_interrupted_mid_file_leaves_nothing_for_every_method() {
 }
 
 #[test]
-fn the_suite_stops_within_a_second_and_removes_its_data() {
+fn the_suite_stops_promptly_and_removes_its_data() {
     let dir = tempfile::tempdir().unwrap();
     let child = iolab(dir.path())
         .args(["suite", "--quick", "--size", "64M", "--out", "rep"])
         .spawn()
         .unwrap();
     // Once its data exists, the suite is measuring.
-    let (code, took, err) = signal_when(child, "-INT", || {
+    let (code, err) = signal_when(child, "-INT", || {
         names(dir.path())
             .iter()
             .any(|n| n.starts_with(".iolab-data-"))
     });
     assert_eq!(code, Some(130), "{err}");
-    assert!(took < Duration::from_secs(1), "{took:?}");
     assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
     // A user's file in --dir survives.
     let data = dir.path().join("mine");
@@ -161,7 +158,7 @@ fn the_suite_stops_within_a_second_and_removes_its_data() {
         ])
         .spawn()
         .unwrap();
-    let (code, _, err) = signal_when(child, "-TERM", || names(&data).len() > 1);
+    let (code, err) = signal_when(child, "-TERM", || names(&data).len() > 1);
     assert_eq!(code, Some(143), "{err}");
     assert_eq!(names(&data), ["notes.txt"]);
 }
@@ -176,7 +173,7 @@ fn a_transfer_interrupted_removes_its_scratch_directory() {
         .args(["transfer", "f.bin", "--repeat", "50", "--sync"])
         .spawn()
         .unwrap();
-    let (code, _, err) = signal_when(child, "-INT", || {
+    let (code, err) = signal_when(child, "-INT", || {
         names(tmp.path())
             .iter()
             .any(|n| n.starts_with("iolab-transfer-"))
@@ -198,7 +195,7 @@ fn ior_interrupted_removes_its_test_file() {
             .spawn()
             .unwrap();
         let f = dir.path().join("t.ior");
-        let (got, _, err) = signal_when(child, sig, || f.exists());
+        let (got, err) = signal_when(child, sig, || f.exists());
         assert_eq!(got, code, "{sig}: {err}");
         assert!(
             names(dir.path()).is_empty(),

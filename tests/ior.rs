@@ -3,6 +3,7 @@
 //! files left behind are checked; the figures are IOR's aggregation, unit-tested in the library.
 
 mod common;
+use common::{Lack, skip};
 
 use common::{iolab, plain_xor};
 use std::path::Path;
@@ -218,12 +219,13 @@ fn which(cmd: &str) -> bool {
 #[test]
 fn ranks_under_mpirun_write_their_parts_once() {
     if !cfg!(feature = "mpi") {
-        eprintln!("skipped: built without the mpi feature (cargo test --features mpi)");
-        return;
+        return skip(
+            Lack::Machine,
+            "built without the mpi feature (cargo test --features mpi)",
+        );
     }
     if !which("mpirun") {
-        eprintln!("skipped: no mpirun here (Debian: openmpi-bin)");
-        return;
+        return skip(Lack::Setup, "no mpirun here (Debian: openmpi-bin)");
     }
     let exe = assert_cmd::cargo::cargo_bin("iolab");
     for ranks in [2usize, 3] {
@@ -410,24 +412,23 @@ impl Drop for TwoHosts {
 #[test]
 fn two_ranks_on_two_hosts_in_network_namespaces() {
     if !cfg!(feature = "mpi") {
-        eprintln!("skipped: built without the mpi feature (cargo test --features mpi)");
-        return;
+        return skip(
+            Lack::Machine,
+            "built without the mpi feature (cargo test --features mpi)",
+        );
     }
     if !common::is_root() {
-        eprintln!("skipped: network and mount namespaces need root");
-        return;
+        return skip(Lack::Setup, "network and mount namespaces need root");
     }
     for tool in ["mpirun", "ip", "unshare", "timeout"] {
         if !which(tool) {
-            eprintln!("skipped: no {tool} here");
-            return;
+            return skip(Lack::Setup, &format!("no {tool} here"));
         }
     }
     let hosts = match TwoHosts::new() {
         Ok(h) => h,
         Err(why) => {
-            eprintln!("skipped: cannot make two hosts here: {why}");
-            return;
+            return skip(Lack::Setup, &format!("cannot make two hosts here: {why}"));
         }
     };
     let common = ["-b", "1m", "-t", "256k", "-s", "2", "-w", "-r", "-k"];

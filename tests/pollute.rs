@@ -5,6 +5,7 @@
 //! exit 2 before anything is made.
 
 mod common;
+use common::{Lack, skip};
 
 use common::{big_file, check_csv, iolab, is_root};
 use serde_json::Value;
@@ -51,8 +52,7 @@ fn run<'a>(v: &'a Value, dir: &str, method: &str) -> &'a Value {
 #[test]
 fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
     if !is_root() || !has_memory_cgroup() {
-        eprintln!("skipped: needs root and a memory cgroup controller");
-        return;
+        return skip(Lack::Setup, "needs root and a memory cgroup controller");
     }
     let before = leftover_groups();
     let dir = tempfile::tempdir().unwrap();
@@ -97,7 +97,7 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
         for r in v[d].as_array().unwrap() {
             let name = format!("{d} {}", r["method"]);
             if !r["unsupported"].is_null() {
-                eprintln!("skipped {name}: {}", r["unsupported"]);
+                skip(Lack::Machine, &format!("{name}: {}", r["unsupported"]));
                 continue;
             }
             let ticks = r["ticks"].as_array().unwrap();

@@ -3,6 +3,7 @@
 //! come from the device, the groups removed (also on Ctrl-C). Without root: the reason, exit 1.
 
 mod common;
+use common::{Lack, skip};
 
 use common::{big_file, check_csv, iolab, is_root};
 use std::io::Read;
@@ -39,12 +40,12 @@ fn leftover_groups(root: &Path, pid: u32) -> Vec<String> {
 
 fn root_with_memory_cgroup() -> Option<PathBuf> {
     if !is_root() {
-        eprintln!("skipped: needs root");
+        skip(Lack::Setup, "needs root");
         return None;
     }
     let h = memory_hierarchy();
     if h.is_none() {
-        eprintln!("skipped: no memory cgroup controller here");
+        skip(Lack::Setup, "no memory cgroup controller here");
     }
     h
 }
@@ -346,9 +347,10 @@ fn ctrl_c_kills_the_method_and_removes_its_group() {
         .unwrap();
     let pid = child.id();
     let t = Instant::now();
+    let limit = common::patience(Duration::from_secs(20));
     // Wait for the group to exist with the method inside it.
     let group = loop {
-        assert!(t.elapsed() < Duration::from_secs(20), "no group appeared");
+        assert!(t.elapsed() < limit, "no group appeared in {limit:?}");
         if let Some(g) = leftover_groups(&hierarchy, pid).first() {
             let g = hierarchy.join(g);
             let procs = std::fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
@@ -441,8 +443,9 @@ fn after_kill_9_the_worker_dies_and_the_next_run_removes_the_group() {
     };
     let procs = |g: &Path| std::fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
     let t = std::time::Instant::now();
+    let limit = common::patience(Duration::from_secs(20));
     let mut found = None;
-    while t.elapsed() < std::time::Duration::from_secs(20) {
+    while t.elapsed() < limit {
         if let Some(g) = group(&hierarchy)
             && !procs(&g).trim().is_empty()
         {
@@ -457,11 +460,11 @@ fn after_kill_9_the_worker_dies_and_the_next_run_removes_the_group() {
     };
     victim.kill().unwrap(); // SIGKILL
     victim.wait().unwrap();
-    let t = std::time::Instant::now();
-    while !procs(&g).trim().is_empty() && t.elapsed() < std::time::Duration::from_secs(5) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(procs(&g).trim().is_empty(), "the worker outlived iolab");
+    common::wait_until(
+        Duration::from_secs(5),
+        "the worker's end with iolab",
+        || procs(&g).trim().is_empty(),
+    );
     assert!(
         g.exists(),
         "kill -9 ran no clean-up (the group is there to be found)"

@@ -2,6 +2,7 @@
 //! re-rendering with `iolab report`, and an interrupted run leaving nothing behind.
 
 mod common;
+use common::{Lack, skip};
 
 use common::iolab;
 
@@ -359,8 +360,10 @@ fn browser_renders(html: &Path, plots: usize) {
         .iter()
         .find(|c| which(c))
     else {
-        eprintln!("skipped browser check: no chromium here (.ci/run installs Debian's chromium)");
-        return;
+        return skip(
+            Lack::Setup,
+            "browser check: no chromium here (.ci/run installs Debian's chromium)",
+        );
     };
     let profile = tempfile::tempdir().unwrap();
     let shot = profile.path().join("shot.png");
@@ -604,8 +607,7 @@ fn a_busy_machine_is_seen_and_said() {
             .spawn()
     };
     let (Ok(mut a), Ok(mut b)) = (spin(), spin()) else {
-        eprintln!("skipped: cannot start sh");
-        return;
+        return skip(Lack::Setup, "cannot start sh");
     };
     let parent = tempfile::tempdir().unwrap();
     let out = parent.path().join("rep");

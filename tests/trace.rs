@@ -138,8 +138,7 @@ fn ranges_xor(data: &[u8], ranges: &[(u64, u64)]) -> u32 {
 fn a_known_program_is_traced_call_by_call_and_agrees_with_the_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = build(dir.path()) else {
-        eprintln!("skipped: no C compiler");
-        return;
+        return skip(Lack::Setup, "no C compiler");
     };
     let data = bytes(4 << 20, 77);
     let f = write_file(dir.path(), "data.bin", &data);
@@ -274,8 +273,7 @@ fn fio_replays(log: &Path, text: &str) {
         .output()
         .is_err()
     {
-        eprintln!("skipped fio replay: fio is not installed");
-        return;
+        return skip(Lack::Setup, "fio replay: fio is not installed");
     }
     let want: u64 = text
         .lines()
@@ -312,7 +310,7 @@ fn ctrl_c_stops_the_program_and_keeps_the_trace() {
             "--",
             "sh",
             "-c",
-            "head -c 1000 /dev/zero > /dev/null; sleep 30",
+            "head -c 1000 /dev/zero > /dev/null; sleep 600",
         ])
         .spawn()
         .unwrap();
@@ -321,9 +319,11 @@ fn ctrl_c_stops_the_program_and_keeps_the_trace() {
     let _ = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
-    let start = std::time::Instant::now();
-    let status = child.wait().unwrap();
-    assert!(start.elapsed().as_secs() < 10, "stopped in time");
+    let status = wait_or_fail(
+        &mut child,
+        std::time::Duration::from_secs(3),
+        "stopped on SIGINT (the traced program sleeps for 10 minutes)",
+    );
     assert!(!status.success());
     let t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(t["interrupted"], true);
@@ -382,7 +382,7 @@ fn bad_commands_say_so() {
 fn a_user_without_root_traces_too() {
     if !is_root() {
         // Already not root: the other tests are that path.
-        return;
+        return skip(Lack::Setup, "dropping to nobody needs root");
     }
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -399,8 +399,10 @@ fn a_user_without_root_traces_too() {
     let o = match o {
         Ok(o) if o.status.code() != Some(127) => o,
         other => {
-            eprintln!("skipped: cannot run as nobody here: {other:?}");
-            return;
+            return skip(
+                Lack::Setup,
+                &format!("cannot run as nobody here: {other:?}"),
+            );
         }
     };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -489,8 +491,10 @@ fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
 fn a_cold_read_agrees_with_the_kernels_storage_count() {
     let dir = tempfile::tempdir().unwrap();
     if fs_type(dir.path()) == "tmpfs" {
-        eprintln!("skipped: /tmp is tmpfs, where nothing comes from storage");
-        return;
+        return skip(
+            Lack::Machine,
+            "/tmp is tmpfs, where nothing comes from storage",
+        );
     }
     let f = big_file(dir.path(), 16);
     iolab().args(["cache", "evict", s(&f)]).assert().success();
@@ -509,13 +513,17 @@ fn many_small_files_cold_agree_with_the_kernels_storage_count() {
     // Small files cost whole pages from storage, and their inodes and directories come from
     // storage too (the block device's cache): the profile counts both.
     if !is_root() {
-        eprintln!("skipped: making file-system metadata cold needs drop_caches (root)");
-        return;
+        return skip(
+            Lack::Setup,
+            "making file-system metadata cold needs drop_caches (root)",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     if fs_type(dir.path()) == "tmpfs" {
-        eprintln!("skipped: /tmp is tmpfs, where nothing comes from storage");
-        return;
+        return skip(
+            Lack::Machine,
+            "/tmp is tmpfs, where nothing comes from storage",
+        );
     }
     let tree = dir.path().join("tree");
     for d in 0..20 {

@@ -456,8 +456,7 @@ mod tests {
         let c = match controller(None) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
+                return crate::testutil::skip(crate::testutil::Lack::Setup, &e.to_string());
             }
         };
         let g = MemoryGroup::create(&c, 64 << 20).unwrap();

@@ -385,12 +385,16 @@ mod tests {
     fn a_thread_started_apart_runs_on_the_cpu_asked_and_is_not_left_pinned() {
         let cpus = super::allowed_cpus();
         let Some(here) = super::current_cpu() else {
-            eprintln!("skipped: the kernel does not say which CPU runs a thread");
-            return;
+            return crate::testutil::skip(
+                crate::testutil::Lack::Machine,
+                "the kernel does not say which CPU runs a thread",
+            );
         };
         if cpus.len() < 2 {
-            eprintln!("skipped: this process may use one CPU only");
-            return;
+            return crate::testutil::skip(
+                crate::testutil::Lack::Machine,
+                "this process may use one CPU only",
+            );
         }
         let from = cpus.iter().position(|&c| c == here).unwrap_or(0);
         for k in 1..cpus.len().min(4) {

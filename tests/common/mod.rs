@@ -2,14 +2,66 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-/// The binary, with none of iolab's environment switches set and a generous timeout.
+mod skip;
+pub use skip::{Lack, skip};
+
+/// The binary, with none of iolab's environment switches set, killed only if it outlives
+/// [`patience`] for a run of five minutes on this machine now.
 pub fn iolab() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("iolab").unwrap();
     c.env_remove("IOLAB_NO_ROOT")
         .env_remove("IOLAB_TOKEN")
-        .timeout(std::time::Duration::from_secs(300));
+        .timeout(patience(Duration::from_secs(300)));
     c
+}
+
+/// How long to wait for what takes `idle` on an idle machine before calling it hung: `idle`
+/// stretched by the machine's load (the run queue over the cores, from /proc/loadavg), so that
+/// no test fails for the machine being busy. A liveness bound, never a measure of speed.
+pub fn patience(idle: Duration) -> Duration {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    // A run queue twice the cores runs each task at about half speed, and so on; the load
+    // may rise after this is read, so keep three times the margin.
+    idle.mul_f64(3.0 * (load / cores).max(1.0))
+}
+
+/// Waits for `child` to end, at most [`patience`] for `idle`; a child still running then is
+/// killed and the test fails, naming `what` it should have done.
+pub fn wait_or_fail(
+    child: &mut std::process::Child,
+    idle: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let limit = patience(idle);
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}: it should have {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `ready` until it holds, for at most [`patience`] for `idle`, failing the test with
+/// `what` after that.
+pub fn wait_until(idle: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let limit = patience(idle);
+    let t = std::time::Instant::now();
+    while !ready() {
+        assert!(t.elapsed() < limit, "{what} did not happen in {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Deterministic bytes, generated independently of iolab's own generator.
@@ -107,7 +159,10 @@ pub fn check_csv(label: &str, out: &[u8]) {
         .stderr(std::process::Stdio::piped())
         .spawn();
     let Ok(mut child) = child else {
-        return eprintln!("skipped the CSV check of {label}: no python3");
+        return skip(
+            Lack::Setup,
+            &format!("the CSV check of {label}: no python3"),
+        );
     };
     child.stdin.take().unwrap().write_all(out).unwrap();
     let o = child.wait_with_output().unwrap();

@@ -239,8 +239,7 @@ fn a_process_writing_a_file_makes_a_busy_machine() {
         f.display()
     );
     let Ok(out) = std::process::Command::new("sh").args(["-c", &cmd]).output() else {
-        eprintln!("skipped: cannot start sh");
-        return;
+        return crate::testutil::skip(crate::testutil::Lack::Setup, "cannot start sh");
     };
     let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -271,8 +270,7 @@ fn two_spinning_processes_make_a_busy_machine() {
         Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     let (Some(a), Some(b)) = (spin(), spin()) else {
-        eprintln!("skipped: cannot start sh");
-        return;
+        return crate::testutil::skip(crate::testutil::Lack::Setup, "cannot start sh");
     };
     std::thread::sleep(std::time::Duration::from_millis(200));
     let p = Probe::start();

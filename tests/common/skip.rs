@@ -1,0 +1,53 @@
+//! Skips, counted. A test that cannot run here (or a part of one) says why through [`skip`],
+//! which prints the reason and, when `IOLAB_SKIPS` names a file (as `.ci/run` sets it), adds a
+//! line to it, so that the run counts its skips and says why, and CI refuses those its own
+//! set-up should have prevented. Shared by the integration tests (`tests/common`) and the unit
+//! tests (`src/testutil.rs`, by path).
+
+use std::io::Write;
+
+/// What a test lacked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lack {
+    /// What `.ci/run` provides: root, a tool it installs, a memory cgroup, a shell. CI, as
+    /// root, fails when a test skips for one of these.
+    Setup,
+    /// What no set-up changes: the machine's file system or kernel (tmpfs, io_uring), or how
+    /// the tests were built (without the `mpi` feature).
+    Machine,
+}
+
+impl Lack {
+    fn word(self) -> &'static str {
+        match self {
+            Lack::Setup => "setup",
+            Lack::Machine => "machine",
+        }
+    }
+}
+
+/// Says that the running test (or a part of it, named in `why`) is skipped, and why.
+pub fn skip(lack: Lack, why: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    eprintln!("skipped ({}): {why}", lack.word());
+    let Some(log) = std::env::var_os("IOLAB_SKIPS") else {
+        return;
+    };
+    // One write of a line, appended: whole even with tests of several binaries at once.
+    let line = format!(
+        "{}\t{test}\t{}\n",
+        lack.word(),
+        why.replace(['\t', '\n'], " ")
+    );
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        panic!("cannot count a skip in {}: {e}", log.to_string_lossy());
+    }
+}
