@@ -650,3 +650,74 @@ fn a_busy_machine_is_seen_and_said() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<p class=\"warn\"><b>Warning: "));
 }
+
+/// `--list` names every experiment; `--only` runs the chosen ones into a report of their own
+/// (and no other), which `iolab report` renders again; an unknown name is refused up front.
+#[test]
+fn only_runs_the_chosen_experiments_into_a_report() {
+    let list = iolab().args(["suite", "--list"]).output().unwrap();
+    assert!(list.status.success());
+    let listed = String::from_utf8_lossy(&list.stdout).into_owned();
+    for key in [
+        "run_read",
+        "fast_warm",
+        "access",
+        "syscalls",
+        "your_program",
+    ] {
+        assert!(
+            listed.lines().any(|l| l.starts_with(key)),
+            "{key}: {listed}"
+        );
+    }
+    let parent = tempfile::tempdir().unwrap();
+    let bad = iolab()
+        .args(["suite", "--only", "syscals", "--out"])
+        .arg(parent.path().join("no"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("no experiment 'syscals'") && err.contains("syscalls"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(parent.path()).unwrap().next().is_none(),
+        "nothing made"
+    );
+    let out = parent.path().join("rep");
+    let o = iolab()
+        .args([
+            "suite", "--quick", "--size", "16M", "--only", "syscalls", "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert!(v["syscalls"]["result"]["rows"].is_array(), "{v}");
+    for other in ["access", "fast_warm", "run_read"] {
+        assert!(v.get(other).is_none(), "{other} was not asked for");
+    }
+    assert_eq!(v["config"]["only"], serde_json::json!(["syscalls"]));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("system calls"), "{md}");
+    let again = parent.path().join("again");
+    let o = iolab()
+        .args(["report"])
+        .arg(out.join("results.json"))
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(again.join("report.html").is_file());
+    // Only the suite's own data folder was made beside the report, and it is gone.
+    let left: Vec<String> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| n == "rep" || n == "again"), "{left:?}");
+}

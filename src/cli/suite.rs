@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// The main job: make data, run every experiment, write one report (HTML, Markdown, JSON, SVG).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab suite --quick\n  iolab suite --size 4G --out ~/iolab-report\n  iolab suite --quick --size 64M --keep-data --dir /var/tmp/iolab-data\n\nThe report goes to --out (a dated folder beside it if it exists, unless --force)."
+    after_help = "Examples:\n  iolab suite --quick\n  iolab suite --size 4G --out ~/iolab-report\n  iolab suite --quick --size 64M --keep-data --dir /var/tmp/iolab-data\n  iolab suite --list\n  iolab suite --quick --size 64M --only access,fast_warm --out try\n\nThe report goes to --out (a dated folder beside it if it exists, unless --force)."
 )]
 pub struct SuiteArgs {
     /// Where the report goes
@@ -35,11 +35,27 @@ pub struct SuiteArgs {
     /// below a quarter core)
     #[arg(long, value_name = "SECONDS", default_value = "0s", value_parser = args::duration_or_zero)]
     pub wait_quiet: std::time::Duration,
+    /// Run only these experiments (their keys, comma-separated; see --list) into the report
+    #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME]")]
+    pub only: Vec<String>,
+    /// List the suite's experiments (key and what each measures) and exit
+    #[arg(long)]
+    pub list: bool,
 }
 
 impl SuiteArgs {
     /// Runs the suite, writes the report, prints the findings and where the report is.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        if self.list {
+            let mut text = String::new();
+            for e in iolab::suite::REGISTRY {
+                text.push_str(&format!("{:<16} {}\n", e.name(), e.title()));
+            }
+            out(&text);
+            return Ok(());
+        }
+        // A name the registry lacks is refused before anything is made.
+        iolab::suite::chosen(&self.only)?;
         let parent = self
             .out
             .parent()
@@ -59,6 +75,7 @@ impl SuiteArgs {
             quick: self.quick,
             keep_data: self.keep_data,
             wait_quiet: self.wait_quiet.as_secs_f64(),
+            only: self.only.clone(),
             worker: std::env::current_exe().ok(),
         };
         let r = run_suite(&cfg, &data, &ctx.command_line, &ctx.progress)?;

@@ -28,6 +28,9 @@ pub struct SuiteConfig {
     /// Wait up to this many seconds for a quiet machine before each experiment (0: do not wait).
     #[serde(default)]
     pub wait_quiet: f64,
+    /// Only these experiments (by key), in the registry's order; empty: every one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
     /// The iolab program, for experiments that run parts of themselves in a child process
     /// (squeeze); without it they say so. Not part of the result.
     #[serde(skip)]

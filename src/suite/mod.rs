@@ -89,10 +89,31 @@ fn outcome(e: &dyn Experiment, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Re
     })
 }
 
-/// The names of the suite's steps, for progress: the data, every experiment, the findings.
-pub fn steps() -> Vec<&'static str> {
+/// The experiments `only` names (every one when it is empty), in the registry's order; a name
+/// the registry lacks is a usage error that lists the names.
+pub fn chosen(only: &[String]) -> Result<Vec<&'static dyn Experiment>> {
+    if let Some(bad) = only
+        .iter()
+        .find(|n| !REGISTRY.iter().any(|e| e.name() == n.as_str()))
+    {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name()).collect();
+        return Err(Error::usage(
+            format!("no experiment '{bad}'"),
+            format!("expected one of {}", names.join(", ")),
+        )
+        .hint("iolab suite --list names them with what each measures"));
+    }
+    Ok(REGISTRY
+        .iter()
+        .copied()
+        .filter(|e| only.is_empty() || only.iter().any(|n| n == e.name()))
+        .collect())
+}
+
+/// The names of the suite's steps, for progress: the data, every experiment run, the findings.
+pub fn steps(experiments: &[&dyn Experiment]) -> Vec<&'static str> {
     std::iter::once("data")
-        .chain(REGISTRY.iter().map(|e| e.name()))
+        .chain(experiments.iter().map(|e| e.name()))
         .chain(std::iter::once("findings"))
         .collect()
 }
@@ -109,8 +130,8 @@ impl Stepped<'_> {
     }
 }
 
-/// Runs everything in `dir`. Experiments that fail are recorded and the suite goes on; a signal
-/// stops it.
+/// Runs every experiment (those `cfg.only` names) in `dir`. Experiments that fail are recorded
+/// and the suite goes on; a signal stops it.
 pub fn run_suite(
     cfg: &SuiteConfig,
     dir: &DataDir,
@@ -118,9 +139,10 @@ pub fn run_suite(
     obs: &dyn Observer,
 ) -> Result<SuiteResult> {
     let started = Instant::now();
+    let chosen = chosen(&cfg.only)?;
     let stepped = Stepped {
         obs,
-        steps: steps(),
+        steps: steps(&chosen),
     };
     stepped.start(0);
     let before = meminfo::read();
@@ -132,11 +154,11 @@ pub fn run_suite(
         command_line,
     };
     let mut experiments = Vec::new();
-    for (i, e) in REGISTRY.iter().enumerate() {
+    for (i, e) in chosen.iter().enumerate() {
         stepped.start(i + 1);
         experiments.push((e.name().to_string(), outcome(*e, &ctx, obs)?));
     }
-    stepped.start(REGISTRY.len() + 1);
+    stepped.start(chosen.len() + 1);
     let mut result = SuiteResult {
         schema: SCHEMA.into(),
         host: host_facts(Some(&data.random_file), command_line),
@@ -287,6 +309,23 @@ mod tests {
     }
 
     #[test]
+    fn only_chooses_experiments_in_registry_order_and_refuses_unknown_names() {
+        let names = |v: Vec<&dyn Experiment>| v.iter().map(|e| e.name()).collect::<Vec<_>>();
+        let two = chosen(&["access".into(), "fast_warm".into()]).unwrap();
+        assert_eq!(names(two), ["fast_warm", "access"]);
+        assert_eq!(chosen(&[]).unwrap().len(), REGISTRY.len());
+        let Err(e) = chosen(&["acess".into()]) else {
+            panic!("an unknown name is refused")
+        };
+        assert_eq!(e.kind, ErrorKind::Usage);
+        assert!(e.to_string().contains("no experiment 'acess'"), "{e}");
+        assert!(
+            e.to_string().contains("access"),
+            "names the valid ones: {e}"
+        );
+    }
+
+    #[test]
     fn results_json_keeps_every_outcome_in_run_order_with_its_kind() {
         let outcome = |kind| Outcome {
             result: None,
@@ -304,6 +343,7 @@ mod tests {
                 quick: true,
                 keep_data: false,
                 wait_quiet: 0.0,
+                only: Vec::new(),
                 worker: None,
             },
             data: DataSet {
@@ -332,9 +372,10 @@ mod tests {
         );
         let back: SuiteResult = serde_json::from_str(&text).unwrap();
         assert_eq!(back, r, "a round trip keeps every outcome, in order");
-        assert_eq!(steps().len(), REGISTRY.len() + 2);
+        let all = chosen(&[]).unwrap();
+        assert_eq!(steps(&all).len(), REGISTRY.len() + 2);
         assert!(
-            REGISTRY.iter().all(|e| steps().contains(&e.name())),
+            REGISTRY.iter().all(|e| steps(&all).contains(&e.name())),
             "progress has a step per registered experiment"
         );
     }
