@@ -45,14 +45,6 @@ impl Shape {
         sqpoll: false,
     };
 
-    /// The engine options this shape asks for (depth, SQPOLL), the rest at their defaults.
-    pub fn engine_options(&self) -> crate::engine::EngineOptions {
-        crate::engine::EngineOptions {
-            sqpoll: self.sqpoll,
-            ..crate::engine::EngineOptions::with_depth(self.depth)
-        }
-    }
-
     /// `len` bytes in blocks of `bs`, visited this way.
     pub fn workload(&self, bs: u64, len: u64) -> Workload {
         Workload {
@@ -533,6 +525,27 @@ impl WrittenData {
         }
         x
     }
+}
+
+/// Writes a new file of `size` random bytes (seeded from `seed`, 8 MiB at a time).
+pub fn write_random(path: &std::path::Path, size: u64, seed: u64) -> crate::error::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| crate::error::Error::io("cannot create", path, &e))?;
+    let mut buf = vec![0u8; (8 << 20).min(size as usize)];
+    let (mut left, mut seed) = (size, seed);
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        fill_random(&mut buf[..n], seed);
+        seed += 1;
+        f.write_all(&buf[..n])
+            .map_err(|e| crate::error::Error::io("cannot write data", path, &e))?;
+        left -= n as u64;
+    }
+    Ok(())
 }
 
 /// Fills `buf` with seeded pseudo-random bytes.

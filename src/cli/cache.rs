@@ -4,8 +4,7 @@ use super::Ctx;
 use super::args::{self, OutputArgs};
 use clap::{Args, Subcommand};
 use iolab::Error;
-use iolab::experiments::cache_cmd::{CacheAction, run_cache};
-use iolab::report;
+use iolab::experiments::page_cache::{CacheAction, run_cache};
 use std::path::PathBuf;
 
 /// Page-cache residency of files (like vmtouch), evict them, or load them.
@@ -57,13 +56,15 @@ impl CacheCommand {
             CacheCommand::Load(f) => (CacheAction::Load, f, false),
             CacheCommand::Meminfo(o) => {
                 let info = iolab::cache::meminfo::read();
-                return ctx.emit(&o, &info, |f| report::classic::meminfo_report(&info, f));
+                return ctx.emit(&o, &info, |f| {
+                    iolab::experiments::page_cache::report::meminfo_report(&info, f)
+                });
             }
         };
         let width = files.map.then_some(files.width);
         let r = run_cache(action, &files.files, drop_all, width)?;
         ctx.show(&files.output, &r.notes, &r, |f| {
-            report::classic::cache_report(&r, f)
+            iolab::experiments::page_cache::report::cache_report(&r, f)
         })
     }
 }

@@ -33,7 +33,7 @@ macro_rules! documents {
 documents!(
     iolab::experiments::access::AccessResult,
     iolab::experiments::advise::AdviseResult,
-    iolab::experiments::cache_cmd::CacheReport,
+    iolab::experiments::page_cache::CacheReport,
     iolab::experiments::classic::ClassicResult,
     iolab::experiments::fast::FastResult,
     iolab::experiments::ior::IorResult,

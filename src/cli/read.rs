@@ -7,7 +7,6 @@ use iolab::Error;
 use iolab::cache::CacheMode;
 use iolab::engine::{ReadMethod, Work};
 use iolab::experiments::read::{ReadConfig, run_read};
-use iolab::report;
 use iolab::workload::Shape;
 use std::path::PathBuf;
 
@@ -79,7 +78,7 @@ impl ReadArgs {
         let cfg = self.config().map_err(usage)?;
         let r = run_read(&cfg, &ctx.command_line, &ctx.progress)?;
         ctx.show(&self.output, &r.warnings, &r, |f| {
-            report::runs::read_report(&r, f)
+            iolab::experiments::read::report::read_report(&r, f)
         })
     }
 }

@@ -6,7 +6,6 @@ use clap::Args;
 use iolab::Error;
 use iolab::engine::write::{SyncMode, WriteMethod};
 use iolab::experiments::write::{WriteConfig, run_write};
-use iolab::report;
 use std::path::PathBuf;
 
 /// Write a file with one method and sync mode, repeated, then read it back to verify.
@@ -65,7 +64,7 @@ impl WriteArgs {
         let cfg = self.config().map_err(usage)?;
         let r = run_write(&cfg, &ctx.command_line, &ctx.progress)?;
         ctx.show(&self.output, &r.warnings, &r, |f| {
-            report::runs::write_report(&r, f)
+            iolab::experiments::write::report::write_report(&r, f)
         })
     }
 }

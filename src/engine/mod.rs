@@ -245,6 +245,14 @@ impl EngineOptions {
             ..Default::default()
         }
     }
+
+    /// The options a workload's shape asks for (depth, SQPOLL), the rest at their defaults.
+    pub fn of_shape(shape: &crate::workload::Shape) -> EngineOptions {
+        EngineOptions {
+            sqpoll: shape.sqpoll,
+            ..EngineOptions::with_depth(shape.depth)
+        }
+    }
 }
 
 pub use crate::source::{Source, check_regular, open_source, pread_full};

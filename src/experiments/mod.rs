@@ -3,12 +3,14 @@
 
 pub mod access;
 pub mod advise;
-pub mod cache_cmd;
 pub mod classic;
 pub mod classics;
+pub mod dataset;
+pub mod entry;
 pub mod fast;
 pub mod host;
 pub mod ior;
+pub mod page_cache;
 pub mod partb;
 pub mod pollute;
 pub mod read;

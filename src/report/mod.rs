@@ -1,8 +1,6 @@
 //! Turning results into bytes: text tables, the classic programs' lines, JSON, CSV and Markdown.
 //! Every function here is pure (`result -> String`); printing is the binary's job.
 
-pub mod classic;
-pub mod runs;
 pub mod svg;
 pub mod trace;
 

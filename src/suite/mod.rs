@@ -6,16 +6,13 @@
 //! one line in [`REGISTRY`] and its key in docs/results.schema.json (a test checks the two
 //! agree).
 
-pub(crate) mod data;
-mod entry;
-
 mod render;
 
-pub use crate::measure::finding::Finding;
-pub use data::{DataDir, DataSet};
-pub use entry::{
+pub use crate::experiments::dataset::{DataDir, DataSet};
+pub use crate::experiments::entry::{
     About, Entry, Experiment, Outcome, SCHEMA, Section, SuiteConfig, SuiteContext, SuiteResult,
 };
+pub use crate::measure::finding::Finding;
 pub use render::Rendered;
 
 use crate::cache::meminfo;
@@ -146,7 +143,7 @@ pub fn run_suite(
     };
     stepped.start(0);
     let before = meminfo::read();
-    let data = data::make_data(cfg.size, dir)?;
+    let data = crate::experiments::dataset::make_data(cfg.size, dir)?;
     let ctx = SuiteContext {
         cfg,
         data: &data,

@@ -2,7 +2,7 @@
 //! `report.html` (inline CSS and SVG, no network), rendered from one or several results; each
 //! experiment's section comes from its registry entry.
 
-use super::entry::{Experiment, Section, SuiteResult};
+use crate::experiments::entry::{Experiment, Section, SuiteResult};
 use crate::measure::decide::Decided;
 use crate::measure::finding::Finding;
 use crate::report::escape_html as esc;

@@ -5,11 +5,11 @@ use super::{AccessConfig, AccessResult, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::workload::Pattern;
 use std::time::Duration;
 

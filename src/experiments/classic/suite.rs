@@ -6,8 +6,8 @@ use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::classic::{ClassicResult, Op, RunConfig, run_classic};
+use crate::experiments::entry::{About, Entry, SuiteContext};
 use crate::report;
-use crate::suite::{About, Entry, SuiteContext};
 use crate::workload::Shape;
 use std::path::Path;
 

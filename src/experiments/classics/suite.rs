@@ -4,9 +4,9 @@ use super::{ClassicNetConfig, ClassicNetResult, course_inputs, report, run_class
 use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::experiments::access::{AccessConfig, AccessResult, run_access};
+use crate::experiments::entry::{About, Entry, SuiteContext};
 use crate::experiments::partb::{PartBConfig, PartBResult, run_partb};
 use crate::harness::{BudgetClass, Observer};
-use crate::suite::{About, Entry, SuiteContext};
 use crate::transfer::ChunkSizes;
 
 /// mmap-bench's eight rows, cold and warm, as the original ran them.
@@ -26,7 +26,7 @@ impl Entry for ClassicAccess {
         // A file of its own, small enough that the whole-file cold random rows fit the budget.
         let path = ctx.dir.scratch("classic-access.bin")?;
         let size = ctx.scale(8u64 << 20, 32 << 20);
-        crate::suite::data::write_random(&path, size, 11)?;
+        crate::workload::write_random(&path, size, 11)?;
         let cfg = AccessConfig {
             caches: vec![CacheMode::Cold, CacheMode::Warm],
             rounds: ctx.rounds(BudgetClass::Table),

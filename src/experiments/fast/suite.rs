@@ -4,12 +4,12 @@ use super::findings::fast_warm_cold;
 use crate::cache::CacheMode;
 use crate::engine::{Moved, Source};
 use crate::error::Result;
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::experiments::fast::{FastConfig, FastResult, FastSeries, run_fast};
 use crate::harness::{
     BudgetClass, CacheSpec, Cell, CellRun, Cells, Observer, Timed, Work, XorCheck,
 };
 use crate::measure::finding::Finding;
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `fast` with the file resident, or after evicting it; cold also feeds the warm-vs-cold finding.
 pub struct Fast {

@@ -445,7 +445,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
                 _partial: partial,
             };
             obs.progress("pollute: making the hot set", 0, 1);
-            crate::suite::data::write_random(&path, hot_size, 7)?;
+            crate::workload::write_random(&path, hot_size, 7)?;
             path
         }
     };

@@ -6,10 +6,10 @@ use super::report::{pollute_plot, pollute_report};
 use crate::engine::write::WriteMethod;
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::experiments::pollute::{PolluteConfig, PolluteResult, StreamMethod, run_pollute};
 use crate::measure::finding::Finding;
 use crate::report::Format;
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `pollute` with the data file as the stream and a group a quarter of its size (at least
 /// [`MIN_MEMORY`]).

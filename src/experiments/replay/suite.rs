@@ -9,10 +9,10 @@
 use super::{ReplayConfig, ReplayMethod, ReplayResult, replay_trace};
 use crate::cache::CacheMode;
 use crate::error::{Error, Result};
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::trace::overhead::{Overhead, overhead};
 use crate::trace::profile::{Profile, profile};
 use crate::trace::{TraceConfig, run};

@@ -4,8 +4,8 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::experiments::Observer;
+use crate::experiments::entry::{About, Entry, SuiteContext};
 use crate::experiments::run2::{Run2Config, Run2Outcome, Run2Result, run_run2};
-use crate::suite::{About, Entry, SuiteContext};
 use std::time::Duration;
 
 /// `run2 FILE 1M`, with a short window in `--quick`.

@@ -4,10 +4,10 @@ use super::findings;
 use super::report::{squeeze_plot, squeeze_report};
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::experiments::squeeze::{SqueezeConfig, SqueezeResult, run_squeeze};
 use crate::measure::finding::Finding;
 use crate::report::Format;
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `squeeze` on the data file with `--memory` an eighth of it.
 pub struct Squeeze;

@@ -6,11 +6,11 @@ use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::{Error, Result};
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Plot, Point, Series, line_plot, stack};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;
@@ -72,7 +72,7 @@ impl Entry for SweepRead {
         // wasted device time was counted against read.
         let file = if len < size {
             let p = ctx.dir.scratch("sweep-read.bin")?;
-            crate::suite::data::write_random(&p, len, 11)?;
+            crate::workload::write_random(&p, len, 11)?;
             let f = std::fs::File::open(&p).map_err(|e| Error::io("cannot open", &p, &e))?;
             crate::sys::syncfs(&f).map_err(|e| Error::io("cannot write data", &p, &e))?;
             p

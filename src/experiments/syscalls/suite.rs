@@ -3,11 +3,11 @@
 use super::findings::syscall_costs;
 use super::{SyscallsResult, run_syscalls};
 use crate::error::Result;
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 
 /// `syscalls` on the data file.
 pub struct Syscalls;

@@ -3,11 +3,11 @@
 use super::findings::transfer_best;
 use super::{TransferConfig, TransferResult, all_pairs, run_transfer};
 use crate::error::Result;
+use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::Format;
 use crate::report::svg::{Bars, bar_chart};
-use crate::suite::{About, Entry, SuiteContext, SuiteResult};
 use crate::transfer::{RecvMethod, SendMethod};
 
 /// `transfer` of the classic files.

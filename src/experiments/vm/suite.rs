@@ -3,9 +3,9 @@
 use super::{Stage, VmConfig, VmResult, create_file, run_vm};
 use crate::error::Result;
 use crate::experiments::Observer;
+use crate::experiments::entry::{About, Entry, SuiteContext};
 use crate::report::svg::{Bars, bar_chart, stack};
 use crate::report::{self, Format};
-use crate::suite::{About, Entry, SuiteContext};
 
 /// `vm` with reads, writes and the page cache.
 pub struct Vm;

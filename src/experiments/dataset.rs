@@ -3,7 +3,7 @@
 
 use crate::cache::meminfo;
 use crate::error::{Error, Result};
-use crate::workload::{fill_random, splitmix64};
+use crate::workload::{fill_random, splitmix64, write_random};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -148,23 +148,6 @@ fn write_new(path: &Path, data: &[u8]) -> Result<()> {
         .map_err(|e| Error::io("cannot write data", path, &e))
 }
 
-/// Writes a new file of `size` random bytes (seeded from `seed`, 8 MiB at a time).
-pub(crate) fn write_random(path: &Path, size: u64, seed: u64) -> Result<()> {
-    use std::io::Write;
-    let mut f = create_new(path)?;
-    let mut buf = vec![0u8; (8 << 20).min(size as usize)];
-    let (mut left, mut seed) = (size, seed);
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        fill_random(&mut buf[..n], seed);
-        seed += 1;
-        f.write_all(&buf[..n])
-            .map_err(|e| Error::io("cannot write data", path, &e))?;
-        left -= n as u64;
-    }
-    Ok(())
-}
-
 /// Words for the generated text files.
 const WORDS: [&str; 24] = [
     "page", "cache", "block", "read", "write", "map", "fault", "kernel", "file", "byte", "disk",
@@ -189,7 +172,7 @@ fn text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// Makes the data in `dir`: a random file and the classic transfer inputs.
-pub(super) fn make_data(size: u64, dir: &DataDir) -> Result<DataSet> {
+pub fn make_data(size: u64, dir: &DataDir) -> Result<DataSet> {
     let c = dir.scratch_dir("classic")?;
     let dirf =
         std::fs::File::open(dir.path()).map_err(|e| Error::io("cannot open", dir.path(), &e))?;

@@ -1,21 +1,20 @@
 //! Reports of measured runs (`iolab read`, `iolab write`): one row per run, then the summary.
 
-use super::{Format, csv_bool, csv_line, json, markdown_table, table};
-use crate::experiments::read::{ReadResult, RunRecord, Runs};
-use crate::experiments::write::WriteResult;
+use super::{ReadResult, RunRecord, Runs};
+use crate::report::{Format, csv_bool, csv_line, json, markdown_table, table};
 use crate::size::format_size;
 use crate::workload::Shape;
 use crate::xor::format_xor;
 
 /// One setting of a run set: its CSV column, as the settings line shows it, as CSV holds it.
-struct Setting {
+pub(crate) struct Setting {
     key: &'static str,
     text: String,
     csv: String,
 }
 
 impl Setting {
-    fn new(key: &'static str, text: impl Into<String>) -> Self {
+    pub(crate) fn new(key: &'static str, text: impl Into<String>) -> Self {
         let text = text.into();
         Setting {
             key,
@@ -26,16 +25,16 @@ impl Setting {
 }
 
 /// The common view of a set of measured runs.
-struct RunSet<'a> {
-    headline: String,
+pub(crate) struct RunSet<'a> {
+    pub(crate) headline: String,
     /// Each setting's CSV column, its text and its CSV value (numbers plain, booleans
     /// `true`/`false`).
-    config: Vec<Setting>,
-    runs: &'a Runs,
-    xor: u32,
-    with_cache: bool,
+    pub(crate) config: Vec<Setting>,
+    pub(crate) runs: &'a Runs,
+    pub(crate) xor: u32,
+    pub(crate) with_cache: bool,
     /// Show the pieces the page cache could not serve without waiting (`pread-nowait`).
-    misses: bool,
+    pub(crate) misses: bool,
 }
 
 /// `iolab read` in `format`.
@@ -77,33 +76,6 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
     render(&set, format)
 }
 
-/// `iolab write` in `format`.
-pub fn write_report(r: &WriteResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
-    let c = &r.config;
-    let set = RunSet {
-        headline: format!(
-            "write {} ({}), read back and verified: {}",
-            c.path.display(),
-            format_size(r.bytes),
-            if r.verified { "yes" } else { "no" }
-        ),
-        config: settings(
-            c.method.name(),
-            c.bs,
-            &c.shape,
-            [Setting::new("sync", c.sync.name())],
-        ),
-        runs: &r.runs,
-        xor: r.xor,
-        with_cache: false,
-        misses: false,
-    };
-    render(&set, format)
-}
-
 /// CPU seconds (user, system) to `decimals` places, minor and major faults, context switches and
 /// requests: the counter columns every runs table has, in this order.
 fn counter_cells(r: &RunRecord, decimals: usize) -> [String; 6] {
@@ -119,7 +91,7 @@ fn counter_cells(r: &RunRecord, decimals: usize) -> [String; 6] {
 }
 
 /// The settings line: method, block size, order, threads, then what is particular to the command.
-fn settings(
+pub(crate) fn settings(
     method: &str,
     bs: u64,
     shape: &Shape,
@@ -139,7 +111,7 @@ fn settings(
     v
 }
 
-fn render(set: &RunSet, format: Format) -> String {
+pub(crate) fn render(set: &RunSet, format: Format) -> String {
     match format {
         Format::Csv => csv(set),
         Format::Markdown => markdown(set),

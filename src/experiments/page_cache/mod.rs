@@ -1,6 +1,8 @@
 //! `iolab cache status|evict|load FILE...`: residency per file, like vmtouch, and the page-cache
 //! size from /proc/meminfo.
 
+pub mod report;
+
 use crate::cache::meminfo::{self, PageCache};
 use crate::cache::{self, Residency};
 use crate::engine;

@@ -1,6 +1,8 @@
 //! `iolab write`: one write method and sync mode, with warm-up runs and repeats; each run starts
 //! from an empty file, and the result is read back and checked against the XOR written.
 
+pub mod report;
+
 use super::host::{Host, host_facts};
 use super::read::Runs;
 use crate::engine;

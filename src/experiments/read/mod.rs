@@ -1,6 +1,8 @@
 //! `iolab read`: one read method over a file, with warm-up runs, repeats, the cache put into the
 //! asked state and verified before every run, and the kernel's counters beside each time.
 
+pub mod report;
+
 use super::host::{Host, host_facts};
 use crate::cache::{CacheMode, CacheState};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod, Source, Work};
@@ -224,7 +226,7 @@ pub fn run_read(cfg: &ReadConfig, command_line: &str, obs: &dyn Observer) -> Res
         w: cfg.shape.workload(cfg.bs, len),
         opts: EngineOptions {
             work: cfg.work,
-            ..cfg.shape.engine_options()
+            ..EngineOptions::of_shape(&cfg.shape)
         },
     };
     // The harness puts the cache into the asked state and verifies it before every run.

@@ -1,7 +1,7 @@
 //! `iolab cache`'s report (residency maps, the page cache's lines from /proc/meminfo).
 
-use super::{Format, json, markdown_table, table};
-use crate::experiments::cache_cmd::CacheReport;
+use super::CacheReport;
+use crate::report::{Format, json, markdown_table, table};
 use crate::size::format_size;
 
 /// `iolab cache` output.
@@ -24,7 +24,7 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
         ]);
     }
     if r.files.len() > 1 || !r.unreadable.is_empty() {
-        let (n, bytes, res, pages) = crate::experiments::cache_cmd::total(&r.files);
+        let (n, bytes, res, pages) = super::total(&r.files);
         let pct = if pages == 0 {
             100.0
         } else {
@@ -75,7 +75,7 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
     };
     match format {
         Format::Csv => {
-            let mut out = super::csv_line(
+            let mut out = crate::report::csv_line(
                 &[
                     "file",
                     "size_bytes",
@@ -86,7 +86,7 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
                 .map(String::from),
             );
             for f in &r.files {
-                out.push_str(&super::csv_line(&[
+                out.push_str(&crate::report::csv_line(&[
                     f.path.display().to_string(),
                     f.size.to_string(),
                     f.residency.resident_pages.to_string(),
@@ -128,9 +128,9 @@ pub fn meminfo_report(p: &crate::cache::meminfo::PageCache, format: Format) -> S
     match format {
         Format::Json => json(p),
         Format::Csv => {
-            let mut out = super::csv_line(&["field".to_string(), "bytes".into()]);
+            let mut out = crate::report::csv_line(&["field".to_string(), "bytes".into()]);
             for (k, v) in rows {
-                out.push_str(&super::csv_line(&[k.to_string(), v.to_string()]));
+                out.push_str(&crate::report::csv_line(&[k.to_string(), v.to_string()]));
             }
             out
         }

@@ -3,11 +3,11 @@
 //! [`Experiment`]), and the result they all go into ([`SuiteResult`]). Nothing here knows which
 //! experiments exist; the registry in the parent module lists them.
 
-use super::data::{DataDir, DataSet};
+use super::dataset::{DataDir, DataSet};
 use crate::cache::meminfo::PageCache;
 use crate::error::{Error, ErrorKind, Result};
-use crate::experiments::Observer;
 use crate::experiments::host::Host;
+use crate::harness::Observer;
 use crate::measure::finding::Finding;
 use crate::measure::interference::Interference;
 use serde::de::DeserializeOwned;
