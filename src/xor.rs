@@ -47,16 +47,16 @@ pub mod hex {
     /// Either form a results file may hold.
     #[derive(Deserialize)]
     #[serde(untagged)]
-    pub(crate) enum Form {
+    pub(crate) enum HexForm {
         Hex(String),
         Number(u32),
     }
 
-    impl Form {
+    impl HexForm {
         pub(crate) fn value<E: Error>(self) -> Result<u32, E> {
             match self {
-                Form::Number(n) => Ok(n),
-                Form::Hex(h) => u32::from_str_radix(h.trim_start_matches("0x"), 16)
+                HexForm::Number(n) => Ok(n),
+                HexForm::Hex(h) => u32::from_str_radix(h.trim_start_matches("0x"), 16)
                     .map_err(|_| E::custom(format!("'{h}' is not an XOR in hex"))),
             }
         }
@@ -69,12 +69,12 @@ pub mod hex {
 
     /// From hex (or a number).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-        Form::deserialize(d)?.value()
+        HexForm::deserialize(d)?.value()
     }
 
     /// The same for an XOR that may be absent.
     pub mod option {
-        use super::Form;
+        use super::HexForm;
         use serde::{Deserialize, Deserializer, Serializer};
 
         /// As `"%08x"` or null.
@@ -87,7 +87,9 @@ pub mod hex {
 
         /// From hex, a number or null.
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-            Option::<Form>::deserialize(d)?.map(Form::value).transpose()
+            Option::<HexForm>::deserialize(d)?
+                .map(HexForm::value)
+                .transpose()
         }
     }
 }

@@ -34,7 +34,7 @@ documents!(
     iolab::experiments::access::AccessResult,
     iolab::experiments::advise::AdviseResult,
     iolab::experiments::page_cache::CacheReport,
-    iolab::experiments::classic::ClassicResult,
+    iolab::experiments::run::ClassicResult,
     iolab::experiments::fast::FastResult,
     iolab::experiments::ior::IorResult,
     iolab::experiments::partb::PartBResult,

@@ -122,13 +122,13 @@ pub enum Command {
     Man(shell::ManArgs),
     /// Internal: one method of `squeeze`, run inside its memory cgroup.
     #[command(hide = true, name = "squeeze-worker")]
-    SqueezeWorker(squeeze::WorkerArgs),
+    SqueezeWorker(squeeze::SqueezeWorkerArgs),
     /// Internal: the traced child of `trace`, which execs the program under the seccomp filter.
     #[command(hide = true, name = "trace-exec")]
     TraceExec(trace::TraceExecArgs),
     /// Internal: one stream of `pollute`, run inside its memory cgroup.
     #[command(hide = true, name = "pollute-worker")]
-    PolluteWorker(pollute::WorkerArgs),
+    PolluteWorker(pollute::PolluteWorkerArgs),
     #[command(
         subcommand,
         after_help = "Examples:\n  iolab cache status big.bin\n  iolab cache status ~/data --map\n  iolab cache evict big.bin\n  iolab cache load big.bin\n  iolab cache meminfo --format json"
@@ -298,12 +298,12 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
 pub struct Progress {
     tty: bool,
     mode: ProgressMode,
-    state: std::sync::Mutex<Bars>,
+    state: std::sync::Mutex<ProgressBars>,
 }
 
 /// What is on screen (a terminal) or under way (a log).
 #[derive(Default)]
-struct Bars {
+struct ProgressBars {
     multi: Option<indicatif::MultiProgress>,
     suite: Option<indicatif::ProgressBar>,
     work: Option<indicatif::ProgressBar>,
@@ -319,7 +319,7 @@ impl Progress {
         Progress {
             tty,
             mode,
-            state: std::sync::Mutex::new(Bars::default()),
+            state: std::sync::Mutex::new(ProgressBars::default()),
         }
     }
 
@@ -378,7 +378,7 @@ fn bar(len: usize, template: &str) -> indicatif::ProgressBar {
 const SUITE_BAR: &str = "suite: {pos} of {len} steps done, now {msg} [{bar:20}] {elapsed}";
 const WORK_BAR: &str = "{msg} {pos}/{len} [{bar:20}] {elapsed}";
 
-impl Bars {
+impl ProgressBars {
     /// The terminal's bar set, made on first use.
     fn multi(&mut self) -> &indicatif::MultiProgress {
         self.multi.get_or_insert_with(|| {

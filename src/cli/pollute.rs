@@ -7,7 +7,7 @@ use clap::Args;
 use iolab::Error;
 use iolab::engine::write::WriteMethod;
 use iolab::experiments::pollute::{
-    self, PolluteConfig, StreamMethod, WorkerConfig, run_pollute, run_worker,
+    self, PolluteConfig, PolluteWorker, StreamMethod, run_pollute, run_worker,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -118,14 +118,14 @@ impl PolluteArgs {
 
 /// Internal: runs one stream of `pollute` inside its group (started by `iolab pollute`).
 #[derive(Debug, Args)]
-pub struct WorkerArgs {
+pub struct PolluteWorkerArgs {
     /// The stream and its settings, as JSON
     pub config: String,
 }
 
-impl WorkerArgs {
+impl PolluteWorkerArgs {
     /// Waits for "go" on stdin, then writes one JSON line per tick to stdout.
     pub fn run(self) -> Result<(), Error> {
-        super::run_worker::<WorkerConfig>("pollute-worker", &self.config, run_worker)
+        super::run_worker::<PolluteWorker>("pollute-worker", &self.config, run_worker)
     }
 }

@@ -8,7 +8,7 @@ use iolab::Error;
 use iolab::cache::CacheMode;
 use iolab::engine::ReadMethod;
 use iolab::engine::write::{SyncMode, WriteMethod};
-use iolab::experiments::classic::{Op, RunConfig, run_classic};
+use iolab::experiments::run::{RunConfig, RunOp, run_classic};
 use iolab::report::{self, Format};
 use std::path::PathBuf;
 
@@ -52,12 +52,12 @@ pub struct RunArgs {
 
 impl RunArgs {
     fn config(&self) -> Result<RunConfig, String> {
-        let op = if self.read { Op::Read } else { Op::Write };
+        let op = if self.read { RunOp::Read } else { RunOp::Write };
         let (mut read_method, mut write_method) = (ReadMethod::Read, WriteMethod::Write);
         if let Some(m) = &self.method {
             match op {
-                Op::Read => read_method = m.parse()?,
-                Op::Write => write_method = m.parse()?,
+                RunOp::Read => read_method = m.parse()?,
+                RunOp::Write => write_method = m.parse()?,
             }
         }
         Ok(RunConfig {
@@ -81,8 +81,8 @@ impl RunArgs {
         let r = run_classic(&cfg)?;
         ctx.show(&self.output, &r.notes, &r, |f| match f {
             Format::Json => report::json(&r),
-            Format::Text => iolab::experiments::classic::report::run_lines(&r),
-            f => report::table_as(f, &iolab::experiments::classic::report::run_rows(&r)),
+            Format::Text => iolab::experiments::run::report::run_lines(&r),
+            f => report::table_as(f, &iolab::experiments::run::report::run_rows(&r)),
         })
     }
 }

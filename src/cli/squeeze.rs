@@ -7,7 +7,7 @@ use clap::Args;
 use iolab::Error;
 use iolab::engine::ReadMethod;
 use iolab::experiments::squeeze::{
-    self, SqueezeConfig, SqueezePattern, WorkerConfig, run_squeeze, run_worker,
+    self, SqueezeConfig, SqueezePattern, SqueezeWorker, run_squeeze, run_worker,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -95,14 +95,14 @@ impl SqueezeArgs {
 
 /// Internal: runs one method of `squeeze` inside its group (started by `iolab squeeze`).
 #[derive(Debug, Args)]
-pub struct WorkerArgs {
+pub struct SqueezeWorkerArgs {
     /// The method and its settings, as JSON
     pub config: String,
 }
 
-impl WorkerArgs {
+impl SqueezeWorkerArgs {
     /// Waits for "go" on stdin, then writes one JSON line per second to stdout.
     pub fn run(self) -> Result<(), Error> {
-        super::run_worker::<WorkerConfig>("squeeze-worker", &self.config, run_worker)
+        super::run_worker::<SqueezeWorker>("squeeze-worker", &self.config, run_worker)
     }
 }

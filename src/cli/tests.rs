@@ -182,6 +182,59 @@ fn imports_flow_down_the_layers_and_only_the_harness_prepares_the_cache() {
     assert!(imports > 300, "only {imports} imports seen");
 }
 
+/// One meaning per name: no two types of the library (structs, enums, traits, aliases) share a
+/// name, and no folder's name is another's plural (`classic/` beside `classics/` once meant
+/// `iolab run` and the course tables).
+#[test]
+fn no_name_means_two_things() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        for line in std::fs::read_to_string(f).unwrap().lines() {
+            let rest = line
+                .strip_prefix("pub ")
+                .or_else(|| line.strip_prefix("pub(crate) "))
+                .or_else(|| line.strip_prefix("pub(super) "))
+                .unwrap_or(line);
+            let Some(decl) = ["struct ", "enum ", "trait ", "type "]
+                .iter()
+                .find_map(|k| rest.strip_prefix(k))
+            else {
+                continue;
+            };
+            let name: String = decl
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if let Some(other) = seen.insert(name.clone(), rel.clone()) {
+                panic!("{name} names a type in src/{other} and in src/{rel}");
+            }
+        }
+    }
+    assert!(seen.len() > 150, "only {} types seen", seen.len());
+    let mut dirs = Vec::new();
+    for f in &files {
+        let mut d = f.parent();
+        while let Some(p) = d.filter(|p| *p != root) {
+            dirs.push(p.file_name().unwrap().to_string_lossy().into_owned());
+            d = p.parent();
+        }
+    }
+    for d in &dirs {
+        assert!(
+            !dirs.contains(&format!("{d}s")),
+            "folders {d}/ and {d}s/: one word, two meanings"
+        );
+    }
+}
+
 /// No source comment cites a file the repository does not hold (the shared DESIGN.md is
 /// beside the project, not in it), and no file is over 600 lines.
 #[test]

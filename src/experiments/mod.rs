@@ -3,8 +3,7 @@
 
 pub mod access;
 pub mod advise;
-pub mod classic;
-pub mod classics;
+pub mod course;
 pub mod dataset;
 pub mod entry;
 pub mod fast;
@@ -15,6 +14,7 @@ pub mod partb;
 pub mod pollute;
 pub mod read;
 pub mod replay;
+pub mod run;
 pub mod run2;
 pub mod squeeze;
 pub mod sweep;

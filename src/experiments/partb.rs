@@ -11,7 +11,7 @@ use crate::engine::write::{SyncMode, WriteMethod, WriteTarget, open_target};
 use crate::engine::{self, EngineOptions, ReadMethod, Source};
 use crate::error::{Error, Result};
 use crate::harness::{
-    self, CacheSpec, Cell, CellRun, Cells, Limits, Observer, ReadBack, Rounds, Work,
+    self, CacheSpec, Cell, CellRun, CellWork, Cells, Limits, Observer, ReadBack, Rounds,
 };
 use crate::measure::stats::{Ratio, Summary, summarize};
 use crate::workload::{Pattern, Workload};
@@ -97,14 +97,14 @@ pub struct PartBResult {
     pub explanation: Vec<String>,
 }
 
-struct Acc {
+struct MethodTally {
     rates: Vec<f64>,
     syscalls: u64,
     faults: u64,
     cache_verified: Option<bool>,
 }
 
-impl Acc {
+impl MethodTally {
     fn cell(self, name: &str) -> PartBCell {
         PartBCell {
             name: name.into(),
@@ -163,8 +163,8 @@ pub fn run_partb(cfg: &PartBConfig, command_line: &str, obs: &dyn Observer) -> R
 }
 
 /// The rates, calls, faults and cache verdicts of a cell's counted runs.
-fn acc(runs: &[CellRun<()>]) -> Acc {
-    let mut a = Acc {
+fn acc(runs: &[CellRun<()>]) -> MethodTally {
+    let mut a = MethodTally {
         rates: runs.iter().map(CellRun::mib_per_s).collect(),
         syscalls: 0,
         faults: 0,
@@ -225,7 +225,7 @@ impl Cells for PartBCells<'_> {
         match self {
             PartBCells::Reads { src, w } => Cell {
                 cache: Some(CacheSpec::file(src, src.size, CacheMode::Warm, false)),
-                work: Work::Read {
+                work: CellWork::Read {
                     method: READS[i],
                     src,
                     workload: *w,
@@ -236,7 +236,7 @@ impl Cells for PartBCells<'_> {
             },
             PartBCells::Writes { target, w } => Cell {
                 cache: None,
-                work: Work::Write {
+                work: CellWork::Write {
                     method: WRITES[i].0,
                     target,
                     workload: *w,
@@ -250,7 +250,7 @@ impl Cells for PartBCells<'_> {
 }
 
 /// The file read warm with read() and through a mapping, rounds interleaved.
-fn reads(cfg: &PartBConfig, src: &Source, obs: &dyn Observer) -> Result<[Acc; 2]> {
+fn reads(cfg: &PartBConfig, src: &Source, obs: &dyn Observer) -> Result<[MethodTally; 2]> {
     let mut cells = PartBCells::Reads {
         src,
         w: Workload {
@@ -268,7 +268,7 @@ fn reads(cfg: &PartBConfig, src: &Source, obs: &dyn Observer) -> Result<[Acc; 2]
 
 /// `write_len` written by each write cell into a scratch file beside the read one (never
 /// kept), rounds interleaved.
-fn writes(cfg: &PartBConfig, obs: &dyn Observer) -> Result<[Acc; 3]> {
+fn writes(cfg: &PartBConfig, obs: &dyn Observer) -> Result<[MethodTally; 3]> {
     let dir = cfg
         .path
         .parent()

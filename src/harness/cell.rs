@@ -54,7 +54,7 @@ pub struct Limits {
 }
 
 /// What a cell does in its timed window.
-pub enum Work<'a> {
+pub enum CellWork<'a> {
     /// A read by an engine: prepared (opened, mapped) before the clock, released after it.
     Read {
         /// The read method.
@@ -130,7 +130,7 @@ pub struct Cell<'a> {
     /// cached input (a write, a transfer, a system call).
     pub cache: Option<CacheSpec<'a>>,
     /// What is timed.
-    pub work: Work<'a>,
+    pub work: CellWork<'a>,
     /// Which runs must agree on their XOR; `None` when a run says nothing of a known set of
     /// bytes (touched or copied blocks, a sample).
     pub xor: Option<XorCheck>,
@@ -141,13 +141,13 @@ impl Cell<'_> {
     pub fn own() -> Cell<'static> {
         Cell {
             cache: None,
-            work: Work::Own,
+            work: CellWork::Own,
             xor: None,
         }
     }
 }
 
-/// What a cell that times itself ([`Work::Own`]) hands back.
+/// What a cell that times itself ([`CellWork::Own`]) hands back.
 #[derive(Debug, Clone, Default)]
 pub struct Timed<E> {
     /// What it moved.
@@ -203,7 +203,7 @@ pub(super) fn run_cell<E: Default>(cell: Cell<'_>) -> Result<CellRun<E>> {
     let state = cell.cache.as_ref().map(prepare).transpose()?;
     let mut latency = None;
     let (moved, counters) = match cell.work {
-        Work::Read {
+        CellWork::Read {
             method,
             src,
             workload,
@@ -225,7 +225,7 @@ pub(super) fn run_cell<E: Default>(cell: Cell<'_>) -> Result<CellRun<E>> {
             latency = hist;
             (moved, counters)
         }
-        Work::Write {
+        CellWork::Write {
             method,
             target,
             workload,
@@ -240,7 +240,7 @@ pub(super) fn run_cell<E: Default>(cell: Cell<'_>) -> Result<CellRun<E>> {
             }
             (moved, counters)
         }
-        Work::Own => {
+        CellWork::Own => {
             return Err(crate::error::Error::failed(
                 "harness",
                 "work of the cell's own goes through Cells::own",
@@ -283,7 +283,7 @@ fn check_written(target: &WriteTarget, workload: &Workload, xor: u32) -> Result<
 /// For a write cell declared with [`ReadBack::Last`]: reads back what its last run left.
 pub(super) fn check_last<E>(cell: &Cell<'_>, last: Option<&CellRun<E>>) -> Result<()> {
     if let (
-        Work::Write {
+        CellWork::Write {
             target,
             workload,
             read_back: ReadBack::Last,

@@ -24,7 +24,7 @@ pub mod child;
 pub mod grouped;
 pub mod rounds;
 
-pub use cell::{CacheSpec, Cell, CellRun, Limits, ReadBack, Timed, Work, XorCheck};
+pub use cell::{CacheSpec, Cell, CellRun, CellWork, Limits, ReadBack, Timed, XorCheck};
 pub use rounds::{BudgetClass, Plan, Rounds};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -60,7 +60,7 @@ pub trait Cells {
     fn name(&self, i: usize) -> String;
     /// Cell `i` as declared: its cache state, its work, its XOR check.
     fn cell(&self, i: usize) -> Cell<'_>;
-    /// The timed work of a cell declared with [`Work::Own`].
+    /// The timed work of a cell declared with [`CellWork::Own`].
     fn own(&mut self, i: usize) -> Result<Timed<Self::Extra>> {
         Err(Error::failed(
             "harness",
@@ -439,8 +439,8 @@ fn run_one<C: Cells>(cells: &mut C, i: usize) -> Result<Checked<C::Extra>> {
     let declared = cells.cell(i);
     let check = declared
         .xor
-        .map(|x| (x, matches!(declared.work, Work::Write { .. })));
-    if matches!(declared.work, Work::Own) {
+        .map(|x| (x, matches!(declared.work, CellWork::Write { .. })));
+    if matches!(declared.work, CellWork::Own) {
         // The declaration borrows the cells; its state is prepared before the work of its own.
         let cache = declared.cache.map(|c| cell::prepare(&c)).transpose()?;
         return cell::finish(cache, cells.own(i)?).map(|r| (r, check));

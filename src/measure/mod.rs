@@ -38,18 +38,18 @@ pub mod secs {
     /// Either form a results file may hold.
     #[derive(Deserialize)]
     #[serde(untagged)]
-    pub(crate) enum Form {
+    pub(crate) enum SecsForm {
         Secs(f64),
         Parts { secs: u64, nanos: u32 },
     }
 
-    impl Form {
+    impl SecsForm {
         pub(crate) fn value<E: Error>(self) -> Result<Duration, E> {
             match self {
-                Form::Parts { secs, nanos } => {
+                SecsForm::Parts { secs, nanos } => {
                     Ok(Duration::new(secs, 0) + Duration::from_nanos(nanos as u64))
                 }
-                Form::Secs(s) => Duration::try_from_secs_f64(s)
+                SecsForm::Secs(s) => Duration::try_from_secs_f64(s)
                     .map_err(|_| E::custom(format!("{s} is not a number of seconds"))),
             }
         }
@@ -62,12 +62,12 @@ pub mod secs {
 
     /// From seconds (or `{secs, nanos}`).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Form::deserialize(d)?.value()
+        SecsForm::deserialize(d)?.value()
     }
 
     /// The same for a duration that may be absent.
     pub mod option {
-        use super::Form;
+        use super::SecsForm;
         use serde::{Deserialize, Deserializer, Serializer};
         use std::time::Duration;
 
@@ -81,7 +81,9 @@ pub mod secs {
 
         /// From seconds, `{secs, nanos}` or null.
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-            Option::<Form>::deserialize(d)?.map(Form::value).transpose()
+            Option::<SecsForm>::deserialize(d)?
+                .map(SecsForm::value)
+                .transpose()
         }
     }
 }

@@ -9,19 +9,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SLOTS: usize = 256;
 
-struct Slot {
+struct HandlerSlot {
     start: AtomicUsize,
     len: AtomicUsize,
     hits: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Slot = Slot {
+const EMPTY: HandlerSlot = HandlerSlot {
     start: AtomicUsize::new(0),
     len: AtomicUsize::new(0),
     hits: AtomicUsize::new(0),
 };
-static SLOTS_TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
+static SLOTS_TABLE: [HandlerSlot; SLOTS] = [EMPTY; SLOTS];
 static INSTALL: Once = Once::new();
 
 /// A registration of one mapping; `None` slot when the table was full (then SIGBUS kills).

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// One sampled page fault.
 #[derive(Debug, Clone, Copy)]
-pub struct Sample {
+pub struct FaultSample {
     /// Process id.
     pub pid: u32,
     /// Thread id.
@@ -28,7 +28,7 @@ pub struct Sample {
 #[derive(Debug, Default)]
 pub struct Samples {
     /// Every fault, in no particular order across CPUs.
-    pub samples: Vec<Sample>,
+    pub samples: Vec<FaultSample>,
     /// Faults the kernel dropped because a buffer was full.
     pub lost: u64,
 }
@@ -108,7 +108,7 @@ fn drain_one(s: &mut Sampler, out: &mut Samples) -> usize {
                 if let (Some(pid), Some(tid), Some(t), Some(addr)) =
                     (sample.pid(), sample.tid(), sample.time(), sample.addr())
                 {
-                    out.samples.push(Sample { pid, tid, t, addr });
+                    out.samples.push(FaultSample { pid, tid, t, addr });
                 }
             }
             Ok(perf_event::data::Record::Lost(l)) => out.lost += l.lost,

@@ -54,7 +54,7 @@ impl Fds {
 
 /// One file mapping and when it lived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mapping {
+pub struct TracedMapping {
     /// Address space it belongs to.
     pub mm: u32,
     /// First address.
@@ -75,7 +75,7 @@ pub struct Mapping {
 #[derive(Debug, Default)]
 pub struct Spaces {
     /// Every mapping ever made, in order.
-    pub maps: Vec<Mapping>,
+    pub maps: Vec<TracedMapping>,
     /// Live mappings per address space: indexes into `maps`.
     live: HashMap<u32, Vec<usize>>,
     /// Per process: (from ns, address space) in time order.
@@ -98,13 +98,13 @@ impl Spaces {
     /// A copy of address space `parent` for a forked process `pid` at time `t`.
     pub fn fork(&mut self, parent: u32, pid: u32, t: u64) -> u32 {
         let id = self.fresh(pid, t);
-        let copies: Vec<Mapping> = self
+        let copies: Vec<TracedMapping> = self
             .live
             .get(&parent)
             .map(|v| v.iter().map(|&i| self.maps[i]).collect())
             .unwrap_or_default();
         for m in copies {
-            self.add(Mapping {
+            self.add(TracedMapping {
                 mm: id,
                 from: t,
                 until: u64::MAX,
@@ -118,7 +118,7 @@ impl Spaces {
     pub fn map(&mut self, mm: u32, start: u64, len: u64, file: Option<u32>, off: u64, t: u64) {
         self.unmap(mm, start, len, t);
         if let Some(file) = file {
-            self.add(Mapping {
+            self.add(TracedMapping {
                 mm,
                 start,
                 end: start.saturating_add(len),
@@ -130,7 +130,7 @@ impl Spaces {
         }
     }
 
-    fn add(&mut self, m: Mapping) {
+    fn add(&mut self, m: TracedMapping) {
         self.maps.push(m);
         let i = self.maps.len() - 1;
         self.live.entry(m.mm).or_default().push(i);
@@ -153,14 +153,14 @@ impl Spaces {
             }
             self.maps[i].until = t;
             if m.start < start {
-                pieces.push(Mapping {
+                pieces.push(TracedMapping {
                     end: start,
                     from: t,
                     ..m
                 });
             }
             if m.end > end {
-                pieces.push(Mapping {
+                pieces.push(TracedMapping {
                     start: end,
                     off: m.off + (end - m.start),
                     from: t,
@@ -175,7 +175,7 @@ impl Spaces {
     }
 
     /// The mapping of `mm` alive at `start` (for mremap).
-    pub fn at(&self, mm: u32, addr: u64) -> Option<Mapping> {
+    pub fn at(&self, mm: u32, addr: u64) -> Option<TracedMapping> {
         self.live.get(&mm).and_then(|v| {
             v.iter()
                 .map(|&i| self.maps[i])

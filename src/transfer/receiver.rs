@@ -144,7 +144,7 @@ impl Incoming {
 }
 
 /// What a connection sets up once, before any file's timed window: the buffer and the pipe.
-struct Gear {
+struct RecvGear {
     buf: AlignedBuf,
     pipe: Option<(OwnedFd, OwnedFd)>,
     /// The outputs this transfer has taken, over all its connections: a second file of one
@@ -159,10 +159,10 @@ struct Gear {
 
 type Claimed = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>;
 
-impl Gear {
-    fn new(cfg: &RecvConfig, claimed: &Claimed, out: &Option<Arc<Dir>>) -> Result<Gear> {
+impl RecvGear {
+    fn new(cfg: &RecvConfig, claimed: &Claimed, out: &Option<Arc<Dir>>) -> Result<RecvGear> {
         let copies = cfg.discard || cfg.method == RecvMethod::Write;
-        Ok(Gear {
+        Ok(RecvGear {
             buf: AlignedBuf::new(if copies { cfg.link.sizes.chunk } else { 1 }),
             pipe: if cfg.method == RecvMethod::Splice && !cfg.discard {
                 Some(
@@ -214,13 +214,13 @@ struct Stored {
 }
 
 /// Removes a temporary file unless it was renamed into place.
-struct Partial {
+struct PartialFile {
     dir: Arc<Dir>,
     name: OsString,
     keep: bool,
 }
 
-impl Drop for Partial {
+impl Drop for PartialFile {
     fn drop(&mut self) {
         if !self.keep {
             let _ = self.dir.remove(&self.name);
@@ -317,7 +317,7 @@ pub fn receive(cfg: &RecvConfig) -> Result<SideReport> {
 fn receive_raw(cfg: &RecvConfig, out: &Option<Arc<Dir>>) -> Result<SideReport> {
     let cpu = crate::sys::net::rusage_thread();
     let mut started = None;
-    let mut gear = Gear::new(cfg, &Claimed::default(), out)?;
+    let mut gear = RecvGear::new(cfg, &Claimed::default(), out)?;
     let mut files = Vec::new();
     for (i, dest) in cfg.names.iter().enumerate() {
         let name = dest
@@ -406,7 +406,7 @@ fn connection(
     let mut b = Bounded::new(&sock, &pace, pace.handshake, "the handshake");
     let mut session = handshake(&mut b, &cfg.link, &peer)?;
     b.finish();
-    let mut gear = Gear::new(cfg, claimed, out)?;
+    let mut gear = RecvGear::new(cfg, claimed, out)?;
     let mut records = Vec::new();
     let mut j = 0usize;
     // With `exact`, this connection carries files c, c + n, ... of the N named.

@@ -48,14 +48,14 @@ impl SendConfig {
 }
 
 /// What a connection sets up once, before any file's timed window: the buffer and the pipe.
-struct Gear {
+struct SendGear {
     buf: AlignedBuf,
     pipe: Option<(OwnedFd, OwnedFd)>,
 }
 
-impl Gear {
-    fn new(cfg: &SendConfig) -> Result<Gear> {
-        Ok(Gear {
+impl SendGear {
+    fn new(cfg: &SendConfig) -> Result<SendGear> {
+        Ok(SendGear {
             buf: AlignedBuf::new(if cfg.method == SendMethod::Read {
                 cfg.link.sizes.chunk
             } else {
@@ -177,7 +177,7 @@ fn send_hashing(
     sock: &mut TcpStream,
     f: &Outgoing,
     cfg: &SendConfig,
-    gear: &mut Gear,
+    gear: &mut SendGear,
     peer: &str,
 ) -> (Result<(Duration, Vec<PageDesc>)>, std::io::Result<Hashed>) {
     let timed = |stop: &AtomicBool| {
@@ -273,17 +273,21 @@ pub fn serve(listener: TcpListener, cfg: &SendConfig) -> Result<SideReport> {
 }
 
 /// The files opened and checked, ready to be served.
-pub struct Prepared(Vec<Outgoing>);
+pub struct FilesToSend(Vec<Outgoing>);
 
 /// Opens and checks `cfg`'s files before anything listens, so that a receiver started
 /// afterwards does not wait for it inside its own timing (as `iolab transfer` does).
-pub fn prepare_files(cfg: &SendConfig) -> Result<Prepared> {
+pub fn prepare_files(cfg: &SendConfig) -> Result<FilesToSend> {
     cfg.link.check()?;
-    prepare(cfg).map(Prepared)
+    prepare(cfg).map(FilesToSend)
 }
 
 /// [`serve`] with the files already prepared.
-pub fn serve_files(listener: TcpListener, cfg: &SendConfig, files: Prepared) -> Result<SideReport> {
+pub fn serve_files(
+    listener: TcpListener,
+    cfg: &SendConfig,
+    files: FilesToSend,
+) -> Result<SideReport> {
     serve_prepared(listener, cfg, files.0)
 }
 
@@ -361,7 +365,7 @@ fn serve_raw(
 ) -> Result<SideReport> {
     let mut acceptor = Acceptor::new(listener, cfg, &local);
     let cpu = crate::sys::net::rusage_thread();
-    let mut gear = Gear::new(cfg)?;
+    let mut gear = SendGear::new(cfg)?;
     let mut records = Vec::new();
     let mut started = None;
     for f in files {
@@ -503,7 +507,7 @@ fn send_files(
 ) -> Result<()> {
     let peer = peer.to_string();
     // Set up once, before any file's window: each window holds that file's transfer only.
-    let mut gear = Gear::new(cfg)?;
+    let mut gear = SendGear::new(cfg)?;
     for (i, f) in files {
         let header = Header {
             name: f.name.clone(),

@@ -147,7 +147,7 @@ pub struct AccessResult {
     pub rounds: RoundsTaken,
 }
 
-struct Cell {
+struct AccessCell {
     method: ReadMethod,
     pattern: Pattern,
     cache: CacheMode,
@@ -262,7 +262,7 @@ impl AccessConfig {
 
 /// Each method against the first, in every pattern and cache state (only in `focus`'s, when
 /// given).
-fn against_the_first(cells: &[Cell], focus: Option<(Pattern, CacheMode)>) -> Vec<Comparison> {
+fn against_the_first(cells: &[AccessCell], focus: Option<(Pattern, CacheMode)>) -> Vec<Comparison> {
     (0..cells.len())
         .filter(|&b| focus.is_none_or(|(p, c)| cells[b].pattern == p && cells[b].cache == c))
         .filter_map(|b| {
@@ -299,11 +299,11 @@ pub fn run_access(
     if src.size == 0 {
         warnings.push("the file is empty: nothing to read".into());
     }
-    let mut cells: Vec<Cell> = Vec::new();
+    let mut cells: Vec<AccessCell> = Vec::new();
     for &cache in &cfg.caches {
         for &pattern in &cfg.patterns {
             for &method in &cfg.methods {
-                cells.push(Cell {
+                cells.push(AccessCell {
                     method,
                     pattern,
                     cache,
@@ -379,7 +379,7 @@ pub fn run_access(
 struct AccessCells<'a> {
     cfg: &'a AccessConfig,
     src: &'a engine::Source,
-    cells: &'a [Cell],
+    cells: &'a [AccessCell],
     opts: EngineOptions,
     len: u64,
 }
@@ -419,7 +419,7 @@ impl Cells for AccessCells<'_> {
         };
         harness::Cell {
             cache: Some(CacheSpec::file(src, src.size, cell.cache, cfg.drop_all)),
-            work: harness::Work::Read {
+            work: harness::CellWork::Read {
                 method: cell.method,
                 src,
                 workload,
@@ -456,7 +456,7 @@ fn access_run(r: CellRun<()>) -> (AccessRun, Histogram) {
     (run, hist)
 }
 
-fn row(cell: Cell) -> AccessRow {
+fn row(cell: AccessCell) -> AccessRow {
     let runs: Vec<(AccessRun, Histogram)> = cell.runs.into_iter().map(access_run).collect();
     let counted: Vec<&(AccessRun, Histogram)> = runs.iter().filter(|(r, _)| !r.warmup).collect();
     let mut hist = Histogram::default();

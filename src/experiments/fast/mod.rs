@@ -60,7 +60,7 @@ impl FastConfig {
 
 /// A way to read: method, threads, block size, depth.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct ReadPlan {
     /// The method.
     pub method: ReadMethod,
     /// Threads.
@@ -71,7 +71,7 @@ pub struct Plan {
     pub depth: u32,
 }
 
-impl Plan {
+impl ReadPlan {
     fn label(&self) -> String {
         let mut s = format!(
             "{} x{} bs {}",
@@ -88,9 +88,9 @@ impl Plan {
 
 /// One candidate tried on a slice of the file of its own (its bytes count towards the XOR).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Probe {
+pub struct Trial {
     /// What was tried.
-    pub plan: Plan,
+    pub plan: ReadPlan,
     /// Whether the slice was resident (the warm choice) or not (the cold one).
     pub warm: bool,
     /// Where the slice starts.
@@ -114,7 +114,7 @@ pub struct Use {
     /// Resident part or not.
     pub warm: bool,
     /// The plan that read it (after the probe).
-    pub plan: Plan,
+    pub plan: ReadPlan,
     /// Bytes of the file in this part (probe slices included).
     pub bytes: u64,
     /// Why this plan.
@@ -162,7 +162,7 @@ pub struct Choice {
     pub uses: Vec<Use>,
     /// The candidates tried, each on its own slice.
     #[serde(default)]
-    pub probes: Vec<Probe>,
+    pub probes: Vec<Trial>,
     /// Time the probes cost: each part's probe wall time beyond reading the bytes it read at the
     /// pace the chosen plan kept over the rest of the part (0 without a probe).
     #[serde(default)]
@@ -236,7 +236,7 @@ const ALIGN: u64 = 4 << 20;
 /// mmap with one thread per [`PER_THREAD`] up to the cores.
 pub fn choose(size: u64, resident: f64, cores: usize) -> Choice {
     if size < SMALL {
-        let plan = Plan {
+        let plan = ReadPlan {
             method: ReadMethod::Pread,
             threads: 1,
             bs: SMALL,
@@ -258,7 +258,13 @@ pub fn choose(size: u64, resident: f64, cores: usize) -> Choice {
     choice_of(plan, why, Vec::new(), Vec::new(), 0.0)
 }
 
-fn choice_of(plan: Plan, reason: String, uses: Vec<Use>, probes: Vec<Probe>, cost: f64) -> Choice {
+fn choice_of(
+    plan: ReadPlan,
+    reason: String,
+    uses: Vec<Use>,
+    probes: Vec<Trial>,
+    cost: f64,
+) -> Choice {
     Choice {
         method: plan.method,
         threads: plan.threads,
@@ -275,8 +281,8 @@ fn threads_for(bytes: u64, cores: usize) -> usize {
     (bytes / PER_THREAD).clamp(1, cores.max(1) as u64) as usize
 }
 
-fn mmap_plan(bytes: u64, cores: usize) -> Plan {
-    Plan {
+fn mmap_plan(bytes: u64, cores: usize) -> ReadPlan {
+    ReadPlan {
         method: ReadMethod::Mmap,
         threads: threads_for(bytes, cores),
         bs: 4 << 20,
@@ -291,11 +297,11 @@ fn mmap_plan(bytes: u64, cores: usize) -> Plan {
 /// winner on this project's virtual disk once its buffers sit on huge pages), then buffered
 /// preads behind the kernel's readahead (stopped early when its pace would overrun the probe's
 /// budget).
-pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
+pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<ReadPlan> {
     let threads = threads_for(bytes, cores);
     if warm {
         let mmap = mmap_plan(bytes, cores);
-        let pread = Plan {
+        let pread = ReadPlan {
             method: ReadMethod::Pread,
             threads,
             bs: 1 << 20,
@@ -307,7 +313,7 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
         // flight (fio too: 1M at depth 8 4562 MiB/s against 3866 at depth 32, medians of 8
         // rounds), and every buffer slot's first touch costs about 1.4 ms per MiB here, so a
         // larger queue (4 MiB x 8, 32 MiB) paid 45-60 ms of faults before its steady state.
-        let direct = Plan {
+        let direct = ReadPlan {
             method: ReadMethod::UringDirect,
             threads: 1,
             bs: 1 << 20,
@@ -317,7 +323,7 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<Plan> {
         // is stepped one block at a time, so its least cost is one read (1.7-2.7 ms for the
         // first MiB here); the mapping it replaced paid its setup and a 4 MiB block first (7-10
         // ms, 2-2.5% of a cold 2 GiB run).
-        let buffered = Plan {
+        let buffered = ReadPlan {
             method: ReadMethod::Pread,
             threads: 1,
             bs: 1 << 20,
@@ -338,7 +344,7 @@ pub fn probe_len(_warm: bool, bytes: u64) -> u64 {
 /// Prepares a plan. A mapping is made per run and part, in the worker's thread, and released
 /// there: its setup and teardown are paid inside `fast`'s time anyway (it is timed to close), so
 /// they are spread over the threads and, for a probe, counted in the candidate's own slice.
-fn prepare_plan(src: &Source, plan: &Plan) -> Result<Prepared> {
+fn prepare_plan(src: &Source, plan: &ReadPlan) -> Result<Prepared> {
     let opts = EngineOptions {
         map_each_run: true,
         ..EngineOptions::with_depth(plan.depth)
@@ -351,7 +357,7 @@ fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine:
     let cores = crate::sys::cpus();
     if src.size < SMALL {
         let c = choose(src.size, resident, cores);
-        let plan = Plan {
+        let plan = ReadPlan {
             method: c.method,
             threads: c.threads,
             bs: c.bs,
@@ -428,7 +434,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
                     let mut choice = choose(src.size, resident, crate::sys::cpus());
                     choice.reason = format!("{} ({}); fell back to pread", choice.reason, e.cause);
                     choice.method = ReadMethod::Pread;
-                    let plan = Plan {
+                    let plan = ReadPlan {
                         method: ReadMethod::Pread,
                         threads: choice.threads,
                         bs: 1 << 20,
@@ -448,7 +454,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         } else {
             choice.reason = format!("{} (forced settings: no probe)", choice.reason);
         }
-        let plan = Plan {
+        let plan = ReadPlan {
             method: choice.method,
             threads: cfg.threads.unwrap_or(choice.threads),
             bs: cfg.bs.unwrap_or(choice.bs),

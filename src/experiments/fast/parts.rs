@@ -48,7 +48,7 @@ pub(super) fn minus(ranges: &[(u64, u64)], holes: &[(u64, u64)]) -> Vec<(u64, u6
     out
 }
 
-pub(super) fn workload(plan: &Plan, size: u64) -> Workload {
+pub(super) fn workload(plan: &ReadPlan, size: u64) -> Workload {
     Workload {
         bs: plan.bs,
         len: size,
@@ -62,7 +62,7 @@ pub(super) fn workload(plan: &Plan, size: u64) -> Workload {
 /// range by range), each block handed to whichever thread is free.
 pub(super) fn read_ranges(
     prepared: &mut Prepared,
-    plan: &Plan,
+    plan: &ReadPlan,
     size: u64,
     ranges: &[(u64, u64)],
 ) -> Result<engine::Moved> {
@@ -89,7 +89,7 @@ pub(super) fn read_part(
     warm: bool,
     ranges: &[(u64, u64)],
     cores: usize,
-    probes: &mut Vec<Probe>,
+    probes: &mut Vec<Trial>,
 ) -> Result<(engine::Moved, Use)> {
     let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
     let cands = candidates(warm, bytes, cores);

@@ -25,17 +25,17 @@ pub fn secs_at_pace(bytes: u64, mib_s: f64) -> f64 {
 /// twice.
 pub(super) fn race_warm(
     src: &Source,
-    cands: &[Plan],
+    cands: &[ReadPlan],
     start: u64,
     p: u64,
-    probes: &mut Vec<Probe>,
-) -> Result<(Plan, String, Prepared, engine::Moved)> {
+    probes: &mut Vec<Trial>,
+) -> Result<(ReadPlan, String, Prepared, engine::Moved)> {
     let [a, b] = cands else {
         return Err(Error::failed("read failed", "a race needs two candidates"));
     };
     let mut pa = prepare_plan(src, a)?;
     // The challenger races on one thread: its other threads' buffers are made only if it wins.
-    let b_one = Plan { threads: 1, ..*b };
+    let b_one = ReadPlan { threads: 1, ..*b };
     let mut pb = prepare_plan(src, &b_one)?;
     // Blocks both engines take whole (a copying engine's buffer holds its own block size).
     let w = Workload {
@@ -54,11 +54,11 @@ pub(super) fn race_warm(
         }
         _ => return Err(Error::failed("read failed", "no room to race")),
     };
-    let rated: Vec<Probe> = [a, b]
+    let rated: Vec<Trial> = [a, b]
         .iter()
         .zip(rates.iter())
-        .map(|(plan, (m, cpu))| Probe {
-            plan: Plan {
+        .map(|(plan, (m, cpu))| Trial {
+            plan: ReadPlan {
                 threads: 1,
                 ..**plan
             },
@@ -161,7 +161,7 @@ pub(super) struct Tried {
 /// reading on would only add to the probe's cost.
 pub(super) fn probe(
     src: &Source,
-    plan: &Plan,
+    plan: &ReadPlan,
     at: u64,
     p: u64,
     budget: Option<Budget>,
@@ -229,7 +229,7 @@ pub(super) fn probe(
 /// the rest), the winner's prepared reader and its own start (seconds, bytes), and what the
 /// probes moved.
 type ColdRace = (
-    Plan,
+    ReadPlan,
     String,
     Vec<(u64, u64)>,
     Prepared,
@@ -242,11 +242,11 @@ type ColdRace = (
 /// beyond the best rate); a candidate this file or kernel cannot use is left out and said.
 pub(super) fn race_cold(
     src: &Source,
-    cands: &[Plan],
+    cands: &[ReadPlan],
     start: u64,
     p: u64,
     bytes: u64,
-    probes: &mut Vec<Probe>,
+    probes: &mut Vec<Trial>,
 ) -> Result<ColdRace> {
     let mut moved = engine::Moved::default();
     let mut tried = Vec::new();
@@ -275,7 +275,7 @@ pub(super) fn race_cold(
         match probe(src, plan, at, p, budget) {
             Ok(t) => {
                 moved.add(t.moved);
-                probes.push(Probe {
+                probes.push(Trial {
                     plan: *plan,
                     warm: false,
                     offset: at,

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::experiments::fast::{FastConfig, FastResult, FastSeries, run_fast};
 use crate::harness::{
-    BudgetClass, CacheSpec, Cell, CellRun, Cells, Observer, Timed, Work, XorCheck,
+    BudgetClass, CacheSpec, Cell, CellRun, CellWork, Cells, Observer, Timed, XorCheck,
 };
 use crate::measure::finding::Finding;
 
@@ -105,7 +105,7 @@ impl Cells for FastCell {
     fn cell(&self, _: usize) -> Cell<'_> {
         Cell {
             cache: Some(CacheSpec::file(&self.src, self.src.size, self.cache, false)),
-            work: Work::Own,
+            work: CellWork::Own,
             xor: Some(XorCheck::group(0)),
         }
     }

@@ -14,17 +14,17 @@ pub(super) fn median_of(v: impl Iterator<Item = f64>) -> Option<f64> {
 /// group's filling and the hot set's slide: on this project's VM the group filled within 0.25 s
 /// of a 1.3 GiB/s stream, but the hot set's reads fell from 1400 to 5 KIOPS over the next
 /// second, while the LRU demoted its pages. `None` without a baseline tick and two steady ones.
-pub fn effect(ticks: &[Tick]) -> Option<Effect> {
-    let alone: Vec<&Tick> = ticks.iter().filter(|t| !t.streaming).skip(1).collect();
-    let stream: Vec<&Tick> = ticks
+pub fn effect(ticks: &[PolluteTick]) -> Option<Effect> {
+    let alone: Vec<&PolluteTick> = ticks.iter().filter(|t| !t.streaming).skip(1).collect();
+    let stream: Vec<&PolluteTick> = ticks
         .iter()
         .filter(|t| t.streaming && t.secs > 0.0)
         .collect();
-    let under: Vec<&Tick> = stream[stream.len() / 2..].to_vec();
+    let under: Vec<&PolluteTick> = stream[stream.len() / 2..].to_vec();
     if alone.is_empty() || under.len() < 2 {
         return None;
     }
-    let per_s = |f: fn(&Tick) -> Option<u64>| -> Option<f64> {
+    let per_s = |f: fn(&PolluteTick) -> Option<u64>| -> Option<f64> {
         let n: Option<u64> = under.iter().map(|t| f(t)).sum();
         let secs: f64 = under.iter().map(|t| t.secs).sum();
         n.map(|n| n as f64 / secs)

@@ -196,7 +196,7 @@ impl StreamJob {
 
 /// What the child is asked to run (one JSON argument).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerConfig {
+pub struct PolluteWorker {
     /// The hot set's file.
     pub hot: PathBuf,
     /// Bytes per hot read.
@@ -215,7 +215,7 @@ pub struct WorkerConfig {
 
 /// One tick of one method.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Tick {
+pub struct PolluteTick {
     /// Seconds since the hot reader started, at the end of the tick.
     pub t: f64,
     /// The tick's length in seconds.
@@ -251,7 +251,7 @@ pub struct Tick {
 
 /// The child's totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerDone {
+pub struct PolluteDone {
     /// Hot reads in all.
     pub hot_ops: u64,
     /// The hot set's size.
@@ -265,7 +265,7 @@ pub struct WorkerDone {
 }
 
 /// What the child says: a tick, the end, or why it could not run.
-pub type Message = crate::harness::child::Message<Tick, WorkerDone>;
+pub type PolluteMessage = crate::harness::child::Message<PolluteTick, PolluteDone>;
 
 /// One stream method's run, and what its ticks say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -280,9 +280,9 @@ pub struct StreamRun {
     /// Why it could not run here.
     pub unsupported: Option<String>,
     /// Every tick.
-    pub ticks: Vec<Tick>,
+    pub ticks: Vec<PolluteTick>,
     /// The child's totals.
-    pub done: Option<WorkerDone>,
+    pub done: Option<PolluteDone>,
     /// What the ticks say.
     pub effect: Option<Effect>,
 }
@@ -468,7 +468,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
     let done = groups.run(
         n_runs,
         obs,
-        |i, before: &[Option<GroupRun<Tick, WorkerDone>>]| {
+        |i, before: &[Option<GroupRun<PolluteTick, PolluteDone>>]| {
             let (pass, (name, writing, _)) = runs[i];
             // A method unsupported in the first pass is not tried again.
             let unsupported = (0..i).any(|j| {
@@ -476,7 +476,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
                     && before[j].as_ref().is_some_and(|r| {
                         matches!(
                             r.end,
-                            Message::Failed {
+                            PolluteMessage::Failed {
                                 unsupported: true,
                                 ..
                             }
@@ -491,7 +491,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
                 )
             })
         },
-        |i, group| WorkerConfig {
+        |i, group| PolluteWorker {
             hot: hot_path.clone(),
             hot_bs: cfg.hot_bs,
             stream: runs[i].1.2.clone(),

@@ -2,7 +2,7 @@
 //! own rate, memory and reclaim side by side, then the findings; the per-tick series in text with
 //! `--ticks`, and in CSV always (one row per method and tick); a two-panel plot.
 
-use crate::experiments::pollute::{PolluteResult, StreamRun, Tick};
+use crate::experiments::pollute::{PolluteResult, PolluteTick, StreamRun};
 use crate::measure::finding::Finding;
 use crate::report::svg::{Plot, Series, line_plot, series_points};
 use crate::report::{Format, csv_line, markdown_table, table};
@@ -97,7 +97,7 @@ const TICK_HEADER: [&str; 11] = [
     "kswapd scan/s",
 ];
 
-fn tick_cells(t: &Tick) -> Vec<String> {
+fn tick_cells(t: &PolluteTick) -> Vec<String> {
     let per_s = |n: Option<u64>| opt(n.map(|n| n as f64 / t.secs), 0);
     vec![
         format!("{:.2}", t.t),
@@ -198,7 +198,7 @@ pub fn pollute_report(
 
 /// The hot reader's KIOPS over time per stream method, and below it the hot set's residency.
 pub fn pollute_plot(r: &PolluteResult) -> String {
-    let series = |f: &dyn Fn(&Tick) -> Option<f64>| -> Vec<Series> {
+    let series = |f: &dyn Fn(&PolluteTick) -> Option<f64>| -> Vec<Series> {
         r.reads
             .iter()
             .chain(&r.writes)

@@ -1,6 +1,6 @@
 //! Which streams `pollute` runs, in order, and what a stream's run says once its worker ended.
 
-use super::{Message, PolluteConfig, StreamJob, StreamRun, Tick, effect};
+use super::{PolluteConfig, PolluteMessage, PolluteTick, StreamJob, StreamRun, effect};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -39,8 +39,8 @@ pub(super) fn stream_run(
     name: &str,
     writing: bool,
     pass: usize,
-    ticks: Vec<Tick>,
-    end: Message,
+    ticks: Vec<PolluteTick>,
+    end: PolluteMessage,
     warnings: &mut Vec<String>,
 ) -> Result<StreamRun> {
     let mut run = StreamRun {
@@ -53,8 +53,8 @@ pub(super) fn stream_run(
         done: None,
     };
     match end {
-        Message::Done(d) => run.done = Some(d),
-        Message::Failed {
+        PolluteMessage::Done(d) => run.done = Some(d),
+        PolluteMessage::Failed {
             error,
             unsupported: true,
         } => {
@@ -63,10 +63,10 @@ pub(super) fn stream_run(
             }
             run.unsupported = Some(error);
         }
-        Message::Failed { error, .. } => {
+        PolluteMessage::Failed { error, .. } => {
             return Err(Error::failed("the stream failed", error).on(name));
         }
-        Message::Tick(_) => unreachable!("run_in_group ends on done or failed"),
+        PolluteMessage::Tick(_) => unreachable!("run_in_group ends on done or failed"),
     }
     if run.unsupported.is_none() && run.effect.is_none() {
         warnings.push(format!(

@@ -1,7 +1,7 @@
 use super::*;
 
-fn tick(t: f64, streaming: bool, kiops: f64, resident: f64) -> Tick {
-    Tick {
+fn tick(t: f64, streaming: bool, kiops: f64, resident: f64) -> PolluteTick {
+    PolluteTick {
         t,
         secs: 0.5,
         streaming,

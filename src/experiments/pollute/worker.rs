@@ -1,9 +1,9 @@
 //! The child of `pollute`, inside the memory group: loads the hot set (so it is charged to the
 //! group), reads it at random for the whole run, starts the stream after the baseline seconds,
-//! and writes a [`Message::Tick`] per tick: the hot reader's reads, their p99, the hot set's
+//! and writes a [`PolluteMessage::Tick`] per tick: the hot reader's reads, their p99, the hot set's
 //! residency, the stream's bytes, the group's memory, reclaim counters and device reads.
 
-use super::{Message, StreamJob, Tick, WorkerConfig, WorkerDone};
+use super::{PolluteDone, PolluteMessage, PolluteTick, PolluteWorker, StreamJob};
 use crate::cache::cgroup::GroupFiles;
 use crate::engine::write::{SyncMode, open_target, prepare_write};
 use crate::engine::{self, EngineOptions, RunLimits, Work};
@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The child: waits for the parent's line on `go`, runs, and writes its messages to `out`.
-pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
+pub fn run_worker(cfg: &PolluteWorker, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+    child::serve::<PolluteTick, PolluteDone>(go, out, |out| work(cfg, out))
 }
 
 /// /proc/vmstat's reclaim counters: pages scanned and stolen by kswapd and by direct reclaim,
@@ -86,7 +86,7 @@ fn reclaim_now() -> Option<Reclaim> {
 }
 
 /// Counters at one moment.
-struct Snap {
+struct HotSnap {
     at: Instant,
     hot_ops: u64,
     stream_bytes: u64,
@@ -96,7 +96,7 @@ struct Snap {
 }
 
 /// What the sampler reads.
-struct Sampler<'a> {
+struct HotSampler<'a> {
     hot_file: &'a File,
     hot_len: u64,
     hot_path: &'a Path,
@@ -107,9 +107,9 @@ struct Sampler<'a> {
     group: Option<&'a GroupFiles>,
 }
 
-impl Sampler<'_> {
-    fn snap(&self) -> Snap {
-        Snap {
+impl HotSampler<'_> {
+    fn snap(&self) -> HotSnap {
+        HotSnap {
             at: Instant::now(),
             hot_ops: self.hot_ops.load(Ordering::Relaxed),
             stream_bytes: self.stream_blocks.load(Ordering::Relaxed) * self.stream_bs,
@@ -121,13 +121,20 @@ impl Sampler<'_> {
         }
     }
 
-    fn tick(&self, start: Instant, a: &Snap, b: &Snap, streaming: bool, p99: Option<u64>) -> Tick {
+    fn tick(
+        &self,
+        start: Instant,
+        a: &HotSnap,
+        b: &HotSnap,
+        streaming: bool,
+        p99: Option<u64>,
+    ) -> PolluteTick {
         let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
         let hot_ops = b.hot_ops.saturating_sub(a.hot_ops);
         let bytes = b.stream_bytes.saturating_sub(a.stream_bytes);
         let d = |x: Option<u64>, y: Option<u64>| Some(y?.saturating_sub(x?));
         let r = |f: fn(&Reclaim) -> u64| d(a.reclaim.as_ref().map(f), b.reclaim.as_ref().map(f));
-        Tick {
+        PolluteTick {
             t: b.at.duration_since(start).as_secs_f64(),
             secs,
             streaming,
@@ -331,7 +338,7 @@ fn stream(
 #[allow(clippy::too_many_arguments)]
 fn send_ticks(
     out: &mut dyn Write,
-    sampler: &Sampler<'_>,
+    sampler: &HotSampler<'_>,
     start: Instant,
     ticks: usize,
     tick: f64,
@@ -363,7 +370,7 @@ fn send_ticks(
         let t = sampler.tick(start, &last, &now, streaming, p99);
         last = now;
         if sent.is_ok() {
-            sent = child::send(out, &Message::Tick(t));
+            sent = child::send(out, &PolluteMessage::Tick(t));
         }
         if stop.load(Ordering::Relaxed) {
             break;
@@ -372,7 +379,7 @@ fn send_ticks(
     sent
 }
 
-fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
+fn work(cfg: &PolluteWorker, out: &mut dyn Write) -> Result<()> {
     let hot = File::open(&cfg.hot).map_err(|e| Error::io("cannot open", &cfg.hot, &e))?;
     let hot_len = hot
         .metadata()
@@ -398,7 +405,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     let begin = start + Duration::from_secs_f64(cfg.before.max(0.0));
     let deadline = begin + Duration::from_secs_f64(cfg.seconds.max(0.0));
-    let sampler = Sampler {
+    let sampler = HotSampler {
         hot_file: &hot,
         hot_len,
         hot_path: &cfg.hot,
@@ -439,7 +446,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     let streamed = result?;
     child::send(
         out,
-        &Message::Done(WorkerDone {
+        &PolluteMessage::Done(PolluteDone {
             hot_ops: hot_ops.load(Ordering::Relaxed),
             hot_bytes: hot_len,
             stream_bytes: streamed.bytes,

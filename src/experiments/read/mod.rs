@@ -202,7 +202,7 @@ impl Cells for ReadCell<'_> {
                 self.cfg.cache,
                 self.cfg.drop_all,
             )),
-            work: harness::Work::Read {
+            work: harness::CellWork::Read {
                 method: self.cfg.method,
                 src: self.src,
                 workload: self.w,

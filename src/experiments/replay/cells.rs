@@ -7,7 +7,7 @@ use super::{ReplayMethod, aligned, merged};
 use crate::cache::CacheMode;
 use crate::engine::{self, EngineOptions, Moved, ReadMethod};
 use crate::error::{Error, Result};
-use crate::harness::{CacheSpec, Cell, CellRun, Cells, Timed, Work, XorCheck};
+use crate::harness::{CacheSpec, Cell, CellRun, CellWork, Cells, Timed, XorCheck};
 use crate::measure::measure;
 use crate::source::Source;
 use crate::workload::{Block, Part, Pattern, Workload};
@@ -120,7 +120,7 @@ impl Cells for ReplayCells<'_> {
                 drop_all: self.drop_all,
                 files: self.sources.iter().map(|s| (s, s.size)).collect(),
             }),
-            work: Work::Own,
+            work: CellWork::Own,
             xor: Some(XorCheck::group(method.direct() as u64)),
         }
     }

@@ -3,7 +3,7 @@
 //! the file ends first, say so and predict the file size that would reach the window.
 
 use super::Observer;
-use super::classic::{ClassicResult, Op, RunConfig, run_classic_times};
+use super::run::{ClassicResult, RunConfig, RunOp, run_classic_times};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
@@ -252,7 +252,7 @@ pub fn run_run2(cfg: &Run2Config, obs: &dyn Observer) -> Result<Run2Result> {
     let read = |count: u64, cache: CacheMode, n: usize| {
         let cfg = RunConfig {
             path: cfg.path.clone(),
-            op: Op::Read,
+            op: RunOp::Read,
             bs: cfg.bs,
             count,
             read_method: cfg.method,

@@ -12,13 +12,13 @@ pub const FULL_AT: f64 = 0.9;
 /// method that bypasses the cache never fills it: its window starts after its first second.
 /// `None` with fewer than 3 whole seconds to summarise.
 pub fn steady_state(
-    ticks: &[Tick],
+    ticks: &[SqueezeTick],
     tick: f64,
     limit: u64,
     direct: bool,
     companion_alone: f64,
 ) -> Option<Steady> {
-    let whole = |t: &Tick| t.secs >= 0.9 * tick;
+    let whole = |t: &SqueezeTick| t.secs >= 0.9 * tick;
     let full = ticks.iter().position(|t| {
         t.mem_current
             .is_some_and(|m| m as f64 >= FULL_AT * limit as f64)
@@ -42,7 +42,7 @@ pub fn steady_state(
             "the group never filled during the run: the second half, not a steady state under pressure".to_string(),
         ),
     };
-    let rows: Vec<&Tick> = ticks.iter().skip(start).filter(|t| whole(t)).collect();
+    let rows: Vec<&SqueezeTick> = ticks.iter().skip(start).filter(|t| whole(t)).collect();
     if rows.len() < 3 {
         return None;
     }
@@ -111,7 +111,7 @@ pub const AMPLIFIED: f64 = 4.0;
 /// from the steady seconds when there are any, else the whole run.
 pub fn amplification(m: &MethodSeries, bs: u64) -> Option<f64> {
     let from = m.steady.as_ref().map_or(0.0, |s| s.from_s);
-    let rows: Vec<&Tick> = m
+    let rows: Vec<&SqueezeTick> = m
         .ticks
         .iter()
         .filter(|t| t.t - t.secs >= from - 1e-9)

@@ -155,7 +155,7 @@ impl SqueezeConfig {
 
 /// One second (or the last part of one) of one method.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Tick {
+pub struct SqueezeTick {
     /// Seconds since the method started, at the end of this interval.
     pub t: f64,
     /// The interval's length in seconds.
@@ -190,11 +190,11 @@ pub struct Tick {
 }
 
 /// What the child says: a sample, the end, or why it could not run.
-pub type Message = crate::harness::child::Message<Tick, WorkerDone>;
+pub type SqueezeMessage = crate::harness::child::Message<SqueezeTick, SqueezeDone>;
 
 /// The child's totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerDone {
+pub struct SqueezeDone {
     /// Bytes read and reads.
     pub moved: Moved,
     /// Times the order was gone through (or, timed out, started).
@@ -208,7 +208,7 @@ pub struct WorkerDone {
 }
 
 pub use analysis::{AMPLIFIED, FULL_AT, amplification, explain, needed_bytes, steady_state};
-pub use worker::{WorkerConfig, companion_alone, run_worker};
+pub use worker::{SqueezeWorker, companion_alone, run_worker};
 
 mod analysis;
 pub mod findings;
@@ -251,9 +251,9 @@ pub struct MethodSeries {
     /// The file's resident share before it started (evicted: near 0).
     pub resident_before_pct: f64,
     /// One row per second.
-    pub ticks: Vec<Tick>,
+    pub ticks: Vec<SqueezeTick>,
     /// The child's totals.
-    pub done: Option<WorkerDone>,
+    pub done: Option<SqueezeDone>,
     /// The group's peak memory, read after the method ended.
     pub peak: Option<u64>,
     /// Bytes the method had to get from the device at least: the distinct blocks it read that
@@ -347,14 +347,14 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
     let done = groups.run(
         n,
         obs,
-        |i, _: &[Option<GroupRun<Tick, WorkerDone>>]| {
+        |i, _: &[Option<GroupRun<SqueezeTick, SqueezeDone>>]| {
             Some(format!(
                 "squeeze {} ({} of {n})",
                 cfg.methods[i].name(),
                 i + 1
             ))
         },
-        |i, group| WorkerConfig {
+        |i, group| SqueezeWorker {
             path: src.path.clone(),
             method: cfg.methods[i],
             reads: cfg.reads.clone(),
@@ -418,7 +418,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
 /// a failure, the error.
 fn ended(
     series: &mut MethodSeries,
-    end: Message,
+    end: SqueezeMessage,
     cfg: &SqueezeConfig,
     blocks: u64,
     limit: u64,
@@ -427,7 +427,7 @@ fn ended(
 ) -> Result<()> {
     let resident = series.resident_before_pct;
     match end {
-        Message::Done(d) => {
+        SqueezeMessage::Done(d) => {
             series.needed_bytes =
                 (needed_bytes(cfg.reads.pattern, d.moved.blocks, blocks, cfg.reads.bs) as f64
                     * (1.0 - resident / 100.0)) as u64;
@@ -456,17 +456,17 @@ fn ended(
                 ));
             }
         }
-        Message::Failed {
+        SqueezeMessage::Failed {
             error,
             unsupported: true,
         } => {
             warnings.push(format!("{}: {error}", series.method.name()));
             series.unsupported = Some(error);
         }
-        Message::Failed { error, .. } => {
+        SqueezeMessage::Failed { error, .. } => {
             return Err(Error::failed("the method failed", error).on(series.method.name()));
         }
-        Message::Tick(_) => unreachable!("run_child ends on done or failed"),
+        SqueezeMessage::Tick(_) => unreachable!("run_child ends on done or failed"),
     }
     Ok(())
 }

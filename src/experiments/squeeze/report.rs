@@ -1,7 +1,7 @@
 //! `iolab squeeze` report: per method a row per second, the steady states side by side, the
 //! finding; CSV is the time series itself (one row per method and second); a two-panel plot.
 
-use crate::experiments::squeeze::{MethodSeries, SqueezeResult, Tick, amplification};
+use crate::experiments::squeeze::{MethodSeries, SqueezeResult, SqueezeTick, amplification};
 use crate::measure::finding::Finding;
 use crate::report::svg::{Plot, Series, line_plot, series_points};
 use crate::report::{Format, csv_line, markdown_table, table};
@@ -13,7 +13,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
 }
 
-fn tick_cells(r: &SqueezeResult, t: &Tick) -> Vec<String> {
+fn tick_cells(r: &SqueezeResult, t: &SqueezeTick) -> Vec<String> {
     let per_s = |n: u64| n as f64 / t.secs;
     vec![
         format!("{:.1}", t.t),
@@ -216,7 +216,7 @@ pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -
 
 /// Throughput over time per method, and below it TLB shootdowns per second: one SVG.
 pub fn squeeze_plot(r: &SqueezeResult) -> String {
-    let series = |f: &dyn Fn(&Tick) -> Option<f64>| -> Vec<Series> {
+    let series = |f: &dyn Fn(&SqueezeTick) -> Option<f64>| -> Vec<Series> {
         r.methods
             .iter()
             .filter(|m| !m.ticks.is_empty())

@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn tick(t: f64, kiops: f64, mem: u64) -> Tick {
-    Tick {
+fn tick(t: f64, kiops: f64, mem: u64) -> SqueezeTick {
+    SqueezeTick {
         t,
         secs: 1.0,
         ops: (kiops * 1e3) as u64,
@@ -21,7 +21,7 @@ fn tick(t: f64, kiops: f64, mem: u64) -> Tick {
 fn steady_state_starts_after_the_group_fills() {
     let limit = 100 << 20;
     // Fast while filling, then slower; the window must leave out the filling seconds.
-    let mut ticks: Vec<Tick> = (0..3)
+    let mut ticks: Vec<SqueezeTick> = (0..3)
         .map(|i| tick(i as f64 + 1.0, 90.0, (i + 1) * (25 << 20)))
         .collect();
     ticks.extend((3..10).map(|i| tick(i as f64 + 1.0, 20.0 + i as f64 * 0.1, 99 << 20)));
@@ -34,7 +34,7 @@ fn steady_state_starts_after_the_group_fills() {
     assert_eq!(s.cpu_left_pct, Some(50.0));
     assert!(s.why.contains("second 4"), "{}", s.why);
     // O_DIRECT never fills the group: from the second second.
-    let flat: Vec<Tick> = (0..6)
+    let flat: Vec<SqueezeTick> = (0..6)
         .map(|i| tick(i as f64 + 1.0, 30.0, 1 << 20))
         .collect();
     let d = steady_state(&flat, 1.0, limit, true, 0.0).unwrap();
@@ -50,7 +50,7 @@ fn steady_state_starts_after_the_group_fills() {
 #[test]
 fn a_last_partial_second_is_left_out() {
     let limit = 10 << 20;
-    let mut ticks: Vec<Tick> = (0..5)
+    let mut ticks: Vec<SqueezeTick> = (0..5)
         .map(|i| tick(i as f64 + 1.0, 10.0, 10 << 20))
         .collect();
     let mut last = tick(5.3, 1.0, 10 << 20);
@@ -61,7 +61,7 @@ fn a_last_partial_second_is_left_out() {
     assert_eq!(s.kiops.min, 10.0);
 }
 
-fn series(method: ReadMethod, ticks: Vec<Tick>) -> MethodSeries {
+fn series(method: ReadMethod, ticks: Vec<SqueezeTick>) -> MethodSeries {
     MethodSeries {
         method,
         unsupported: None,
@@ -77,12 +77,12 @@ fn series(method: ReadMethod, ticks: Vec<Tick>) -> MethodSeries {
 
 #[test]
 fn readahead_is_named_only_where_the_bytes_say_so() {
-    let mut amplified: Vec<Tick> = (0..4).map(|i| tick(i as f64 + 1.0, 0.2, 0)).collect();
+    let mut amplified: Vec<SqueezeTick> = (0..4).map(|i| tick(i as f64 + 1.0, 0.2, 0)).collect();
     for t in &mut amplified {
         // 200 reads of 4 KiB a second, 8 MiB from the device for each.
         t.own_read_bytes = Some(t.ops * (8 << 20));
     }
-    let plain: Vec<Tick> = (0..4)
+    let plain: Vec<SqueezeTick> = (0..4)
         .map(|i| {
             let mut t = tick(i as f64 + 1.0, 20.0, 0);
             t.own_read_bytes = Some(t.ops * 4096);
@@ -124,7 +124,7 @@ fn needed_bytes_count_distinct_blocks() {
 #[test]
 fn a_worker_without_a_group_writes_ticks_then_done() {
     let (_dir, path) = crate::testutil::file_with("sq.bin", &vec![7u8; 4 << 20]);
-    let cfg = WorkerConfig {
+    let cfg = SqueezeWorker {
         path,
         method: ReadMethod::Pread,
         reads: SqueezeReads {
@@ -140,19 +140,19 @@ fn a_worker_without_a_group_writes_ticks_then_done() {
     };
     let mut out = Vec::new();
     run_worker(&cfg, &mut &b"go\n"[..], &mut out).unwrap();
-    let msgs: Vec<Message> = String::from_utf8(out)
+    let msgs: Vec<SqueezeMessage> = String::from_utf8(out)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let ticks: Vec<&Tick> = msgs
+    let ticks: Vec<&SqueezeTick> = msgs
         .iter()
         .filter_map(|m| match m {
-            Message::Tick(t) => Some(t),
+            SqueezeMessage::Tick(t) => Some(t),
             _ => None,
         })
         .collect();
-    let Some(Message::Done(done)) = msgs.last() else {
+    let Some(SqueezeMessage::Done(done)) = msgs.last() else {
         panic!("ends with done: {msgs:?}")
     };
     assert_eq!(ticks.len(), 2, "one per second and the last 0.3 s");
@@ -170,7 +170,7 @@ fn a_worker_without_a_group_writes_ticks_then_done() {
 #[test]
 fn a_failure_is_reported_as_a_message() {
     let (_dir, path) = crate::testutil::file_with("tiny.bin", b"abc");
-    let cfg = WorkerConfig {
+    let cfg = SqueezeWorker {
         path,
         method: ReadMethod::Pread,
         reads: SqueezeReads {
@@ -186,9 +186,9 @@ fn a_failure_is_reported_as_a_message() {
     };
     let mut out = Vec::new();
     run_worker(&cfg, &mut &b"go\n"[..], &mut out).unwrap();
-    let m: Message = serde_json::from_str(String::from_utf8(out).unwrap().trim()).unwrap();
+    let m: SqueezeMessage = serde_json::from_str(String::from_utf8(out).unwrap().trim()).unwrap();
     match m {
-        Message::Failed { error, unsupported } => {
+        SqueezeMessage::Failed { error, unsupported } => {
             assert!(!unsupported);
             assert!(error.contains("smaller than one block"), "{error}");
         }

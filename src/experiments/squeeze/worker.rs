@@ -1,12 +1,12 @@
-//! The child side of `squeeze`: one method read for a while inside the group, a sample a second
-//! (the `Sampler`) sent as JSON lines, and a CPU-bound companion thread whose work shows what the
-//! method left of the CPU.
+//! The child side of `squeeze`: one method read for a while inside the group, a sample a
+//! second (the `ReadSampler`) sent as JSON lines, and a CPU-bound companion thread whose work
+//! shows what the method left of the CPU.
 
 use super::*;
 
 /// What the child is asked to run (passed as one JSON argument).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerConfig {
+pub struct SqueezeWorker {
     /// The file.
     pub path: PathBuf,
     /// The method.
@@ -52,7 +52,7 @@ pub fn companion_alone(d: Duration) -> f64 {
 
 /// Counters at one moment, in the child.
 #[derive(Debug, Clone, Copy)]
-struct Snap {
+struct ReadSnap {
     at: Instant,
     ops: u64,
     dev: Option<u64>,
@@ -66,7 +66,7 @@ struct Snap {
     work: u64,
 }
 
-struct Sampler {
+struct ReadSampler {
     ops: Arc<AtomicU64>,
     work: Arc<AtomicU64>,
     device: Option<(u32, u32)>,
@@ -75,7 +75,7 @@ struct Sampler {
     start: Instant,
 }
 
-impl Sampler {
+impl ReadSampler {
     fn psi(&self) -> Option<u64> {
         self.group
             .as_ref()
@@ -87,9 +87,9 @@ impl Sampler {
             })
     }
 
-    fn snap(&self) -> Snap {
+    fn snap(&self) -> ReadSnap {
         let u = crate::sys::rusage_self();
-        Snap {
+        ReadSnap {
             at: Instant::now(),
             ops: self.ops.load(Ordering::Relaxed),
             dev: self
@@ -106,11 +106,11 @@ impl Sampler {
         }
     }
 
-    fn tick(&self, a: &Snap, b: &Snap) -> Tick {
+    fn tick(&self, a: &ReadSnap, b: &ReadSnap) -> SqueezeTick {
         let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
         let ops = b.ops.saturating_sub(a.ops);
         let d = |x: Option<u64>, y: Option<u64>| Some(y?.saturating_sub(x?));
-        Tick {
+        SqueezeTick {
             t: b.at.duration_since(self.start).as_secs_f64(),
             secs,
             ops,
@@ -129,21 +129,21 @@ impl Sampler {
     }
 }
 
-fn send(out: &mut dyn Write, m: &Message) -> Result<()> {
+fn send(out: &mut dyn Write, m: &SqueezeMessage) -> Result<()> {
     crate::harness::child::send(out, m)
 }
 
 /// The child: waits for one line on `go` (the parent has moved it into the group by then), runs
-/// the method for `cfg.reads.seconds`, and writes a [`Message`] per line to `out`: a tick per second,
-/// then `done` (or `failed`).
-pub fn run_worker(cfg: &WorkerConfig, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    crate::harness::child::serve::<Tick, WorkerDone>(go, out, |out| work(cfg, out))
+/// the method for `cfg.reads.seconds`, and writes a [`SqueezeMessage`] per line to `out`: a
+/// tick per second, then `done` (or `failed`).
+pub fn run_worker(cfg: &SqueezeWorker, go: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+    crate::harness::child::serve::<SqueezeTick, SqueezeDone>(go, out, |out| work(cfg, out))
 }
 
 /// Reads lap after lap until the deadline (a new order each lap): what moved, the latencies and
 /// the laps.
 fn read_laps(
-    cfg: &WorkerConfig,
+    cfg: &SqueezeWorker,
     w: &Workload,
     prepared: &mut engine::Prepared,
     deadline: Instant,
@@ -184,11 +184,11 @@ fn read_laps(
 /// (at the deadline, after the requests still in flight), so every read is in some sample.
 fn send_ticks(
     out: &mut dyn Write,
-    sampler: &Sampler,
+    sampler: &ReadSampler,
     tick: f64,
     deadline: Instant,
     done: &std::sync::mpsc::Receiver<()>,
-    first: Snap,
+    first: ReadSnap,
 ) -> Result<()> {
     let mut last = first;
     let mut k = 1u32;
@@ -209,7 +209,7 @@ fn send_ticks(
         let now = sampler.snap();
         let t = sampler.tick(&last, &now);
         if sent.is_ok() {
-            sent = send(out, &Message::Tick(t));
+            sent = send(out, &SqueezeMessage::Tick(t));
         }
         last = now;
         k += 1;
@@ -219,7 +219,7 @@ fn send_ticks(
     }
 }
 
-fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
+fn work(cfg: &SqueezeWorker, out: &mut dyn Write) -> Result<()> {
     let src = engine::open_source(&cfg.path)?;
     let len = src.size - src.size % cfg.reads.bs.max(1);
     if len == 0 {
@@ -260,7 +260,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     let stop = AtomicBool::new(false);
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(cfg.reads.seconds.max(0.0));
-    let sampler = Sampler {
+    let sampler = ReadSampler {
         ops: ops.clone(),
         work: work.clone(),
         device: device.as_ref().map(|_| (ma, mi)),
@@ -288,7 +288,7 @@ fn work(cfg: &WorkerConfig, out: &mut dyn Write) -> Result<()> {
     let (moved, hist, laps) = result?;
     send(
         out,
-        &Message::Done(WorkerDone {
+        &SqueezeMessage::Done(SqueezeDone {
             moved,
             laps,
             latency: hist.summary(),

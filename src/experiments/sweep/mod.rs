@@ -454,7 +454,7 @@ impl Cells for SweepCells<'_> {
         match (self.cells[i].kind, self.subject) {
             (CellKind::Read { method, cache }, Subject::Read { src, len }) => Cell {
                 cache: Some(CacheSpec::file(src, *len, cache, cfg.drop_all)),
-                work: harness::Work::Read {
+                work: harness::CellWork::Read {
                     method,
                     src,
                     workload: cfg.shape().workload(bs, *len),
@@ -472,7 +472,7 @@ impl Cells for SweepCells<'_> {
                 };
                 Cell {
                     cache: None,
-                    work: harness::Work::Write {
+                    work: harness::CellWork::Write {
                         method,
                         target,
                         workload: cfg.shape().workload(bs, len),

@@ -70,7 +70,7 @@ fn calibrate(f: &mut dyn FnMut(u64) -> Result<()>) -> Result<u64> {
 type Body<'a> = Box<dyn FnMut(u64) -> Result<()> + 'a>;
 
 /// How one row is sampled.
-enum Sampler<'a> {
+enum CallSampler<'a> {
     /// A loop of calls, timed as a whole: ns per call over the calibrated count.
     Loop { body: Body<'a>, n: u64 },
     /// The first writes to fresh anonymous pages.
@@ -80,15 +80,15 @@ enum Sampler<'a> {
 }
 
 /// One call measured: a cell of the harness.
-struct Row<'a> {
+struct CallCell<'a> {
     name: &'static str,
     what: &'static str,
-    sampler: Sampler<'a>,
+    sampler: CallSampler<'a>,
 }
 
 /// A loop body calling `f(i)` for each iteration `i`.
-fn each<'a>(mut f: impl FnMut(u64) -> Result<()> + 'a) -> Sampler<'a> {
-    Sampler::Loop {
+fn each<'a>(mut f: impl FnMut(u64) -> Result<()> + 'a) -> CallSampler<'a> {
+    CallSampler::Loop {
         body: Box::new(move |n| {
             for i in 0..n {
                 f(i)?;
@@ -100,9 +100,9 @@ fn each<'a>(mut f: impl FnMut(u64) -> Result<()> + 'a) -> Sampler<'a> {
 }
 
 /// The calls as the harness sees them: every round samples each once, interleaved.
-struct Calls<'a>(Vec<Row<'a>>);
+struct CallCells<'a>(Vec<CallCell<'a>>);
 
-impl crate::harness::Cells for Calls<'_> {
+impl crate::harness::Cells for CallCells<'_> {
     type Extra = f64;
     fn count(&self) -> usize {
         self.0.len()
@@ -117,7 +117,7 @@ impl crate::harness::Cells for Calls<'_> {
     fn own(&mut self, i: usize) -> Result<Timed<f64>> {
         let t = Instant::now();
         let ns = match &mut self.0[i].sampler {
-            Sampler::Loop { body, n } => {
+            CallSampler::Loop { body, n } => {
                 if *n == 0 {
                     *n = calibrate(&mut **body)?;
                 }
@@ -125,8 +125,8 @@ impl crate::harness::Cells for Calls<'_> {
                 body(*n)?;
                 t.elapsed().as_nanos() as f64 / *n as f64
             }
-            Sampler::Faults => minor_fault_sample()?,
-            Sampler::Unsupported(e) => return Err(e.clone()),
+            CallSampler::Faults => minor_fault_sample()?,
+            CallSampler::Unsupported(e) => return Err(e.clone()),
         };
         Ok(Timed {
             counters: Counters {
@@ -197,13 +197,13 @@ pub fn run_syscalls(
 }
 
 /// The calls measured, each with what it does and how it is timed, on the cached `file`.
-fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Row<'a>>> {
+fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<CallCell<'a>>> {
     let mut seq = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
     let mut byte = [0u8; 1];
     let mut byte2 = [0u8; 1];
     let mut page = crate::sys::buf::AlignedBuf::new(4096);
     let blocks = (size / 4096).max(1);
-    let row = |name, what, sampler| Row {
+    let row = |name, what, sampler| CallCell {
         name,
         what,
         sampler,
@@ -283,7 +283,7 @@ fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Ro
         row(
             "minor-fault",
             "first write to an anonymous 4 KiB page (one minor fault)",
-            Sampler::Faults,
+            CallSampler::Faults,
         ),
     ]);
     rows.push(row(
@@ -295,10 +295,10 @@ fn calls_to_time<'a>(file: &'a File, path: &'a Path, size: u64) -> Result<Vec<Ro
 }
 
 /// io_uring NOPs submitted 32 at a time (unsupported where the kernel has no io_uring).
-fn uring_nops<'a>() -> Result<Sampler<'a>> {
+fn uring_nops<'a>() -> Result<CallSampler<'a>> {
     const BATCH: u32 = 32;
     match crate::engine::new_ring(BATCH, "uring-nop") {
-        Ok(mut ring) => Ok(Sampler::Loop {
+        Ok(mut ring) => Ok(CallSampler::Loop {
             body: Box::new(move |n| {
                 let mut left = n;
                 while left > 0 {
@@ -309,7 +309,7 @@ fn uring_nops<'a>() -> Result<Sampler<'a>> {
             }),
             n: 0,
         }),
-        Err(e) if e.kind == crate::error::ErrorKind::Unsupported => Ok(Sampler::Unsupported(e)),
+        Err(e) if e.kind == crate::error::ErrorKind::Unsupported => Ok(CallSampler::Unsupported(e)),
         Err(e) => Err(e),
     }
 }
@@ -324,7 +324,7 @@ fn measure_all(path: &Path, rounds: &Rounds, obs: &dyn Observer) -> Result<Vec<S
     crate::cache::load(&file, size, path)?;
     let rows = calls_to_time(&file, path, size)?;
     debug_assert_eq!(rows.len(), ROWS, "ROWS counts the calls measured");
-    let mut calls = Calls(rows);
+    let mut calls = CallCells(rows);
     let out = crate::harness::run("syscalls", &mut calls, rounds, &[], obs)?;
     Ok(calls
         .0

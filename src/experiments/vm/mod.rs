@@ -125,17 +125,17 @@ pub struct VmResult {
     pub page_cache: Option<PageCacheChange>,
 }
 
-struct Snapshot {
+struct MemorySnapshot {
     rows: Vec<MapRow>,
     vm: (u64, u64),
     usage: crate::sys::Usage,
 }
 
-fn snapshot() -> Result<Snapshot> {
+fn snapshot() -> Result<MemorySnapshot> {
     let usage = crate::sys::rusage_self();
     let rows = smaps::read_self()
         .map_err(|e| Error::failed("cannot read /proc/self/smaps", describe_io(&e)))?;
-    Ok(Snapshot {
+    Ok(MemorySnapshot {
         rows,
         vm: smaps::read_status(),
         usage,
@@ -288,7 +288,7 @@ pub fn run_vm(cfg: &VmConfig) -> Result<VmResult> {
 /// The stages so far, and what the next is measured against.
 struct Tour {
     stages: Vec<Stage>,
-    prev: Snapshot,
+    prev: MemorySnapshot,
     /// Where the file is mapped.
     base: u64,
     have_root: bool,
@@ -513,8 +513,8 @@ fn page_info(
 fn push(
     stages: &mut Vec<Stage>,
     name: &str,
-    prev: &Snapshot,
-    now: &Snapshot,
+    prev: &MemorySnapshot,
+    now: &MemorySnapshot,
     base: Option<u64>,
     pages: Vec<PageInfo>,
     explain: impl FnOnce(&Delta, Option<&MapRow>) -> String,

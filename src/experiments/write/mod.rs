@@ -102,7 +102,7 @@ impl Cells for WriteCell<'_> {
     fn cell(&self, _: usize) -> Cell<'_> {
         Cell {
             cache: None,
-            work: harness::Work::Write {
+            work: harness::CellWork::Write {
                 method: self.cfg.method,
                 target: self.target,
                 workload: self.w,

@@ -14,19 +14,19 @@ const WINDOW: u64 = 8 << 20;
 
 /// What the writer tells the follower.
 #[derive(Default)]
-pub(super) struct Progress {
+pub(super) struct StoredSoFar {
     stored: AtomicU64,
     done: AtomicBool,
     stop: AtomicBool,
 }
 
-impl Progress {
+impl StoredSoFar {
     /// The file is stored up to `bytes`.
     pub(super) fn stored(&self, bytes: u64) {
         self.stored.store(bytes, Ordering::Release);
     }
 
-    /// The file is complete at what [`Progress::stored`] last said.
+    /// The file is complete at what [`StoredSoFar::stored`] last said.
     pub(super) fn done(&self) {
         self.done.store(true, Ordering::Release);
     }
@@ -39,7 +39,7 @@ impl Progress {
 
 /// Hashes `file` behind the writer until it is done (or stopped): the BLAKE3 of its first
 /// stored bytes and the time spent hashing (waits for the writer left out).
-pub(super) fn follow(file: &File, p: &Progress) -> std::io::Result<([u8; 32], Duration)> {
+pub(super) fn follow(file: &File, p: &StoredSoFar) -> std::io::Result<([u8; 32], Duration)> {
     let mut h = blake3::Hasher::new();
     let mut at = 0u64;
     let mut busy = Duration::ZERO;
@@ -91,7 +91,7 @@ mod tests {
             .collect();
         let mut out = File::create(&path).unwrap();
         let reader = File::open(&path).unwrap();
-        let p = Progress::default();
+        let p = StoredSoFar::default();
         let (hash, _) = std::thread::scope(|s| {
             let f = s.spawn(|| follow(&reader, &p));
             // Stored in uneven steps, told after each.
@@ -107,7 +107,7 @@ mod tests {
         });
         assert_eq!(&hash, blake3::hash(&bytes).as_bytes());
         // Told to stop: an error, not a hash of part of the file.
-        let p = Progress::default();
+        let p = StoredSoFar::default();
         p.stored(5);
         p.stop();
         assert!(

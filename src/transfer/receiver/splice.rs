@@ -1,7 +1,7 @@
 //! The splice receiver: socket -> pipe -> file, the file hashed behind the splicing where a
 //! core is likely idle for it.
 
-use super::follow::{Progress, follow};
+use super::follow::{StoredSoFar, follow};
 use super::storing::{cut_short, hashes, lost, too_big, want};
 use super::*;
 
@@ -11,7 +11,7 @@ pub(super) fn recv_splice(
     inc: &Incoming,
     max: u64,
     cfg: &RecvConfig,
-    gear: &mut Gear,
+    gear: &mut RecvGear,
     peer: &str,
 ) -> Result<Stored> {
     let Some((r, w)) = gear.pipe.as_ref() else {
@@ -26,7 +26,7 @@ pub(super) fn recv_splice(
         && inc
             .size
             .is_some_and(|s| s >= crate::transfer::sender::HASH_BESIDE_FROM);
-    let progress = Progress::default();
+    let progress = StoredSoFar::default();
     let splice_all = || -> Result<Stored> {
         let mut got = 0u64;
         let start = Instant::now();

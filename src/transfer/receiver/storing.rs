@@ -23,7 +23,7 @@ pub(super) fn store(
     index: usize,
     cfg: &RecvConfig,
     peer: &str,
-    gear: &mut Gear,
+    gear: &mut RecvGear,
 ) -> Result<FileRecord> {
     let dest = cfg
         .names
@@ -119,7 +119,7 @@ pub(super) fn hashes(cfg: &RecvConfig, inc: &Incoming) -> bool {
 
 /// Claims `dest` for this transfer: a sender that sends a second file of one name is refused
 /// (only the first is kept).
-fn claim(gear: &Gear, dest: &Path, inc: &Incoming, peer: &str) -> Result<()> {
+fn claim(gear: &RecvGear, dest: &Path, inc: &Incoming, peer: &str) -> Result<()> {
     let fresh = gear
         .claimed
         .lock()
@@ -143,7 +143,7 @@ fn discard(
     sock: &mut TcpStream,
     inc: &Incoming,
     max: u64,
-    gear: &mut Gear,
+    gear: &mut RecvGear,
     peer: &str,
 ) -> Result<(u64, [u8; 32], Duration)> {
     let mut hasher = blake3::Hasher::new();
@@ -158,13 +158,13 @@ fn discard(
 
 /// The file a transfer stores into: unnamed (O_TMPFILE) where the file system can, so that until
 /// it is linked in place it has no name and nothing is left even if the process is killed
-/// outright; else a new file named `tmp`, removed on failure (the returned [`Partial`]) and on
+/// outright; else a new file named `tmp`, removed on failure (the returned [`PartialFile`]) and on
 /// interrupts (the tracked name).
 fn create_output(
     dir: &Arc<Dir>,
     tmp: &std::ffi::OsStr,
     dest: &Path,
-) -> Result<(File, Option<Partial>, Option<crate::output::Partial>)> {
+) -> Result<(File, Option<PartialFile>, Option<crate::output::Partial>)> {
     if let Some(f) = dir.create_unnamed() {
         return Ok((f, None, None));
     }
@@ -174,7 +174,7 @@ fn create_output(
     let f = dir
         .create_new(tmp)
         .map_err(|e| Error::io("cannot create", dest, &e))?;
-    let partial = Partial {
+    let partial = PartialFile {
         dir: dir.clone(),
         name: tmp.to_os_string(),
         keep: false,
@@ -187,7 +187,7 @@ fn create_output(
 fn put_in_place(
     dir: &Dir,
     file: &File,
-    partial: &mut Option<Partial>,
+    partial: &mut Option<PartialFile>,
     tmp: &std::ffi::OsStr,
     name: &std::ffi::OsStr,
     force: bool,
@@ -257,7 +257,7 @@ pub(super) fn output_dir(
     cfg: &RecvConfig,
     index: usize,
     dest: &Path,
-    gear: &Gear,
+    gear: &RecvGear,
 ) -> Result<(Arc<Dir>, OsString)> {
     let name = dest
         .file_name()
@@ -337,7 +337,7 @@ pub(super) fn recv_write(
     file: &File,
     inc: &Incoming,
     max: u64,
-    gear: &mut Gear,
+    gear: &mut RecvGear,
     peer: &str,
     hash_it: bool,
 ) -> Result<Stored> {

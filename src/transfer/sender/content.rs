@@ -11,7 +11,7 @@ pub(super) fn send_content(
     sock: &mut TcpStream,
     f: &Outgoing,
     cfg: &SendConfig,
-    gear: &mut Gear,
+    gear: &mut SendGear,
     peer: &str,
     inline: Option<&mut Inline>,
 ) -> Result<(Duration, Vec<PageDesc>)> {
@@ -108,7 +108,7 @@ impl Sending<'_> {
     }
 
     /// read(2) a chunk into the connection's buffer, send it, next.
-    fn by_read(&mut self, gear: &mut Gear) -> Result<Instant> {
+    fn by_read(&mut self, gear: &mut SendGear) -> Result<Instant> {
         let t = Instant::now();
         let chunk = self.cfg.link.sizes.chunk as u64;
         let mut off = 0u64;
@@ -174,7 +174,7 @@ impl Sending<'_> {
     }
 
     /// The file into the connection's pipe, the pipe into the socket, a chunk at a time.
-    fn by_splice(&mut self, gear: &mut Gear) -> Result<Instant> {
+    fn by_splice(&mut self, gear: &mut SendGear) -> Result<Instant> {
         let Some((r, w)) = gear.pipe.as_ref() else {
             return Err(Error::failed("send failed", "no pipe for splice"));
         };

@@ -58,7 +58,7 @@ fn the_hash_beside_the_sending_is_blake3_and_stops_when_told() {
 
 #[test]
 fn read_and_mmap_senders_hash_every_piece_they_send_when_told_to() {
-    use super::{Gear, Inline, Outgoing, SendConfig, send_content};
+    use super::{Inline, Outgoing, SendConfig, SendGear, send_content};
     use crate::transfer::SendMethod;
     use std::io::Read;
     let len = (3 << 20) + 5;
@@ -87,7 +87,7 @@ fn read_and_mmap_senders_hash_every_piece_they_send_when_told_to() {
             file: std::fs::File::open(keep.path()).unwrap(),
             size: len as u64,
         };
-        let mut gear = Gear::new(&cfg).unwrap();
+        let mut gear = SendGear::new(&cfg).unwrap();
         let mut inline = Inline::default();
         send_content(&mut sock, &f, &cfg, &mut gear, "peer", Some(&mut inline)).unwrap();
         drop(sock);

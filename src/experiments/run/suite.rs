@@ -5,15 +5,15 @@ use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
 use crate::error::Result;
 use crate::experiments::Observer;
-use crate::experiments::classic::{ClassicResult, Op, RunConfig, run_classic};
 use crate::experiments::entry::{About, Entry, SuiteContext};
+use crate::experiments::run::{ClassicResult, RunConfig, RunOp, run_classic};
 use crate::report;
 use crate::workload::Shape;
 use std::path::Path;
 
 const MB: u64 = 1 << 20;
 
-fn classic_cfg(path: &Path, op: Op, count: u64) -> RunConfig {
+fn classic_cfg(path: &Path, op: RunOp, count: u64) -> RunConfig {
     RunConfig {
         path: path.to_path_buf(),
         op,
@@ -26,7 +26,7 @@ fn classic_cfg(path: &Path, op: Op, count: u64) -> RunConfig {
         drop_all: false,
         sync: SyncMode::None,
         // The path is a fresh scratch name of the data directory's: nothing of the user's.
-        force: op == Op::Write,
+        force: op == RunOp::Write,
     }
 }
 
@@ -46,7 +46,7 @@ impl Entry for RunRead {
     fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<ClassicResult> {
         run_classic(&classic_cfg(
             ctx.file(),
-            Op::Read,
+            RunOp::Read,
             ctx.data.random_size / MB,
         ))
     }
@@ -76,7 +76,7 @@ impl Entry for RunWrite {
     fn run(&self, ctx: &SuiteContext<'_>, _: &dyn Observer) -> Result<ClassicResult> {
         let len = ctx.scale(16 * MB, ctx.data.random_size.min(256 * MB));
         let path = ctx.dir.scratch("run-write.bin")?;
-        run_classic(&classic_cfg(&path, Op::Write, len / MB))
+        run_classic(&classic_cfg(&path, RunOp::Write, len / MB))
     }
 
     fn table(&self, out: &ClassicResult) -> String {

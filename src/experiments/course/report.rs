@@ -1,7 +1,7 @@
 //! The three classic tables: mmap-bench's KIOPS, Part B, and the NTU course inputs' transmission
 //! times, each figure a median with its interval.
 
-use super::{COURSE_12MB_MS, ClassicNetResult, Method, Row};
+use super::{COURSE_12MB_MS, ClassicNetResult, Method, NetRow};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::experiments::access::AccessResult;
@@ -180,7 +180,12 @@ pub fn versus_text(v: Option<&Verdict>) -> String {
     format!("{r:.2}x ({lo:.2}-{hi:.2}, {:.0}%) {said}", v.level * 100.0)
 }
 
-fn row<'a>(r: &'a ClassicNetResult, input: &str, sizes: &ChunkSizes, m: Method) -> Option<&'a Row> {
+fn row<'a>(
+    r: &'a ClassicNetResult,
+    input: &str,
+    sizes: &ChunkSizes,
+    m: Method,
+) -> Option<&'a NetRow> {
     r.rows
         .iter()
         .find(|x| x.input == input && x.sizes == *sizes && x.method == m)

@@ -6,7 +6,7 @@ use crate::cache::{CacheMode, CacheState};
 use crate::engine::write::{SyncMode, WriteMethod, open_target, prepare_write, verify_written};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod, Source};
 use crate::error::{Error, Result};
-use crate::harness::{self, CacheSpec, Cell, Cells, Rounds, Silent, Timed, Work, XorCheck};
+use crate::harness::{self, CacheSpec, Cell, CellWork, Cells, Rounds, Silent, Timed, XorCheck};
 use crate::measure::{Counters, measure};
 use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,7 @@ pub mod suite;
 /// Read or write, the classic `-r`/`-w`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Op {
+pub enum RunOp {
     /// `-r`.
     Read,
     /// `-w`.
@@ -31,7 +31,7 @@ pub struct RunConfig {
     /// The file to read or write.
     pub path: PathBuf,
     /// Read or write.
-    pub op: Op,
+    pub op: RunOp,
     /// Block size in bytes.
     pub bs: u64,
     /// Blocks to move.
@@ -63,7 +63,7 @@ pub struct ClassicResult {
     #[serde(default)]
     pub bs: u64,
     /// Read or write.
-    pub op: Op,
+    pub op: RunOp,
     /// The method used, by name.
     pub method: String,
     /// Blocks moved (the last may be partial).
@@ -122,8 +122,8 @@ pub fn run_classic_times(cfg: &RunConfig, n: usize) -> Result<Vec<ClassicResult>
     cfg.shape.check()?;
     let asked = asked_bytes(cfg.bs, cfg.count)?;
     let src = match cfg.op {
-        Op::Read => Some(engine::open_source(&cfg.path)?),
-        Op::Write => None,
+        RunOp::Read => Some(engine::open_source(&cfg.path)?),
+        RunOp::Write => None,
     };
     let mut cell = ClassicCell { cfg, asked, src };
     let runs = harness::run("run", &mut cell, &Rounds::fixed(n, 0), &[], &Silent)?
@@ -164,15 +164,15 @@ impl Cells for ClassicCell<'_> {
                 let len = self.asked.min(src.size);
                 CacheSpec::file(src, len, self.cfg.cache, self.cfg.drop_all)
             }),
-            work: Work::Own,
+            work: CellWork::Own,
             xor: Some(XorCheck::group(0)),
         }
     }
     /// Timed from open to close, as the course program was.
     fn own(&mut self, _: usize) -> Result<Timed<Self::Extra>> {
         let r = match self.cfg.op {
-            Op::Read => classic_read(self.cfg, self.asked)?,
-            Op::Write => classic_write(self.cfg, self.asked)?,
+            RunOp::Read => classic_read(self.cfg, self.asked)?,
+            RunOp::Write => classic_write(self.cfg, self.asked)?,
         };
         Ok(Timed {
             moved: Moved {
@@ -210,7 +210,7 @@ fn classic_read(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     Ok(ClassicResult {
         path: cfg.path.clone(),
         bs: cfg.bs,
-        op: Op::Read,
+        op: RunOp::Read,
         method: cfg.read_method.name().into(),
         blocks: w.blocks(),
         bytes: moved.bytes,
@@ -238,7 +238,7 @@ fn classic_write(cfg: &RunConfig, asked: u64) -> Result<ClassicResult> {
     Ok(ClassicResult {
         path: cfg.path.clone(),
         bs: cfg.bs,
-        op: Op::Write,
+        op: RunOp::Write,
         method: format!("{} (sync {})", cfg.write_method.name(), cfg.sync.name()),
         blocks: w.blocks(),
         bytes: moved.bytes,

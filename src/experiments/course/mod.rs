@@ -80,7 +80,7 @@ pub struct ClassicNetConfig {
 
 /// One input x sizes x method, over the counted rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
+pub struct NetRow {
     /// The input's name.
     pub input: String,
     /// The sizes used.
@@ -110,7 +110,7 @@ pub struct ClassicNetResult {
     /// What was asked.
     pub config: ClassicNetConfig,
     /// Input x sizes x method, in that order.
-    pub rows: Vec<Row>,
+    pub rows: Vec<NetRow>,
     /// fcntl against mmap per input and sizes.
     pub versus: Vec<Versus>,
     /// How many rounds the harness took, and why it stopped.
@@ -161,7 +161,7 @@ pub fn course_inputs(files: &[PathBuf]) -> Vec<Input> {
 }
 
 /// One cell: an input, its sizes and a method.
-struct Cell {
+struct NetCell {
     input: usize,
     sizes: ChunkSizes,
     method: Method,
@@ -169,7 +169,7 @@ struct Cell {
 
 struct NetCells<'a> {
     cfg: &'a ClassicNetConfig,
-    cells: Vec<Cell>,
+    cells: Vec<NetCell>,
 }
 
 impl Cells for NetCells<'_> {
@@ -220,7 +220,7 @@ pub fn run_classic_net(cfg: &ClassicNetConfig, obs: &dyn Observer) -> Result<Cla
                 b: cells.len() + 1,
             });
             for method in Method::BOTH {
-                cells.push(Cell {
+                cells.push(NetCell {
                     input,
                     sizes,
                     method,
@@ -239,7 +239,7 @@ pub fn run_classic_net(cfg: &ClassicNetConfig, obs: &dyn Observer) -> Result<Cla
         .zip(out.cells.iter_mut())
         .map(|(c, done)| {
             let runs = sides(std::mem::take(&mut done.runs));
-            Row {
+            NetRow {
                 input: cfg.inputs[c.input].name.clone(),
                 sizes: c.sizes,
                 method: c.method,

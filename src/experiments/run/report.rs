@@ -1,6 +1,6 @@
 //! `iolab run`'s outputs: the course program's lines and a table.
 
-use super::{ClassicResult, Op};
+use super::{ClassicResult, RunOp};
 use crate::size::mib_per_s;
 use crate::xor::format_xor;
 
@@ -11,14 +11,14 @@ pub fn run_lines(r: &ClassicResult) -> String {
     let mb = g6(r.bytes as f64 / 1_048_576.0);
     let rate = g6(mib_per_s(r.bytes, secs));
     let mut out = match r.op {
-        Op::Read => format!(
+        RunOp::Read => format!(
             "Reading {} in chunks of {} .....\nNumber of blocks read: {} blocks\nSize of the file read: {mb} MB\nTime taken: {} seconds\nRate at which file was read: {rate} MiB/sec\n",
             r.path.display(),
             r.bs,
             r.blocks,
             g6(secs),
         ),
-        Op::Write => format!(
+        RunOp::Write => format!(
             "Size of the file that was written: {mb} MB\nTime taken: {} seconds\nRate at which file was written: {rate} MiB/sec\n",
             g6(secs),
         ),
@@ -61,15 +61,15 @@ pub fn run_rows(r: &ClassicResult) -> Vec<Vec<String>> {
             .to_vec(),
         vec![
             match r.op {
-                Op::Read => "read".into(),
-                Op::Write => "write".into(),
+                RunOp::Read => "read".into(),
+                RunOp::Write => "write".into(),
             },
             r.method.clone(),
             r.blocks.to_string(),
             r.bytes.to_string(),
             format!("{secs:.6}"),
             format!("{:.2}", mib_per_s(r.bytes, secs)),
-            if r.op == Op::Read {
+            if r.op == RunOp::Read {
                 format_xor(r.xor)
             } else {
                 String::new()
