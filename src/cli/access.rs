@@ -2,7 +2,7 @@
 //! classic form `FILE seq|random read|mmap [adv_seq|adv_random]`.
 
 use super::args::{self, EngineArgs, OutputArgs};
-use super::{Ctx, out, usage, warn_all};
+use super::{Ctx, usage, warn_all};
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -10,7 +10,7 @@ use iolab::engine::{ReadMethod, Work};
 use iolab::experiments::access::report;
 use iolab::experiments::access::{AccessConfig, run_access};
 use iolab::harness::Rounds;
-use iolab::report::Format;
+use iolab::report::{Document, Shown};
 use iolab::workload::Pattern;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -151,9 +151,13 @@ impl AccessArgs {
         let cfg = self.config().map_err(usage)?;
         let r = run_access(&cfg, &ctx.command_line, &ctx.progress)?;
         warn_all(&r.warnings);
-        if !self.classic.is_empty() && self.output.format == Format::Text {
-            out(&report::classic_lines(&r));
-        }
-        ctx.emit(&self.output, &r, |f| report::access_report(&r, f))
+        let classic = !self.classic.is_empty();
+        ctx.emit(&self.output, &r, || {
+            let mut doc = Document::new();
+            if classic {
+                doc = doc.lines(report::classic_lines(&r)).only(Shown::Text);
+            }
+            doc.then(report::access_document(&r))
+        })
     }
 }

@@ -42,8 +42,8 @@ impl AdviseArgs {
             &ctx.progress,
         )?;
         let format = self.output.format;
-        ctx.show(&self.output, &r.measured.warnings, &r, |f| {
-            iolab::experiments::access::report::advise_report(&r, f)
+        ctx.show(&self.output, &r.measured.warnings, &r, || {
+            iolab::experiments::access::report::advise_document(&r)
         })?;
         // CSV carries the rows alone; the answer in words goes beside it, on stderr.
         if format == report::Format::Csv {

@@ -56,15 +56,15 @@ impl CacheCommand {
             CacheCommand::Load(f) => (CacheAction::Load, f, false),
             CacheCommand::Meminfo(o) => {
                 let info = iolab::cache::meminfo::read();
-                return ctx.emit(&o, &info, |f| {
-                    iolab::experiments::page_cache::report::meminfo_report(&info, f)
+                return ctx.emit(&o, &info, || {
+                    iolab::experiments::page_cache::report::meminfo_document(&info)
                 });
             }
         };
         let width = files.map.then_some(files.width);
         let r = run_cache(action, &files.files, drop_all, width)?;
-        ctx.show(&files.output, &r.notes, &r, |f| {
-            iolab::experiments::page_cache::report::cache_report(&r, f)
+        ctx.show(&files.output, &r.notes, &r, || {
+            iolab::experiments::page_cache::report::cache_document(&r)
         })
     }
 }

@@ -146,6 +146,6 @@ impl ClassicArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(&self.net.output, &r, |f| report::side_report(&r, f, lines))
+        ctx.emit(&self.net.output, &r, || report::side_document(&r, lines))
     }
 }

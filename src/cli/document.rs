@@ -4,7 +4,7 @@ use iolab::experiments::host::Host;
 
 /// A result the CLI prints: as JSON, its own fields inside an [`Envelope`], serialised once
 /// from the typed values.
-pub trait Document: serde::Serialize {
+pub trait Enveloped: serde::Serialize {
     /// It records the machine it measured in a `host` field of its own (the envelope then adds
     /// none).
     const OWN_HOST: bool = false;
@@ -25,8 +25,8 @@ pub(super) struct Envelope<'a, T: serde::Serialize> {
 /// The results the commands print, and which of them record their own host.
 macro_rules! documents {
     ($($t:ty),* $(,)?; own host: $($h:ty),* $(,)?) => {
-        $(impl Document for $t {})*
-        $(impl Document for $h { const OWN_HOST: bool = true; })*
+        $(impl Enveloped for $t {})*
+        $(impl Enveloped for $h { const OWN_HOST: bool = true; })*
     };
 }
 
@@ -53,6 +53,6 @@ documents!(
     iolab::experiments::write::WriteResult,
 );
 
-impl<T: Document> Document for iolab::report::WithFindings<'_, T> {
+impl<T: Enveloped> Enveloped for iolab::report::WithFindings<'_, T> {
     const OWN_HOST: bool = T::OWN_HOST;
 }

@@ -6,8 +6,7 @@ use clap::Args;
 use iolab::Error;
 use iolab::engine::ReadMethod;
 use iolab::experiments::fast::{self, FastConfig, run_fast};
-use iolab::report::{self, Format};
-use iolab::xor;
+use iolab::report::Format;
 use std::path::PathBuf;
 
 /// Read the whole file as fast as this machine allows and print its XOR.
@@ -67,10 +66,6 @@ impl FastArgs {
         if self.explain {
             eprint!("{}", fast::report::fast_explain(&r));
         }
-        ctx.emit(&self.output, &r, |f| match f {
-            Format::Json => report::json(&r),
-            Format::Text => format!("Xor value is {}\n", xor::format_xor(r.xor)),
-            f => report::table_as(f, &fast::report::fast_rows(&r)),
-        })
+        ctx.emit(&self.output, &r, || fast::report::fast_document(&r))
     }
 }

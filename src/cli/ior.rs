@@ -116,7 +116,7 @@ impl IorArgs {
             let r = run_ior(&cfg, comm)?;
             if comm.rank() == 0 {
                 warn_all(&r.notes);
-                ctx.emit(&self.output, &r, |f| report::ior_report(&r, f))?;
+                ctx.emit(&self.output, &r, || report::ior_document(&r))?;
             }
             check(&r)
         })

@@ -9,8 +9,8 @@ mod cache;
 mod classic_net;
 mod clean;
 mod document;
-pub use document::Document;
 use document::Envelope;
+pub use document::Enveloped;
 mod fast;
 mod ior;
 mod pollute;
@@ -202,28 +202,28 @@ impl Ctx {
     }
 
     /// Prints a result's warnings on stderr, then the result (see [`Ctx::emit`]).
-    pub fn show<T: Document>(
+    pub fn show<T: Enveloped>(
         &self,
         o: &args::OutputArgs,
         warnings: &[String],
         result: &T,
-        render: impl Fn(Format) -> String,
+        doc: impl Fn() -> iolab::report::Document,
     ) -> Result<(), Error> {
         self.progress.clear();
         warn_all(warnings);
-        self.emit(o, result, render)
+        self.emit(o, result, doc)
     }
 
     /// Prints a result in `--format` on stdout, and writes it in each `--export-*` format to its
     /// file (new files only): JSON is the result itself inside an [`Envelope`] (a top-level
     /// `interference` object: what else the machine was doing since the command started,
-    /// `schema` and `host`), the other formats are what `render` makes of it. When the machine
-    /// was busy a warning goes to stderr.
-    pub fn emit<T: Document>(
+    /// `schema` and `host`), the other formats are the report `doc` makes of it, rendered
+    /// ([`iolab::report::render`]). When the machine was busy a warning goes to stderr.
+    pub fn emit<T: Enveloped>(
         &self,
         o: &args::OutputArgs,
         result: &T,
-        render: impl Fn(Format) -> String,
+        doc: impl Fn() -> iolab::report::Document,
     ) -> Result<(), Error> {
         self.progress.clear();
         let interference = self.probe.finish();
@@ -231,15 +231,13 @@ impl Ctx {
         let host = std::cell::OnceCell::new();
         let schema = schema_name(&self.command_line);
         let text = |format: Format| {
-            if format != Format::Json {
-                return render(format);
-            }
-            iolab::report::json(&Envelope {
+            let envelope = || Envelope {
                 result,
                 interference: &interference,
                 schema: &schema,
                 host: (!T::OWN_HOST).then(|| host.get_or_init(|| self.host())),
-            })
+            };
+            iolab::report::output(format, envelope, &doc)
         };
         out(&text(o.format));
         for (format, path) in o.exports() {

@@ -110,8 +110,8 @@ impl PolluteArgs {
             result: &r,
             findings: &findings,
         };
-        ctx.show(&self.output, &r.warnings, &doc, |f| {
-            pollute::report::pollute_report(&r, &findings, f, self.ticks)
+        ctx.show(&self.output, &r.warnings, &doc, || {
+            pollute::report::pollute_document(&r, &findings, self.ticks)
         })
     }
 }

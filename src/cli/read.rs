@@ -77,8 +77,8 @@ impl ReadArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_read(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.show(&self.output, &r.warnings, &r, |f| {
-            iolab::experiments::read::report::read_report(&r, f)
+        ctx.show(&self.output, &r.warnings, &r, || {
+            iolab::experiments::read::report::read_document(&r)
         })
     }
 }

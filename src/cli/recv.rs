@@ -73,8 +73,8 @@ impl RecvArgs {
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
         }
-        ctx.emit(&self.net.output, &r, |f| {
-            report::side_report(&r, f, report::Lines::Full)
+        ctx.emit(&self.net.output, &r, || {
+            report::side_document(&r, report::Lines::Full)
         })
     }
 }

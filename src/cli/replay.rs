@@ -6,8 +6,7 @@ use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
 use iolab::engine::ReadMethod;
-use iolab::experiments::replay::{ReplayConfig, ReplayMethod, render, run_replay};
-use iolab::report::{self, Format};
+use iolab::experiments::replay::{ReplayConfig, ReplayMethod, replay_document, run_replay};
 use std::path::PathBuf;
 
 /// Replay the file reads of a traced program (`iolab trace --out`) with each read method, cold
@@ -62,9 +61,6 @@ impl ReplayArgs {
             keep_gaps: self.keep_gaps,
         };
         let r = run_replay(&cfg, &ctx.progress)?;
-        ctx.emit(&self.output, &r, |f| match f {
-            Format::Json => report::json(&r),
-            f => render(&r, f),
-        })
+        ctx.emit(&self.output, &r, || replay_document(&r))
     }
 }

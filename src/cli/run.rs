@@ -9,7 +9,7 @@ use iolab::cache::CacheMode;
 use iolab::engine::ReadMethod;
 use iolab::engine::write::{SyncMode, WriteMethod};
 use iolab::experiments::run::{RunConfig, RunOp, run_classic};
-use iolab::report::{self, Format};
+
 use std::path::PathBuf;
 
 /// The classic program: read or write BLOCK_COUNT blocks of BLOCK_SIZE, print time, rate, XOR.
@@ -79,10 +79,8 @@ impl RunArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_classic(&cfg)?;
-        ctx.show(&self.output, &r.notes, &r, |f| match f {
-            Format::Json => report::json(&r),
-            Format::Text => iolab::experiments::run::report::run_lines(&r),
-            f => report::table_as(f, &iolab::experiments::run::report::run_rows(&r)),
+        ctx.show(&self.output, &r.notes, &r, || {
+            iolab::experiments::run::report::run_document(&r)
         })
     }
 }

@@ -7,7 +7,7 @@ use iolab::Error;
 use iolab::cache::CacheMode;
 use iolab::engine::ReadMethod;
 use iolab::experiments::run2::{Run2Config, run_run2};
-use iolab::report::{self, Format};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -58,10 +58,8 @@ impl Run2Args {
             drop_all: self.cache.drop_all,
         };
         let r = run_run2(&cfg, &ctx.progress)?;
-        ctx.emit(&self.output, &r, |f| match f {
-            Format::Json => report::json(&r),
-            Format::Text => iolab::experiments::run2::report::run2_lines(&r),
-            f => report::table_as(f, &iolab::experiments::run2::report::run2_rows(&r)),
+        ctx.emit(&self.output, &r, || {
+            iolab::experiments::run2::report::run2_document(&r)
         })
     }
 }

@@ -83,7 +83,7 @@ pub fn serve(
     if let Some(n) = &r.pages_note {
         super::talk(format!("iolab: note: {n}"));
     }
-    ctx.emit(output, &r, |f| report::side_report(&r, f, lines))
+    ctx.emit(output, &r, || report::side_document(&r, lines))
 }
 
 impl SendArgs {

@@ -87,8 +87,8 @@ impl SqueezeArgs {
             result: &r,
             findings: &findings,
         };
-        ctx.show(&self.output, &r.warnings, &doc, |f| {
-            squeeze::report::squeeze_report(&r, &findings, f)
+        ctx.show(&self.output, &r.warnings, &doc, || {
+            squeeze::report::squeeze_document(&r, &findings)
         })
     }
 }

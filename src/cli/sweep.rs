@@ -112,8 +112,6 @@ impl SweepArgs {
         super::refuse_plot(&self.plot, self.force)?;
         let r = run_sweep(&cfg, &ctx.command_line, &ctx.progress)?;
         super::save_plot(&self.plot, self.force, || report::sweep_plot(&r))?;
-        ctx.show(&self.output, &r.warnings, &r, |f| {
-            report::sweep_report(&r, f)
-        })
+        ctx.show(&self.output, &r.warnings, &r, || report::sweep_document(&r))
     }
 }

@@ -33,6 +33,6 @@ impl SyscallsArgs {
             &ctx.command_line,
             &ctx.progress,
         )?;
-        ctx.emit(&self.output, &r, |f| report::syscalls_report(&r, f))
+        ctx.emit(&self.output, &r, || report::syscalls_document(&r))
     }
 }

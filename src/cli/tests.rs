@@ -182,6 +182,47 @@ fn imports_flow_down_the_layers_and_only_the_harness_prepares_the_cache() {
     assert!(imports > 300, "only {imports} imports seen");
 }
 
+/// Reports are typed documents: no code outside the renderers (`src/report/`) forks on the
+/// output format, and no experiment or command writes a table by hand for one format.
+#[test]
+fn only_the_renderers_fork_on_the_output_format() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel.starts_with("report/") || rel.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        for arm in [
+            "Format::Csv =>",
+            "Format::Markdown =>",
+            "Format::Text =>",
+            "Format::Json =>",
+        ] {
+            assert!(
+                !text.contains(arm),
+                "src/{rel} forks on the output format ({arm}): build a Document and let report::render write it"
+            );
+        }
+        // The suite's report is Markdown alone (report.md, then HTML): its assembly writes it.
+        if rel.starts_with("suite/") {
+            continue;
+        }
+        for by_hand in ["markdown_table(", "csv_table(", "csv_line("] {
+            assert!(
+                !text.contains(by_hand),
+                "src/{rel} writes a table by hand ({by_hand}..)): build a report::Table"
+            );
+        }
+    }
+}
+
 /// One meaning per name: no two types of the library (structs, enums, traits, aliases) share a
 /// name, and no folder's name is another's plural (`classic/` beside `classics/` once meant
 /// `iolab run` and the course tables).

@@ -79,22 +79,31 @@ impl TraceArgs {
         };
         let t = trace::run(&cfg, &iolab::sys::interrupted)?;
         let p = trace::profile::profile(&t);
-        let mut text = match self.format {
-            Format::Json => report::json(&p),
-            f => report::trace::render(&p, f, self.files),
+        let overhead = match self.overhead.filter(|_| !t.interrupted) {
+            Some(n) => Some(trace::overhead::overhead(&cfg, n)?),
+            None => None,
         };
-        if let Some(n) = self.overhead.filter(|_| !t.interrupted) {
-            let o = trace::overhead::overhead(&cfg, n)?;
-            text.push_str(&format!(
-                "{}tracing overhead: traced/untraced wall time {:.2}x (min {:.2}, max {:.2}, {} interleaved rounds; untraced median {:.3} s)\n",
-                if self.format == Format::Json { "" } else { "\n" },
-                o.ratio,
-                o.ratio_min,
-                o.ratio_max,
-                o.traced_s.len(),
-                iolab::measure::stats::summarize(&o.untraced_s).median
-            ));
-        }
+        // JSON: the profile with the overhead rounds beside it; text and Markdown: the overhead
+        // in a line under the profile.
+        let text = report::output(
+            self.format,
+            || ProfileWithOverhead {
+                profile: &p,
+                overhead: overhead.as_ref(),
+            },
+            || {
+                report::trace::profile_document(&p, self.files).para(overhead.as_ref().map_or_else(String::new, |o| {
+                    format!(
+                        "tracing overhead: traced/untraced wall time {:.2}x (min {:.2}, max {:.2}, {} interleaved rounds; untraced median {:.3} s)",
+                        o.ratio,
+                        o.ratio_min,
+                        o.ratio_max,
+                        o.traced_s.len(),
+                        iolab::measure::stats::summarize(&o.untraced_s).median
+                    )
+                }))
+            },
+        );
         if let Some(path) = &self.out {
             iolab::output::save(path, report::json(&t).as_bytes(), self.force)?;
         }
@@ -143,4 +152,13 @@ impl TraceExecArgs {
             iolab::error::describe_io(&e),
         ))
     }
+}
+
+/// The profile as JSON, with the overhead rounds when they were asked for.
+#[derive(serde::Serialize)]
+struct ProfileWithOverhead<'a> {
+    #[serde(flatten)]
+    profile: &'a trace::profile::Profile,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overhead: Option<&'a trace::overhead::Overhead>,
 }

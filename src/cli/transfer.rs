@@ -67,6 +67,6 @@ impl TransferArgs {
             sizes: self.sizes.sizes(),
         };
         let r = run_transfer(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.emit(&self.output, &r, |f| report::matrix(&r, f))
+        ctx.emit(&self.output, &r, || report::matrix(&r))
     }
 }

@@ -78,7 +78,7 @@ impl VmArgs {
                 &ctx.command_line,
                 &ctx.progress,
             )?;
-            return ctx.emit(&self.output, &r, |f| report::partb_report(&r, f));
+            return ctx.emit(&self.output, &r, || report::partb_document(&r));
         }
         let r = run_vm(&VmConfig {
             path: self.file,
@@ -87,6 +87,6 @@ impl VmArgs {
             evict: !self.no_evict,
             page_cache: self.page_cache,
         })?;
-        ctx.emit(&self.output, &r, |f| report::vm_report(&r, f))
+        ctx.emit(&self.output, &r, || report::vm_document(&r))
     }
 }

@@ -63,8 +63,8 @@ impl WriteArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let cfg = self.config().map_err(usage)?;
         let r = run_write(&cfg, &ctx.command_line, &ctx.progress)?;
-        ctx.show(&self.output, &r.warnings, &r, |f| {
-            iolab::experiments::write::report::write_report(&r, f)
+        ctx.show(&self.output, &r.warnings, &r, || {
+            iolab::experiments::write::report::write_document(&r)
         })
     }
 }

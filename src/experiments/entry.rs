@@ -10,6 +10,7 @@ use crate::experiments::host::Host;
 use crate::harness::Observer;
 use crate::measure::finding::Finding;
 use crate::measure::interference::Interference;
+use crate::report::{Document, Format, render};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -222,14 +223,9 @@ pub trait Entry: Sync {
     /// Measures.
     fn run(&self, ctx: &SuiteContext<'_>, obs: &dyn Observer) -> Result<Self::Output>;
 
-    /// Its table as text.
-    fn table(&self, out: &Self::Output) -> String;
-
-    /// Its tables in Markdown (report.md shows them as tables and report.html turns them into
-    /// `<table>`s); without it the text table is shown as preformatted text.
-    fn markdown(&self, _out: &Self::Output) -> Option<String> {
-        None
-    }
+    /// Its report: tables (report.md shows them as tables, report.html as `<table>`s, the
+    /// text report aligned) and what they mean.
+    fn document(&self, out: &Self::Output) -> Document;
 
     /// Its plot as SVG, if it has one.
     fn plot(&self, _out: &Self::Output) -> Option<String> {
@@ -287,6 +283,7 @@ impl<E: Entry> Experiment for E {
 
     fn section(&self, o: &Outcome, plots: &mut Vec<(String, String)>) -> Section {
         let typed: Option<E::Output> = o.typed();
+        let doc = typed.as_ref().map(|t| self.document(t));
         let plot = typed.as_ref().and_then(|t| self.plot(t)).map(|svg| {
             let name = self.about().name.replace('_', "-");
             plots.push((format!("{name}.svg"), svg));
@@ -300,8 +297,8 @@ impl<E: Entry> Experiment for E {
                 None => self.about().explains.to_string(),
             },
             plot,
-            table: typed.as_ref().map(|t| self.table(t)),
-            markdown: typed.as_ref().and_then(|t| self.markdown(t)),
+            table: doc.as_ref().map(|d| render(d, Format::Text)),
+            markdown: doc.as_ref().map(|d| render(d, Format::Markdown)),
             error: o.error.clone(),
             seconds: o.seconds,
             busy: o

@@ -1,8 +1,12 @@
 //! Turning results into bytes: text tables, the classic programs' lines, JSON, CSV and Markdown.
 //! Every function here is pure (`result -> String`); printing is the binary's job.
 
+pub mod markdown;
 pub mod svg;
+pub mod table;
 pub mod trace;
+
+pub use table::{Column, Document, Shown, Table, Value, output, render};
 
 use serde::Serialize;
 
@@ -45,6 +49,17 @@ fn numeric(cell: &str) -> bool {
 /// Fixed-width table from rows of cells (first row is the header): columns whose cells are
 /// mostly numbers are right-aligned, the others left-aligned.
 pub fn table(rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    for row in padded(rows) {
+        out.push_str(row.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Every cell padded to its column's width (the widest cell of the column): right-aligned in
+/// columns whose cells below the header are mostly numbers, left-aligned in the others.
+pub(crate) fn padded(rows: &[Vec<String>]) -> Vec<Vec<String>> {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let column = |c: usize| rows.iter().filter_map(move |r| r.get(c));
     let widths: Vec<usize> = (0..cols)
@@ -56,23 +71,20 @@ pub fn table(rows: &[Vec<String>]) -> String {
             body.iter().filter(|s| numeric(s)).count() * 2 > body.len()
         })
         .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, cell)| {
-                if right[i] {
-                    format!("{cell:>w$}", w = widths[i])
-                } else {
-                    format!("{cell:<w$}", w = widths[i])
-                }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    rows.iter()
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .map(|(i, cell)| {
+                    if right[i] {
+                        format!("{cell:>w$}", w = widths[i])
+                    } else {
+                        format!("{cell:<w$}", w = widths[i])
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A Markdown table from rows of cells (first row is the header); a `|` in a cell is escaped, so
@@ -127,16 +139,6 @@ pub fn csv_table(rows: &[Vec<String>]) -> String {
         .collect()
 }
 
-/// Rows (the first the header) in a table format: aligned text, CSV or Markdown. JSON is not
-/// a table; callers print their result's JSON instead.
-pub fn table_as(format: Format, rows: &[Vec<String>]) -> String {
-    match format {
-        Format::Csv => csv_table(rows),
-        Format::Markdown => markdown_table(rows),
-        Format::Text | Format::Json => table(rows),
-    }
-}
-
 /// A CSV line, quoted as the csv crate quotes (RFC 4180).
 pub fn csv_line(cells: &[String]) -> String {
     let mut w = csv::WriterBuilder::new()
@@ -147,14 +149,6 @@ pub fn csv_line(cells: &[String]) -> String {
     let bytes = w.into_inner().unwrap_or_default();
     let line = String::from_utf8_lossy(&bytes).into_owned();
     if line.is_empty() { "\n".into() } else { line }
-}
-
-/// Text-table cells made CSV cells: a missing figure (`-`) is empty.
-pub(crate) fn csv_cells(cells: Vec<String>) -> Vec<String> {
-    cells
-        .into_iter()
-        .map(|c| if c == "-" { String::new() } else { c })
-        .collect()
 }
 
 /// A result with its findings: as JSON, the result's fields and a top-level `findings` array.

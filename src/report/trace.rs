@@ -1,19 +1,15 @@
 //! `iolab trace`'s profile as text and Markdown: a summary, the files table, the calls table.
 
-use super::{Format, markdown_table, table};
+use super::{Document, Table, Value};
 use crate::size::format_size;
 use crate::trace::profile::{FileProfile, Profile};
 
-fn pct(x: f64) -> String {
-    format!("{:.0}%", 100.0 * x)
+fn pct(x: f64) -> Value {
+    Value::text(format!("{:.0}%", 100.0 * x))
 }
 
-fn opt_size(x: Option<u64>) -> String {
-    x.map_or("hidden".to_string(), format_size)
-}
-
-fn ms(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e6)
+fn opt_size(x: Option<u64>) -> Value {
+    x.map_or(Value::text("hidden"), Value::Bytes)
 }
 
 /// The summary lines.
@@ -70,7 +66,7 @@ pub fn summary(p: &Profile) -> Vec<String> {
     }
     l.push(format!(
         "time in traced calls: {} of the wall time (tracer-side, so each call includes ~2 stops){}",
-        pct(p.io_share),
+        pct(p.io_share).shown(),
         p.device_per_unique
             .map(|d| format!("; storage bytes per unique file byte read: {d:.2}"))
             .unwrap_or_default()
@@ -108,127 +104,96 @@ pub fn summary(p: &Profile) -> Vec<String> {
 }
 
 /// The files table (regular files, most bytes first; at most `limit` rows).
-pub fn file_rows(files: &[FileProfile], limit: usize) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "file",
-            "size",
-            "reads",
-            "read",
-            "unique",
-            "re-read",
-            "seq",
-            "typical",
-            "res before",
-            "res after",
-            "faults",
-            "writes",
-            "xor",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
+    let mut t = Table::titled(&[
+        "file",
+        "size",
+        "reads",
+        "read",
+        "unique",
+        "re-read",
+        "seq",
+        "typical",
+        "res before",
+        "res after",
+        "faults",
+        "writes",
+        "xor",
+    ]);
     for f in files.iter().take(limit) {
-        rows.push(vec![
-            f.path.clone(),
-            format_size(f.size),
-            f.reads.calls.to_string(),
-            format_size(f.reads.bytes),
-            format_size(f.unique),
+        t.row(vec![
+            Value::text(&f.path),
+            Value::Bytes(f.size),
+            Value::Count(f.reads.calls),
+            Value::Bytes(f.reads.bytes),
+            Value::Bytes(f.unique),
             pct(f.reread),
             pct(f.sequential),
             if f.typical_request > 0 {
-                format_size(f.typical_request)
+                Value::Bytes(f.typical_request)
             } else {
-                "-".into()
+                Value::Missing
             },
             opt_size(f.resident_before),
             opt_size(f.resident_after),
             if f.mapped || f.faults > 0 {
-                format!("{} ({} pages)", f.faults, f.fault_pages)
+                Value::text(format!("{} ({} pages)", f.faults, f.fault_pages))
             } else {
-                "-".into()
+                Value::Missing
             },
-            format_size(f.writes.bytes),
-            f.xor.clone().unwrap_or_else(|| "-".into()),
+            Value::Bytes(f.writes.bytes),
+            f.xor.as_ref().map_or(Value::Missing, Value::text),
         ]);
     }
-    rows
+    t
 }
 
 /// The calls table.
-pub fn call_rows(p: &Profile) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        ["call", "calls", "errors", "bytes", "ms", "us/call"]
-            .map(String::from)
-            .to_vec(),
-    ];
+pub fn calls_table(p: &Profile) -> Table {
+    let mut t = Table::titled(&["call", "calls", "errors", "bytes", "ms", "us/call"]);
     for c in &p.calls {
-        rows.push(vec![
-            c.call.clone(),
-            c.calls.to_string(),
-            c.errors.to_string(),
-            format_size(c.bytes),
-            ms(c.time_ns),
-            format!("{:.1}", c.time_ns as f64 / 1e3 / c.calls.max(1) as f64),
+        t.row(vec![
+            Value::text(&c.call),
+            Value::Count(c.calls),
+            Value::Count(c.errors),
+            Value::Bytes(c.bytes),
+            Value::Fixed(c.time_ns as f64 / 1e6, 1),
+            Value::Fixed(c.time_ns as f64 / 1e3 / c.calls.max(1) as f64, 1),
         ]);
     }
-    rows
+    t
 }
 
-/// The whole profile in `format` (JSON is the caller's: the typed profile).
-pub fn render(p: &Profile, format: Format, limit: usize) -> String {
+/// The whole profile: the summary, the files read or written (at most `limit`), the calls.
+pub fn profile_document(p: &Profile, limit: usize) -> Document {
     let (used, idle): (Vec<FileProfile>, Vec<FileProfile>) = p
         .files
         .iter()
         .cloned()
         .partition(|f| f.reads.calls > 0 || f.writes.calls > 0 || f.faults > 0);
-    let files = file_rows(&used, limit);
-    let calls = call_rows(p);
     let more = used.len().saturating_sub(limit);
-    let mut more_line = if more > 0 {
-        format!("... and {more} more file(s) read or written (--files N shows more)\n")
-    } else {
-        String::new()
-    };
+    let mut after = Vec::new();
+    if more > 0 {
+        after.push(format!(
+            "... and {more} more file(s) read or written (--files N shows more)"
+        ));
+    }
     if !idle.is_empty() {
-        more_line.push_str(&format!(
-            "{} more file(s) opened or mapped, never read, written or faulted on\n",
+        after.push(format!(
+            "{} more file(s) opened or mapped, never read, written or faulted on",
             idle.len()
         ));
     }
-    let code = if p.code_files.is_empty() {
-        String::new()
-    } else {
+    if !p.code_files.is_empty() {
         let faults: u64 = p.code_files.iter().map(|f| f.faults).sum();
-        format!(
-            "code: {} program/library file(s) mapped executable, {faults} page faults on them\n",
+        after.push(format!(
+            "code: {} program/library file(s) mapped executable, {faults} page faults on them",
             p.code_files.len()
-        )
-    };
-    match format {
-        Format::Markdown => {
-            let mut s = String::new();
-            for l in summary(p) {
-                s.push_str(&format!("- {l}\n"));
-            }
-            s.push('\n');
-            s.push_str(&markdown_table(&files));
-            s.push_str(&more_line);
-            s.push_str(&code);
-            s.push('\n');
-            s.push_str(&markdown_table(&calls));
-            s
-        }
-        _ => {
-            let mut s = summary(p).join("\n");
-            s.push_str("\n\n");
-            s.push_str(&table(&files));
-            s.push_str(&more_line);
-            s.push_str(&code);
-            s.push('\n');
-            s.push_str(&table(&calls));
-            s
-        }
+        ));
     }
+    Document::new()
+        .items(summary(p))
+        .table(files_table(&used, limit))
+        .para(after.join("\n"))
+        .table(calls_table(p))
 }

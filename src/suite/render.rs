@@ -10,10 +10,9 @@ use crate::report::json;
 use crate::size::format_size;
 
 mod hosts;
-mod markdown;
+pub(crate) use crate::report::markdown::{fenced, md_to_html};
+use crate::report::markdown::{md_esc, spaced_tables};
 use hosts::{comparison, host_rows};
-pub(crate) use markdown::{fenced, md_to_html};
-use markdown::{md_esc, spaced_tables};
 
 /// Everything the report directory holds, as bytes to write.
 pub struct Rendered {

@@ -2,12 +2,8 @@
 
 use super::{AccessResult, AccessRow};
 use crate::cache::CacheMode;
-use crate::report::{Format, json, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value, median};
 use crate::size::format_size;
-
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1000.0)
-}
 
 /// Timed operations a percentile needs before a table shows it: p99 from 100, p99.9 from 1,000
 /// (below that it is one of the slowest few samples, not a percentile).
@@ -15,110 +11,88 @@ pub const P99_MIN_SAMPLES: u64 = 100;
 /// See [`P99_MIN_SAMPLES`].
 pub const P999_MIN_SAMPLES: u64 = 1000;
 
-fn header(csv: bool) -> Vec<String> {
-    let mut h: Vec<String> = [
-        "method",
-        "pattern",
-        "cache",
-        "KIOPS",
-        "MiB/s",
-        "samples",
-        "p50 us",
-        "p90 us",
-        "p99 us",
-        "p99.9 us",
-        "max us",
-        "minflt/op",
-        "majflt/op",
-        "dev B/B",
-        "cache ok",
-        "runs",
-        "run ms",
-        if csv { "bytes/run" } else { "per run" },
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if csv {
-        h.push("unsupported".into());
-    }
-    h
+/// The columns of the access table.
+fn columns() -> Table {
+    let mut t = Table::new(
+        [
+            "method",
+            "pattern",
+            "cache",
+            "KIOPS",
+            "MiB/s",
+            "samples",
+            "p50 us",
+            "p90 us",
+            "p99 us",
+            "p99.9 us",
+            "max us",
+            "minflt/op",
+            "majflt/op",
+            "dev B/B",
+            "cache ok",
+            "runs",
+            "run ms",
+        ]
+        .iter()
+        .map(|t| Column::new(t))
+        .chain([Column::new("per run").csv("bytes_run")]),
+    );
+    t.may_be_unsupported = true;
+    t
 }
 
-/// The cells of one row for text and Markdown (`csv` false: sizes and `yes`/`NO` for people) or
-/// CSV (plain numbers, `true`/`false`, a percentile without enough samples empty, and every
-/// row as wide as the header).
-pub fn cells(r: &AccessRow, csv: bool) -> Vec<String> {
-    let mut row = vec![
-        r.method.name().to_string(),
-        r.pattern.name().into(),
-        r.cache.name().into(),
+/// One row: its figures, or why it was not measured.
+fn add_row(t: &mut Table, r: &AccessRow) {
+    let lead = vec![
+        Value::text(r.method.name()),
+        Value::text(r.pattern.name()),
+        Value::text(r.cache.name()),
     ];
     if let Some(why) = &r.unsupported {
-        if csv {
-            let width = header(true).len();
-            row.resize(width - 1, String::new());
-            row.push(why.clone());
-        } else {
-            row.push(format!("unsupported: {why}"));
-        }
-        return row;
+        return t.unsupported(lead, why);
     }
     let l = &r.latency;
-    let none = if csv { "" } else { "-" };
     // No block timed (--no-latency), or too few for this percentile: no figure is claimed.
     let pct = |ns: u64, need: u64| {
         if l.ops == 0 || l.ops < need {
-            none.to_string()
+            Value::Missing
         } else {
-            us(ns)
+            Value::Fixed(ns as f64 / 1000.0, 1)
         }
     };
+    let mut row = lead;
     row.extend([
-        format!("{:.1}", r.kiops.median),
-        format!("{:.1}", r.mib_s.median),
-        l.ops.to_string(),
+        Value::Fixed(r.kiops.median, 1),
+        Value::Fixed(r.mib_s.median, 1),
+        Value::Count(l.ops),
         pct(l.p50_ns, 1),
         pct(l.p90_ns, 10),
         pct(l.p99_ns, P99_MIN_SAMPLES),
         pct(l.p999_ns, P999_MIN_SAMPLES),
         pct(l.max_ns, 1),
-        format!("{:.4}", r.minor_faults_per_op),
-        format!("{:.4}", r.major_faults_per_op),
-        r.device_bytes_per_byte
-            .map(|d| format!("{d:.2}"))
-            .unwrap_or_else(|| if csv { "" } else { "n/a" }.into()),
-        if csv {
-            crate::report::csv_bool(r.cache_verified)
-        } else if r.cache_verified {
-            "yes".into()
-        } else {
-            "NO".into()
-        },
-        r.kiops.n.to_string(),
-        format!(
-            "{:.1}",
-            1e3 * crate::report::median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64()))
+        Value::Fixed(r.minor_faults_per_op, 4),
+        Value::Fixed(r.major_faults_per_op, 4),
+        Value::fixed_or_missing(r.device_bytes_per_byte, 2),
+        Value::Flag(r.cache_verified),
+        Value::Count(r.kiops.n as u64),
+        Value::Fixed(
+            1e3 * median(r.runs.iter().map(|x| x.counters.wall.as_secs_f64())),
+            1,
         ),
+        Value::Bytes(median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64),
     ]);
-    let bytes = crate::report::median(r.runs.iter().map(|x| x.moved.bytes as f64)) as u64;
-    if csv {
-        row.push(bytes.to_string());
-        row.push(String::new());
-    } else {
-        row.push(format_size(bytes));
-    }
-    row
+    t.row(row);
 }
 
 /// What the samples and percentile columns mean, under a text or Markdown table.
 pub const SAMPLES_NOTE: &str = "samples: blocks timed (short reads are timed one in 16 or more after the first 64); a percentile shows from enough of them: p99 from 100, p99.9 from 1,000 (else -)";
 
-/// `iolab access` in `format`.
-pub fn access_report(r: &AccessResult, format: Format) -> String {
-    let csv = format == Format::Csv;
-    let mut rows = vec![header(csv)];
-    rows.extend(r.rows.iter().map(|row| cells(row, csv)));
+/// `iolab access`: a row per method x pattern x cache state, and how the rounds went.
+pub fn access_document(r: &AccessResult) -> Document {
+    let mut t = columns();
+    for row in &r.rows {
+        add_row(&mut t, row);
+    }
     let c = &r.config;
     let head = format!(
         "access {} ({}, {} blocks of {}), threads {}, depth {}, {}{}{}",
@@ -142,23 +116,17 @@ pub fn access_report(r: &AccessResult, format: Format) -> String {
             .map(|d| format!(", at most {:.1} s per run", d.as_secs_f64()))
             .unwrap_or_default(),
     );
-    let xor = r
-        .xor
-        .map(|x| format!("Xor value is {x:08x}\n"))
-        .unwrap_or_default();
-    match format {
-        Format::Json => json(r),
-        Format::Csv => crate::report::csv_table(&rows),
-        Format::Markdown => format!(
-            "**{head}**\n\n{}\n{SAMPLES_NOTE}\n\n{xor}",
-            markdown_table(&rows)
-        ),
-        Format::Text => format!(
-            "{head}\n\n{}\n{SAMPLES_NOTE}\n{xor}{}",
-            table(&rows),
-            crate::report::rounds_line(&r.rounds)
-        ),
-    }
+    Document::new()
+        .heading(head)
+        .table(t)
+        .para(SAMPLES_NOTE)
+        .para(
+            r.xor
+                .map(|x| format!("Xor value is {x:08x}"))
+                .unwrap_or_default(),
+        )
+        .para(crate::report::rounds_line(&r.rounds))
+        .only(Shown::Text)
 }
 
 /// The classic benchmark's lines: `took <ms>ms` and `iops : <KIOPS>`.
@@ -180,18 +148,10 @@ pub fn classic_lines(r: &AccessResult) -> String {
     format!("took {ms}ms\niops : {iops:.2}\n")
 }
 
-/// `iolab advise` output: the measured table, then the answer per cache state. CSV is the table
-/// alone (one row type); its answer is [`advice_lines`], for stderr.
-pub fn advise_report(r: &crate::experiments::advise::AdviseResult, format: Format) -> String {
-    match format {
-        Format::Json => json(r),
-        Format::Csv => access_report(&r.measured, format),
-        _ => format!(
-            "{}\n{}",
-            access_report(&r.measured, format),
-            advice_lines(r)
-        ),
-    }
+/// `iolab advise` output: the measured table, then the answer per cache state (not in CSV,
+/// which is the table alone: one row type; its answer is [`advice_lines`], for stderr).
+pub fn advise_document(r: &crate::experiments::advise::AdviseResult) -> Document {
+    access_document(&r.measured).lines(advice_lines(r))
 }
 
 /// `iolab advise`'s answer in words: one line per cache state, uncached against the plain call,

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
-use crate::report::Format;
+
 use crate::report::svg::{Bars, bar_chart};
 use crate::workload::Pattern;
 use std::time::Duration;
@@ -46,12 +46,8 @@ impl Entry for Access {
         run_access(&cfg, ctx.command_line, obs)
     }
 
-    fn table(&self, out: &AccessResult) -> String {
-        super::report::access_report(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &AccessResult) -> Option<String> {
-        Some(super::report::access_report(out, Format::Markdown))
+    fn document(&self, out: &AccessResult) -> crate::report::Document {
+        super::report::access_document(out)
     }
 
     fn plot(&self, a: &AccessResult) -> Option<String> {

@@ -8,19 +8,19 @@ use crate::experiments::access::AccessResult;
 use crate::experiments::partb::{PartBCell, PartBResult};
 use crate::measure::decide::{Decided, Verdict};
 use crate::measure::stats::Summary;
-use crate::report::{markdown_table, table};
+use crate::report::{Document, Shown, Table, Value};
 use crate::transfer::ChunkSizes;
 use crate::workload::Pattern;
 
-/// `12.3 (11.9-12.8)`: a median and its interval, `digits` decimals.
-pub fn with_interval(s: &Summary, digits: usize) -> String {
+/// `12.3 (11.9-12.8)`: a median and its interval, `digits` decimals (missing without runs).
+pub fn with_interval(s: &Summary, digits: usize) -> Value {
     if s.n == 0 {
-        return "-".into();
+        return Value::Missing;
     }
-    format!(
+    Value::text(format!(
         "{:.*} ({:.*}-{:.*})",
         digits, s.median, digits, s.ci[0], digits, s.ci[1]
-    )
+    ))
 }
 
 /// The smallest coverage of the intervals shown, for the table's foot.
@@ -42,17 +42,13 @@ fn classic_way(m: ReadMethod) -> &'static str {
 }
 
 /// mmap-bench's table: a row per order and way, KIOPS cold and warm.
-pub fn access_rows(r: &AccessResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "order",
-            "way",
-            "cold KIOPS (interval)",
-            "warm KIOPS (interval)",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn access_table(r: &AccessResult) -> Table {
+    let mut t = Table::titled(&[
+        "order",
+        "way",
+        "cold KIOPS (interval)",
+        "warm KIOPS (interval)",
+    ]);
     for pattern in [Pattern::Seq, Pattern::Random] {
         for &method in &r.config.methods {
             let cell = |cache: CacheMode| {
@@ -61,21 +57,20 @@ pub fn access_rows(r: &AccessResult) -> Vec<Vec<String>> {
                     .find(|row| {
                         row.method == method && row.pattern == pattern && row.cache == cache
                     })
-                    .map(|row| match &row.unsupported {
-                        Some(why) => format!("unsupported: {why}"),
+                    .map_or(Value::Missing, |row| match &row.unsupported {
+                        Some(why) => Value::text(format!("unsupported: {why}")),
                         None => with_interval(&row.kiops, 1),
                     })
-                    .unwrap_or_else(|| "-".into())
             };
-            rows.push(vec![
-                pattern.name().into(),
-                classic_way(method).into(),
+            t.row(vec![
+                Value::text(pattern.name()),
+                Value::text(classic_way(method)),
                 cell(CacheMode::Cold),
                 cell(CacheMode::Warm),
             ]);
         }
     }
-    rows
+    t
 }
 
 /// What the mmap-bench table shows and what the original measured instead.
@@ -88,23 +83,14 @@ pub fn access_note(r: &AccessResult) -> String {
     )
 }
 
-/// mmap-bench's table with its note: text.
-pub fn access_text(r: &AccessResult) -> String {
-    format!("{}\n{}\n", table(&access_rows(r)), access_note(r))
-}
-
-/// mmap-bench's table with its note: Markdown.
-pub fn access_markdown(r: &AccessResult) -> String {
-    format!("{}\n{}\n", markdown_table(&access_rows(r)), access_note(r))
+/// mmap-bench's table with its note.
+pub fn access_document(r: &AccessResult) -> Document {
+    Document::new().table(access_table(r)).para(access_note(r))
 }
 
 /// Part B's ways, MiB/s with intervals.
-pub fn partb_rows(r: &PartBResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        ["how", "MiB/s (interval)", "calls/run", "faults/run"]
-            .map(String::from)
-            .to_vec(),
-    ];
+pub fn partb_table(r: &PartBResult) -> Table {
+    let mut t = Table::titled(&["how", "MiB/s (interval)", "calls/run", "faults/run"]);
     let cells: [&PartBCell; 5] = [
         &r.read,
         &r.mmap_read,
@@ -113,18 +99,19 @@ pub fn partb_rows(r: &PartBResult) -> Vec<Vec<String>> {
         &r.write_fsync_end,
     ];
     for c in cells {
-        rows.push(vec![
-            c.name.clone(),
+        t.row(vec![
+            Value::text(&c.name),
             with_interval(&c.mib_s, 1),
-            c.syscalls.to_string(),
-            c.faults.to_string(),
+            Value::Count(c.syscalls),
+            Value::Count(c.faults),
         ]);
     }
-    rows
+    t
 }
 
-/// Part B's table, `free -m` before and after, and its explanation: Markdown.
-pub fn partb_markdown(r: &PartBResult) -> String {
+/// Part B's table, `free -m` before and after, and its explanation (those two folded: they are
+/// long for a printed page).
+pub fn partb_document(r: &PartBResult) -> Document {
     let level = level_of(
         [
             &r.read,
@@ -136,18 +123,18 @@ pub fn partb_markdown(r: &PartBResult) -> String {
         .iter()
         .map(|c| &c.mib_s),
     );
-    // The free -m table and the explanation folded (the report's `== ` block): they are long
-    // for a printed page.
-    format!(
-        "{}\nIntervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.\n\n== free -m before and after, and what the figures say\n\n{}\n{}\n",
-        markdown_table(&partb_rows(r)),
-        level * 100.0,
-        r.config.rounds.repeat,
-        crate::size::format_size(r.config.bs),
-        crate::size::format_size(r.config.write_len),
-        markdown_table(&crate::experiments::vm::report::partb_free_rows(r)),
-        r.explanation.join("\n\n"),
-    )
+    Document::new()
+        .table(partb_table(r))
+        .para(format!(
+            "Intervals at {:.0}% or more, over {} rounds; blocks of {}, writes of {}.",
+            level * 100.0,
+            r.config.rounds.repeat,
+            crate::size::format_size(r.config.bs),
+            crate::size::format_size(r.config.write_len),
+        ))
+        .fold("free -m before and after, and what the figures say")
+        .table(crate::experiments::vm::report::partb_free_table(r))
+        .para(r.explanation.join("\n\n"))
 }
 
 /// The course's sizes or iolab's, shortly.
@@ -160,7 +147,7 @@ fn sizes_name(s: &ChunkSizes) -> &'static str {
 }
 
 /// Milliseconds with their interval, as many decimals as their size needs.
-fn ms_cell(s: &Summary) -> String {
+fn ms_cell(s: &Summary) -> Value {
     with_interval(s, if s.median < 10.0 { 2 } else { 1 })
 }
 
@@ -192,35 +179,31 @@ fn row<'a>(
 }
 
 /// The course inputs' table: a row per input and sizes, master and slave ms for fcntl and mmap.
-pub fn net_rows(r: &ClassicNetResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "input",
-            "sizes",
-            "master fcntl ms",
-            "master mmap ms",
-            "slave fcntl ms",
-            "slave mmap ms",
-            "slave fcntl / mmap time",
-            "the course's",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn net_table(r: &ClassicNetResult) -> Table {
+    let mut t = Table::titled(&[
+        "input",
+        "sizes",
+        "master fcntl ms",
+        "master mmap ms",
+        "slave fcntl ms",
+        "slave mmap ms",
+        "slave fcntl / mmap time",
+        "the course's",
+    ]);
     for v in &r.versus {
         let ms = |m: Method, master: bool| {
-            row(r, &v.input, &v.sizes, m)
-                .map(|x| ms_cell(if master { &x.master_ms } else { &x.slave_ms }))
-                .unwrap_or_else(|| "-".into())
+            row(r, &v.input, &v.sizes, m).map_or(Value::Missing, |x| {
+                ms_cell(if master { &x.master_ms } else { &x.slave_ms })
+            })
         };
         let course = if v.input.contains("12 MB") {
             let (f, m) = COURSE_12MB_MS;
-            format!("{:.2}x ({f} / {m} ms)", f / m)
+            Value::text(format!("{:.2}x ({f} / {m} ms)", f / m))
         } else {
-            "-".into()
+            Value::Missing
         };
-        rows.push(vec![
-            format!(
+        t.row(vec![
+            Value::text(format!(
                 "{} ({})",
                 v.input,
                 crate::size::format_size(
@@ -230,17 +213,17 @@ pub fn net_rows(r: &ClassicNetResult) -> Vec<Vec<String>> {
                         .find(|i| i.name == v.input)
                         .map_or(0, |i| i.bytes)
                 )
-            ),
-            sizes_name(&v.sizes).into(),
+            )),
+            Value::text(sizes_name(&v.sizes)),
             ms(Method::Fcntl, true),
             ms(Method::Mmap, true),
             ms(Method::Fcntl, false),
             ms(Method::Mmap, false),
-            versus_text(v.verdict.as_ref()),
+            Value::text(versus_text(v.verdict.as_ref())),
             course,
         ]);
     }
-    rows
+    t
 }
 
 /// What the course inputs' table shows, in two sentences.
@@ -264,23 +247,14 @@ pub fn net_note(r: &ClassicNetResult) -> String {
     )
 }
 
-/// The course inputs' table and note: text.
-pub fn net_text(r: &ClassicNetResult) -> String {
-    format!(
-        "{}\n{}\n{}\n{}",
-        table(&net_rows(r)),
-        net_summary(r),
-        net_note(r),
-        crate::report::rounds_line(&r.rounds)
-    )
-}
-
-/// The course inputs' table and note: Markdown.
-pub fn net_markdown(r: &ClassicNetResult) -> String {
-    format!(
-        "{}\n{}\n\n== how to read it beside the course's figure\n\n{}\n",
-        markdown_table(&net_rows(r)),
-        net_summary(r),
-        net_note(r)
-    )
+/// The course inputs' table, what it shows, how the rounds went (text) and how to read it
+/// beside the course's figure (folded).
+pub fn net_document(r: &ClassicNetResult) -> Document {
+    Document::new()
+        .table(net_table(r))
+        .para(net_summary(r))
+        .para(crate::report::rounds_line(&r.rounds))
+        .only(Shown::Text)
+        .fold("how to read it beside the course's figure")
+        .para(net_note(r))
 }

@@ -35,12 +35,8 @@ impl Entry for ClassicAccess {
         run_access(&cfg, ctx.command_line, obs)
     }
 
-    fn table(&self, out: &AccessResult) -> String {
-        report::access_text(out)
-    }
-
-    fn markdown(&self, out: &AccessResult) -> Option<String> {
-        Some(report::access_markdown(out))
+    fn document(&self, out: &AccessResult) -> crate::report::Document {
+        report::access_document(out)
     }
 }
 
@@ -73,12 +69,8 @@ impl Entry for PartB {
         )
     }
 
-    fn table(&self, out: &PartBResult) -> String {
-        crate::experiments::vm::report::partb_report(out, crate::report::Format::Text)
-    }
-
-    fn markdown(&self, out: &PartBResult) -> Option<String> {
-        Some(report::partb_markdown(out))
+    fn document(&self, out: &PartBResult) -> crate::report::Document {
+        report::partb_document(out)
     }
 }
 
@@ -107,11 +99,7 @@ impl Entry for ClassicNet {
         )
     }
 
-    fn table(&self, out: &ClassicNetResult) -> String {
-        report::net_text(out)
-    }
-
-    fn markdown(&self, out: &ClassicNetResult) -> Option<String> {
-        Some(report::net_markdown(out))
+    fn document(&self, out: &ClassicNetResult) -> crate::report::Document {
+        report::net_document(out)
     }
 }

@@ -63,8 +63,8 @@ fn the_time_ratio_is_the_rate_ratio_turned_over_and_says_what_the_interval_says(
 #[test]
 fn a_median_shows_with_its_interval() {
     let s = crate::measure::stats::summarize(&[3.0, 1.0, 2.0]);
-    assert_eq!(with_interval(&s, 1), "2.0 (1.0-3.0)");
-    assert_eq!(with_interval(&Summary::default(), 1), "-");
+    assert_eq!(with_interval(&s, 1).shown(), "2.0 (1.0-3.0)");
+    assert_eq!(with_interval(&Summary::default(), 1).shown(), "-");
 }
 
 /// Both inputs over loopback with both methods and both sizes: every row measured, the slave's
@@ -97,7 +97,7 @@ fn the_course_inputs_run_with_both_methods_and_sizes() {
         "{:?}",
         r.versus
     );
-    let md = report::net_markdown(&r);
+    let md = crate::report::render(&report::net_document(&r), crate::report::Format::Markdown);
     assert_eq!(md.matches("\n| ten small texts").count(), 2, "{md}");
     assert!(md.contains("x 0.0001"), "{md}");
 }

@@ -2,6 +2,7 @@
 //! probes and what probing cost), and the suite's series.
 
 use super::{FastResult, FastSeries};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::{format_size, mib_per_s};
 use crate::xor::format_xor;
 
@@ -134,75 +135,90 @@ pub(super) fn probe_cost(r: &FastResult) -> String {
     )
 }
 
-/// `iolab fast` as one table row (for `--format csv|markdown`).
-pub fn fast_rows(r: &FastResult) -> Vec<Vec<String>> {
+/// `iolab fast`: the course's line in text (`Xor value is ...`), one table row otherwise.
+pub fn fast_document(r: &FastResult) -> Document {
     let secs = r.counters.wall.as_secs_f64();
-    vec![
-        [
-            "method",
-            "threads",
-            "bs bytes",
-            "depth",
-            "bytes",
-            "secs",
-            "MiB/s",
-            "resident %",
-            "xor",
-        ]
-        .map(String::from)
-        .to_vec(),
-        vec![
-            r.choice.method.name().to_string(),
-            r.choice.threads.to_string(),
-            r.choice.bs.to_string(),
-            r.choice.depth.to_string(),
-            r.bytes.to_string(),
-            format!("{secs:.6}"),
-            format!("{:.1}", mib_per_s(r.bytes, secs)),
-            format!("{:.1}", r.resident * 100.0),
-            format_xor(r.xor),
-        ],
-    ]
+    let mut t = Table::new([
+        Column::new("method"),
+        Column::new("threads"),
+        Column::new("bs").csv("bs_bytes"),
+        Column::new("depth"),
+        Column::new("bytes"),
+        Column::new("secs"),
+        Column::new("MiB/s"),
+        Column::new("resident %"),
+        Column::new("xor"),
+    ]);
+    t.row(vec![
+        Value::text(r.choice.method.name()),
+        Value::Count(r.choice.threads as u64),
+        Value::Bytes(r.choice.bs),
+        Value::Count(r.choice.depth as u64),
+        Value::Count(r.bytes),
+        Value::Fixed(secs, 6),
+        Value::Fixed(mib_per_s(r.bytes, secs), 1),
+        Value::Fixed(r.resident * 100.0, 1),
+        Value::text(format_xor(r.xor)),
+    ]);
+    Document::new()
+        .table(t)
+        .only(Shown::Markdown)
+        .lines(format!("Xor value is {}", format_xor(r.xor)))
+        .only(Shown::Text)
 }
 
-/// `fast` repeated, a row per run, then the median.
-pub fn fast_series_markdown(s: &FastSeries) -> String {
-    let mut rows = vec![
-        [
-            "run",
-            "method",
-            "threads",
-            "bs",
-            "secs",
-            "MiB/s",
-            "resident at open",
-            "why",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for (i, r) in s.runs.iter().enumerate() {
-        let secs = r.counters.wall.as_secs_f64();
-        rows.push(vec![
-            (i + 1).to_string(),
-            r.choice.method.name().to_string(),
-            r.choice.threads.to_string(),
-            format_size(r.choice.bs),
-            format!("{secs:.4}"),
-            format!("{:.1}", mib_per_s(r.bytes, secs)),
-            format!("{:.0}%", r.resident * 100.0),
-            r.choice.reason.clone(),
-        ]);
-    }
+/// The median of a series and its interval, in words.
+fn series_median(s: &FastSeries) -> String {
     format!(
-        "{}\nmedian {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)\n",
-        crate::report::markdown_table(&rows),
+        "median {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)",
         s.mib_s.median,
         s.mib_s.n,
         s.mib_s.ci[0],
         s.mib_s.ci[1],
         100.0 * s.mib_s.ci_level
     )
+}
+
+/// `fast` repeated: a row per run (text: each run's line), then the median.
+pub fn fast_series(s: &FastSeries) -> Document {
+    let mut t = Table::titled(&[
+        "run",
+        "method",
+        "threads",
+        "bs",
+        "secs",
+        "MiB/s",
+        "resident at open",
+        "cache ok",
+        "why",
+    ]);
+    for (i, r) in s.runs.iter().enumerate() {
+        let secs = r.counters.wall.as_secs_f64();
+        t.row(vec![
+            Value::Count(i as u64 + 1),
+            Value::text(r.choice.method.name()),
+            Value::Count(r.choice.threads as u64),
+            Value::Bytes(r.choice.bs),
+            Value::Fixed(secs, 4),
+            Value::Fixed(mib_per_s(r.bytes, secs), 1),
+            Value::text(format!("{:.0}%", r.resident * 100.0)),
+            r.cache
+                .as_ref()
+                .map_or(Value::Missing, |c| Value::Flag(c.verified)),
+            Value::text(&r.choice.reason),
+        ]);
+    }
+    Document::new()
+        .table(t)
+        .only(Shown::Markdown)
+        .lines(
+            s.runs
+                .iter()
+                .map(|r| fast_talk(r) + "\n")
+                .collect::<String>(),
+        )
+        .only(Shown::Text)
+        .para(series_median(s))
 }
 
 /// `iolab fast`'s line on stderr: what it chose and how fast it went.
@@ -219,18 +235,4 @@ pub fn fast_talk(r: &FastResult) -> String {
         r.resident * 100.0,
         r.choice.reason
     )
-}
-
-/// A series of `fast` runs: each run's line, then the median and its interval.
-pub fn fast_series(s: &FastSeries) -> String {
-    let mut out: String = s.runs.iter().map(|r| fast_talk(r) + "\n").collect();
-    out.push_str(&format!(
-        "median {:.1} MiB/s over {} runs (interval {:.1}-{:.1} at {:.0}%)\n",
-        s.mib_s.median,
-        s.mib_s.n,
-        s.mib_s.ci[0],
-        s.mib_s.ci[1],
-        100.0 * s.mib_s.ci_level
-    ));
-    out
 }

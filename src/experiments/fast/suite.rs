@@ -57,12 +57,8 @@ impl Entry for Fast {
         ))
     }
 
-    fn table(&self, out: &FastSeries) -> String {
+    fn document(&self, out: &FastSeries) -> crate::report::Document {
         super::report::fast_series(out)
-    }
-
-    fn markdown(&self, out: &FastSeries) -> Option<String> {
-        Some(super::report::fast_series_markdown(out))
     }
 
     fn finding_keys(&self) -> &'static [&'static str] {

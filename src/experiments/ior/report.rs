@@ -4,73 +4,65 @@
 
 use crate::experiments::ior::{IorResult, PhaseResult};
 use crate::measure::stats::summarize;
-use crate::report::{Format, csv_table, json, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::format_size;
 use crate::xor::format_xor;
 
 /// The per-iteration rows, IOR's columns.
-fn results_rows(r: &IorResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "access",
-            "bw(MiB/s)",
-            "IOPS",
-            "Latency(s)",
-            "block(KiB)",
-            "xfer(KiB)",
-            "open(s)",
-            "wr/rd(s)",
-            "close(s)",
-            "total(s)",
-            "iter",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+fn results_table(r: &IorResult) -> Table {
+    let mut t = Table::titled(&[
+        "access",
+        "bw(MiB/s)",
+        "IOPS",
+        "Latency(s)",
+        "block(KiB)",
+        "xfer(KiB)",
+        "open(s)",
+        "wr/rd(s)",
+        "close(s)",
+        "total(s)",
+        "iter",
+    ]);
     for p in &r.phases {
-        rows.push(vec![
-            p.access.clone(),
-            format!("{:.2}", p.mib_s),
-            format!("{:.2}", p.iops),
-            format!("{:.6}", p.latency_s),
-            (r.config.block / 1024).to_string(),
-            (r.config.transfer / 1024).to_string(),
-            format!("{:.6}", p.open_s),
-            format!("{:.6}", p.xfer_s),
-            format!("{:.6}", p.close_s),
-            format!("{:.6}", p.total_s),
-            p.iteration.to_string(),
+        t.row(vec![
+            Value::text(&p.access),
+            Value::Fixed(p.mib_s, 2),
+            Value::Fixed(p.iops, 2),
+            Value::Fixed(p.latency_s, 6),
+            Value::Count(r.config.block / 1024),
+            Value::Count(r.config.transfer / 1024),
+            Value::Fixed(p.open_s, 6),
+            Value::Fixed(p.xfer_s, 6),
+            Value::Fixed(p.close_s, 6),
+            Value::Fixed(p.total_s, 6),
+            Value::Count(p.iteration as u64),
         ]);
     }
-    rows
+    t
 }
 
 /// The summary over iterations per operation, IOR's columns that apply.
-fn summary_rows(r: &IorResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "Operation",
-            "Max(MiB)",
-            "Min(MiB)",
-            "Mean(MiB)",
-            "StdDev",
-            "Max(OPs)",
-            "Min(OPs)",
-            "Mean(OPs)",
-            "Mean(s)",
-            "#Tasks",
-            "reps",
-            "fPP",
-            "reord",
-            "segcnt",
-            "blksiz",
-            "xsize",
-            "aggs(MiB)",
-            "API",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+fn summary_table(r: &IorResult) -> Table {
+    let mut t = Table::titled(&[
+        "Operation",
+        "Max(MiB)",
+        "Min(MiB)",
+        "Mean(MiB)",
+        "StdDev",
+        "Max(OPs)",
+        "Min(OPs)",
+        "Mean(OPs)",
+        "Mean(s)",
+        "#Tasks",
+        "reps",
+        "fPP",
+        "reord",
+        "segcnt",
+        "blksiz",
+        "xsize",
+        "aggs(MiB)",
+        "API",
+    ]);
     for op in ["write", "read"] {
         let ps: Vec<&PhaseResult> = r.phases.iter().filter(|p| p.access == op).collect();
         if ps.is_empty() {
@@ -80,111 +72,80 @@ fn summary_rows(r: &IorResult) -> Vec<Vec<String>> {
         let ops = summarize(&ps.iter().map(|p| p.iops).collect::<Vec<_>>());
         let secs = ps.iter().map(|p| p.total_s).sum::<f64>() / ps.len() as f64;
         let agg = ps[0].ranks.iter().map(|k| k.bytes).sum::<u64>() as f64 / 1_048_576.0;
-        rows.push(vec![
-            op.into(),
-            format!("{:.2}", bw.max),
-            format!("{:.2}", bw.min),
-            format!("{:.2}", bw.mean),
-            format!("{:.2}", bw.stddev),
-            format!("{:.2}", ops.max),
-            format!("{:.2}", ops.min),
-            format!("{:.2}", ops.mean),
-            format!("{secs:.5}"),
-            r.ranks.to_string(),
-            r.config.iterations.to_string(),
-            u8::from(r.config.file_per_proc).to_string(),
-            u8::from(r.config.reorder).to_string(),
-            r.config.segments.to_string(),
-            r.config.block.to_string(),
-            r.config.transfer.to_string(),
-            format!("{agg:.1}"),
-            r.config.api.name().to_uppercase(),
+        t.row(vec![
+            Value::text(op),
+            Value::Fixed(bw.max, 2),
+            Value::Fixed(bw.min, 2),
+            Value::Fixed(bw.mean, 2),
+            Value::Fixed(bw.stddev, 2),
+            Value::Fixed(ops.max, 2),
+            Value::Fixed(ops.min, 2),
+            Value::Fixed(ops.mean, 2),
+            Value::Fixed(secs, 5),
+            Value::Count(r.ranks as u64),
+            Value::Count(r.config.iterations as u64),
+            Value::Count(u64::from(r.config.file_per_proc)),
+            Value::Count(u64::from(r.config.reorder)),
+            Value::Count(r.config.segments),
+            Value::Count(r.config.block),
+            Value::Count(r.config.transfer),
+            Value::Fixed(agg, 1),
+            Value::text(r.config.api.name().to_uppercase()),
         ]);
     }
-    rows
+    t
 }
 
-/// A row per rank and phase: what iolab adds; `csv`: plain numbers, `true`/`false` (empty when
-/// not checked), a missing figure empty.
-fn rank_rows(r: &IorResult, csv: bool) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "access",
-            "iter",
-            "rank",
-            "data of",
-            "bytes",
-            "secs",
-            if csv {
-                "resident before %"
-            } else {
-                "resident before"
-            },
-            "minflt",
-            "majflt",
-            if csv { "dev read bytes" } else { "dev read" },
-            "xor",
-            "expected",
-            "ok",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+/// A row per rank and phase: what iolab adds.
+fn rank_table(r: &IorResult) -> Table {
+    let mut t = Table::new([
+        Column::new("access"),
+        Column::new("iter"),
+        Column::new("rank"),
+        Column::new("data of"),
+        Column::new("bytes"),
+        Column::new("secs"),
+        Column::new("resident before").csv("resident_before_pct"),
+        Column::new("minflt"),
+        Column::new("majflt"),
+        Column::new("dev read").csv("dev_read_bytes"),
+        Column::new("xor"),
+        Column::new("expected"),
+        Column::new("ok"),
+    ]);
     for p in &r.phases {
         for (i, k) in p.ranks.iter().enumerate() {
-            rows.push(vec![
-                p.access.clone(),
-                p.iteration.to_string(),
-                i.to_string(),
-                k.data_of.to_string(),
-                k.bytes.to_string(),
-                format!("{:.6}", k.close_end - k.open_start),
-                match (k.resident_before < 0.0, csv) {
-                    (true, true) => String::new(),
-                    (true, false) => "-".into(),
-                    (false, true) => format!("{:.1}", k.resident_before * 100.0),
-                    (false, false) => format!("{:.1}%", k.resident_before * 100.0),
-                },
-                k.minor_faults.to_string(),
-                k.major_faults.to_string(),
-                if csv {
-                    k.device_read_bytes.to_string()
+            t.row(vec![
+                Value::text(&p.access),
+                Value::Count(p.iteration as u64),
+                Value::Count(i as u64),
+                Value::Count(k.data_of as u64),
+                Value::Count(k.bytes),
+                Value::Fixed(k.close_end - k.open_start, 6),
+                if k.resident_before < 0.0 {
+                    Value::Missing
                 } else {
-                    format_size(k.device_read_bytes)
+                    Value::Fixed(k.resident_before * 100.0, 1)
                 },
-                k.xor.map_or(if csv { "" } else { "-" }.into(), format_xor),
-                format_xor(k.expected_xor),
-                match (k.xor, csv) {
-                    (None, true) => String::new(),
-                    (Some(x), true) => crate::report::csv_bool(x == k.expected_xor),
-                    (None, false) => "not checked".into(),
-                    (Some(x), false) if x == k.expected_xor => "yes".into(),
-                    (Some(_), false) => "no".into(),
-                },
+                Value::Count(k.minor_faults),
+                Value::Count(k.major_faults),
+                Value::Bytes(k.device_read_bytes),
+                k.xor.map_or(Value::Missing, |x| Value::text(format_xor(x))),
+                Value::text(format_xor(k.expected_xor)),
+                k.xor
+                    .map_or(Value::Missing, |x| Value::Flag(x == k.expected_xor)),
             ]);
         }
     }
-    rows
+    t
 }
 
-/// The report in `format`.
-pub fn ior_report(r: &IorResult, format: Format) -> String {
-    match format {
-        Format::Json => return json(r),
-        Format::Csv => return csv_table(&rank_rows(r, true)),
-        Format::Markdown => {
-            return format!(
-                "{}\n{}\n{}",
-                markdown_table(&results_rows(r)),
-                markdown_table(&summary_rows(r)),
-                markdown_table(&rank_rows(r, false))
-            );
-        }
-        Format::Text => {}
-    }
+/// IOR's report: the per-rank table first for CSV; text and Markdown the Results, the summary,
+/// the per-rank table, the slowest ranks, the XOR check and the notes.
+pub fn ior_document(r: &IorResult) -> Document {
     let c = &r.config;
-    let mut out = format!(
-        "iolab ior: {} ranks, api {}, {}, block {} x {} segment(s), transfer {}{}{}{}\n\nResults:\n\n",
+    let heading = format!(
+        "iolab ior: {} ranks, api {}, {}, block {} x {} segment(s), transfer {}{}{}{}",
         r.ranks,
         c.api.name(),
         if c.file_per_proc {
@@ -205,19 +166,41 @@ pub fn ior_report(r: &IorResult, format: Format) -> String {
             .map(|d| format!(", stonewall {:.0} s", d.as_secs_f64()))
             .unwrap_or_default(),
     );
-    out.push_str(&table(&results_rows(r)));
-    out.push_str("\nSummary of all tests:\n");
-    out.push_str(&table(&summary_rows(r)));
-    out.push_str("\nPer rank (iolab):\n");
-    out.push_str(&table(&rank_rows(r, false)));
-    for p in &r.phases {
-        if p.ranks.len() > 1 {
-            out.push_str(&format!(
-                "{} iter {}: slowest rank {}, {:.2}x the fastest\n",
+    let slowest: Vec<String> = r
+        .phases
+        .iter()
+        .filter(|p| p.ranks.len() > 1)
+        .map(|p| {
+            format!(
+                "{} iter {}: slowest rank {}, {:.2}x the fastest",
                 p.access, p.iteration, p.slowest_rank, p.slowest_ratio
-            ));
-        }
-    }
+            )
+        })
+        .collect();
+    Document::new()
+        .table(rank_table(r))
+        .only(Shown::Data)
+        .heading(heading)
+        .only(Shown::Text)
+        .para("Results:")
+        .only(Shown::Text)
+        .table(results_table(r))
+        .para("Summary of all tests:")
+        .only(Shown::Text)
+        .table(summary_table(r))
+        .para("Per rank (iolab):")
+        .only(Shown::Text)
+        .table(rank_table(r))
+        .items(slowest)
+        .only(Shown::Text)
+        .para(xor_line(r))
+        .only(Shown::Text)
+        .items(r.notes.iter().map(|n| format!("note: {n}")).collect())
+        .only(Shown::Text)
+}
+
+/// What the XOR check said of the data read (or, without reads, written).
+fn xor_line(r: &IorResult) -> String {
     let reads: Vec<&PhaseResult> = r.phases.iter().filter(|p| p.access == "read").collect();
     let checked: Vec<&PhaseResult> = if reads.is_empty() {
         r.phases.iter().collect()
@@ -226,12 +209,11 @@ pub fn ior_report(r: &IorResult, format: Format) -> String {
     };
     let ok = checked.iter().all(|p| p.verified());
     if checked.iter().any(|p| !p.checked()) {
-        out.push_str(
-            "XOR not checked (--no-verify): bandwidth as IOR measures it without -R; the data moved was not checked\n",
-        );
-    } else if let Some(p) = checked.last() {
-        out.push_str(&format!(
-            "XOR of all data {}: {} (expected {}): {}\n",
+        return "XOR not checked (--no-verify): bandwidth as IOR measures it without -R; the data moved was not checked".into();
+    }
+    checked.last().map_or_else(String::new, |p| {
+        format!(
+            "XOR of all data {}: {} (expected {}): {}",
             if p.access == "read" {
                 "read"
             } else {
@@ -244,10 +226,6 @@ pub fn ior_report(r: &IorResult, format: Format) -> String {
             } else {
                 "MISMATCH"
             }
-        ));
-    }
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
-    out
+        )
+    })
 }

@@ -1,26 +1,36 @@
 //! `iolab cache`'s report (residency maps, the page cache's lines from /proc/meminfo).
 
 use super::CacheReport;
-use crate::report::{Format, json, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::format_size;
 
-/// `iolab cache` output.
-pub fn cache_report(r: &CacheReport, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
-    let mut rows = vec![vec![
-        "file".to_string(),
-        "size".into(),
-        "resident pages".into(),
-        "resident".into(),
-    ]];
+/// `iolab cache`: each file's residency (and a total), its map with `--map`, the page
+/// cache's lines; CSV a row per file.
+pub fn cache_document(r: &CacheReport) -> Document {
+    let mut data = Table::new([
+        Column::new("file"),
+        Column::new("size").csv("size_bytes"),
+        Column::new("resident pages"),
+        Column::new("total pages"),
+        Column::new("resident %").csv("resident_pct"),
+    ]);
+    let mut t = Table::titled(&["file", "size", "resident pages", "resident"]);
     for f in &r.files {
-        rows.push(vec![
-            f.path.display().to_string(),
-            format_size(f.size),
-            format!("{}/{}", f.residency.resident_pages, f.residency.total_pages),
-            format!("{:.1}%", f.residency.percent()),
+        data.row(vec![
+            Value::text(f.path.display().to_string()),
+            Value::Bytes(f.size),
+            Value::Count(f.residency.resident_pages),
+            Value::Count(f.residency.total_pages),
+            Value::Fixed(f.residency.percent(), 2),
+        ]);
+        t.row(vec![
+            Value::text(f.path.display().to_string()),
+            Value::Bytes(f.size),
+            Value::text(format!(
+                "{}/{}",
+                f.residency.resident_pages, f.residency.total_pages
+            )),
+            Value::text(format!("{:.1}%", f.residency.percent())),
         ]);
     }
     if r.files.len() > 1 || !r.unreadable.is_empty() {
@@ -35,25 +45,14 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
         } else {
             format!(", {} unreadable left out", r.unreadable.len())
         };
-        rows.push(vec![
-            format!("total ({n} files{unreadable})"),
-            format_size(bytes),
-            format!("{res}/{pages}"),
-            format!("{pct:.1}%"),
+        t.row(vec![
+            Value::text(format!("total ({n} files{unreadable})")),
+            Value::Bytes(bytes),
+            Value::text(format!("{res}/{pages}")),
+            Value::text(format!("{pct:.1}%")),
         ]);
     }
     let p = &r.page_cache;
-    let pc = format!(
-        "page cache: Cached {}, Buffers {}, Dirty {}, Writeback {}, Active(file) {}, Inactive(file) {}; MemTotal {}, MemAvailable {}",
-        format_size(p.cached),
-        format_size(p.buffers),
-        format_size(p.dirty),
-        format_size(p.writeback),
-        format_size(p.active_file),
-        format_size(p.inactive_file),
-        format_size(p.mem_total),
-        format_size(p.mem_available)
-    );
     let bars: String = r
         .files
         .iter()
@@ -68,37 +67,22 @@ pub fn cache_report(r: &CacheReport, format: Format) -> String {
             })
         })
         .collect();
-    let pc = if bars.is_empty() {
-        pc
-    } else {
-        format!("{bars}{pc}")
-    };
-    match format {
-        Format::Csv => {
-            let mut out = crate::report::csv_line(
-                &[
-                    "file",
-                    "size_bytes",
-                    "resident_pages",
-                    "total_pages",
-                    "resident_pct",
-                ]
-                .map(String::from),
-            );
-            for f in &r.files {
-                out.push_str(&crate::report::csv_line(&[
-                    f.path.display().to_string(),
-                    f.size.to_string(),
-                    f.residency.resident_pages.to_string(),
-                    f.residency.total_pages.to_string(),
-                    format!("{:.2}", f.residency.percent()),
-                ]));
-            }
-            out
-        }
-        Format::Markdown => format!("{}\n{pc}\n", markdown_table(&rows)),
-        _ => format!("{}{pc}\n", table(&rows)),
-    }
+    Document::new()
+        .table(data)
+        .only(Shown::Data)
+        .table(t)
+        .lines(bars)
+        .para(format!(
+            "page cache: Cached {}, Buffers {}, Dirty {}, Writeback {}, Active(file) {}, Inactive(file) {}; MemTotal {}, MemAvailable {}",
+            format_size(p.cached),
+            format_size(p.buffers),
+            format_size(p.dirty),
+            format_size(p.writeback),
+            format_size(p.active_file),
+            format_size(p.inactive_file),
+            format_size(p.mem_total),
+            format_size(p.mem_available)
+        ))
 }
 
 /// One character per slice: `#` all resident, `o` half or more, `.` some, ` ` none.
@@ -113,9 +97,11 @@ pub fn residency_bar(map: &[f64]) -> String {
         .collect()
 }
 
-/// `iolab cache meminfo`.
-pub fn meminfo_report(p: &crate::cache::meminfo::PageCache, format: Format) -> String {
-    let rows: Vec<(&str, u64)> = vec![
+/// `iolab cache meminfo`: a row per field, its size and its bytes (CSV: its bytes).
+pub fn meminfo_document(p: &crate::cache::meminfo::PageCache) -> Document {
+    let mut data = Table::titled(&["field", "bytes"]);
+    let mut t = Table::titled(&["field", "size", "bytes"]);
+    for (k, v) in [
         ("MemTotal", p.mem_total),
         ("MemAvailable", p.mem_available),
         ("Cached", p.cached),
@@ -124,29 +110,11 @@ pub fn meminfo_report(p: &crate::cache::meminfo::PageCache, format: Format) -> S
         ("Writeback", p.writeback),
         ("Active(file)", p.active_file),
         ("Inactive(file)", p.inactive_file),
-    ];
-    match format {
-        Format::Json => json(p),
-        Format::Csv => {
-            let mut out = crate::report::csv_line(&["field".to_string(), "bytes".into()]);
-            for (k, v) in rows {
-                out.push_str(&crate::report::csv_line(&[k.to_string(), v.to_string()]));
-            }
-            out
-        }
-        _ => {
-            let mut t = vec![vec!["field".to_string(), "size".into(), "bytes".into()]];
-            t.extend(
-                rows.iter()
-                    .map(|(k, v)| vec![k.to_string(), format_size(*v), v.to_string()]),
-            );
-            if format == Format::Markdown {
-                markdown_table(&t)
-            } else {
-                table(&t)
-            }
-        }
+    ] {
+        data.row(vec![Value::text(k), Value::Count(v)]);
+        t.row(vec![Value::text(k), Value::Bytes(v), Value::Count(v)]);
     }
+    Document::new().table(data).only(Shown::Data).table(t)
 }
 
 #[cfg(test)]

@@ -5,19 +5,19 @@
 use crate::experiments::pollute::{PolluteResult, PolluteTick, StreamRun};
 use crate::measure::finding::Finding;
 use crate::report::svg::{Plot, Series, line_plot, series_points};
-use crate::report::{Format, csv_line, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::format_size;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
+fn opt(v: Option<f64>, digits: usize) -> Value {
+    Value::fixed_or_missing(v, digits)
 }
 
 /// Microseconds: one decimal under 10, whole above.
-fn us(v: Option<f64>) -> String {
+fn us(v: Option<f64>) -> Value {
     match v {
-        Some(x) if x < 10.0 => format!("{x:.1}"),
+        Some(x) if x < 10.0 => Value::Fixed(x, 1),
         other => opt(other, 0),
     }
 }
@@ -50,37 +50,33 @@ fn run_label(r: &PolluteResult, m: &StreamRun) -> String {
     }
 }
 
-fn summary_rows(r: &PolluteResult) -> Vec<Vec<String>> {
-    let mut rows = vec![SUMMARY_HEADER.iter().map(|s| s.to_string()).collect()];
+fn summary_table(r: &PolluteResult) -> Table {
+    let mut t = Table::titled(&SUMMARY_HEADER);
     for m in r.reads.iter().chain(&r.writes) {
-        let mut row = vec![run_label(r, m)];
+        let lead = vec![Value::text(run_label(r, m))];
         match (&m.unsupported, &m.effect) {
-            (Some(why), _) => {
-                row.push("unsupported".into());
-                row.extend(std::iter::repeat_n(String::new(), 9));
-                row.push(why.clone());
+            (Some(why), _) => t.unsupported(lead, why),
+            (None, None) => t.unsupported(lead, "too few ticks"),
+            (None, Some(e)) => {
+                let mut row = lead;
+                row.extend([
+                    Value::Fixed(e.stream_mib_s.median, 0),
+                    Value::Fixed(e.hot_alone.median, 1),
+                    Value::Fixed(e.hot_kiops.median, 1),
+                    Value::text(format!("{:.1}-{:.1}", e.hot_kiops.ci[0], e.hot_kiops.ci[1])),
+                    us(e.hot_p99_alone_us),
+                    us(e.hot_p99_us),
+                    opt(e.hot_resident_pct, 1),
+                    opt(e.hot_resident_min_pct, 1),
+                    opt(e.mem_bytes.map(|b| b as f64 / MIB), 0),
+                    opt(e.evicted_per_s, 0),
+                    opt(e.refaults_per_s, 0),
+                ]);
+                t.row(row);
             }
-            (None, None) => {
-                row.push("too few ticks".into());
-                row.extend(std::iter::repeat_n(String::new(), 10));
-            }
-            (None, Some(e)) => row.extend([
-                format!("{:.0}", e.stream_mib_s.median),
-                format!("{:.1}", e.hot_alone.median),
-                format!("{:.1}", e.hot_kiops.median),
-                format!("{:.1}-{:.1}", e.hot_kiops.ci[0], e.hot_kiops.ci[1]),
-                us(e.hot_p99_alone_us),
-                us(e.hot_p99_us),
-                opt(e.hot_resident_pct, 1),
-                opt(e.hot_resident_min_pct, 1),
-                opt(e.mem_bytes.map(|b| b as f64 / MIB), 0),
-                opt(e.evicted_per_s, 0),
-                opt(e.refaults_per_s, 0),
-            ]),
         }
-        rows.push(row);
     }
-    rows
+    t
 }
 
 const TICK_HEADER: [&str; 11] = [
@@ -97,15 +93,15 @@ const TICK_HEADER: [&str; 11] = [
     "kswapd scan/s",
 ];
 
-fn tick_cells(t: &PolluteTick) -> Vec<String> {
+fn tick_cells(t: &PolluteTick) -> Vec<Value> {
     let per_s = |n: Option<u64>| opt(n.map(|n| n as f64 / t.secs), 0);
     vec![
-        format!("{:.2}", t.t),
-        if t.streaming { "yes" } else { "no" }.into(),
-        format!("{:.1}", t.hot_kiops),
+        Value::Fixed(t.t, 2),
+        Value::Flag(t.streaming),
+        Value::Fixed(t.hot_kiops, 1),
         us(t.hot_p99_us),
         opt(t.hot_resident_pct, 1),
-        format!("{:.0}", t.stream_mib_s),
+        Value::Fixed(t.stream_mib_s, 0),
         opt(t.mem_current.map(|b| b as f64 / MIB), 0),
         opt(t.dev_read_bytes.map(|b| b as f64 / t.secs / MIB), 0),
         per_s(t.group_evicted),
@@ -132,68 +128,51 @@ fn heading(r: &PolluteResult) -> String {
 
 const NOTES: &str = "Each method ran --passes times, interleaved (#1, #2); a finding names a winner only when every run's interval does. Medians over the hot reader's ticks alone (its first left out) and over the second half of the stream's (the first half holds the stream's start and the hot set's slide); interval: the hot KIOPS median's at 95%. hot resident: the hot file's pages in the page cache under the stream (least: the lowest tick). evicted/s: pages the group evicted to stay under its limit (memory.stat: pgsteal; in cgroup v1 pgpgout, every page uncharged, the pages uncached I/O drops itself included); refaults/s: file pages of the group read again soon after their eviction (workingset_refault_file): the hot set's, or the stream's own read-ahead evicted before it was read. kswapd scan/s: machine-wide, the machine's own pressure. A written stream's file is never kept.\n";
 
-/// `iolab pollute` in `format`, with its findings; `ticks` adds every method's series to text.
-pub fn pollute_report(
-    r: &PolluteResult,
-    findings: &[Finding],
-    format: Format,
-    ticks: bool,
-) -> String {
+/// `iolab pollute` with its findings: the summary, the findings, what the columns mean, and
+/// with `ticks` every run's series (folded). CSV: a row per method, run and tick.
+pub fn pollute_document(r: &PolluteResult, findings: &[Finding], ticks: bool) -> Document {
     let runs = || r.reads.iter().chain(&r.writes);
-    match format {
-        Format::Json => crate::report::json_with_findings(r, findings),
-        Format::Csv => {
-            let mut header = vec![
-                "direction".to_string(),
-                "method".to_string(),
-                "run".to_string(),
+    let mut all = Table::new(
+        ["direction", "method", "run"]
+            .iter()
+            .chain(&TICK_HEADER)
+            .map(|c| Column::new(c)),
+    );
+    for m in runs() {
+        for t in &m.ticks {
+            let mut row = vec![
+                Value::text(if m.writes { "write" } else { "read" }),
+                Value::text(&m.method),
+                Value::Count(m.pass as u64 + 1),
             ];
-            header.extend(TICK_HEADER.iter().map(|s| crate::report::csv_key(s)));
-            let mut out = csv_line(&header);
-            for m in runs() {
-                for t in &m.ticks {
-                    let mut row = vec![
-                        if m.writes { "write" } else { "read" }.to_string(),
-                        m.method.clone(),
-                        (m.pass + 1).to_string(),
-                    ];
-                    let mut cells = crate::report::csv_cells(tick_cells(t));
-                    cells[1] = crate::report::csv_bool(t.streaming);
-                    row.extend(cells);
-                    out.push_str(&csv_line(&row));
-                }
-            }
-            out
-        }
-        Format::Markdown | Format::Text => {
-            let md = format == Format::Markdown;
-            let tab = |rows: &[Vec<String>]| {
-                if md {
-                    markdown_table(rows)
-                } else {
-                    table(rows)
-                }
-            };
-            let mut out = format!("{}\n\n", heading(r));
-            out.push_str(&tab(&summary_rows(r)));
-            for f in findings {
-                out.push_str(&format!("\nFinding: {}\n", f.text));
-            }
-            out.push('\n');
-            out.push_str(NOTES);
-            // Each run's series last, under a `== ` line: report.html folds it (and leaves it
-            // out of print).
-            if ticks {
-                for m in runs().filter(|m| !m.ticks.is_empty()) {
-                    out.push_str(&format!("\n== {}\n\n", run_label(r, m)));
-                    let mut rows = vec![TICK_HEADER.iter().map(|s| s.to_string()).collect()];
-                    rows.extend(m.ticks.iter().map(tick_cells));
-                    out.push_str(&tab(&rows));
-                }
-            }
-            out
+            row.extend(tick_cells(t));
+            all.row(row);
         }
     }
+    let mut doc = Document::new()
+        .table(all)
+        .only(Shown::Data)
+        .heading(heading(r))
+        .table(summary_table(r))
+        .items(
+            findings
+                .iter()
+                .map(|f| format!("Finding: {}", f.text))
+                .collect(),
+        )
+        .para(NOTES);
+    // Each run's series last, under a `== ` line: report.html folds it (and leaves it out of
+    // print).
+    if ticks {
+        for m in runs().filter(|m| !m.ticks.is_empty()) {
+            let mut t = Table::titled(&TICK_HEADER);
+            for tick in &m.ticks {
+                t.row(tick_cells(tick));
+            }
+            doc = doc.fold(run_label(r, m)).table(t);
+        }
+    }
+    doc
 }
 
 /// The hot reader's KIOPS over time per stream method, and below it the hot set's residency.

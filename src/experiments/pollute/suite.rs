@@ -2,14 +2,13 @@
 //! (at least 64 MiB).
 
 use super::findings;
-use super::report::{pollute_plot, pollute_report};
+use super::report::{pollute_document, pollute_plot};
 use crate::engine::write::WriteMethod;
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::experiments::pollute::{PolluteConfig, PolluteResult, StreamMethod, run_pollute};
 use crate::measure::finding::Finding;
-use crate::report::Format;
 
 /// `pollute` with the data file as the stream and a group a quarter of its size (at least
 /// [`MIN_MEMORY`]).
@@ -70,17 +69,8 @@ impl Entry for Pollute {
         run_pollute(&cfg, obs)
     }
 
-    fn table(&self, out: &PolluteResult) -> String {
-        pollute_report(out, &findings::pollute(out), Format::Text, false)
-    }
-
-    fn markdown(&self, out: &PolluteResult) -> Option<String> {
-        Some(pollute_report(
-            out,
-            &findings::pollute(out),
-            Format::Markdown,
-            false,
-        ))
+    fn document(&self, out: &PolluteResult) -> crate::report::Document {
+        pollute_document(out, &findings::pollute(out), false)
     }
 
     fn plot(&self, out: &PolluteResult) -> Option<String> {

@@ -1,25 +1,24 @@
 //! Reports of measured runs (`iolab read`, `iolab write`): one row per run, then the summary.
+//! CSV is a row per run with every setting and counter in plain numbers.
 
 use super::{ReadResult, RunRecord, Runs};
-use crate::report::{Format, csv_bool, csv_line, json, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::format_size;
 use crate::workload::Shape;
 use crate::xor::format_xor;
 
-/// One setting of a run set: its CSV column, as the settings line shows it, as CSV holds it.
+/// One setting of a run set: its CSV column and its value.
 pub(crate) struct Setting {
     key: &'static str,
-    text: String,
-    csv: String,
+    value: Value,
 }
 
 impl Setting {
+    /// A setting in words.
     pub(crate) fn new(key: &'static str, text: impl Into<String>) -> Self {
-        let text = text.into();
         Setting {
             key,
-            csv: text.clone(),
-            text,
+            value: Value::text(text),
         }
     }
 }
@@ -27,8 +26,7 @@ impl Setting {
 /// The common view of a set of measured runs.
 pub(crate) struct RunSet<'a> {
     pub(crate) headline: String,
-    /// Each setting's CSV column, its text and its CSV value (numbers plain, booleans
-    /// `true`/`false`).
+    /// Each setting's CSV column and value.
     pub(crate) config: Vec<Setting>,
     pub(crate) runs: &'a Runs,
     pub(crate) xor: u32,
@@ -37,11 +35,8 @@ pub(crate) struct RunSet<'a> {
     pub(crate) misses: bool,
 }
 
-/// `iolab read` in `format`.
-pub fn read_report(r: &ReadResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
+/// `iolab read`: its runs, their summary and the XOR.
+pub fn read_document(r: &ReadResult) -> Document {
     let c = &r.config;
     let fs = match (&r.host.filesystem, &r.host.device) {
         (Some(f), Some(d)) => format!(", {f} on {d}"),
@@ -62,8 +57,7 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
                 Setting::new("depth", c.shape.depth.to_string()),
                 Setting {
                     key: "sqpoll",
-                    text: if c.shape.sqpoll { "yes" } else { "no" }.into(),
-                    csv: csv_bool(c.shape.sqpoll),
+                    value: Value::Flag(c.shape.sqpoll),
                 },
                 Setting::new("cache", c.cache.name()),
             ],
@@ -73,21 +67,7 @@ pub fn read_report(r: &ReadResult, format: Format) -> String {
         with_cache: true,
         misses: c.method == crate::engine::ReadMethod::PreadNowait,
     };
-    render(&set, format)
-}
-
-/// CPU seconds (user, system) to `decimals` places, minor and major faults, context switches and
-/// requests: the counter columns every runs table has, in this order.
-fn counter_cells(r: &RunRecord, decimals: usize) -> [String; 6] {
-    let c = &r.counters;
-    [
-        format!("{:.*}", decimals, c.user.as_secs_f64()),
-        format!("{:.*}", decimals, c.sys.as_secs_f64()),
-        c.minor_faults.to_string(),
-        c.major_faults.to_string(),
-        c.context_switches.to_string(),
-        r.moved.ops.to_string(),
-    ]
+    document(&set)
 }
 
 /// The settings line: method, block size, order, threads, then what is particular to the command.
@@ -101,22 +81,13 @@ pub(crate) fn settings(
         Setting::new("method", method),
         Setting {
             key: "bs_bytes",
-            text: format_size(bs),
-            csv: bs.to_string(),
+            value: Value::Bytes(bs),
         },
         Setting::new("pattern", shape.pattern.name()),
         Setting::new("threads", shape.threads.to_string()),
     ];
     v.extend(more);
     v
-}
-
-pub(crate) fn render(set: &RunSet, format: Format) -> String {
-    match format {
-        Format::Csv => csv(set),
-        Format::Markdown => markdown(set),
-        _ => text(set),
-    }
 }
 
 fn run_label(i: usize, runs: &[RunRecord]) -> String {
@@ -128,157 +99,149 @@ fn run_label(i: usize, runs: &[RunRecord]) -> String {
     }
 }
 
-fn rows(set: &RunSet) -> Vec<Vec<String>> {
-    let mut header: Vec<String> = [
-        "run", "time s", "MiB/s", "user s", "sys s", "minflt", "majflt", "ctxsw", "ops", "dev read",
+/// CPU seconds (user, system) to `decimals` places, minor and major faults, context switches and
+/// requests: the counter columns every runs table has, in this order.
+fn counter_cells(r: &RunRecord, decimals: usize) -> [Value; 6] {
+    let c = &r.counters;
+    [
+        Value::Fixed(c.user.as_secs_f64(), decimals),
+        Value::Fixed(c.sys.as_secs_f64(), decimals),
+        Value::Count(c.minor_faults),
+        Value::Count(c.major_faults),
+        Value::Count(c.context_switches),
+        Value::Count(r.moved.ops),
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+}
+
+/// The runs as people read them: a row per run, warm-ups marked.
+fn people_table(set: &RunSet) -> Table {
+    let mut titles = vec![
+        "run", "time s", "MiB/s", "user s", "sys s", "minflt", "majflt", "ctxsw", "ops", "dev read",
+    ];
     if set.misses {
-        header.push("missed".into());
+        titles.push("missed");
     }
     if set.with_cache {
-        header.push("resident".into());
-        header.push("cache ok".into());
+        titles.extend(["resident", "cache ok"]);
     }
-    let mut out = vec![header];
+    let mut t = Table::titled(&titles);
     for (i, r) in set.runs.runs.iter().enumerate() {
         let c = &r.counters;
         let mut row = vec![
-            run_label(i, &set.runs.runs),
-            format!("{:.4}", c.wall.as_secs_f64()),
-            format!("{:.1}", r.mib_per_s()),
+            Value::text(run_label(i, &set.runs.runs)),
+            Value::Fixed(c.wall.as_secs_f64(), 4),
+            Value::Fixed(r.mib_per_s(), 1),
         ];
         row.extend(counter_cells(r, 3));
-        row.push(
-            c.device_read_bytes
-                .map(format_size)
-                .unwrap_or_else(|| "n/a".into()),
-        );
+        row.push(c.device_read_bytes.map_or(Value::Missing, Value::Bytes));
         if set.misses {
-            row.push(r.moved.waited.to_string());
+            row.push(Value::Count(r.moved.waited));
         }
         if set.with_cache {
             let c = r.cache.as_ref();
-            row.push(
-                c.map(|c| {
-                    if c.visible {
-                        format!("{:.1}%", c.residency.percent())
-                    } else {
-                        "not visible".into()
-                    }
+            row.push(c.map_or(Value::text(""), |c| {
+                Value::text(if c.visible {
+                    format!("{:.1}%", c.residency.percent())
+                } else {
+                    "not visible".into()
                 })
-                .unwrap_or_default(),
-            );
-            row.push(if c.is_some_and(|c| c.verified) {
-                "yes".into()
-            } else {
-                "NO".into()
-            });
+            }));
+            row.push(Value::Flag(c.is_some_and(|c| c.verified)));
         }
-        out.push(row);
+        t.row(row);
     }
-    out
+    t
 }
 
-fn summary_line(set: &RunSet) -> String {
-    let (r, s) = (&set.runs.rate, &set.runs.seconds);
-    format!(
-        "median {:.1} MiB/s (min {:.1}, max {:.1}, mean {:.1}, stddev {:.1}) over {} runs; time median {:.4} s",
-        r.median, r.min, r.max, r.mean, r.stddev, r.n, s.median
-    )
+/// The runs as data: a row per run with every setting, counter and check.
+fn data_table(set: &RunSet) -> Table {
+    let mut t = Table::new(
+        set.config
+            .iter()
+            .map(|s| Column::new(s.key).csv(s.key))
+            .chain(
+                [
+                    "run",
+                    "warmup",
+                    "wall_s",
+                    "mib_s",
+                    "bytes",
+                    "xor",
+                    "user_s",
+                    "sys_s",
+                    "minor_faults",
+                    "major_faults",
+                    "context_switches",
+                    "ops",
+                    "device_read_bytes",
+                    "resident_pct",
+                    "cache_verified",
+                    "cache_missed",
+                ]
+                .map(Column::new),
+            ),
+    );
+    for (i, r) in set.runs.runs.iter().enumerate() {
+        let c = &r.counters;
+        let mut row: Vec<Value> = set.config.iter().map(|s| s.value.clone()).collect();
+        row.extend([
+            Value::text(run_label(i, &set.runs.runs)),
+            Value::Flag(r.warmup),
+            Value::Fixed(c.wall.as_secs_f64(), 6),
+            Value::Fixed(r.mib_per_s(), 3),
+            Value::Count(r.moved.bytes),
+            Value::text(format_xor(r.moved.xor)),
+        ]);
+        row.extend(counter_cells(r, 6));
+        row.extend([
+            c.device_read_bytes.map_or(Value::Missing, Value::Count),
+            Value::fixed_or_missing(
+                r.cache
+                    .as_ref()
+                    .filter(|c| c.visible)
+                    .map(|c| c.residency.percent()),
+                2,
+            ),
+            r.cache
+                .as_ref()
+                .map_or(Value::Missing, |c| Value::Flag(c.verified)),
+            if set.misses {
+                Value::Count(r.moved.waited)
+            } else {
+                Value::Missing
+            },
+        ]);
+        t.row(row);
+    }
+    t
 }
 
+/// The settings in one line.
 fn config_line(set: &RunSet) -> String {
     set.config
         .iter()
-        .map(|s| format!("{} {}", s.key.trim_end_matches("_bytes"), s.text))
+        .map(|s| format!("{} {}", s.key.trim_end_matches("_bytes"), s.value.shown()))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn text(set: &RunSet) -> String {
-    let mut out = format!("{}\n{}\n\n", set.headline, config_line(set));
-    out.push_str(&table(&rows(set)));
-    out.push('\n');
-    out.push_str(&summary_line(set));
-    out.push('\n');
-    if set.misses {
-        out.push_str("missed: blocks (or 64 MiB pieces) the page cache could not serve without waiting (RWF_NOWAIT said EAGAIN); a plain pread read them\n");
-    }
-    out.push_str(&format!("Xor value is {}\n", format_xor(set.xor)));
-    out
-}
-
-fn markdown(set: &RunSet) -> String {
-    let mut out = format!("**{}**\n\n{}\n\n", set.headline, config_line(set));
-    out.push_str(&markdown_table(&rows(set)));
-    out.push_str(&format!(
-        "\n{}\n\nXOR `{}`\n",
-        summary_line(set),
-        format_xor(set.xor)
-    ));
-    out
-}
-
-fn csv(set: &RunSet) -> String {
-    let mut header: Vec<String> = set.config.iter().map(|s| s.key.to_string()).collect();
-    header.extend(
-        [
-            "run",
-            "warmup",
-            "wall_s",
-            "mib_s",
-            "bytes",
-            "xor",
-            "user_s",
-            "sys_s",
-            "minor_faults",
-            "major_faults",
-            "context_switches",
-            "ops",
-            "device_read_bytes",
-            "resident_pct",
-            "cache_verified",
-            "cache_missed",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let mut out = csv_line(&header);
-    for (i, r) in set.runs.runs.iter().enumerate() {
-        let c = &r.counters;
-        let mut row: Vec<String> = set.config.iter().map(|s| s.csv.clone()).collect();
-        row.extend([
-            run_label(i, &set.runs.runs),
-            csv_bool(r.warmup),
-            format!("{:.6}", c.wall.as_secs_f64()),
-            format!("{:.3}", r.mib_per_s()),
-            r.moved.bytes.to_string(),
-            format_xor(r.moved.xor),
-        ]);
-        row.extend(counter_cells(r, 6));
-        row.extend([
-            c.device_read_bytes
-                .map(|b| b.to_string())
-                .unwrap_or_default(),
-            r.cache
-                .as_ref()
-                .filter(|c| c.visible)
-                .map(|c| format!("{:.2}", c.residency.percent()))
-                .unwrap_or_default(),
-            r.cache
-                .as_ref()
-                .map(|c| csv_bool(c.verified))
-                .unwrap_or_default(),
-            if set.misses {
-                r.moved.waited.to_string()
-            } else {
-                String::new()
-            },
-        ]);
-        out.push_str(&csv_line(&row));
-    }
-    out
+/// A run set's report: its headline, settings, runs, summary and XOR; CSV a row per run.
+pub(crate) fn document(set: &RunSet) -> Document {
+    let (r, s) = (&set.runs.rate, &set.runs.seconds);
+    Document::new()
+        .table(data_table(set))
+        .only(Shown::Data)
+        .heading(&set.headline)
+        .para(config_line(set))
+        .table(people_table(set))
+        .para(format!(
+            "median {:.1} MiB/s (min {:.1}, max {:.1}, mean {:.1}, stddev {:.1}) over {} runs; time median {:.4} s",
+            r.median, r.min, r.max, r.mean, r.stddev, r.n, s.median
+        ))
+        .para(if set.misses {
+            "missed: blocks (or 64 MiB pieces) the page cache could not serve without waiting (RWF_NOWAIT said EAGAIN); a plain pread read them"
+        } else {
+            ""
+        })
+        .para(format!("Xor value is {}", format_xor(set.xor)))
 }

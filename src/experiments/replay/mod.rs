@@ -9,7 +9,7 @@ mod cells;
 mod plan;
 mod report;
 pub mod suite;
-pub use report::{render, rows};
+pub use report::{replay_document, replay_table};
 
 use crate::cache::CacheMode;
 use crate::engine::{self, ReadMethod};

@@ -6,7 +6,7 @@ use crate::cache::CacheMode;
 use crate::harness::Comparison;
 use crate::measure::decide::{Decided, Verdict};
 use crate::measure::finding::{Better, Finding, Pairing, Side, compare};
-use crate::report::{Format, markdown_table, table};
+use crate::report::{Column, Document, Table, Value};
 use crate::size::format_size;
 
 /// Per cache state: the first method (in the methods' order) decided faster than the accesses as
@@ -91,8 +91,8 @@ pub(super) fn findings(
 }
 
 /// The table: one row per method and cache state.
-pub fn rows(r: &ReplayResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
+pub fn replay_table(r: &ReplayResult) -> Table {
+    let mut t = Table::new(
         [
             "method",
             "cache",
@@ -101,35 +101,39 @@ pub fn rows(r: &ReplayResult) -> Vec<Vec<String>> {
             "seconds",
             "bytes read",
             "requests",
-            "note",
+            "cache ok",
         ]
-        .map(String::from)
-        .to_vec(),
-    ];
+        .iter()
+        .map(|c| Column::new(c))
+        .chain([Column::new("note")]),
+    );
     for row in &r.rows {
-        let note = row.unsupported.clone().unwrap_or_else(|| {
-            if row.bytes > r.bytes {
+        let lead = vec![Value::text(&row.method), Value::text(row.cache.name())];
+        if let Some(why) = &row.unsupported {
+            t.unsupported(lead, why);
+            continue;
+        }
+        let mut cells = lead;
+        cells.extend([
+            Value::Fixed(row.mib_s.median, 0),
+            Value::text(format!("{:.0}-{:.0}", row.mib_s.ci[0], row.mib_s.ci[1])),
+            Value::Fixed(row.seconds.median, 4),
+            Value::Bytes(row.bytes),
+            Value::Count(row.ops),
+            Value::Flag(row.cache_verified),
+            Value::text(if row.bytes > r.bytes {
                 format!("+{} aligned", format_size(row.bytes - r.bytes))
             } else {
                 String::new()
-            }
-        });
-        rows.push(vec![
-            row.method.clone(),
-            row.cache.name().to_string(),
-            format!("{:.0}", row.mib_s.median),
-            format!("{:.0}-{:.0}", row.mib_s.ci[0], row.mib_s.ci[1]),
-            format!("{:.4}", row.seconds.median),
-            format_size(row.bytes),
-            row.ops.to_string(),
-            note,
+            }),
         ]);
+        t.row(cells);
     }
-    rows
+    t
 }
 
-/// The replay in `format` (JSON is the caller's).
-pub fn render(r: &ReplayResult, format: Format) -> String {
+/// The replay: what was replayed, its findings and notes, how the rounds went, the table.
+pub fn replay_document(r: &ReplayResult) -> Document {
     let mut head = vec![format!(
         "replay of {}: {} accesses of {} files, {} per run; {:.0}% sequential, typical access {}",
         r.command.join(" "),
@@ -139,38 +143,20 @@ pub fn render(r: &ReplayResult, format: Format) -> String {
         100.0 * r.sequential,
         format_size(r.typical_read)
     )];
-    for f in &r.findings {
-        head.push(format!("finding: {}", f.text));
-    }
-    for n in &r.notes {
-        head.push(format!("note: {n}"));
-    }
+    head.extend(r.findings.iter().map(|f| format!("finding: {}", f.text)));
+    head.extend(r.notes.iter().map(|n| format!("note: {n}")));
     head.push(crate::report::rounds_line(&r.rounds));
-    let t = rows(r);
-    match format {
-        Format::Csv => crate::report::csv_table(&t),
-        _ => lines_then_table(&head, &t, format),
-    }
+    Document::new().items(head).table(replay_table(r))
 }
 
-/// Lines of text (a Markdown list in Markdown) and then the table.
-fn lines_then_table(head: &[String], t: &[Vec<String>], format: Format) -> String {
-    match format {
-        Format::Markdown => {
-            let list: Vec<String> = head.iter().map(|l| format!("- {l}")).collect();
-            format!("{}\n\n{}", list.join("\n"), markdown_table(t))
-        }
-        _ => format!("{}\n\n{}", head.join("\n"), table(t)),
-    }
-}
-
-/// The suite's section: the profile's summary, the overhead, the findings, and one row per
-/// method with cold and warm side by side.
-pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> String {
+/// The suite's section: the profile's summary, the overhead, and one row per method with cold
+/// and warm side by side (the findings are in the report's list of findings: not repeated
+/// here, the printed report keeps to 12 pages).
+pub(super) fn suite_section(out: &super::suite::YourProgram) -> Document {
     let p = &out.profile;
     let o = &out.overhead;
     let r = &out.replay;
-    let head = [
+    let head = vec![
         format!(
             "{} files, {} read in {} calls (typical {}); the kernel's rchar agrees {:+.3}%",
             r.files,
@@ -187,23 +173,17 @@ pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> 
             o.traced_s.len()
         ),
     ];
-    // The findings are in the report's list of findings: not repeated here (the printed
-    // report keeps to 12 pages).
-    let mut t = vec![
-        ["method", "cold MiB/s", "warm MiB/s", "requests"]
-            .map(String::from)
-            .to_vec(),
-    ];
+    let mut t = Table::titled(&["method", "cold MiB/s", "warm MiB/s", "requests"]);
     let cell = |m: &str, c: CacheMode| {
         r.rows
             .iter()
             .find(|x| x.method == m && x.cache == c)
-            .map_or("-".to_string(), |x| match &x.unsupported {
-                Some(_) => "unsupported".into(),
-                None => format!(
+            .map_or(Value::Missing, |x| match &x.unsupported {
+                Some(_) => Value::text("unsupported"),
+                None => Value::text(format!(
                     "{:.0} ({:.0}-{:.0})",
                     x.mib_s.median, x.mib_s.ci[0], x.mib_s.ci[1]
-                ),
+                )),
             })
     };
     let mut seen = Vec::new();
@@ -212,14 +192,14 @@ pub(super) fn suite_section(out: &super::suite::YourProgram, format: Format) -> 
             continue;
         }
         seen.push(row.method.clone());
-        t.push(vec![
-            row.method.clone(),
+        t.row(vec![
+            Value::text(&row.method),
             cell(&row.method, CacheMode::Cold),
             cell(&row.method, CacheMode::Warm),
-            row.ops.to_string(),
+            Value::Count(row.ops),
         ]);
     }
-    lines_then_table(&head, &t, format)
+    Document::new().items(head).table(t)
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use crate::error::{Error, Result};
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
-use crate::report::Format;
 use crate::trace::overhead::{Overhead, overhead};
 use crate::trace::profile::{Profile, profile};
 use crate::trace::{TraceConfig, run};
@@ -88,12 +87,8 @@ impl Entry for YourProgramEntry {
         })
     }
 
-    fn table(&self, out: &YourProgram) -> String {
-        super::report::suite_section(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &YourProgram) -> Option<String> {
-        Some(super::report::suite_section(out, Format::Markdown))
+    fn document(&self, out: &YourProgram) -> crate::report::Document {
+        super::report::suite_section(out)
     }
 
     fn finding_keys(&self) -> &'static [&'static str] {

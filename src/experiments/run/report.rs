@@ -1,6 +1,7 @@
 //! `iolab run`'s outputs: the course program's lines and a table.
 
 use super::{ClassicResult, RunOp};
+use crate::report::{Document, Shown, Table, Value};
 use crate::size::mib_per_s;
 use crate::xor::format_xor;
 
@@ -52,30 +53,31 @@ pub fn g6(v: f64) -> String {
     }
 }
 
-/// The classic run as one table row (for `--format csv|markdown`).
-pub fn run_rows(r: &ClassicResult) -> Vec<Vec<String>> {
+/// `iolab run`: the course program's lines in text, one table row otherwise.
+pub fn run_document(r: &ClassicResult) -> Document {
     let secs = r.seconds();
-    vec![
-        ["op", "method", "blocks", "bytes", "secs", "MiB/s", "xor"]
-            .map(String::from)
-            .to_vec(),
-        vec![
-            match r.op {
-                RunOp::Read => "read".into(),
-                RunOp::Write => "write".into(),
-            },
-            r.method.clone(),
-            r.blocks.to_string(),
-            r.bytes.to_string(),
-            format!("{secs:.6}"),
-            format!("{:.2}", mib_per_s(r.bytes, secs)),
-            if r.op == RunOp::Read {
-                format_xor(r.xor)
-            } else {
-                String::new()
-            },
-        ],
-    ]
+    let mut t = Table::titled(&["op", "method", "blocks", "bytes", "secs", "MiB/s", "xor"]);
+    t.row(vec![
+        Value::text(match r.op {
+            RunOp::Read => "read",
+            RunOp::Write => "write",
+        }),
+        Value::text(&r.method),
+        Value::Count(r.blocks),
+        Value::Count(r.bytes),
+        Value::Fixed(secs, 6),
+        Value::Fixed(mib_per_s(r.bytes, secs), 2),
+        if r.op == RunOp::Read {
+            Value::text(format_xor(r.xor))
+        } else {
+            Value::Missing
+        },
+    ]);
+    Document::new()
+        .table(t)
+        .only(Shown::Markdown)
+        .lines(run_lines(r))
+        .only(Shown::Text)
 }
 
 #[cfg(test)]

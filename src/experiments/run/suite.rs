@@ -7,7 +7,6 @@ use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::entry::{About, Entry, SuiteContext};
 use crate::experiments::run::{ClassicResult, RunConfig, RunOp, run_classic};
-use crate::report;
 use crate::workload::Shape;
 use std::path::Path;
 
@@ -51,12 +50,8 @@ impl Entry for RunRead {
         ))
     }
 
-    fn table(&self, out: &ClassicResult) -> String {
-        super::report::run_lines(out)
-    }
-
-    fn markdown(&self, out: &ClassicResult) -> Option<String> {
-        Some(report::markdown_table(&super::report::run_rows(out)))
+    fn document(&self, out: &ClassicResult) -> crate::report::Document {
+        super::report::run_document(out)
     }
 }
 
@@ -79,11 +74,7 @@ impl Entry for RunWrite {
         run_classic(&classic_cfg(&path, RunOp::Write, len / MB))
     }
 
-    fn table(&self, out: &ClassicResult) -> String {
-        super::report::run_lines(out)
-    }
-
-    fn markdown(&self, out: &ClassicResult) -> Option<String> {
-        Some(report::markdown_table(&super::report::run_rows(out)))
+    fn document(&self, out: &ClassicResult) -> crate::report::Document {
+        super::report::run_document(out)
     }
 }

@@ -1,50 +1,48 @@
 //! `iolab run2`'s outputs: its lines, table and Markdown.
 
 use super::Run2Result;
+use crate::report::{Document, Shown, Table, Value};
 use crate::size::{format_size, mib_per_s};
 use crate::xor::format_xor;
 
-/// run2's search, a row per step (for `--format csv|markdown`).
-pub fn run2_rows(r: &Run2Result) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "step",
-            "block size",
-            "block count",
-            "bytes",
-            "secs",
-            "MiB/s",
-            "xor",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+/// run2's search, a row per step.
+pub fn run2_table(r: &Run2Result) -> Table {
+    let mut t = Table::titled(&[
+        "step",
+        "block size",
+        "block count",
+        "bytes",
+        "secs",
+        "MiB/s",
+        "xor",
+    ]);
     for (i, step) in r.steps.iter().enumerate() {
         let secs = step.run.seconds();
-        rows.push(vec![
-            (i + 1).to_string(),
-            r.config.bs.to_string(),
-            step.run.blocks.to_string(),
-            step.run.bytes.to_string(),
-            format!("{secs:.6}"),
-            format!("{:.2}", mib_per_s(step.run.bytes, secs)),
-            format_xor(step.run.xor),
+        t.row(vec![
+            Value::Count(i as u64 + 1),
+            Value::Count(r.config.bs),
+            Value::Count(step.run.blocks),
+            Value::Count(step.run.bytes),
+            Value::Fixed(secs, 6),
+            Value::Fixed(mib_per_s(step.run.bytes, secs), 2),
+            Value::text(format_xor(step.run.xor)),
         ]);
     }
-    rows
+    t
 }
 
-/// run2's steps as a Markdown table, then what the search found.
-pub fn run2_markdown(r: &Run2Result) -> String {
-    let outcome: String = run2_lines(r)
-        .lines()
-        .skip(6)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    format!(
-        "{}\n{outcome}",
-        crate::report::markdown_table(&run2_rows(r))
-    )
+/// `iolab run2`: in text the classic program's lines and what the search found; otherwise
+/// the steps as a table, then what the search found.
+pub fn run2_document(r: &Run2Result) -> Document {
+    let lines = run2_lines(r);
+    let outcome: String = lines.lines().skip(6).map(|l| format!("{l}\n")).collect();
+    Document::new()
+        .lines(lines)
+        .only(Shown::Text)
+        .table(run2_table(r))
+        .only(Shown::Markdown)
+        .para(outcome)
+        .only(Shown::Markdown)
 }
 
 /// `iolab run2` output: the classic program's lines for the count found (or the closest), then

@@ -39,12 +39,8 @@ impl Entry for Run2 {
         run_run2(&cfg, obs)
     }
 
-    fn table(&self, out: &Run2Result) -> String {
-        super::report::run2_lines(out)
-    }
-
-    fn markdown(&self, out: &Run2Result) -> Option<String> {
-        Some(super::report::run2_markdown(out))
+    fn document(&self, out: &Run2Result) -> crate::report::Document {
+        super::report::run2_document(out)
     }
 
     fn explain(&self, out: &Run2Result) -> Option<String> {

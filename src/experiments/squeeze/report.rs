@@ -4,36 +4,33 @@
 use crate::experiments::squeeze::{MethodSeries, SqueezeResult, SqueezeTick, amplification};
 use crate::measure::finding::Finding;
 use crate::report::svg::{Plot, Series, line_plot, series_points};
-use crate::report::{Format, csv_line, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::format_size;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
+fn opt(v: Option<f64>, digits: usize) -> Value {
+    Value::fixed_or_missing(v, digits)
 }
 
-fn tick_cells(r: &SqueezeResult, t: &SqueezeTick) -> Vec<String> {
+fn tick_cells(r: &SqueezeResult, t: &SqueezeTick) -> Vec<Value> {
     let per_s = |n: u64| n as f64 / t.secs;
     vec![
-        format!("{:.1}", t.t),
-        format!("{:.2}", t.kiops),
-        format!("{:.1}", t.mib_s),
+        Value::Fixed(t.t, 1),
+        Value::Fixed(t.kiops, 2),
+        Value::Fixed(t.mib_s, 1),
         opt(t.dev_read_bytes.map(|b| b as f64 / t.secs / MIB), 1),
         opt(t.tlb_shootdowns.map(per_s), 0),
-        format!("{:.0}", per_s(t.minor_faults)),
-        format!("{:.0}", per_s(t.major_faults)),
+        Value::Fixed(per_s(t.minor_faults), 0),
+        Value::Fixed(per_s(t.major_faults), 0),
         opt(t.mem_current.map(|b| b as f64 / MIB), 1),
         opt(t.mem_peak.map(|b| b as f64 / MIB), 1),
         opt(t.pressure_us.map(|us| us as f64 / 1e4 / t.secs), 1),
-        if r.companion_alone > 0.0 {
-            format!(
-                "{:.0}",
-                100.0 * t.cpu_work as f64 / t.secs / r.companion_alone
-            )
-        } else {
-            "-".into()
-        },
+        opt(
+            (r.companion_alone > 0.0)
+                .then(|| 100.0 * t.cpu_work as f64 / t.secs / r.companion_alone),
+            0,
+        ),
     ]
 }
 
@@ -51,12 +48,8 @@ const TICK_HEADER: [&str; 11] = [
     "cpu left %",
 ];
 
-fn header(cells: &[&str]) -> Vec<String> {
-    cells.iter().map(|s| s.to_string()).collect()
-}
-
-fn summary_rows(r: &SqueezeResult) -> Vec<Vec<String>> {
-    let mut rows = vec![header(&[
+fn summary_table(r: &SqueezeResult) -> Table {
+    let mut t = Table::titled(&[
         "method",
         "KIOPS (steady)",
         "interval",
@@ -69,44 +62,47 @@ fn summary_rows(r: &SqueezeResult) -> Vec<Vec<String>> {
         "cpu left %",
         "peak MiB",
         "steady from",
-    ])];
+    ]);
     for m in &r.methods {
+        let lead = vec![Value::text(m.method.name())];
         if let Some(why) = &m.unsupported {
-            let mut row = vec![m.method.name().to_string(), "unsupported".into()];
-            row.extend(std::iter::repeat_n(String::new(), 9));
-            row.push(why.clone());
-            rows.push(row);
+            t.unsupported(lead, why);
             continue;
         }
         let peak = opt(m.peak.map(|p| p as f64 / MIB), 1);
         let amp = opt(amplification(m, r.config.reads.bs), 2);
+        let mut row = lead;
         match &m.steady {
-            Some(s) => rows.push(vec![
-                m.method.name().to_string(),
-                format!("{:.2}", s.kiops.median),
-                format!("{:.2}-{:.2}", s.kiops.ci[0], s.kiops.ci[1]),
-                format!("{:.1}", s.mib_s.median),
+            Some(s) => row.extend([
+                Value::Fixed(s.kiops.median, 2),
+                Value::text(format!("{:.2}-{:.2}", s.kiops.ci[0], s.kiops.ci[1])),
+                Value::Fixed(s.mib_s.median, 1),
                 opt(s.dev_mib_s, 1),
                 amp,
                 opt(s.tlb_per_s, 0),
-                format!("{:.0}", s.major_faults_per_s),
+                Value::Fixed(s.major_faults_per_s, 0),
                 opt(s.pressure_pct, 1),
                 opt(s.cpu_left_pct, 0),
                 peak,
-                format!("{:.0} s", s.from_s),
+                Value::text(format!("{:.0} s", s.from_s)),
             ]),
-            None => {
-                let mut row = vec![m.method.name().to_string(), "no steady state".into()];
-                row.extend(std::iter::repeat_n(String::new(), 3));
-                row.push(amp);
-                row.extend(std::iter::repeat_n(String::new(), 4));
-                row.push(peak);
-                row.push("under 3 whole seconds after filling".into());
-                rows.push(row);
-            }
+            None => row.extend([
+                Value::text("no steady state"),
+                Value::Missing,
+                Value::Missing,
+                Value::Missing,
+                amp,
+                Value::Missing,
+                Value::Missing,
+                Value::Missing,
+                Value::Missing,
+                peak,
+                Value::text("under 3 whole seconds after filling"),
+            ]),
         }
+        t.row(row);
     }
-    rows
+    t
 }
 
 fn heading(r: &SqueezeResult) -> String {
@@ -147,71 +143,68 @@ fn notes(r: &SqueezeResult) -> String {
     {
         out.push_str(&format!("; PSI: memory pressure of the {scope}"));
     }
-    out.push('\n');
     out
 }
 
-/// `iolab squeeze` in `format`, with its finding.
-pub fn squeeze_report(r: &SqueezeResult, findings: &[Finding], format: Format) -> String {
-    match format {
-        Format::Json => crate::report::json_with_findings(r, findings),
-        Format::Csv => {
-            let mut out = csv_line(
-                &std::iter::once("method".to_string())
-                    .chain(TICK_HEADER.iter().map(|s| crate::report::csv_key(s)))
-                    .collect::<Vec<_>>(),
-            );
-            for m in &r.methods {
-                for t in &m.ticks {
-                    let mut row = vec![m.method.name().to_string()];
-                    row.extend(crate::report::csv_cells(tick_cells(r, t)));
-                    out.push_str(&csv_line(&row));
-                }
-            }
-            out
-        }
-        Format::Markdown => {
-            let mut out = format!("{}\n\n{}\n", heading(r), markdown_table(&summary_rows(r)));
-            for f in findings {
-                out.push_str(&format!("\nFinding: {}\n", f.text));
-            }
-            for e in &r.explanations {
-                out.push_str(&format!("\nWhy: {e}\n"));
-            }
-            out.push_str(&format!("\n{}", notes(r)));
-            // Each method's series last, under a `== ` line: report.html folds it (and leaves
-            // it out of print).
-            for m in r.methods.iter().filter(|m| !m.ticks.is_empty()) {
-                out.push_str(&format!("\n== {}\n\n", method_heading(m)));
-                let mut rows = vec![header(&TICK_HEADER)];
-                rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
-                out.push_str(&markdown_table(&rows));
-            }
-            out
-        }
-        Format::Text => {
-            let mut out = format!("{}\n", heading(r));
-            for m in &r.methods {
-                if m.ticks.is_empty() {
-                    continue;
-                }
-                out.push_str(&format!("\n{}\n", method_heading(m)));
-                let mut rows = vec![header(&TICK_HEADER)];
-                rows.extend(m.ticks.iter().map(|t| tick_cells(r, t)));
-                out.push_str(&table(&rows));
-            }
-            out.push_str("\nSteady state (medians over its seconds):\n");
-            out.push_str(&table(&summary_rows(r)));
-            for f in findings {
-                out.push_str(&format!("\nFinding: {}\n", f.text));
-            }
-            for e in &r.explanations {
-                out.push_str(&format!("Why: {e}\n"));
-            }
-            out.push_str(&notes(r));
-            out
+/// A method's series: a row per second.
+fn ticks_table(r: &SqueezeResult, m: &MethodSeries) -> Table {
+    let mut t = Table::titled(&TICK_HEADER);
+    for tick in &m.ticks {
+        t.row(tick_cells(r, tick));
+    }
+    t
+}
+
+/// `iolab squeeze` with its finding: the steady states side by side, the findings and why,
+/// what the columns mean, then each method's series (folded). Text puts the series first, as
+/// they came. CSV: a row per method and second.
+pub fn squeeze_document(r: &SqueezeResult, findings: &[Finding]) -> Document {
+    let mut all = Table::new(
+        std::iter::once("method")
+            .chain(TICK_HEADER)
+            .map(Column::new),
+    );
+    for m in &r.methods {
+        for t in &m.ticks {
+            let mut row = vec![Value::text(m.method.name())];
+            row.extend(tick_cells(r, t));
+            all.row(row);
         }
     }
+    let with_ticks = || r.methods.iter().filter(|m| !m.ticks.is_empty());
+    let mut doc = Document::new()
+        .table(all)
+        .only(Shown::Data)
+        .heading(heading(r));
+    for m in with_ticks() {
+        doc = doc
+            .para(method_heading(m))
+            .only(Shown::Text)
+            .table(ticks_table(r, m))
+            .only(Shown::Text);
+    }
+    doc = doc
+        .para("Steady state (medians over its seconds):")
+        .only(Shown::Text)
+        .table(summary_table(r))
+        .items(
+            findings
+                .iter()
+                .map(|f| format!("Finding: {}", f.text))
+                .collect(),
+        )
+        .items(r.explanations.iter().map(|e| format!("Why: {e}")).collect())
+        .para(notes(r));
+    // Each method's series last in Markdown, under a `== ` line: report.html folds it (and
+    // leaves it out of print).
+    for m in with_ticks() {
+        doc = doc
+            .fold(method_heading(m))
+            .only(Shown::Markdown)
+            .table(ticks_table(r, m))
+            .only(Shown::Markdown);
+    }
+    doc
 }
 
 /// Throughput over time per method, and below it TLB shootdowns per second: one SVG.

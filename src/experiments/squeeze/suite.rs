@@ -1,13 +1,12 @@
 //! Bigger than memory: each method in a memory cgroup an eighth of the data file.
 
 use super::findings;
-use super::report::{squeeze_plot, squeeze_report};
+use super::report::{squeeze_document, squeeze_plot};
 use crate::error::{Error, Result};
 use crate::experiments::Observer;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::experiments::squeeze::{SqueezeConfig, SqueezeResult, run_squeeze};
 use crate::measure::finding::Finding;
-use crate::report::Format;
 
 /// `squeeze` on the data file with `--memory` an eighth of it.
 pub struct Squeeze;
@@ -43,16 +42,8 @@ impl Entry for Squeeze {
         run_squeeze(&cfg, obs)
     }
 
-    fn table(&self, out: &SqueezeResult) -> String {
-        squeeze_report(out, &findings::squeeze(out), Format::Text)
-    }
-
-    fn markdown(&self, out: &SqueezeResult) -> Option<String> {
-        Some(squeeze_report(
-            out,
-            &findings::squeeze(out),
-            Format::Markdown,
-        ))
+    fn document(&self, out: &SqueezeResult) -> crate::report::Document {
+        squeeze_document(out, &findings::squeeze(out))
     }
 
     fn plot(&self, out: &SqueezeResult) -> Option<String> {

@@ -2,106 +2,70 @@
 
 use super::{SweepOp, SweepResult};
 use crate::report::svg::{Plot, Point, Series, line_plot};
-use crate::report::{Format, json, markdown_table, table};
-use crate::size::format_size;
+use crate::report::{Column, Document, Shown, Table, Value, median};
 
-/// `iolab sweep` in `format`.
-pub fn sweep_report(r: &SweepResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
+/// `iolab sweep`: a row per block size x method x cache state (or sync mode).
+pub fn sweep_document(r: &SweepResult) -> Document {
     let mode = if r.config.op == SweepOp::Read {
         "cache"
     } else {
         "sync"
     };
-    let csv = format == Format::Csv;
-    let mut rows = vec![
-        [
-            if csv { "bs bytes" } else { "bs" },
-            "method",
-            mode,
-            "MiB/s median",
-            "MiB/s min",
-            "MiB/s max",
-            "runs",
-            "bytes/run",
-            "run ms",
-            "syscalls/GiB",
-            "minflt/GiB",
-            "majflt/GiB",
-            "cache ok",
-            "unsupported",
-        ]
-        .iter()
-        .take(if csv { 14 } else { 13 })
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>(),
-    ];
+    let mut t = Table::new([
+        Column::new("bs").csv("bs_bytes"),
+        Column::new("method"),
+        Column::new(mode),
+        Column::new("MiB/s median"),
+        Column::new("MiB/s min"),
+        Column::new("MiB/s max"),
+        Column::new("runs"),
+        Column::new("bytes/run"),
+        Column::new("run ms"),
+        Column::new("syscalls/GiB"),
+        Column::new("minflt/GiB"),
+        Column::new("majflt/GiB"),
+        Column::new("cache ok"),
+    ]);
+    t.may_be_unsupported = true;
     for c in &r.cells {
-        let mut row = vec![
-            if csv {
-                c.bs.to_string()
-            } else {
-                format_size(c.bs)
-            },
-            c.method_name().to_string(),
-            c.mode_name().to_string(),
+        let lead = vec![
+            Value::Bytes(c.bs),
+            Value::text(c.method_name()),
+            Value::text(c.mode_name()),
         ];
         if let Some(why) = &c.unsupported {
-            if csv {
-                row.resize(13, String::new());
-                row.push(why.clone());
-            } else {
-                row.push(format!("unsupported: {why}"));
-            }
-        } else {
-            row.extend([
-                format!("{:.1}", c.mib_s.median),
-                format!("{:.1}", c.mib_s.min),
-                format!("{:.1}", c.mib_s.max),
-                c.mib_s.n.to_string(),
-                if csv {
-                    crate::report::median(c.runs.iter().map(|r| r.moved.bytes as f64)).to_string()
-                } else {
-                    format_size(
-                        crate::report::median(c.runs.iter().map(|r| r.moved.bytes as f64)) as u64,
-                    )
-                },
-                format!(
-                    "{:.1}",
-                    1e3 * crate::report::median(
-                        c.runs.iter().map(|r| r.counters.wall.as_secs_f64())
-                    )
-                ),
-                format!("{:.0}", c.syscalls_per_gib),
-                format!("{:.0}", c.minor_faults_per_gib),
-                format!("{:.0}", c.major_faults_per_gib),
-                match (c.read(), c.cache_verified, csv) {
-                    (None, _, true) => String::new(),
-                    (None, _, false) => "-".into(),
-                    (Some(_), ok, true) => crate::report::csv_bool(ok),
-                    (Some(_), true, false) => "yes".into(),
-                    (Some(_), false, false) => "NO".into(),
-                },
-            ]);
-            if csv {
-                row.push(String::new());
-            }
+            t.unsupported(lead, why);
+            continue;
         }
-        rows.push(row);
+        let median = |f: &dyn Fn(&super::SweepRun) -> f64| median(c.runs.iter().map(f));
+        let mut row = lead;
+        row.extend([
+            Value::Fixed(c.mib_s.median, 1),
+            Value::Fixed(c.mib_s.min, 1),
+            Value::Fixed(c.mib_s.max, 1),
+            Value::Count(c.mib_s.n as u64),
+            Value::Bytes(median(&|r| r.moved.bytes as f64) as u64),
+            Value::Fixed(1e3 * median(&|r| r.counters.wall.as_secs_f64()), 1),
+            Value::Fixed(c.syscalls_per_gib, 0),
+            Value::Fixed(c.minor_faults_per_gib, 0),
+            Value::Fixed(c.major_faults_per_gib, 0),
+            match c.read() {
+                Some(_) => Value::Flag(c.cache_verified),
+                None => Value::Missing,
+            },
+        ]);
+        t.row(row);
     }
-    match format {
-        Format::Csv => crate::report::csv_table(&rows),
-        Format::Markdown => markdown_table(&rows),
-        _ => format!(
-            "sweep {} of {}\n\n{}{}",
+    Document::new()
+        .heading(format!(
+            "sweep {} of {}",
             op_name(r),
-            r.config.path.display(),
-            table(&rows),
-            crate::report::rounds_line(&r.rounds)
-        ),
-    }
+            r.config.path.display()
+        ))
+        .only(Shown::Text)
+        .table(t)
+        .para(crate::report::rounds_line(&r.rounds))
+        .only(Shown::Text)
 }
 
 fn op_name(r: &SweepResult) -> &'static str {

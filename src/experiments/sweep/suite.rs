@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
-use crate::report::Format;
+
 use crate::report::svg::{Plot, Point, Series, line_plot, stack};
 use std::path::PathBuf;
 
@@ -82,12 +82,8 @@ impl Entry for SweepRead {
         sweep(ctx, obs, SweepOp::Read, file, sizes, len, budget)
     }
 
-    fn table(&self, out: &SweepResult) -> String {
-        super::report::sweep_report(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &SweepResult) -> Option<String> {
-        Some(super::report::sweep_report(out, Format::Markdown))
+    fn document(&self, out: &SweepResult) -> crate::report::Document {
+        super::report::sweep_document(out)
     }
 
     fn plot(&self, out: &SweepResult) -> Option<String> {
@@ -131,12 +127,8 @@ impl Entry for SweepWrite {
         sweep(ctx, obs, SweepOp::Write, dir, sizes, len, budget)
     }
 
-    fn table(&self, out: &SweepResult) -> String {
-        super::report::sweep_report(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &SweepResult) -> Option<String> {
-        Some(super::report::sweep_report(out, Format::Markdown))
+    fn document(&self, out: &SweepResult) -> crate::report::Document {
+        super::report::sweep_document(out)
     }
 
     fn plot(&self, s: &SweepResult) -> Option<String> {

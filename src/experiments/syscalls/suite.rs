@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
-use crate::report::Format;
+use crate::report::Document;
 use crate::report::svg::{Bars, bar_chart};
 
 /// `syscalls` on the data file.
@@ -28,12 +28,8 @@ impl Entry for Syscalls {
         run_syscalls(Some(ctx.file()), &rounds, ctx.command_line, obs)
     }
 
-    fn table(&self, out: &SyscallsResult) -> String {
-        super::report::syscalls_report(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &SyscallsResult) -> Option<String> {
-        Some(super::report::syscalls_report(out, Format::Markdown))
+    fn document(&self, out: &SyscallsResult) -> Document {
+        super::report::syscalls_document(out)
     }
 
     fn plot(&self, s: &SyscallsResult) -> Option<String> {

@@ -1,7 +1,7 @@
 //! Transfer reports: the classic per-file lines of each side, and the method-pair matrix.
 
 use super::TransferResult;
-use crate::report::{Format, json, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::{format_size, mib_per_s};
 use crate::transfer::SideReport;
 
@@ -17,38 +17,44 @@ pub enum Lines {
     ClassicRun,
 }
 
-/// One side of a transfer in `format`. Text: `Transmission time: <ms> ms, File size: <bytes>
-/// bytes` per file or per run as the course printed it (`%lf`: six decimals), then, with
-/// [`Lines::Full`], the totals. With `--pages`, each file's page descriptors come before its
-/// line, as the course's dmesg lines did.
-pub fn side_report(r: &SideReport, format: Format, lines: Lines) -> String {
-    match format {
-        Format::Json => return json(r),
-        Format::Csv | Format::Markdown => {
-            let mut rows = vec![
-                ["role", "method", "file", "bytes", "ms", "MiB/s", "blake3"]
-                    .map(String::from)
-                    .to_vec(),
-            ];
-            for f in &r.files {
-                rows.push(vec![
-                    r.role.clone(),
-                    f.method.clone(),
-                    f.name.clone(),
-                    f.bytes.to_string(),
-                    format!("{:.6}", f.time.as_secs_f64() * 1000.0),
-                    format!("{:.2}", f.mib_s),
-                    if f.blake3.is_empty() {
-                        if format == Format::Csv { "" } else { "-" }.to_string()
-                    } else {
-                        f.blake3.clone()
-                    },
-                ]);
-            }
-            return crate::report::table_as(format, &rows);
-        }
-        Format::Text => {}
+/// One side of a transfer. Text: `Transmission time: <ms> ms, File size: <bytes> bytes` per
+/// file or per run as the course printed it (`%lf`: six decimals), then, with [`Lines::Full`],
+/// the totals; with `--pages`, each file's page descriptors come before its line, as the
+/// course's dmesg lines did. CSV and Markdown: a row per file.
+pub fn side_document(r: &SideReport, lines: Lines) -> Document {
+    let mut t = Table::new([
+        Column::new("role"),
+        Column::new("method"),
+        Column::new("file"),
+        Column::new("bytes"),
+        Column::new("ms"),
+        Column::new("MiB/s"),
+        Column::new("blake3"),
+    ]);
+    for f in &r.files {
+        t.row(vec![
+            Value::text(&r.role),
+            Value::text(&f.method),
+            Value::text(&f.name),
+            Value::Count(f.bytes),
+            Value::Fixed(f.time.as_secs_f64() * 1000.0, 6),
+            Value::Fixed(f.mib_s, 2),
+            if f.blake3.is_empty() {
+                Value::Missing
+            } else {
+                Value::text(&f.blake3)
+            },
+        ]);
     }
+    Document::new()
+        .table(t)
+        .only(Shown::Markdown)
+        .lines(side_lines(r, lines))
+        .only(Shown::Text)
+}
+
+/// A side's lines as the terminal shows them.
+fn side_lines(r: &SideReport, lines: Lines) -> String {
     let mut out = String::new();
     for f in &r.files {
         for p in &f.pages {
@@ -99,60 +105,50 @@ fn transmission_line(time: std::time::Duration, bytes: u64) -> String {
 }
 
 /// The matrix of method pairs.
-pub fn matrix(r: &TransferResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
-    let mut rows = vec![
-        [
-            "sender",
-            "receiver",
-            "time ms",
-            "time ms min",
-            "time ms max",
-            "MiB/s",
-            "sender CPU s",
-            "receiver CPU s",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn matrix(r: &TransferResult) -> Document {
+    let mut t = Table::titled(&[
+        "sender",
+        "receiver",
+        "time ms",
+        "time ms min",
+        "time ms max",
+        "MiB/s",
+        "sender CPU s",
+        "receiver CPU s",
+    ]);
     for p in &r.pairs {
-        rows.push(vec![
-            p.sender.name().into(),
-            p.receiver.name().into(),
-            format!("{:.3}", p.seconds.median * 1000.0),
-            format!("{:.3}", p.seconds.min * 1000.0),
-            format!("{:.3}", p.seconds.max * 1000.0),
-            format!("{:.1}", p.mib_s.median),
-            format!("{:.4}", p.sender_cpu_s.median),
-            format!("{:.4}", p.receiver_cpu_s.median),
+        t.row(vec![
+            Value::text(p.sender.name()),
+            Value::text(p.receiver.name()),
+            Value::Fixed(p.seconds.median * 1000.0, 3),
+            Value::Fixed(p.seconds.min * 1000.0, 3),
+            Value::Fixed(p.seconds.max * 1000.0, 3),
+            Value::Fixed(p.mib_s.median, 1),
+            Value::Fixed(p.sender_cpu_s.median, 4),
+            Value::Fixed(p.receiver_cpu_s.median, 4),
         ]);
     }
-    let head = format!(
-        "transfer over loopback: {} file(s), {} per run, {} run(s) per pair, {} connection(s), chunk {}, map {}{}\n\n",
-        r.config.files.len(),
-        format_size(r.bytes),
-        // The runs each pair made (the harness's rounds), not the configured count.
-        runs_per_pair(r),
-        r.config.connections,
-        format_size(r.config.sizes.chunk as u64),
-        r.config
-            .sizes
-            .map_size
-            .map(|m| format_size(m as u64))
-            .unwrap_or_else(|| "whole file".into()),
-        if r.config.discard {
-            ", receiver discards"
-        } else {
-            ""
-        }
-    );
-    match format {
-        Format::Csv => crate::report::csv_table(&rows),
-        Format::Markdown => format!("{head}{}", markdown_table(&rows)),
-        _ => format!("{head}{}", table(&rows)),
-    }
+    Document::new()
+        .para(format!(
+            "transfer over loopback: {} file(s), {} per run, {} run(s) per pair, {} connection(s), chunk {}, map {}{}",
+            r.config.files.len(),
+            format_size(r.bytes),
+            // The runs each pair made (the harness's rounds), not the configured count.
+            runs_per_pair(r),
+            r.config.connections,
+            format_size(r.config.sizes.chunk as u64),
+            r.config
+                .sizes
+                .map_size
+                .map(|m| format_size(m as u64))
+                .unwrap_or_else(|| "whole file".into()),
+            if r.config.discard {
+                ", receiver discards"
+            } else {
+                ""
+            }
+        ))
+        .table(t)
 }
 
 /// The runs per pair: one figure when all pairs made as many, else the range.

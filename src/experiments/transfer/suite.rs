@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
-use crate::report::Format;
+
 use crate::report::svg::{Bars, bar_chart};
 use crate::transfer::{RecvMethod, SendMethod};
 
@@ -43,12 +43,8 @@ impl Entry for Transfer {
         run_transfer(&cfg, ctx.command_line, obs)
     }
 
-    fn table(&self, out: &TransferResult) -> String {
-        super::report::matrix(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &TransferResult) -> Option<String> {
-        Some(super::report::matrix(out, Format::Markdown))
+    fn document(&self, out: &TransferResult) -> crate::report::Document {
+        super::report::matrix(out)
     }
 
     fn plot(&self, t: &TransferResult) -> Option<String> {

@@ -2,45 +2,38 @@
 //! explanation, and page descriptors.
 
 use super::{PageCacheChange, PageInfo, Stage, VmResult};
-use crate::report::{Format, csv_line, json, markdown_table, table};
+use crate::report::{Column, Document, Shown, Table, Value};
 use crate::size::format_size;
 
-fn stage_rows(s: &Stage) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        ["", "Address", "Kbytes", "RSS", "Dirty", "Mode", "Mapping"]
-            .map(String::from)
-            .to_vec(),
-    ];
+/// A stage's `pmap -x` table, the file's row marked, with totals.
+fn stage_table(s: &Stage) -> Table {
+    let mut t = Table::titled(&["", "Address", "Kbytes", "RSS", "Dirty", "Mode", "Mapping"]);
     for (i, r) in s.rows.iter().enumerate() {
-        rows.push(vec![
-            if Some(i) == s.file_row {
-                "=>".into()
+        t.row(vec![
+            Value::text(if Some(i) == s.file_row { "=>" } else { "" }),
+            Value::text(format!("{:016x}", r.start)),
+            Value::Count(r.size_kb),
+            Value::Count(r.rss_kb),
+            Value::Count(r.dirty_kb),
+            Value::text(&r.perms),
+            Value::text(if r.name.is_empty() {
+                "[ anon ]"
             } else {
-                String::new()
-            },
-            format!("{:016x}", r.start),
-            r.size_kb.to_string(),
-            r.rss_kb.to_string(),
-            r.dirty_kb.to_string(),
-            r.perms.clone(),
-            if r.name.is_empty() {
-                "[ anon ]".into()
-            } else {
-                r.name.clone()
-            },
+                &r.name
+            }),
         ]);
     }
     let (k, rss, d) = s.totals();
-    rows.push(vec![
-        String::new(),
-        "total kB".into(),
-        k.to_string(),
-        rss.to_string(),
-        d.to_string(),
-        String::new(),
-        String::new(),
+    t.row(vec![
+        Value::text(""),
+        Value::text("total kB"),
+        Value::Count(k),
+        Value::Count(rss),
+        Value::Count(d),
+        Value::text(""),
+        Value::text(""),
     ]);
-    rows
+    t
 }
 
 fn page_line(p: &PageInfo) -> String {
@@ -99,163 +92,124 @@ fn page_cache_lines(p: &PageCacheChange) -> String {
     )
 }
 
-/// A stage's figures, as its table row and its CSV line show them: VmSize, VmRSS, the mapping's
-/// RSS and Dirty (kB), minor and major faults.
-fn stage_figures(s: &crate::experiments::vm::Stage) -> [String; 6] {
+/// A stage's figures: VmSize, VmRSS, the mapping's RSS and Dirty (kB), minor and major faults.
+fn stage_figures(s: &crate::experiments::vm::Stage) -> [Value; 6] {
     [
-        s.vm_size_kb.to_string(),
-        s.vm_rss_kb.to_string(),
-        s.map_row().map(|m| m.rss_kb).unwrap_or(0).to_string(),
-        s.map_row().map(|m| m.dirty_kb).unwrap_or(0).to_string(),
-        s.delta.minor_faults.to_string(),
-        s.delta.major_faults.to_string(),
+        Value::Count(s.vm_size_kb),
+        Value::Count(s.vm_rss_kb),
+        Value::Count(s.map_row().map(|m| m.rss_kb).unwrap_or(0)),
+        Value::Count(s.map_row().map(|m| m.dirty_kb).unwrap_or(0)),
+        Value::Count(s.delta.minor_faults),
+        Value::Count(s.delta.major_faults),
     ]
 }
 
 /// One row per stage: the sizes a `pmap -x` summary would show and the faults taken.
-pub fn stages_rows(r: &VmResult) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "stage",
-            "VmSize kB",
-            "VmRSS kB",
-            "file RSS kB",
-            "file Dirty kB",
-            "minor faults",
-            "major faults",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn stages_table(r: &VmResult) -> Table {
+    let mut t = Table::new([
+        Column::new("#").csv("stage"),
+        Column::new("stage").csv("name"),
+        Column::new("VmSize kB").csv("vm_size_kb"),
+        Column::new("VmRSS kB").csv("vm_rss_kb"),
+        Column::new("file RSS kB").csv("map_rss_kb"),
+        Column::new("file Dirty kB").csv("map_dirty_kb"),
+        Column::new("minor faults"),
+        Column::new("major faults"),
+    ]);
     for (i, s) in r.stages.iter().enumerate() {
-        let mut row = vec![format!("{} {}", i + 1, s.name)];
+        let mut row = vec![Value::Count(i as u64 + 1), Value::text(&s.name)];
         row.extend(stage_figures(s));
-        rows.push(row);
+        t.row(row);
     }
-    rows
+    t
 }
 
-/// `iolab vm` in `format`.
-pub fn vm_report(r: &VmResult, format: Format) -> String {
-    match format {
-        Format::Json => return json(r),
-        Format::Csv => return stages_csv(r),
-        _ => {}
-    }
-    let mut out = format!(
-        "vm tour of {} ({}), mapped at 0x{:x}\n",
-        r.path.display(),
-        format_size(r.file_size),
-        r.map_start
-    );
-    for (i, s) in r.stages.iter().enumerate() {
-        out.push_str(&format!("\n== stage {}: {}\n", i + 1, s.name));
-        out.push_str(&match format {
-            Format::Markdown => markdown_table(&stage_rows(s)),
-            _ => table(&stage_rows(s)),
-        });
-        let d = &s.delta;
-        out.push_str(&format!(
-            "VmSize {} kB ({:+}), VmRSS {} kB ({:+}); file mapping RSS {} kB ({:+}), Dirty {} kB ({:+}); faults minor +{} major +{}\n",
-            s.vm_size_kb,
-            d.vm_size_kb,
-            s.vm_rss_kb,
-            d.vm_rss_kb,
-            s.map_row().map(|m| m.rss_kb).unwrap_or(0),
-            d.map_rss_kb,
-            s.map_row().map(|m| m.dirty_kb).unwrap_or(0),
-            d.map_dirty_kb,
-            d.minor_faults,
-            d.major_faults
+/// `iolab vm`: each stage's `pmap -x` table, what changed and why, its pages; the page cache
+/// around reading the file. CSV: a row per stage.
+pub fn vm_document(r: &VmResult) -> Document {
+    let mut doc = Document::new()
+        .table(stages_table(r))
+        .only(Shown::Data)
+        .heading(format!(
+            "vm tour of {} ({}), mapped at 0x{:x}",
+            r.path.display(),
+            format_size(r.file_size),
+            r.map_start
         ));
-        out.push_str(&format!("-> {}\n", s.explanation));
-        for p in &s.pages {
-            out.push_str(&page_line(p));
-        }
-    }
-    if let Some(n) = &r.page_note {
-        out.push_str(&format!("\nnote: {n}\n"));
-    }
-    if let Some(p) = &r.page_cache {
-        out.push('\n');
-        out.push_str(&page_cache_lines(p));
-    }
-    out
-}
-
-/// One CSV row per stage: the sizes and their changes.
-fn stages_csv(r: &VmResult) -> String {
-    let mut out = csv_line(
-        &[
-            "stage",
-            "name",
-            "vm_size_kb",
-            "vm_rss_kb",
-            "map_rss_kb",
-            "map_dirty_kb",
-            "minor_faults",
-            "major_faults",
-        ]
-        .map(String::from),
-    );
     for (i, s) in r.stages.iter().enumerate() {
-        let mut row = vec![(i + 1).to_string(), s.name.clone()];
-        row.extend(stage_figures(s));
-        out.push_str(&csv_line(&row));
+        let d = &s.delta;
+        doc = doc
+            .fold(format!("stage {}: {}", i + 1, s.name))
+            .table(stage_table(s))
+            .para(format!(
+                "VmSize {} kB ({:+}), VmRSS {} kB ({:+}); file mapping RSS {} kB ({:+}), Dirty {} kB ({:+}); faults minor +{} major +{}",
+                s.vm_size_kb,
+                d.vm_size_kb,
+                s.vm_rss_kb,
+                d.vm_rss_kb,
+                s.map_row().map(|m| m.rss_kb).unwrap_or(0),
+                d.map_rss_kb,
+                s.map_row().map(|m| m.dirty_kb).unwrap_or(0),
+                d.map_dirty_kb,
+                d.minor_faults,
+                d.major_faults
+            ))
+            .para(format!("-> {}", s.explanation))
+            .lines(s.pages.iter().map(page_line).collect::<String>());
     }
-    out
+    doc.para(
+        r.page_note
+            .as_ref()
+            .map(|n| format!("note: {n}"))
+            .unwrap_or_default(),
+    )
+    .lines(
+        r.page_cache
+            .as_ref()
+            .map(page_cache_lines)
+            .unwrap_or_default(),
+    )
 }
 
 /// Part B's `free -m` lines before, after the reads and after the writes.
-pub fn partb_free_rows(r: &crate::experiments::partb::PartBResult) -> Vec<Vec<String>> {
-    let mut free = vec![
-        [
-            "free -m",
-            "total",
-            "used",
-            "free",
-            "shared",
-            "buff/cache",
-            "available",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn partb_free_table(r: &crate::experiments::partb::PartBResult) -> Table {
+    let mut t = Table::titled(&[
+        "free -m",
+        "total",
+        "used",
+        "free",
+        "shared",
+        "buff/cache",
+        "available",
+    ]);
     for (when, f) in [
         ("before", &r.free_before),
         ("after reads", &r.free_after_reads),
         ("after writes", &r.free_after_writes),
     ] {
-        free.push(vec![
-            format!("Mem: {when}"),
-            f.total.to_string(),
-            f.used.to_string(),
-            f.free.to_string(),
-            f.shared.to_string(),
-            f.buff_cache.to_string(),
-            f.available.to_string(),
+        t.row(vec![
+            Value::text(format!("Mem: {when}")),
+            Value::Count(f.total),
+            Value::Count(f.used),
+            Value::Count(f.free),
+            Value::Count(f.shared),
+            Value::Count(f.buff_cache),
+            Value::Count(f.available),
         ]);
     }
-    free
+    t
 }
 
 /// `iolab vm --part-b`: the five ways side by side, `free -m` before and after, the explanation.
-pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
-    let mut rows = vec![
-        [
-            "how",
-            "MiB/s",
-            "MiB/s min",
-            "MiB/s max",
-            "calls/run",
-            "faults/run",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+pub fn partb_document(r: &crate::experiments::partb::PartBResult) -> Document {
+    let mut t = Table::titled(&[
+        "how",
+        "MiB/s",
+        "MiB/s min",
+        "MiB/s max",
+        "calls/run",
+        "faults/run",
+    ]);
     for c in [
         &r.read,
         &r.mmap_read,
@@ -263,34 +217,26 @@ pub fn partb_report(r: &crate::experiments::partb::PartBResult, format: Format) 
         &r.mmap_write_msync_end,
         &r.write_fsync_end,
     ] {
-        rows.push(vec![
-            c.name.clone(),
-            format!("{:.1}", c.mib_s.median),
-            format!("{:.1}", c.mib_s.min),
-            format!("{:.1}", c.mib_s.max),
-            c.syscalls.to_string(),
-            c.faults.to_string(),
+        t.row(vec![
+            Value::text(&c.name),
+            Value::Fixed(c.mib_s.median, 1),
+            Value::Fixed(c.mib_s.min, 1),
+            Value::Fixed(c.mib_s.max, 1),
+            Value::Count(c.syscalls),
+            Value::Count(c.faults),
         ]);
     }
-    let free = partb_free_rows(r);
-    match format {
-        Format::Csv => crate::report::csv_table(&rows),
-        Format::Markdown => format!(
-            "{}\n{}\n{}\n",
-            markdown_table(&rows),
-            markdown_table(&free),
-            r.explanation.join("\n\n")
-        ),
-        _ => format!(
-            "Part B: {} ({}), blocks of {}, writes of {}, {} round(s)\n\n{}\n{}\n{}\n",
+    Document::new()
+        .heading(format!(
+            "Part B: {} ({}), blocks of {}, writes of {}, {} round(s)",
             r.config.path.display(),
             format_size(r.read_len),
             format_size(r.config.bs),
             format_size(r.config.write_len),
             r.config.rounds.repeat,
-            table(&rows),
-            table(&free),
-            r.explanation.join("\n")
-        ),
-    }
+        ))
+        .only(Shown::Text)
+        .table(t)
+        .table(partb_free_table(r))
+        .para(r.explanation.join("\n\n"))
 }

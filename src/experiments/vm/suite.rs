@@ -4,8 +4,8 @@ use super::{Stage, VmConfig, VmResult, create_file, run_vm};
 use crate::error::Result;
 use crate::experiments::Observer;
 use crate::experiments::entry::{About, Entry, SuiteContext};
+use crate::report::Document;
 use crate::report::svg::{Bars, bar_chart, stack};
-use crate::report::{self, Format};
 
 /// `vm` with reads, writes and the page cache.
 pub struct Vm;
@@ -32,17 +32,10 @@ impl Entry for Vm {
         })
     }
 
-    fn table(&self, out: &VmResult) -> String {
-        super::report::vm_report(out, Format::Text)
-    }
-
-    fn markdown(&self, out: &VmResult) -> Option<String> {
-        // The stages at a glance, then each stage's pmap table and explanation.
-        Some(format!(
-            "{}\n{}",
-            report::markdown_table(&super::report::stages_rows(out)),
-            super::report::vm_report(out, Format::Markdown)
-        ))
+    /// The stages at a glance, then each stage's pmap table and explanation.
+    fn document(&self, out: &VmResult) -> Document {
+        let glance = Document::new().table(super::report::stages_table(out));
+        glance.then(super::report::vm_document(out))
     }
 
     fn plot(&self, v: &VmResult) -> Option<String> {

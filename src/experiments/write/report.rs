@@ -1,15 +1,12 @@
 //! `iolab write`'s report: its runs as the read report shows them, with the data read back.
 
 use super::WriteResult;
-use crate::experiments::read::report::{RunSet, Setting, render, settings};
-use crate::report::{Format, json};
+use crate::experiments::read::report::{RunSet, Setting, document, settings};
+use crate::report::Document;
 use crate::size::format_size;
 
-/// `iolab write` in `format`.
-pub fn write_report(r: &WriteResult, format: Format) -> String {
-    if format == Format::Json {
-        return json(r);
-    }
+/// `iolab write`: its runs, their summary and the XOR written and read back.
+pub fn write_document(r: &WriteResult) -> Document {
     let c = &r.config;
     let set = RunSet {
         headline: format!(
@@ -29,5 +26,5 @@ pub fn write_report(r: &WriteResult, format: Format) -> String {
         with_cache: false,
         misses: false,
     };
-    render(&set, format)
+    document(&set)
 }

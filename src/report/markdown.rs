@@ -2,10 +2,10 @@
 //! scrolling wrapper with numbers right-aligned, `== ` blocks folded, text from a results file
 //! escaped on both paths.
 
-use super::*;
+use super::escape_html as esc;
 
 /// A table cell as HTML: numbers right-aligned; a 'no' under a check column marked.
-pub(super) fn cell_html(tag: &str, text: &str, header: &str) -> String {
+pub fn cell_html(tag: &str, text: &str, header: &str) -> String {
     let t = text.trim();
     let numeric = t
         .trim_start_matches(['-', '+'])
@@ -15,7 +15,8 @@ pub(super) fn cell_html(tag: &str, text: &str, header: &str) -> String {
     // An XOR is hex: a label, not a quantity.
     let numeric = numeric && !header.eq_ignore_ascii_case("xor");
     let check = header.contains("ok") || header.contains("verified");
-    let class = if tag == "td" && check && (t == "no" || t.starts_with("no ")) {
+    let no = t.eq_ignore_ascii_case("no") || t.starts_with("no ");
+    let class = if tag == "td" && check && no {
         " class=\"bad\""
     } else if tag == "td" && numeric {
         " class=\"num\""
@@ -29,7 +30,7 @@ pub(super) fn cell_html(tag: &str, text: &str, header: &str) -> String {
 /// a scrolling wrapper with numbers right-aligned and a failed check marked ([`cell_html`]),
 /// a paragraph keeps its lines, bold and code are kept, and `== ` blocks fold into `<details>`.
 /// Raw HTML in the text is shown as text, never passed through (a results.json may be hostile).
-pub(crate) fn md_to_html(md: &str) -> String {
+pub fn md_to_html(md: &str) -> String {
     let mut html = String::new();
     let mut chunk = String::new();
     let mut open_details = false;
@@ -55,7 +56,7 @@ pub(crate) fn md_to_html(md: &str) -> String {
 }
 
 /// One block of Markdown (no `== ` lines) as HTML.
-pub(super) fn markdown_chunk(md: &str) -> String {
+pub fn markdown_chunk(md: &str) -> String {
     use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
     let mut html = String::new();
     // In a table: the header row's cells (for each column's kind), the cell being read, and
@@ -130,7 +131,7 @@ pub(super) fn markdown_chunk(md: &str) -> String {
 
 /// Markdown with a blank line before and after every table, so that CommonMark viewers see
 /// each one as a table and not as part of a paragraph.
-pub(super) fn spaced_tables(md: &str) -> String {
+pub fn spaced_tables(md: &str) -> String {
     let mut out = String::new();
     let mut prev_table = false;
     let mut prev_blank = true;
@@ -152,7 +153,7 @@ pub(super) fn spaced_tables(md: &str) -> String {
 /// string (a host name, a cause, a table cell of a hostile results.json) passes as HTML to
 /// whatever renders report.md, as report.html escapes them. Fenced code needs none (Markdown
 /// shows it as it is), and Markdown's own emphasis in iolab's tables is kept.
-pub(super) fn md_esc(text: &str) -> String {
+pub fn md_esc(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -161,7 +162,7 @@ pub(super) fn md_esc(text: &str) -> String {
 /// `text` as a CommonMark fenced code block: the fence on lines of its own (a table without a
 /// final newline once ended the fence on its last line, and everything after rendered as code),
 /// and longer than any run of backticks inside.
-pub(crate) fn fenced(text: &str) -> String {
+pub fn fenced(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let nl = if text.ends_with('\n') { "" } else { "\n" };
