@@ -116,13 +116,13 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
             format!("{}: {e}", dir.display()),
         )
     })?;
-    if !force && let Some((file, _)) = pages.iter().find(|(f, _)| dir.join(f).exists()) {
+    let d = iolab::sys::dir::Dir::open(dir).map_err(|e| Error::io("cannot open", dir, &e))?;
+    let file_name = |f: &str| std::ffi::OsString::from(f);
+    if !force && let Some((file, _)) = pages.iter().find(|(f, _)| d.exists(&file_name(f))) {
         return Err(iolab::output::exists(&dir.join(file)));
     }
     for (file, page) in &pages {
-        let path = dir.join(file);
-        std::fs::write(&path, page)
-            .map_err(|e| Error::failed("cannot write", format!("{}: {e}", path.display())))?;
+        iolab::output::save_in(&d, file, page.as_bytes(), force)?;
     }
     super::talk(format!(
         "iolab: wrote {} manual pages into {} (man -l {}/iolab.1)",

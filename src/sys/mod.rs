@@ -94,8 +94,7 @@ pub fn rename_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Res
 
 /// Effective user id is 0.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    euid() == 0
 }
 
 /// Makes the process `cmd` starts die (SIGKILL) when this one does, even by `kill -9`, which
@@ -135,8 +134,7 @@ pub fn kill_now(pid: u32) {
 
 /// The effective user id.
 pub fn euid() -> u32 {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// Whether the caller may write the file at `path` (`faccessat(AT_EACCESS, W_OK)`: the
@@ -174,15 +172,8 @@ pub fn fs_magic(file: &File) -> io::Result<i64> {
 
 /// Free bytes on the file's filesystem for an unprivileged user (`fstatvfs`).
 pub fn fs_free_bytes(file: &File) -> io::Result<u64> {
-    // SAFETY: statvfs is plain data; zeroed is a valid value for it.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is valid and `st` is a valid, writable statvfs.
-    let rc = unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) };
-    if rc == 0 {
-        Ok(st.f_bavail as u64 * st.f_frsize as u64)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let st = rustix::fs::fstatvfs(file)?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// Resource usage of the whole process (all threads).

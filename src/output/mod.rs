@@ -29,7 +29,15 @@ impl Drop for Partial {
 /// Refuses an existing `path` unless `force`, or unless it is a device or a pipe, which
 /// [`save`] writes into (/dev/null, /dev/stdout, a named pipe).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
-    if !force && std::fs::symlink_metadata(path).is_ok() && !stream_like(path) {
+    use std::os::unix::fs::MetadataExt;
+    if stream_like(path) {
+        // Refused now, before any work, when [`save`] would refuse it then.
+        if std::fs::metadata(path).is_ok_and(|m| planted(path, m.uid())) {
+            return Err(planted_error(path));
+        }
+        return Ok(());
+    }
+    if !force && std::fs::symlink_metadata(path).is_ok() {
         return Err(exists(path));
     }
     Ok(())
@@ -107,15 +115,64 @@ pub fn not_placed(path: &Path, e: std::io::Error) -> Error {
     }
 }
 
+/// Whether a FIFO or device of `owner` in the folder of `path` is one a shared folder's other
+/// users made: the folder is sticky and others may write into it (as /tmp), and the object is
+/// neither the caller's nor the folder owner's. The kernel's protected_fifos rule at its
+/// strictest, whatever it is set to here: such an object is never written into.
+fn planted(path: &Path, owner: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(d) = std::fs::metadata(folder) else {
+        return true;
+    };
+    let sticky = d.mode() & 0o1000 != 0;
+    let shared = d.mode() & 0o022 != 0;
+    sticky && shared && owner != crate::sys::euid() && owner != d.uid()
+}
+
+/// The error for a FIFO or device [`planted`] in a shared folder.
+fn planted_error(path: &Path) -> Error {
+    Error::usage(
+        "refusing to write into it",
+        "a FIFO or device another user made in a shared folder, or not what it was a moment ago (the kernel's protected_fifos rule)",
+    )
+    .at(path)
+    .hint("name a path of your own")
+}
+
+/// Writes into the FIFO or device at `path`, as a shell's `>` would, unless it is one a shared
+/// folder's other users made ([`planted`]); what was opened is checked again by its handle, so
+/// swapping the path meanwhile (for a link to a file, say) writes nothing anywhere.
+fn write_into_stream(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = || planted_error(path);
+    if std::fs::metadata(path).is_ok_and(|m| planted(path, m.uid())) {
+        return Err(refuse());
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io("cannot write", path, &e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| Error::io("cannot write", path, &e))?;
+    let kind = m.file_type();
+    if !(kind.is_fifo() || kind.is_char_device()) || planted(path, m.uid()) {
+        // Not what was checked (swapped meanwhile): closed untouched.
+        return Err(refuse());
+    }
+    f.write_all(bytes)
+        .map_err(|e| Error::io("cannot write", path, &e))
+}
+
 /// Writes `bytes` to `path` under a temporary name, then [`place`]s it.
 pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     if stream_like(path) {
-        // /dev/null, /dev/stdout, a named pipe: written into, as a shell's `>` would.
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(bytes))
-            .map_err(|e| Error::io("cannot write", path, &e));
+        // /dev/null, /dev/stdout, a named pipe of the user's: written into.
+        return write_into_stream(path, bytes);
     }
     refuse_existing(path, force)?;
     let tmp = temp_path(path, "")?;
@@ -129,6 +186,38 @@ pub fn save(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
         .and_then(|_| place(&tmp, path, force));
     written.inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Writes `bytes` as the file `name` in the directory `dir` (by handle): under a temporary name,
+/// renamed into place; an existing `name` only with `force`, and only a regular file (a link,
+/// a FIFO or a device in a folder is never written through: only a path the user names
+/// directly is, by [`save`]).
+pub fn save_in(dir: &crate::sys::dir::Dir, name: &str, bytes: &[u8], force: bool) -> Result<()> {
+    let path = dir.path().join(name);
+    let name = std::ffi::OsStr::new(name);
+    if dir.exists(name) {
+        if !force {
+            return Err(exists(&path));
+        }
+        if !dir.is_file(name) {
+            return Err(Error::usage(
+                "cannot write the output there",
+                "it is not a regular file (a link, a FIFO or a device), and it is not written through",
+            )
+            .at(&path));
+        }
+    }
+    let tmp = temp_path(&path, "")?;
+    let tmp_name = tmp.file_name().unwrap_or_default();
+    let _partial = track(&tmp);
+    let written = dir
+        .create_new(tmp_name)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .and_then(|_| dir.rename(tmp_name, name, force));
+    written.map_err(|e| {
+        let _ = dir.remove(tmp_name);
+        not_placed(&path, e)
     })
 }
 
@@ -211,268 +300,12 @@ pub fn utc(secs: u64) -> [i64; 6] {
     [y, m, d, rem / 3600, rem % 3600 / 60, rem % 60]
 }
 
-/// Whether `dir` is a report iolab wrote: a directory whose results.json carries the suite's
-/// schema tag. Only such a directory may be replaced by `--force`.
-pub fn is_iolab_report(dir: &Path) -> bool {
-    use std::io::Read;
-    let Ok(meta) = std::fs::symlink_metadata(dir) else {
-        return false;
-    };
-    if !meta.is_dir() {
-        return false;
-    }
-    let mut head = Vec::new();
-    std::fs::File::open(dir.join("results.json"))
-        .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
-        .is_ok()
-        && String::from_utf8_lossy(&head).contains("\"schema\": \"iolab-suite/")
-}
-
-/// Refuses to replace `out` unless it is a report iolab wrote.
-pub fn refuse_unless_report(out: &Path) -> Result<()> {
-    if is_iolab_report(out) {
-        return Ok(());
-    }
-    Err(Error::usage(
-        "refusing to replace",
-        "it is not a report iolab wrote (no results.json with the iolab-suite schema)",
-    )
-    .at(out)
-    .hint("--force replaces only an earlier iolab report; choose another --out"))
-}
-
-/// Refuses, before any work, an output directory that could not be written: its parent must
-/// exist and take a new entry.
-pub fn check_can_write(out: &Path) -> Result<()> {
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let probe = temp_path(out, "probe")?;
-    std::fs::create_dir(&probe)
-        .and_then(|_| std::fs::remove_dir(&probe))
-        .map_err(|e| {
-            Error::io("cannot write the report", parent, &e)
-                .hint("choose another --out before the suite runs for minutes")
-        })
-}
-
-/// The list of files iolab wrote into a report directory, one relative path a line: what a
-/// later `--force` may replace or remove, and nothing else.
-pub const MANIFEST: &str = ".iolab-manifest";
-
-/// What a report written before manifests holds (all that `--force` may touch in one).
-const LEGACY_REPORT_FILES: [&str; 3] = ["results.json", "report.md", "report.html"];
-
-/// Writes a directory of `(relative path, bytes)`: into a temporary directory beside `out`,
-/// renamed into place when complete, with a [`MANIFEST`] of what it wrote. An existing `out` is
-/// used only with `force`, and only when it is a report iolab wrote: then only the files its
-/// manifest lists are replaced or removed, and anything else there (notes, a thesis) stays.
-/// Without `force` a dated sibling is used, never one that another run has just taken.
-/// Returns where it went; on failure nothing new is left.
-pub fn save_dir(
-    out: &Path,
-    files: &[(String, Vec<u8>)],
-    force: bool,
-) -> Result<std::path::PathBuf> {
-    let exists = std::fs::symlink_metadata(out).is_ok();
-    let tmp = temp_path(out, "dir")?;
-    let _partial = track(&tmp);
-    let mut all: Vec<(String, Vec<u8>)> = files.to_vec();
-    let listing: String = files.iter().map(|(rel, _)| format!("{rel}\n")).collect();
-    all.push((MANIFEST.to_string(), listing.into_bytes()));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&tmp)?;
-        for (rel, bytes) in &all {
-            let p = tmp.join(rel);
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(&p, bytes)?;
-        }
-        Ok(())
-    };
-    let fail = |target: &Path, e: std::io::Error| {
-        let _ = std::fs::remove_dir_all(&tmp);
-        Error::io("cannot write the report", target, &e)
-    };
-    if exists && force {
-        refuse_unless_report(out)?;
-        write().map_err(|e| fail(out, e))?;
-        replace_listed(out, &tmp, &all).map_err(|e| fail(out, e))?;
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Ok(out.to_path_buf());
-    }
-    write().map_err(|e| fail(out, e))?;
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "iolab-report".into());
-    let stamp = timestamp();
-    for k in 0..1000 {
-        let target = match (exists, k) {
-            (false, 0) => out.to_path_buf(),
-            (_, k) if k <= 1 => out.with_file_name(format!("{name}-{stamp}")),
-            (_, k) => out.with_file_name(format!("{name}-{stamp}-{k}")),
-        };
-        match crate::sys::rename_noreplace(&tmp, &target) {
-            Ok(()) => return Ok(target),
-            // Taken meanwhile (another run in the same second): the next name.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(fail(&target, e)),
-        }
-    }
-    Err(fail(
-        out,
-        std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "every dated name is taken",
-        ),
-    ))
-}
-
-/// Into the report `out`: removes the files its manifest lists that `files` does not hold,
-/// then moves each of `files` from `tmp` into place. Never follows a link, never touches a
-/// file the manifest does not list.
-fn replace_listed(out: &Path, tmp: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
-    let old: Vec<String> = match std::fs::read_to_string(out.join(MANIFEST)) {
-        Ok(text) => text.lines().map(str::to_string).collect(),
-        Err(_) => LEGACY_REPORT_FILES.iter().map(|s| s.to_string()).collect(),
-    };
-    let safe = |rel: &str| {
-        !rel.is_empty()
-            && !rel.starts_with('/')
-            && Path::new(rel)
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)))
-    };
-    for rel in old.iter().filter(|r| safe(r)) {
-        if files.iter().any(|(f, _)| f == rel) {
-            continue;
-        }
-        let p = out.join(rel);
-        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
-            std::fs::remove_file(&p)?;
-        }
-    }
-    for (rel, _) in files {
-        let dest = out.join(rel);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        // A directory or a link where a file goes is not iolab's to remove.
-        if std::fs::symlink_metadata(&dest).is_ok_and(|m| !m.is_file()) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                format!("{rel} is there and is not a file iolab wrote"),
-            ));
-        }
-        std::fs::rename(tmp.join(rel), &dest)?;
-    }
-    Ok(())
-}
+mod report_dir;
+pub use report_dir::{MANIFEST, check_can_write, is_iolab_report, refuse_unless_report, save_dir};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dirs_are_dated_when_taken_and_replaced_with_force() {
-        let (dir, out) = crate::testutil::path_in("rep");
-        // A report (what --force may replace carries the suite's schema tag).
-        let files = vec![
-            ("a.txt".to_string(), b"1".to_vec()),
-            ("plots/p.svg".to_string(), b"<svg/>".to_vec()),
-            (
-                "results.json".to_string(),
-                b"{\"schema\": \"iolab-suite/1\"}".to_vec(),
-            ),
-        ];
-        assert_eq!(save_dir(&out, &files, false).unwrap(), out);
-        assert_eq!(std::fs::read(out.join("plots/p.svg")).unwrap(), b"<svg/>");
-        let second = save_dir(&out, &files, false).unwrap();
-        assert_ne!(second, out);
-        assert!(
-            second
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("rep-20")
-        );
-        // Another in the same second never takes (and so never replaces) the same folder.
-        let third = save_dir(&out, &files, false).unwrap();
-        assert!(third != second && third != out, "{third:?}");
-        assert!(out.join(MANIFEST).is_file() && third.join("a.txt").is_file());
-        std::fs::remove_dir_all(&third).unwrap();
-        let f2 = vec![("b.txt".to_string(), b"2".to_vec())];
-        assert_eq!(save_dir(&out, &f2, true).unwrap(), out);
-        assert!(!out.join("a.txt").exists() && out.join("b.txt").exists());
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            2,
-            "no temporary directories left"
-        );
-        assert_eq!(timestamp().len(), 15);
-    }
-
-    #[test]
-    fn force_replaces_only_an_iolab_report() {
-        let (dir, out) = crate::testutil::path_in("rep");
-        let files = vec![(
-            "results.json".to_string(),
-            b"{\"schema\": \"iolab-suite/1\"}".to_vec(),
-        )];
-        // Someone's folder: --force must not delete it.
-        std::fs::create_dir(&out).unwrap();
-        std::fs::write(out.join("thesis.txt"), b"years of work").unwrap();
-        let err = save_dir(&out, &files, true).unwrap_err();
-        assert_eq!(err.exit_code(), 2, "{err}");
-        assert_eq!(
-            std::fs::read(out.join("thesis.txt")).unwrap(),
-            b"years of work"
-        );
-        // A file as --out with --force: refused, and nothing left beside it.
-        let f = dir.path().join("afile");
-        std::fs::write(&f, b"x").unwrap();
-        assert!(save_dir(&f, &files, true).is_err());
-        assert_eq!(std::fs::read(&f).unwrap(), b"x");
-        // An earlier report is replaced.
-        let rep = dir.path().join("old-report");
-        save_dir(&rep, &files, false).unwrap();
-        assert!(is_iolab_report(&rep));
-        // A file iolab wrote and no longer writes goes; a user's note beside the report stays.
-        save_dir(
-            &rep,
-            &[
-                files.clone(),
-                vec![("plots/old.svg".to_string(), b"<svg/>".to_vec())],
-            ]
-            .concat(),
-            true,
-        )
-        .unwrap();
-        assert!(rep.join("plots/old.svg").exists());
-        std::fs::write(rep.join("notes.txt"), b"my notes").unwrap();
-        std::fs::write(rep.join("thesis.tex"), b"years of work").unwrap();
-        assert_eq!(save_dir(&rep, &files, true).unwrap(), rep);
-        assert!(!rep.join("plots/old.svg").exists());
-        assert_eq!(std::fs::read(rep.join("notes.txt")).unwrap(), b"my notes");
-        assert_eq!(
-            std::fs::read(rep.join("thesis.tex")).unwrap(),
-            b"years of work"
-        );
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert!(
-            names.iter().all(|n| !n.starts_with('.')),
-            "temporaries left: {names:?}"
-        );
-        // An output whose parent does not exist is refused before any work.
-        assert!(check_can_write(&dir.path().join("no/such/rep")).is_err());
-        check_can_write(&dir.path().join("new-rep")).unwrap();
-    }
 
     #[test]
     fn what_a_killed_run_left_is_removed_and_nothing_else() {
@@ -544,6 +377,19 @@ mod tests {
             1,
             "no temporary file left"
         );
+    }
+
+    #[test]
+    fn a_file_swapped_in_for_a_pipe_is_not_written_through() {
+        // What write_into_stream opened is checked by its handle: a regular file (the path
+        // swapped for a link to one between the check and the open) is closed untouched.
+        let (_dir, f) = crate::testutil::file_with("victim", b"root's data");
+        let err = write_into_stream(&f, b"trace").unwrap_err();
+        assert!(
+            err.to_string().contains("refusing to write into it"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), b"root's data");
     }
 
     #[test]

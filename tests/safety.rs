@@ -1,0 +1,202 @@
+//! Round four's cases, as a local user would play them against root's run: another user (nobody,
+//! through `setpriv`) plants links, FIFOs and manifest lines in folders it may write into, and
+//! root's `iolab` must neither remove nor write anything outside what it was asked to.
+
+mod common;
+use common::{Lack, is_root, skip};
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Runs `sh -c script` as nobody; false when privileges cannot be dropped here.
+fn as_nobody(script: &str) -> bool {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            script,
+        ])
+        .status()
+        .is_ok_and(|st| st.success())
+}
+
+/// A folder under the system's temporary folder that nobody may write into, with `mode`.
+fn shared(mode: u32) -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("iolab-r4-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    d
+}
+
+/// P1: a report folder another user may write into. They swap a folder of the report for a
+/// link to root's files and list one of them in the manifest (as an older iolab wrote it, and
+/// with its hash); root's `report --force` removes and writes nothing there.
+#[test]
+fn p1_a_report_folder_another_user_writes_into_leads_nothing_outside_it() {
+    if !is_root() {
+        return skip(
+            Lack::Setup,
+            "playing another user against root's run needs root",
+        );
+    }
+    let top = shared(0o755);
+    let secret = top.path().join("root-only");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::write(secret.join("thesis.tex"), b"years of work").unwrap();
+    std::fs::set_permissions(
+        secret.join("thesis.tex"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    // A report of root's (one quick experiment), and its results kept apart to render again.
+    let rep = top.path().join("rep");
+    common::iolab()
+        .args([
+            "suite",
+            "--quick",
+            "--size",
+            "16M",
+            "--only",
+            "syscalls",
+            "--out",
+            s(&rep),
+        ])
+        .assert()
+        .success();
+    let fixture = top.path().join("results.json");
+    std::fs::copy(rep.join("results.json"), &fixture).unwrap();
+    // The report folder is nobody's to write into (a shared project folder, say).
+    Command::new("chmod")
+        .args(["-R", "a+rwX", s(&rep)])
+        .status()
+        .unwrap();
+    let hash = blake3::hash(b"years of work").to_hex().to_string();
+    let planted = as_nobody(&format!(
+        "cd {} && rm -rf plots && ln -s {} plots && ln -s {} docs && echo 'b3:{hash} 13 docs/thesis.tex' >> .iolab-manifest && echo docs/thesis.tex >> .iolab-manifest",
+        s(&rep),
+        s(&secret),
+        s(&secret)
+    ));
+    if !planted {
+        return skip(Lack::Setup, "cannot act as nobody here (setpriv)");
+    }
+    let o = common::iolab()
+        .args(["report", s(&fixture), "--out", s(&rep), "--force"])
+        .output()
+        .unwrap();
+    // Refused (plots is a link), and root's files are as they were.
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a file iolab wrote"),
+        "{o:?}"
+    );
+    assert_eq!(
+        std::fs::read(secret.join("thesis.tex")).unwrap(),
+        b"years of work"
+    );
+    assert_eq!(
+        std::fs::read_dir(&secret).unwrap().count(),
+        1,
+        "no plot written there"
+    );
+    // Without the planted plots link, the listed file behind `docs` is still not removed.
+    std::fs::remove_file(rep.join("plots")).unwrap();
+    common::iolab()
+        .args(["report", s(&fixture), "--out", s(&rep), "--force"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(secret.join("thesis.tex")).unwrap(),
+        b"years of work"
+    );
+    assert!(rep.join("plots").is_dir() && rep.join("report.html").is_file());
+}
+
+/// P4: another user's FIFO where root's trace is to go, in a shared sticky folder: refused
+/// before the program runs, and the FIFO gets nothing.
+#[test]
+fn p4_a_fifo_another_user_made_in_a_sticky_folder_gets_nothing() {
+    if !is_root() {
+        return skip(
+            Lack::Setup,
+            "playing another user against root's run needs root",
+        );
+    }
+    let top = shared(0o1777);
+    let fifo = top.path().join("t.json");
+    if !as_nobody(&format!("mkfifo {}", s(&fifo))) {
+        return skip(Lack::Setup, "cannot act as nobody here (setpriv)");
+    }
+    let o = common::iolab()
+        .args(["-q", "trace", "--out", s(&fifo), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("refusing to write into it"),
+        "{o:?}"
+    );
+    // A FIFO of root's own in the same folder is written into, as a shell's `>` would.
+    let mine = top.path().join("mine.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&mine)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reader = {
+        let mine = mine.clone();
+        std::thread::spawn(move || std::fs::read(mine).unwrap())
+    };
+    common::iolab()
+        .args(["-q", "trace", "--out", s(&mine), "--", "true"])
+        .assert()
+        .success();
+    let got = reader.join().unwrap();
+    assert!(
+        String::from_utf8_lossy(&got).contains("\"schema\""),
+        "the trace went in"
+    );
+}
+
+/// P17: `man --dir D --force` writes no page through a link, and a FIFO page is refused
+/// rather than waited on.
+#[test]
+fn p17_man_pages_are_not_written_through_links_or_into_fifos() {
+    let top = tempfile::tempdir().unwrap();
+    let (d, elsewhere) = (top.path().join("man1"), top.path().join("elsewhere"));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("precious"), b"keep").unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("precious"), d.join("iolab.1")).unwrap();
+    let o = common::iolab()
+        .args(["man", "--dir", s(&d), "--force"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(std::fs::read(elsewhere.join("precious")).unwrap(), b"keep");
+    std::fs::remove_file(d.join("iolab.1")).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(d.join("iolab-read.1"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = common::iolab()
+        .args(["man", "--dir", s(&d), "--force"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
