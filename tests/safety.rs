@@ -200,3 +200,54 @@ fn p17_man_pages_are_not_written_through_links_or_into_fifos() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
+
+/// P2: without a token, whoever connects first gets the files: refused beyond loopback and for
+/// a file other users cannot read, unless --no-token; said in one line whenever it happens.
+#[test]
+fn p2_serving_without_a_token_is_refused_where_others_could_take_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("private.txt");
+    std::fs::write(&private, b"mine alone").unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let public = dir.path().join("public.txt");
+    std::fs::write(&public, b"anyone's").unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let send = |args: &[&str]| {
+        common::iolab()
+            .env_remove("IOLAB_TOKEN")
+            .arg("send")
+            .args(args)
+            .args(["--port", "0", "--timeout", "1s"])
+            .output()
+            .unwrap()
+    };
+    let o = send(&[s(&private)]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("refusing to serve without a token") && err.contains("--no-token"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let o = send(&[s(&public), "--listen", "0.0.0.0"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("reachable beyond this machine"));
+    // With --no-token it serves, and says who may take the files, in one line.
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .env_remove("IOLAB_TOKEN")
+        .args(["send", s(&private), "--no-token", "--port", "0"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let listening = lines.next().unwrap().unwrap();
+    let warning = lines.next().unwrap().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(listening.starts_with("iolab: listening on"), "{listening}");
+    assert!(
+        warning.contains("no token: whoever connects first"),
+        "{warning}"
+    );
+}

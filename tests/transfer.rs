@@ -641,8 +641,11 @@ fn transfer_between_two_network_namespaces() {
         let f = write_file(src.path(), "across", &bytes(5 << 20, 43));
         let bin = assert_cmd::cargo::cargo_bin("iolab");
         let listen = format!("{net}.1:2325");
+        // Beyond loopback a sender serves only with a token (or --no-token): both sides
+        // share one.
         let sender = std::process::Command::new("ip")
             .args(["netns", "exec", &a])
+            .env("IOLAB_TOKEN", "netns-secret")
             .arg(&bin)
             .args([
                 "send",
@@ -657,6 +660,7 @@ fn transfer_between_two_network_namespaces() {
             .output_async();
         let recv = std::process::Command::new("ip")
             .args(["netns", "exec", &b])
+            .env("IOLAB_TOKEN", "netns-secret")
             .arg(&bin)
             .args([
                 "recv",

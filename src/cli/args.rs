@@ -166,6 +166,10 @@ pub struct NetArgs {
     /// The secret itself: visible to every local user in the process list; prefer --token-file
     #[arg(long)]
     pub token: Option<String>,
+    /// Serve without a token: whoever connects first gets the files (needed to listen beyond
+    /// loopback, or to serve a file other users cannot read, without one)
+    #[arg(long, conflicts_with_all = ["token", "token_file"])]
+    pub no_token: bool,
     /// Give up on a peer idle this long
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub timeout: Duration,

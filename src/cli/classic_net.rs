@@ -116,7 +116,7 @@ impl ClassicArgs {
         };
         let lines = self.lines(&c);
         let cfg = self.net.send_config(c.files, method)?;
-        serve(ctx, addr, &cfg, &self.net.output, lines)
+        serve(ctx, addr, &cfg, &self.net.output, lines, self.net.no_token)
     }
 
     /// The course's slave: writes the files it names, as the course program did.

@@ -52,6 +52,42 @@ pub fn listen_addr(listen: &str, port: u16) -> Result<SocketAddr, String> {
         })
 }
 
+/// Serving without a token: whoever connects first gets the files. Refused, unless `no_token`
+/// says the user means it, beyond loopback (anyone who reaches the port) and for a file other
+/// local users cannot read (any of them may connect to a loopback port); [`serve`] says so in
+/// one line whenever it happens.
+fn may_serve_without_token(
+    addr: SocketAddr,
+    cfg: &SendConfig,
+    no_token: bool,
+) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let hint =
+        "give --token-file FILE (or IOLAB_TOKEN) on both sides, or --no-token to serve anyway";
+    if !no_token {
+        if !addr.ip().is_loopback() {
+            return Err(Error::usage(
+                "refusing to serve without a token",
+                format!("{addr} is reachable beyond this machine: whoever connects first would get the files"),
+            )
+            .hint(hint));
+        }
+        if let Some(private) = cfg
+            .files
+            .iter()
+            .find(|f| std::fs::metadata(f).is_ok_and(|m| m.permissions().mode() & 0o004 == 0))
+        {
+            return Err(Error::usage(
+                "refusing to serve without a token",
+                "other local users cannot read this file, and any of them may connect to the port first",
+            )
+            .at(private)
+            .hint(hint));
+        }
+    }
+    Ok(())
+}
+
 /// Listens on `addr`, serves `cfg`'s files and prints this side's report.
 pub fn serve(
     ctx: &Ctx,
@@ -59,9 +95,13 @@ pub fn serve(
     cfg: &SendConfig,
     output: &super::args::OutputArgs,
     lines: report::Lines,
+    no_token: bool,
 ) -> Result<(), Error> {
     cfg.link.check()?;
     sender::check_files(cfg)?;
+    if cfg.link.token.is_none() {
+        may_serve_without_token(addr, cfg, no_token)?;
+    }
     let listener = sender::bind(addr)?;
     // The port the kernel chose for --port 0, not 0.
     let addr = listener.local_addr().unwrap_or(addr);
@@ -74,6 +114,11 @@ pub fn serve(
             ""
         }
     );
+    if cfg.link.token.is_none() {
+        super::talk(format!(
+            "iolab: warning: no token: whoever connects first to {addr} gets the files"
+        ));
+    }
     let r = sender::serve(listener, cfg)?;
     for why in &r.rejected {
         super::talk(format!(
@@ -91,6 +136,13 @@ impl SendArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let addr = listen_addr(&self.listen, self.port).map_err(usage)?;
         let cfg = self.net.send_config(self.files.files, self.method)?;
-        serve(ctx, addr, &cfg, &self.net.output, report::Lines::Full)
+        serve(
+            ctx,
+            addr,
+            &cfg,
+            &self.net.output,
+            report::Lines::Full,
+            self.net.no_token,
+        )
     }
 }

@@ -242,7 +242,8 @@ impl Drop for TempDir {
     }
 }
 
-/// A new, empty directory under the system's temporary directory: `PREFIX-PID-N`.
+/// A new, empty directory under the system's temporary directory: `PREFIX-PID-N`, that only
+/// this user may enter (0700).
 pub fn temp_dir(prefix: &str) -> Result<TempDir> {
     let base = std::env::temp_dir();
     // What an earlier run killed with -9 left under this prefix goes first.
@@ -250,7 +251,13 @@ pub fn temp_dir(prefix: &str) -> Result<TempDir> {
     for i in 0..1000 {
         let p = base.join(format!("{prefix}-{}-{i}", std::process::id()));
         let partial = track(&p);
-        if std::fs::create_dir(&p).is_ok() {
+        // Only this user may enter it: what is staged there (a transfer's copies of files
+        // others may not read) stays this user's.
+        let made = {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().mode(0o700).create(&p)
+        };
+        if made.is_ok() {
             return Ok(TempDir {
                 path: p,
                 _partial: partial,
@@ -377,6 +384,14 @@ mod tests {
             1,
             "no temporary file left"
         );
+    }
+
+    #[test]
+    fn temporary_folders_are_this_users_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = temp_dir("iolab-mode-test").unwrap();
+        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
     }
 
     #[test]
