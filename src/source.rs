@@ -83,3 +83,82 @@ pub fn pread_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize>
     }
     Ok(done)
 }
+
+/// What a file was when it was looked at: its identity, size and change times. A file whose
+/// version changed while it was read or sent was written meanwhile: what was read is a mix of
+/// old and new bytes, never "the file".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, u64),
+    ctime: (i64, u64),
+}
+
+impl Version {
+    /// The version of the open `file` now.
+    pub fn of(file: &File) -> io::Result<Version> {
+        let s = rustix::fs::fstat(file)?;
+        Ok(Version {
+            dev: s.st_dev,
+            ino: s.st_ino,
+            size: s.st_size as u64,
+            mtime: (s.st_mtime, s.st_mtime_nsec as u64),
+            ctime: (s.st_ctime, s.st_ctime_nsec as u64),
+        })
+    }
+
+    /// The error when `file` (at `path`) is no longer this version: written, truncated or
+    /// replaced meanwhile. `doing` says what was under way ("sent", "read").
+    pub fn check(&self, file: &File, path: &Path, doing: &str) -> Result<()> {
+        let now = Version::of(file).map_err(|e| Error::io("cannot stat", path, &e))?;
+        if now == *self {
+            return Ok(());
+        }
+        let what = if now.size != self.size {
+            format!("its size went from {} to {} bytes", self.size, now.size)
+        } else {
+            "it was written to".into()
+        };
+        Err(Error::failed(
+            format!("the file changed while it was {doing}"),
+            format!("{what}: what was {doing} mixes old and new bytes, and is not the file"),
+        )
+        .at(path)
+        .hint("do it again once nothing writes the file"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_or_a_truncation_changes_the_version() {
+        let (_d, p) = crate::testutil::file_with("v", &[1u8; 8192]);
+        let f = File::open(&p).unwrap();
+        let v = Version::of(&f).unwrap();
+        v.check(&f, &p, "read").unwrap();
+        // A write in place, same size: the change times move (nanoseconds on ext4; a second
+        // apart everywhere).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::os::unix::fs::FileExt::write_at(
+            &std::fs::OpenOptions::new().write(true).open(&p).unwrap(),
+            b"x",
+            10,
+        )
+        .unwrap();
+        let e = v.check(&f, &p, "sent").unwrap_err();
+        assert!(e.to_string().contains("changed while it was sent"), "{e}");
+        let v = Version::of(&f).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        let e = v.check(&f, &p, "read").unwrap_err();
+        assert!(e.to_string().contains("from 8192 to 100 bytes"), "{e}");
+    }
+}

@@ -1604,3 +1604,51 @@ fn two_hundred_connections_complete() {
         );
     }
 }
+
+/// P3 of round four: a source written in place while it is sent gets no checksum, for every
+/// send method: the receiver, missing it, keeps nothing, and the sender says why. (The hash
+/// proves the wire, not the file: a torn copy of old and new bytes once hashed true.)
+#[test]
+fn a_file_written_while_it_is_sent_is_never_called_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    // Larger than the socket buffers on both sides, so the sender is still sending when the
+    // receiver has read its first MiB.
+    let size = 64usize << 20;
+    for method in [
+        SendMethod::Read,
+        SendMethod::Mmap,
+        SendMethod::Sendfile,
+        SendMethod::Splice,
+    ] {
+        let f = write_file(dir.path(), "moving.bin", &bytes(size, 77));
+        let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = l.local_addr().unwrap();
+        let scfg = send_cfg(std::slice::from_ref(&f), method);
+        let sender = std::thread::spawn(move || serve(l, &scfg));
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(&hello(VERSION)).unwrap();
+        swallow_hello(&mut s);
+        let mut head = vec![0u8; 1 + 2 + "moving.bin".len() + 8];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(head[..], header(b"moving.bin", size as u64)[..]);
+        let mut got = vec![0u8; 1 << 20];
+        s.read_exact(&mut got).unwrap();
+        // Someone writes the file in place, same size, near its end (not yet sent).
+        std::os::unix::fs::FileExt::write_at(
+            &std::fs::OpenOptions::new().write(true).open(&f).unwrap(),
+            &[0xee; 4096],
+            (size - 8192) as u64,
+        )
+        .unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        // The content came (torn), and nothing after it: no checksum, no end marker.
+        assert_eq!(rest.len(), size - (1 << 20), "{method:?}");
+        let err = sender.join().unwrap().unwrap_err().to_string();
+        assert!(
+            err.contains("the file changed while it was sent"),
+            "{method:?}: {err}"
+        );
+    }
+}

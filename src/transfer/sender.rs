@@ -73,12 +73,14 @@ impl SendGear {
     }
 }
 
-/// A file ready to send: opened and sized (its hash is taken while it is sent).
+/// A file ready to send: opened and sized (its hash is taken while it is sent), and its
+/// version then: a file written while it is sent is refused, never sent as verified.
 struct Outgoing {
     path: PathBuf,
     name: String,
     file: File,
     size: u64,
+    version: crate::source::Version,
 }
 
 /// Binds the listening socket (a port of 0 picks a free one).
@@ -125,11 +127,14 @@ fn prepare(cfg: &SendConfig) -> Result<Vec<Outgoing>> {
                 .ok_or_else(|| Error::usage("invalid file", "it names no file").at(path))?;
             protocol::check_name(name.as_bytes())
                 .map_err(|w| Error::usage("cannot send", w).at(path))?;
+            let version = crate::source::Version::of(&src.file)
+                .map_err(|e| Error::io("cannot stat", path, &e))?;
             Ok(Outgoing {
                 path: path.clone(),
                 name,
                 file: src.file,
                 size: src.size,
+                version,
             })
         })
         .collect()
@@ -376,6 +381,8 @@ fn serve_raw(
             .map(|a| a.to_string())
             .unwrap_or_else(|_| "receiver".into());
         let (time, pages) = send_content(&mut sock, f, cfg, &mut gear, &peer, None)?;
+        // No checksum to withhold on a raw stream: the sender's own exit says it.
+        let changed = f.version.check(&f.file, &f.path, "sent");
         // End of file = end of stream. Read what the peer may have sent (nothing, normally) so
         // the close is a FIN, not a reset that could cut the bytes still in flight.
         let _ = sock.shutdown(std::net::Shutdown::Write);
@@ -390,6 +397,7 @@ fn serve_raw(
             name: f.name.clone(),
             size: f.size,
         };
+        changed?;
         let mut rec = FileRecord::new(&header, &[0; 32], cfg.method.name(), time, Duration::ZERO);
         // None computed: said as nothing, never as the hash of zeros.
         rec.blake3.clear();
@@ -523,6 +531,9 @@ fn send_files(
             hashed.map_err(|e| Error::io("read failed", &f.path, &e))?;
         hashing.0 += user;
         hashing.1 += sys;
+        // The hash proves the wire, not the file: a file written while it was sent (a mix of
+        // old and new bytes) gets no checksum, and the receiver, missing it, keeps nothing.
+        f.version.check(&f.file, &f.path, "sent")?;
         // The content's BLAKE3 follows it (tagged with a token, as every frame is).
         let mut b = Bounded::new(sock, &pace, pace.handshake, "sending a checksum");
         protocol::send_all(&mut b, &session.seal(b"send", &hash), &peer)?;

@@ -422,8 +422,10 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     }
     let forced =
         cfg.method.is_some() || cfg.threads.is_some() || cfg.bs.is_some() || cfg.depth.is_some();
+    let mut opened = None;
     let (out, counters) = measure(|| -> Result<(Choice, f64, engine::Moved)> {
         let src = engine::open_source(&cfg.path)?;
+        opened = Some(crate::source::Version::of(&src.file).map(|v| (v, src.file.try_clone())));
         let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
         if !forced {
             let auto = auto(&src, resident, cfg.probe_from);
@@ -476,6 +478,10 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         Ok((choice, resident, moved))
     });
     let (choice, resident, moved) = out?;
+    // Outside the clock: the XOR is the file's only if nobody wrote it meanwhile.
+    if let Some(Ok((version, Ok(file)))) = opened {
+        version.check(&file, &cfg.path, "read")?;
+    }
     Ok(FastResult {
         choice,
         resident,

@@ -22,8 +22,9 @@ pub(super) struct ReplayCell {
 
 pub(super) struct ReplayCells<'a> {
     pub(super) plan: &'a ReplayPlan,
-    /// Every data file, opened once (the harness prepares their cache before each run).
-    pub(super) sources: Vec<Source>,
+    /// Every data file, opened once (the harness prepares their cache before each run), with
+    /// its version then: a file written during the replay is refused, never replayed as is.
+    pub(super) sources: Vec<(Source, crate::source::Version)>,
     pub(super) cells: Vec<ReplayCell>,
     pub(super) asked: u64,
     pub(super) drop_all: bool,
@@ -43,14 +44,14 @@ fn blocks_for(m: ReplayMethod, s: &Segment, size: u64) -> (Arc<[Block]>, Arc<[u6
 fn replay_thread(
     m: ReplayMethod,
     segments: &[Segment],
-    sources: &[Source],
+    sources: &[&Source],
     opts: &EngineOptions,
     keep_gaps: bool,
 ) -> Result<(Moved, Vec<u32>)> {
     let mut moved = Moved::default();
     let mut xors = vec![0u32; sources.len()];
     for s in segments {
-        let src = &sources[s.file];
+        let src = sources[s.file];
         let (blocks, gaps) = blocks_for(m, s, src.size);
         let largest = blocks.iter().map(|b| b.len).max().unwrap_or(1).max(1);
         let w = Workload {
@@ -72,11 +73,16 @@ fn replay_thread(
     Ok((moved, xors))
 }
 
-/// Opens every data file of `plan`.
-pub(super) fn open_sources(plan: &ReplayPlan) -> Result<Vec<Source>> {
+/// Opens every data file of `plan`, with its version now.
+pub(super) fn open_sources(plan: &ReplayPlan) -> Result<Vec<(Source, crate::source::Version)>> {
     plan.files
         .iter()
-        .map(|f| crate::source::open_source(&f.path))
+        .map(|f| {
+            let src = crate::source::open_source(&f.path)?;
+            let v = crate::source::Version::of(&src.file)
+                .map_err(|e| Error::io("cannot stat", &f.path, &e))?;
+            Ok((src, v))
+        })
         .collect()
 }
 
@@ -118,7 +124,7 @@ impl Cells for ReplayCells<'_> {
             cache: Some(CacheSpec {
                 mode: cache,
                 drop_all: self.drop_all,
-                files: self.sources.iter().map(|s| (s, s.size)).collect(),
+                files: self.sources.iter().map(|(s, _)| (s, s.size)).collect(),
             }),
             work: CellWork::Own,
             xor: Some(XorCheck::group(method.direct() as u64)),
@@ -128,7 +134,8 @@ impl Cells for ReplayCells<'_> {
     fn own(&mut self, i: usize) -> Result<Timed<()>> {
         let method = self.cells[i].method;
         let opts = EngineOptions::with_depth(self.depth);
-        let sources = &self.sources;
+        let sources: Vec<&Source> = self.sources.iter().map(|(s, _)| s).collect();
+        let sources = &sources;
         let (done, counters) = measure(|| -> Vec<Result<(Moved, Vec<u32>)>> {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = self
@@ -157,6 +164,9 @@ impl Cells for ReplayCells<'_> {
             for (a, b) in xors.iter_mut().zip(x) {
                 *a ^= b;
             }
+        }
+        for (src, v) in &self.sources {
+            v.check(&src.file, &src.path, "replayed")?;
         }
         if !method.direct() {
             self.check(&xors)?;

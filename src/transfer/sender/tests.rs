@@ -81,10 +81,12 @@ fn read_and_mmap_senders_hash_every_piece_they_send_when_told_to() {
         let mut sock = std::net::TcpStream::connect(addr).unwrap();
         let mut cfg = SendConfig::new(vec![keep.path().to_path_buf()], method);
         cfg.link.sizes.map_size = window;
+        let file = std::fs::File::open(keep.path()).unwrap();
         let f = Outgoing {
             path: keep.path().to_path_buf(),
             name: "f".into(),
-            file: std::fs::File::open(keep.path()).unwrap(),
+            version: crate::source::Version::of(&file).unwrap(),
+            file,
             size: len as u64,
         };
         let mut gear = SendGear::new(&cfg).unwrap();
