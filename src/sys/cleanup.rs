@@ -4,7 +4,9 @@
 //! 128 + the signal. No helper thread: a second thread would make every file system call of the
 //! measured loops slower (the kernel's single-threaded fast path for file descriptors).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
@@ -40,11 +42,12 @@ fn end_children() {
     for slot in CHILDREN.iter() {
         let pid = slot.swap(0, Ordering::SeqCst);
         if pid > 0 {
-            // SAFETY: kill and waitpid are async-signal-safe; `pid` is our own child, which
-            // stays unreaped (a zombie at worst) until this waitpid, so the id cannot be reused.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            // kill and waitpid (rustix's raw system calls: no lock, no allocation) are
+            // async-signal-safe; `pid` is our own child, which stays unreaped (a zombie at
+            // worst) until this waitpid, so the id cannot be reused.
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
             }
         }
     }
@@ -83,63 +86,41 @@ pub fn unregister(i: usize) {
     }
 }
 
-/// Removes `path`: a file, or a directory with everything in it (depth-first, by `getdents64`
-/// into a stack buffer). Async-signal-safe: system calls only, no allocation.
-fn remove_tree(dirfd: libc::c_int, name: *const libc::c_char, depth: u32) -> bool {
-    // SAFETY: `name` is a NUL-terminated string that stays allocated (see `unregister`) or a
-    // name inside our own stack buffer; unlinkat only reads it.
-    if unsafe { libc::unlinkat(dirfd, name, 0) } == 0 {
-        return true;
+/// Removes `name` in `dir`: a file, or a directory with everything in it (depth-first, read
+/// by `getdents64` into a stack buffer, never following a link). Async-signal-safe: rustix's raw
+/// system calls only, no allocation.
+fn remove_tree(dir: BorrowedFd<'_>, name: &CStr, depth: u32) -> bool {
+    use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
+    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) => return true,
+        Err(e) if e != rustix::io::Errno::ISDIR || depth > 16 => return false,
+        Err(_) => {}
     }
-    // SAFETY: reading errno right after the failed call, on this thread.
-    let err = unsafe { *libc::__errno_location() };
-    if err != libc::EISDIR || depth > 16 {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else {
         return false;
-    }
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: as above; openat returns a new descriptor or -1.
-    let fd = unsafe { libc::openat(dirfd, name, flags) };
-    if fd < 0 {
-        return false;
-    }
-    let mut buf = [0u8; 4096];
+    };
+    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
     loop {
-        // SAFETY: getdents64 writes at most buf.len() bytes into our stack buffer.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_getdents64,
-                fd,
-                buf.as_mut_ptr(),
-                buf.len() as libc::c_uint,
-            )
-        };
-        if n <= 0 {
+        let mut removed_any = false;
+        let mut entries = RawDir::new(&fd, &mut buf);
+        while let Some(Ok(entry)) = entries.next() {
+            let n = entry.file_name();
+            if n != c"." && n != c".." {
+                removed_any |= remove_tree(fd.as_fd(), n, depth + 1);
+            }
+        }
+        if !removed_any {
             break;
         }
-        let mut off = 0usize;
-        let mut removed_any = false;
-        while off < n as usize {
-            // struct linux_dirent64: ino u64, off i64, reclen u16, type u8, name[] (NUL-ended).
-            let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
-            let name_at = off + 19;
-            let is_dot = buf[name_at] == b'.'
-                && (buf[name_at + 1] == 0 || (buf[name_at + 1] == b'.' && buf[name_at + 2] == 0));
-            if !is_dot {
-                removed_any |= remove_tree(fd, buf[name_at..].as_ptr().cast(), depth + 1);
-            }
-            off += reclen.max(1);
-        }
-        if removed_any {
-            // Entries moved under us: read the directory from its start again.
-            // SAFETY: plain lseek on our own descriptor.
-            unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+        // Entries moved under us: read the directory from its start again.
+        if rustix::fs::seek(&fd, SeekFrom::Start(0)).is_err() {
+            break;
         }
     }
-    // SAFETY: closing the descriptor we opened; then removing the now empty directory.
-    unsafe {
-        libc::close(fd);
-        libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) == 0
-    }
+    // Closed (dropped), then the now empty directory removed.
+    drop(fd);
+    rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR).is_ok()
 }
 
 /// Removes every path in the table; returns how many went. Async-signal-safe.
@@ -147,7 +128,13 @@ pub fn remove_all() -> usize {
     let mut n = 0;
     for slot in TABLE.iter() {
         let p = slot.load(Ordering::SeqCst);
-        if !p.is_null() && remove_tree(libc::AT_FDCWD, p, 0) {
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: a registered pointer came from CString::into_raw and is never freed (see
+        // `unregister`): a NUL-terminated string that stays allocated.
+        let path = unsafe { CStr::from_ptr(p) };
+        if remove_tree(rustix::fs::CWD, path, 0) {
             n += 1;
         }
     }
@@ -156,9 +143,10 @@ pub fn remove_all() -> usize {
 
 /// Writes `parts` to stderr with write(2) only.
 fn say(parts: &[&[u8]]) {
+    // Stderr's descriptor alone (no lock taken); a short or failed write is acceptable here.
+    let err = std::io::stderr();
     for p in parts {
-        // SAFETY: writing our own bytes to fd 2; a short or failed write is acceptable here.
-        unsafe { libc::write(2, p.as_ptr().cast(), p.len()) };
+        let _ = rustix::io::write(err.as_fd(), p);
     }
 }
 
@@ -211,18 +199,16 @@ pub fn note_interrupts() -> std::io::Result<()> {
 /// SIGINT and SIGTERM go to `handler` (no flags: no `SA_RESTART`). Both handlers here make only
 /// async-signal-safe calls (`on_signal`) or store to an atomic (`on_signal_note`).
 fn on_interrupts(handler: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction is plain data; zeroed then filled in before use.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = handler as *const () as libc::sighandler_t;
-        // SAFETY: `sa` is a valid sigaction; the handler is async-signal-safe (see above).
-        let rc = unsafe {
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let sa = SigAction::new(
+        SigHandler::Handler(handler),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: both handlers make only async-signal-safe calls (`on_signal`) or store to an
+        // atomic (`on_signal_note`).
+        unsafe { sigaction(sig, &sa) }?;
     }
     Ok(())
 }
@@ -230,11 +216,10 @@ fn on_interrupts(handler: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
 /// From now on SIGINT and SIGTERM are ignored: for a helper process whose parent ends it (and
 /// cleans up) when the user interrupts.
 pub fn ignore_interrupts() -> std::io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: setting a signal's disposition to SIG_IGN has no memory effects.
-        if unsafe { libc::signal(sig, libc::SIG_IGN) } == libc::SIG_ERR {
-            return Err(std::io::Error::last_os_error());
-        }
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: ignoring a signal installs no handler and has no memory effects.
+        unsafe { signal(sig, SigHandler::SigIgn) }?;
     }
     Ok(())
 }
@@ -259,11 +244,11 @@ mod tests {
         let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap();
         // remove_all works on the whole process's table, which other tests use too: the tree
         // removal itself is what is checked here, on our own paths.
-        assert!(remove_tree(libc::AT_FDCWD, c(&f).as_ptr(), 0));
-        assert!(remove_tree(libc::AT_FDCWD, c(&d).as_ptr(), 0));
+        assert!(remove_tree(rustix::fs::CWD, &c(&f), 0));
+        assert!(remove_tree(rustix::fs::CWD, &c(&d), 0));
         assert!(!remove_tree(
-            libc::AT_FDCWD,
-            c(&top.path().join("never")).as_ptr(),
+            rustix::fs::CWD,
+            &c(&top.path().join("never")),
             0
         ));
         assert!(!f.exists() && !d.exists());

@@ -359,30 +359,15 @@ pub fn mincore_walk(file: &File, len: u64, mut each: impl FnMut(u64, bool)) -> i
     let mut off = 0u64;
     while off < len {
         let wlen = (len - off).min(WINDOW) as usize;
-        // SAFETY: a fresh read-only mapping of a valid descriptor at a page-aligned offset,
-        // checked for MAP_FAILED; it is never dereferenced, only passed to mincore.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                wlen,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                off as libc::off_t,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
+        // A read-only window of the file, never dereferenced: only passed to mincore.
+        let window = RawMap::new(file, off, wlen, false, false)?;
+        let pages = (wlen as u64).div_ceil(page) as usize;
+        // SAFETY: window.ptr..+wlen is our live mapping and vec has room for one byte per page.
+        let rc = unsafe { libc::mincore(window.ptr.cast(), wlen, vec.as_mut_ptr()) };
+        if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        let pages = (wlen as u64).div_ceil(page) as usize;
-        // SAFETY: ptr..ptr+wlen is our mapping and vec has room for one byte per page.
-        let rc = unsafe { libc::mincore(ptr, wlen, vec.as_mut_ptr()) };
-        let err = io::Error::last_os_error();
-        // SAFETY: unmapping exactly the mapping made above.
-        unsafe { libc::munmap(ptr, wlen) };
-        if rc != 0 {
-            return Err(err);
-        }
+        drop(window);
         let first = off / page;
         for (i, b) in vec[..pages].iter().enumerate() {
             each(first + i as u64, b & 1 != 0);

@@ -1,5 +1,20 @@
-//! Thin wrappers over the system calls the rest of iolab needs. All of iolab's `unsafe` lives in
-//! this folder (and one CPU-feature dispatch in `xor.rs`), each block with its `// SAFETY:` line.
+//! Thin wrappers over the system calls the rest of iolab needs, through `rustix` (files,
+//! directories by handle, pipes, splice, sendfile, poll, scheduling, clocks) and `nix` (ptrace,
+//! getrusage, signal dispositions, process_vm_readv). What stays hand-written is what those
+//! crates lack or cannot make safe, each block with its `// SAFETY:` line:
+//! - mappings whose bytes are read in place (`map.rs`, `calls.rs`): a mapping is raw memory
+//!   (rustix's `mmap`, `munmap` and `madvise` are `unsafe` too), and no crate wraps `mincore` or
+//!   `cachestat` (Linux 6.5);
+//! - aligned I/O buffers on huge pages with a reuse pool (`buf.rs`): `std::alloc` by nature;
+//! - signal handlers (`cleanup.rs`, `sigbus.rs`): `sigaction` is `unsafe` in nix as well, the
+//!   SIGBUS handler maps a page over a truncated one, and there is no async-signal-safe exit
+//!   but `_exit`;
+//! - ptrace restarts that pass on any signal by number (`ptrace.rs`: nix's `Signal` names the
+//!   standard ones only) and `pre_exec` (`std`'s own `unsafe`).
+//!
+//! `RWF_DONTCACHE` goes through rustix's `ReadWriteFlags::from_bits_retain` (rustix has no name
+//! for it yet). Outside this folder, `unsafe` is the SIMD XOR kernels of `xor.rs` and the
+//! io_uring submissions of `engine/uring`.
 
 pub mod buf;
 pub mod calls;
@@ -12,36 +27,36 @@ pub mod sigbus;
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
-/// `posix_fadvise` on the whole file.
-pub fn fadvise(file: &File, advice: libc::c_int) -> io::Result<()> {
-    // SAFETY: plain system call on a valid open descriptor; no memory is passed.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
+/// The `rustix` advice for a `POSIX_FADV_*` value.
+fn advice(a: libc::c_int) -> io::Result<rustix::fs::Advice> {
+    use rustix::fs::Advice;
+    Ok(match a {
+        libc::POSIX_FADV_NORMAL => Advice::Normal,
+        libc::POSIX_FADV_SEQUENTIAL => Advice::Sequential,
+        libc::POSIX_FADV_RANDOM => Advice::Random,
+        libc::POSIX_FADV_NOREUSE => Advice::NoReuse,
+        libc::POSIX_FADV_WILLNEED => Advice::WillNeed,
+        libc::POSIX_FADV_DONTNEED => Advice::DontNeed,
+        _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    })
 }
 
-/// `posix_fadvise` on `len` bytes from `offset`.
-pub fn fadvise_range(file: &File, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
-    // SAFETY: plain system call on a valid open descriptor; no memory is passed.
-    let rc = unsafe {
-        libc::posix_fadvise(
-            file.as_raw_fd(),
-            offset as libc::off_t,
-            len as libc::off_t,
-            advice,
-        )
+/// `posix_fadvise` on the whole file.
+pub fn fadvise(file: &File, a: libc::c_int) -> io::Result<()> {
+    rustix::fs::fadvise(file, 0, None, advice(a)?)?;
+    Ok(())
+}
+
+/// `posix_fadvise` on `len` bytes from `offset` (nothing for `len` 0, which would mean "to the
+/// end").
+pub fn fadvise_range(file: &File, offset: u64, len: u64, a: libc::c_int) -> io::Result<()> {
+    let Some(len) = std::num::NonZeroU64::new(len) else {
+        return Ok(());
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
+    rustix::fs::fadvise(file, offset, Some(len), advice(a)?)?;
+    Ok(())
 }
 
 /// `posix_fallocate`: reserve blocks so later writes through a mapping cannot hit ENOSPC.
@@ -49,46 +64,22 @@ pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
     if len == 0 {
         return Ok(());
     }
-    // SAFETY: plain system call on a valid open descriptor; no memory is passed.
-    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
+    rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len)?;
+    Ok(())
 }
 
 /// Renames `from` to `to` only if `to` does not exist, atomically (`renameat2` with
 /// RENAME_NOREPLACE): a file that appeared at `to` in the meantime is never replaced (EEXIST).
 /// Filesystems without the flag get `link` + `unlink`, which cannot replace either.
-pub fn rename_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &std::path::Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-    };
-    let (f, t) = (c(from)?, c(to)?);
-    // SAFETY: both are valid NUL-terminated paths that live across the call; AT_FDCWD makes them
-    // relative to the working directory like rename(2).
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            f.as_ptr(),
-            libc::AT_FDCWD,
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags};
+    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
             std::fs::hard_link(from, to)?;
             std::fs::remove_file(from)
         }
-        _ => Err(err),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -102,21 +93,12 @@ pub fn is_root() -> bool {
 /// run.
 pub fn die_with_parent(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the child between fork and exec and calls only prctl, which
-    // is async-signal-safe, allocates nothing and takes no lock.
+    // SAFETY: the closure runs in the child between fork and exec and makes only one system
+    // call (prctl through rustix's raw syscall), which allocates nothing and takes no lock.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+                .map_err(io::Error::from)
         });
     }
 }
@@ -126,9 +108,8 @@ pub fn kill_now(pid: u32) {
     if pid == 0 || pid > i32::MAX as u32 {
         return;
     }
-    // SAFETY: plain system call with integer arguments; no memory is passed.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
 }
 
@@ -140,34 +121,21 @@ pub fn euid() -> u32 {
 /// Whether the caller may write the file at `path` (`faccessat(AT_EACCESS, W_OK)`: the
 /// effective ids, as the kernel's own permission check uses).
 pub fn may_write(path: &Path) -> bool {
-    may(path, libc::W_OK)
+    may(path, rustix::fs::Access::WRITE_OK)
 }
 
 /// Whether the caller may execute the file at `path` (as [`may_write`], X_OK).
 pub fn may_execute(path: &Path) -> bool {
-    may(path, libc::X_OK)
+    may(path, rustix::fs::Access::EXEC_OK)
 }
 
-fn may(path: &Path, mode: libc::c_int) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated path; faccessat only reads it.
-    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) == 0 }
+fn may(path: &Path, mode: rustix::fs::Access) -> bool {
+    rustix::fs::accessat(rustix::fs::CWD, path, mode, rustix::fs::AtFlags::EACCESS).is_ok()
 }
 
 /// The filesystem magic number of the file's filesystem (`fstatfs`).
 pub fn fs_magic(file: &File) -> io::Result<i64> {
-    // SAFETY: statfs is plain data; zeroed is a valid value for it.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is valid and `st` is a valid, writable statfs.
-    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
-    if rc == 0 {
-        Ok(st.f_type as i64)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    Ok(rustix::fs::fstatfs(file)?.f_type as i64)
 }
 
 /// Free bytes on the file's filesystem for an unprivileged user (`fstatvfs`).
@@ -196,22 +164,15 @@ pub struct Usage {
 /// CPU time of the calling thread, in seconds, to the nanosecond (`CLOCK_THREAD_CPUTIME_ID`;
 /// getrusage's per-thread figures move in whole scheduler ticks).
 pub fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a writable timespec; it cannot fail for the calling thread.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
-/// getrusage(RUSAGE_SELF).
+/// getrusage(RUSAGE_SELF) (by `nix`: `rustix` has no getrusage).
 pub fn rusage_self() -> Usage {
-    // SAFETY: rusage is plain data; zeroed is a valid value for it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid, writable rusage cannot fail.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    Usage::from(&ru)
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|ru| Usage::from(ru.as_ref()))
+        .unwrap_or_default()
 }
 
 impl From<&libc::rusage> for Usage {
@@ -230,9 +191,10 @@ impl From<&libc::rusage> for Usage {
 
 /// Clock ticks per second of /proc/stat's counters.
 pub fn clock_ticks() -> u64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as u64 } else { 100 }
+    match rustix::param::clock_ticks_per_second() {
+        0 => 100,
+        t => t,
+    }
 }
 
 /// Number of online CPUs.
@@ -248,18 +210,10 @@ pub fn cpus() -> usize {
 }
 
 /// The calling thread's affinity mask, and the CPUs in it.
-fn affinity() -> Option<(libc::cpu_set_t, Vec<usize>)> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills at most
-    // size_of::<cpu_set_t>() bytes of it for the calling thread (pid 0).
-    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: as above.
-    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
-        return None;
-    }
-    // SAFETY: CPU_ISSET reads a bit of a valid set, i < its size in bits.
-    let cpus = (0..8 * size)
-        .filter(|&i| unsafe { libc::CPU_ISSET(i, &allowed) })
+fn affinity() -> Option<(rustix::thread::CpuSet, Vec<usize>)> {
+    let allowed = rustix::thread::sched_getaffinity(None).ok()?;
+    let cpus = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&i| allowed.is_set(i))
         .collect();
     Some((allowed, cpus))
 }
@@ -271,9 +225,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// The CPU the calling thread runs on now, if the kernel says.
 pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu takes no arguments.
-    let c = unsafe { libc::sched_getcpu() };
-    usize::try_from(c).ok()
+    Some(rustix::thread::sched_getcpu())
 }
 
 /// Moves the calling thread onto the `k`-th CPU after `away_from` among those it may use, then
@@ -288,80 +240,46 @@ pub fn start_apart(away_from: usize, k: usize) {
     if cpus.len() < 2 {
         return;
     }
-    let size = std::mem::size_of::<libc::cpu_set_t>();
     let from = cpus.iter().position(|&c| c == away_from).unwrap_or(0);
-    let target = cpus[(from + k) % cpus.len()];
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes one bit below its size.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::CPU_SET(target, &mut one) };
-    // SAFETY: both sets are valid for `size` bytes; pid 0 is the calling thread. Setting a
-    // one-CPU mask moves the thread there before the call returns; the second call gives back
-    // the mask it had.
-    unsafe {
-        if libc::sched_setaffinity(0, size, &one) == 0 {
-            libc::sched_setaffinity(0, size, &allowed);
-        }
+    let mut one = rustix::thread::CpuSet::new();
+    one.set(cpus[(from + k) % cpus.len()]);
+    // A one-CPU mask moves the thread there before the call returns; the second call gives
+    // back the mask it had.
+    if rustix::thread::sched_setaffinity(None, &one).is_ok() {
+        let _ = rustix::thread::sched_setaffinity(None, &allowed);
     }
 }
 
 /// Page size of the machine.
 pub fn page_size() -> usize {
-    // SAFETY: sysconf has no memory arguments.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+    rustix::param::page_size()
 }
 
 /// `uname`: kernel release and machine.
 pub fn kernel_release() -> String {
-    // SAFETY: utsname is plain data; zeroed is a valid value for it.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return "unknown".into();
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|c| **c != 0)
-            .map(|c| *c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
+    let u = rustix::system::uname();
     format!(
         "{} {} {}",
-        field(&u.sysname),
-        field(&u.release),
-        field(&u.machine)
+        u.sysname().to_string_lossy(),
+        u.release().to_string_lossy(),
+        u.machine().to_string_lossy()
     )
 }
 
 /// `sync(2)`: flush every filesystem.
 pub fn sync_all_filesystems() {
-    // SAFETY: sync has no arguments and cannot fail.
-    unsafe { libc::sync() };
+    rustix::fs::sync();
 }
 
 /// `syncfs(2)`: writes back the dirty data of the file system holding `file`, and waits for it.
 pub fn syncfs(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: syncfs only reads the descriptor, which `file` keeps open for the call.
-    let r = unsafe { libc::syncfs(file.as_raw_fd()) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    rustix::fs::syncfs(file)?;
+    Ok(())
 }
 
 /// CLOCK_MONOTONIC now in ns (the clock perf samples can be stamped with).
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

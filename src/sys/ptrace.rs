@@ -1,5 +1,8 @@
 //! `ptrace(2)` for `iolab trace`: a child that asks to be traced, the tracer's waits, stops and
-//! restarts, a stopped thread's system-call registers and reads of its memory.
+//! restarts, a stopped thread's system-call registers and reads of its memory. Through `nix`
+//! (ptrace requests, registers, `process_vm_readv`) and `rustix` (`waitpid`, whose status keeps
+//! every signal's number, realtime ones too); hand-written only the restarts, which must pass on
+//! any signal by its number (nix's `Signal` names the standard ones alone).
 
 use std::io;
 
@@ -38,23 +41,19 @@ pub fn to_syscall_exit(pid: i32) -> io::Result<()> {
     request(libc::PTRACE_SYSCALL, pid, 0)
 }
 
+fn nix_pid(pid: i32) -> nix::unistd::Pid {
+    nix::unistd::Pid::from_raw(pid)
+}
+
 /// The message of the last ptrace event of `pid` (a new thread's id, an exec's former id).
 pub fn event_msg(pid: i32) -> io::Result<u64> {
-    let mut msg: libc::c_ulong = 0;
-    // SAFETY: GETEVENTMSG writes one unsigned long to the address given, which is `msg`.
-    if unsafe { libc::ptrace(libc::PTRACE_GETEVENTMSG, pid, 0, &mut msg) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(msg as u64)
+    Ok(nix::sys::ptrace::getevent(nix_pid(pid))? as u64)
 }
 
 /// Whether a stop of `pid` by a signal is a signal-delivery stop (true) rather than a group stop
 /// (false; PTRACE_GETSIGINFO fails with EINVAL then).
 pub fn is_signal_delivery(pid: i32) -> bool {
-    // SAFETY: siginfo_t is plain data; GETSIGINFO fills it in.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: GETSIGINFO writes one siginfo_t to the address given, which is `info`.
-    unsafe { libc::ptrace(libc::PTRACE_GETSIGINFO, pid, 0, &mut info) == 0 }
+    nix::sys::ptrace::getsiginfo(nix_pid(pid)).is_ok()
 }
 
 /// How a waited-for tracee changed.
@@ -71,32 +70,23 @@ pub enum Wait {
 /// Waits for any tracee (threads included). `Err` with kind `Interrupted` when a signal came;
 /// `Ok(None)` when no child is left.
 pub fn wait_any() -> io::Result<Option<Wait>> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: waitpid writes the status to `status`.
-    let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
-    if pid < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ECHILD) {
-            return Ok(None);
-        }
-        return Err(e);
+    match waitpid(rustix::process::WaitOptions::empty()) {
+        Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(None),
+        other => other,
     }
-    Ok(Some(decode(pid, status)))
 }
 
 /// As [`wait_any`], without blocking: `Ok(None)` when no tracee has changed, an error (ECHILD)
 /// when none is left.
 pub fn wait_nohang() -> io::Result<Option<Wait>> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: waitpid writes the status to `status`.
-    let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid == 0 {
-        return Ok(None);
-    }
-    Ok(Some(decode(pid, status)))
+    waitpid(rustix::process::WaitOptions::NOHANG)
+}
+
+/// `waitpid(-1, __WALL | more)`.
+fn waitpid(more: rustix::process::WaitOptions) -> io::Result<Option<Wait>> {
+    let all = rustix::process::WaitOptions::from_bits_retain(libc::__WALL as u32);
+    Ok(rustix::process::waitpid(None, all | more)?
+        .map(|(pid, status)| decode(pid.as_raw_nonzero().get(), status.as_raw())))
 }
 
 fn decode(pid: i32, status: libc::c_int) -> Wait {
@@ -123,12 +113,7 @@ pub struct Regs {
 /// The system-call registers of stopped tracee `pid`.
 #[cfg(target_arch = "x86_64")]
 pub fn regs(pid: i32) -> io::Result<Regs> {
-    // SAFETY: user_regs_struct is plain data; GETREGS fills it in.
-    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    // SAFETY: GETREGS writes one user_regs_struct to the address given, which is `r`.
-    if unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0, &mut r) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let r = nix::sys::ptrace::getregs(nix_pid(pid))?;
     Ok(Regs {
         nr: r.orig_rax as i64,
         args: [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9],
@@ -147,30 +132,21 @@ pub fn regs(_pid: i32) -> io::Result<Regs> {
 
 /// Reads `buf.len()` bytes of tracee `pid`'s memory at `addr`; returns how many were read.
 pub fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: the local iovec covers `buf`, which is writable for its length; the remote one is
-    // only read by the kernel, which checks it against the tracee's mappings.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(n as usize)
+    let remote = [nix::sys::uio::RemoteIoVec {
+        base: addr as usize,
+        len: buf.len(),
+    }];
+    Ok(nix::sys::uio::process_vm_readv(
+        nix_pid(pid),
+        &mut [io::IoSliceMut::new(buf)],
+        &remote,
+    )?)
 }
 
 /// Sends `sig` to process (or thread group) `pid`.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
-    // SAFETY: kill takes no pointers.
-    if unsafe { libc::kill(pid, sig) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let sig = nix::sys::signal::Signal::try_from(sig)?;
+    Ok(nix::sys::signal::kill(nix_pid(pid), sig)?)
 }
 
 /// Spawns `cmd` traced by this thread (PTRACE_TRACEME in the child before its exec). The child
@@ -179,14 +155,7 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
 pub fn spawn_traced(cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child before exec and makes one async-signal-safe
-    // call, ptrace, with no pointers.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    // system call, ptrace(PTRACE_TRACEME), with no pointers.
+    unsafe { cmd.pre_exec(|| Ok(nix::sys::ptrace::traceme()?)) };
     cmd.spawn()
 }

@@ -45,12 +45,12 @@ impl<'a> Acceptor<'a> {
     /// pair, a short sleep).
     fn wait(&self, left: Duration) {
         use std::io::Read;
-        use std::os::fd::AsRawFd;
+        use std::os::fd::AsFd;
         let Some((r, _)) = &self.wake else {
             std::thread::sleep(left.min(Duration::from_millis(2)));
             return;
         };
-        let fds = [self.listener.as_raw_fd(), r.as_raw_fd()];
+        let fds = [self.listener.as_fd(), r.as_fd()];
         if crate::sys::net::wait_readable(&fds, left).is_err() {
             std::thread::sleep(left.min(Duration::from_millis(2)));
         }

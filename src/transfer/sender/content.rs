@@ -163,7 +163,7 @@ impl Sending<'_> {
         let mut off = 0u64;
         while off < self.f.size {
             let len = (self.f.size - off).min(1 << 30) as usize;
-            let n = crate::sys::net::sendfile(self.sock, &self.f.file, &mut off, len)
+            let n = crate::sys::net::sendfile(&*self.sock, &self.f.file, &mut off, len)
                 .map_err(|e| self.fail(e))?;
             if n == 0 {
                 return Err(self.shrank());
@@ -190,7 +190,7 @@ impl Sending<'_> {
             }
             let mut left = n;
             while left > 0 {
-                let m = crate::sys::net::splice(r, None, self.sock, None, left)
+                let m = crate::sys::net::splice(r, None, &*self.sock, None, left)
                     .map_err(|e| self.fail(e))?;
                 if m == 0 {
                     return Err(
