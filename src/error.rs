@@ -96,7 +96,7 @@ impl Error {
 
     /// Names the path involved.
     pub fn at(mut self, path: &Path) -> Self {
-        self.subject = Some(path.display().to_string());
+        self.subject = Some(crate::shown::path(path).into_owned());
         self
     }
 

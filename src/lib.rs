@@ -14,6 +14,7 @@ pub mod measure;
 pub mod names;
 pub mod output;
 pub mod report;
+pub mod shown;
 pub mod size;
 pub mod source;
 pub mod suite;

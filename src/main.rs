@@ -79,8 +79,9 @@ fn subcommand_path() -> Option<(String, String)> {
     cmd.build();
     let mut path = vec!["iolab".to_string()];
     let mut current = &cmd;
-    for word in std::env::args().skip(1) {
-        match current.find_subcommand(&word) {
+    for word in std::env::args_os().skip(1) {
+        let Some(word) = word.to_str() else { break };
+        match current.find_subcommand(word) {
             Some(sub) => {
                 path.push(sub.get_name().to_string());
                 current = sub;
@@ -172,7 +173,7 @@ fn main() {
         _ => cli::Ctx::new(),
     };
     if let Err(e) = cli::dispatch(args.command, &ctx) {
-        eprintln!("iolab: {e}");
+        eprintln!("iolab: {}", iolab::shown::line(&e.to_string()));
         std::process::exit(e.exit_code());
     }
 }

@@ -24,9 +24,20 @@ const SYSFS_MAGIC: i64 = 0x6265_6572;
 /// Opens `path` for reading after checking it is something iolab can measure: a regular file
 /// (not a directory, FIFO, socket or device, and not a /proc or /sys file whose size is unknown).
 pub fn open_source(path: &Path) -> Result<Source> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open", path, &e))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Opened without waiting and checked by its handle: a FIFO put in the file's place between
+    // a check by name and the open would block the open until a writer came.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io("cannot open", path, &e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io("cannot stat", path, &e))?;
     check_regular(path, &meta)?;
-    let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
+    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())
+        .map_err(|e| Error::io("cannot open", path, &e.into()))?;
     if let Ok(magic) = crate::sys::fs_magic(&file)
         && (magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC)
     {
@@ -37,10 +48,7 @@ pub fn open_source(path: &Path) -> Result<Source> {
         .at(path)
         .hint("copy it to a regular file first"));
     }
-    let size = file
-        .metadata()
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
+    let size = meta.len();
     Ok(Source {
         file,
         path: path.to_path_buf(),

@@ -167,6 +167,10 @@ fn bad_senders_are_refused_and_leave_nothing() {
         (header(b"../../x", 5), "refused"),
         (header(b"a/b", 5), "refused"),
         (header(b"n\0ul", 5), "refused"),
+        // Issue 53 (P18): names that break a line or hide themselves are refused like "\n".
+        (header("one\u{2028}two".as_bytes(), 5), "refused"),
+        (header("para\u{2029}".as_bytes(), 5), "refused"),
+        (header(b"esc\x1b[2J", 5), "refused"),
         (
             [header(b"cut", 1000), vec![7u8; 300]].concat(),
             "after 300 of 1000 bytes",

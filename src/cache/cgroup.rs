@@ -198,7 +198,7 @@ fn hand_down_memory(parent: &Path) -> std::result::Result<(), String> {
     std::fs::write(&sub, "+memory").map_err(|e| {
         format!(
             "{} does not hand the memory controller down and it cannot be enabled there: {}",
-            sub.display(),
+            crate::shown::path(&sub),
             describe_io(&e)
         )
     })

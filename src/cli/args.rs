@@ -56,7 +56,9 @@ fn new_file(text: &str) -> Result<std::path::PathBuf, String> {
         ));
     }
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) if !dir.is_dir() => Err(format!("'{}' is not a directory", dir.display())),
+        Some(dir) if !dir.is_dir() => {
+            Err(format!("'{}' is not a directory", iolab::shown::path(dir)))
+        }
         _ => Ok(path),
     }
 }
@@ -335,7 +337,7 @@ pub fn read_token_file(path: &std::path::Path) -> Result<String, iolab::Error> {
         if !mine || m.mode() & 0o022 != 0 {
             eprintln!(
                 "iolab: warning: {}: the token file is {}: whoever can change it chooses the secret",
-                path.display(),
+                iolab::shown::path(path),
                 if mine {
                     "writable by other users"
                 } else {
@@ -456,8 +458,13 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         }
     };
     let secs = value * scale;
-    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+    if !secs.is_finite() || secs <= 0.0 {
         return Err(format!("invalid duration '{text}': must be above zero"));
+    }
+    if secs > 1e9 {
+        return Err(format!(
+            "invalid duration '{text}': at most 1000000000 s (about 31 years)"
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
 }

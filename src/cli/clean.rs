@@ -75,7 +75,7 @@ impl CleanArgs {
                 }
                 Err(e) => {
                     failed += 1;
-                    eprintln!("iolab: cannot remove {}: {e}", l.path.display());
+                    eprintln!("iolab: cannot remove {}: {e}", iolab::shown::path(&l.path));
                 }
             }
         }
@@ -107,7 +107,7 @@ fn line(l: &Leftover, verb: &str) -> String {
     };
     format!(
         "{verb} {what} {} ({}, left by pid {})\n",
-        l.path.display().to_string().escape_debug(),
+        iolab::shown::path(&l.path),
         format_size(l.bytes),
         l.pid
     )

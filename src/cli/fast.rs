@@ -62,9 +62,9 @@ impl FastArgs {
             depth: self.depth,
             probe_from: self.probe_from,
         })?;
-        eprintln!("{}", fast::report::fast_talk(&r));
+        eprintln!("{}", iolab::shown::line(&fast::report::fast_talk(&r)));
         if self.explain {
-            eprint!("{}", fast::report::fast_explain(&r));
+            eprint!("{}", iolab::shown::line(&fast::report::fast_explain(&r)));
         }
         ctx.emit(&self.output, &r, || fast::report::fast_document(&r))
     }

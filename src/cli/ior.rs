@@ -53,8 +53,9 @@ pub struct IorArgs {
     /// Repetitions
     #[arg(short = 'i', long = "repetitions", default_value_t = 1)]
     pub iterations: usize,
-    /// Stop each phase after this many seconds (stonewalling)
-    #[arg(short = 'D', long = "deadlineForStonewalling", value_name = "SECONDS")]
+    /// Stop each phase after this many seconds (stonewalling; 0: never, as in IOR)
+    #[arg(short = 'D', long = "deadlineForStonewalling", value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     pub stonewall: Option<u64>,
     /// The file (a rank suffix is added with -F)
     #[arg(short = 'o', long = "testFile", default_value = "testFile")]
@@ -96,7 +97,7 @@ impl IorArgs {
             write,
             read,
             iterations: self.iterations,
-            stonewall: self.stonewall.map(Duration::from_secs),
+            stonewall: self.stonewall.filter(|&s| s > 0).map(Duration::from_secs),
             path: self.path.clone(),
             keep: self.keep,
             seed: self.seed,

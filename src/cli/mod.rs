@@ -90,7 +90,7 @@ pub fn set_output(progress: ProgressMode, quiet: bool) {
 /// A line of talk on stderr (a warning, a note), unless `--quiet`.
 pub fn talk(line: impl std::fmt::Display) {
     if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
-        eprintln!("{line}");
+        eprintln!("{}", iolab::shown::line(&line.to_string()));
     }
 }
 
@@ -485,20 +485,15 @@ fn schema_name(command_line: &str) -> String {
 }
 
 fn command_line() -> String {
-    std::env::args()
-        .map(|a| {
-            if a.contains(' ') || a.is_empty() {
-                format!("'{a}'")
-            } else {
-                a
-            }
-        })
+    std::env::args_os()
+        .map(|a| iolab::shown::word(&a))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
 /// Writes results to stdout; a closed stdout (e.g. `| head`) is not an error worth a message.
 pub fn out(text: &str) {
+    let text = iolab::shown::line(text);
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 

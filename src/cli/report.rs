@@ -30,7 +30,10 @@ impl ReportArgs {
             results.extend(iolab::suite::load(p)?);
         }
         let dir = iolab::suite::save_report(&self.out, &results, self.force)?;
-        out(&format!("report: {}\n", dir.join("report.html").display()));
+        out(&format!(
+            "report: {}\n",
+            iolab::shown::path(&dir.join("report.html"))
+        ));
         Ok(())
     }
 }

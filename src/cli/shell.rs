@@ -113,7 +113,7 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(|e| {
         Error::failed(
             "cannot make the directory",
-            format!("{}: {e}", dir.display()),
+            format!("{}: {e}", iolab::shown::path(dir)),
         )
     })?;
     let d = iolab::sys::dir::Dir::open(dir).map_err(|e| Error::io("cannot open", dir, &e))?;
@@ -127,8 +127,8 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
     super::talk(format!(
         "iolab: wrote {} manual pages into {} (man -l {}/iolab.1)",
         pages.len(),
-        dir.display(),
-        dir.display()
+        iolab::shown::path(dir),
+        iolab::shown::path(dir)
     ));
     Ok(())
 }

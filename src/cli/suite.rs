@@ -103,7 +103,7 @@ impl SuiteArgs {
         }
         text.push_str(&format!(
             "Report: {}\n",
-            saved.join("report.html").display()
+            iolab::shown::path(&saved.join("report.html"))
         ));
         out(&text);
         Ok(())

@@ -93,7 +93,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         "sizes, XOR, leftovers, counters, the file read",
         &["size", "xor", "clean", "measure", "source"],
     ),
-    ("errors, names, system calls", &["error", "names", "sys"]),
+    (
+        "errors, names, names shown, system calls",
+        &["error", "names", "shown", "sys"],
+    ),
 ];
 
 /// The layer of top-level module `m` (0 is the top), if it is one of the library's.

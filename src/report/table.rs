@@ -36,14 +36,15 @@ impl Value {
         v.map_or(Value::Missing, |v| Value::Fixed(v, decimals))
     }
 
-    /// The cell as people read it (text and Markdown).
+    /// The cell as people read it (text and Markdown): words with a hidden character (an
+    /// escape, a new line, U+2028) in `$'...'` quoting, so that a file name keeps its row.
     pub fn shown(&self) -> String {
         self.for_people()
     }
 
     fn for_people(&self) -> String {
         match self {
-            Value::Text(s) => s.clone(),
+            Value::Text(s) => crate::shown::text(s).into_owned(),
             Value::Count(n) => n.to_string(),
             Value::Fixed(v, d) => format!("{v:.d$}"),
             Value::Bytes(b) => format_size(*b),
@@ -58,6 +59,7 @@ impl Value {
             Value::Bytes(b) => b.to_string(),
             Value::Flag(b) => super::csv_bool(*b),
             Value::Missing => String::new(),
+            Value::Text(s) => s.clone(),
             other => other.for_people(),
         }
     }

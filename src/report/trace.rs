@@ -22,7 +22,11 @@ pub fn summary(p: &Profile) -> Vec<String> {
     };
     l.push(format!(
         "{}: {:.3} s traced, {how}{}; {} process(es), {} thread(s), stopped {} times for the tracer",
-        p.command.join(" "),
+        p.command
+            .iter()
+            .map(|a| crate::shown::word(std::ffi::OsStr::new(a)))
+            .collect::<Vec<_>>()
+            .join(" "),
         p.wall_s,
         if p.interrupted { ", interrupted" } else { "" },
         p.processes,

@@ -195,7 +195,7 @@ fn sections(
 ) -> Vec<Section> {
     // The data files are removed after the run (unless kept): their folder is left out of the
     // tables, which then name the files alone (`random.bin`), not a path that no longer exists.
-    let data_dir = format!("{}/", r.config.dir.display());
+    let data_dir = format!("{}/", crate::shown::path(&r.config.dir));
     let unpath = |t: String| {
         if r.config.keep_data || data_dir.len() <= 1 {
             t

@@ -164,10 +164,13 @@ pub fn check_name(name: &[u8]) -> Result<String, String> {
             "the file name {s:?} (NUL and control characters are refused)"
         ));
     }
-    // Bidirectional controls make a name display as another ("exe.txt" shown for "txt.exe").
-    if s.chars().any(is_bidi) {
+    // Bidirectional controls make a name display as another ("exe.txt" shown for "txt.exe");
+    // line separators (U+2028, U+2029) and zero-width characters break or hide it.
+    if s.chars().any(crate::shown::is_hidden) {
         return Err(format!(
-            "the file name {s:?} (bidirectional text controls are refused)"
+            "the file name {} (bidirectional controls, line separators and invisible characters \
+             are refused)",
+            crate::shown::text(s)
         ));
     }
     Ok(s.to_string())
@@ -485,17 +488,12 @@ pub fn read_status(r: &mut impl Read) -> io::Result<Status> {
     // bidirectional controls (which reorder what follows them on the line) pass.
     let reason = String::from_utf8_lossy(&why)
         .chars()
-        .map(|c| if c.is_control() || is_bidi(c) { '?' } else { c })
+        .map(|c| if crate::shown::is_hidden(c) { '?' } else { c })
         .collect();
     Ok(Status {
         reason: Some(reason),
         bytes,
     })
-}
-
-/// A bidirectional text control: it makes what follows display in another order.
-pub fn is_bidi(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 /// Writes all of `b`, naming the peer on failure.

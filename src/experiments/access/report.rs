@@ -96,7 +96,7 @@ pub fn access_document(r: &AccessResult) -> Document {
     let c = &r.config;
     let head = format!(
         "access {} ({}, {} blocks of {}), threads {}, depth {}, {}{}{}",
-        c.path.display(),
+        crate::shown::path(&c.path),
         format_size(r.file_size),
         r.blocks,
         format_size(c.bs),

@@ -23,7 +23,7 @@ pub(super) fn claim_file(path: &Path, force: bool) -> Result<(File, bool)> {
             "refusing to overwrite",
             format!(
                 "{} exists (it appeared just now: another run?; add --force to write over it)",
-                path.display()
+                crate::shown::path(path)
             ),
         ),
         _ => Error::io("cannot open for writing", path, &e),

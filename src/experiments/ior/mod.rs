@@ -200,7 +200,10 @@ impl IorConfig {
             if !force {
                 return Err(Error::usage(
                     "refusing to overwrite",
-                    format!("{} exists (add --force to write over it)", f.display()),
+                    format!(
+                        "{} exists (add --force to write over it)",
+                        crate::shown::path(f)
+                    ),
                 ));
             }
             if !m.file_type().is_file() {

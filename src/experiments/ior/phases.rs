@@ -127,7 +127,7 @@ pub(super) fn write_phase(cfg: &IorConfig, r: usize, n: usize) -> Result<RankPha
         );
     }
     let open_end = seconds(t0);
-    let deadline = cfg.stonewall.map(|d| t0 + d);
+    let deadline = cfg.stonewall.and_then(|d| t0.checked_add(d));
     let (mut bytes, mut transfers, mut x) = (0u64, 0u64, 0u32);
     for o in cfg.offsets(r, n) {
         if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -136,7 +136,7 @@ pub fn run_cache(
             if f.residency.fraction() > cache::COLD_MAX && f.residency.total_pages > 0 {
                 notes.push(format!(
                     "{}: still {:.1}% resident (the filesystem may ignore fadvise, e.g. tmpfs, or another process maps it)",
-                    f.path.display(),
+                    crate::shown::path(&f.path),
                     f.residency.percent()
                 ));
             }

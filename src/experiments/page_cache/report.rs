@@ -17,14 +17,14 @@ pub fn cache_document(r: &CacheReport) -> Document {
     let mut t = Table::titled(&["file", "size", "resident pages", "resident"]);
     for f in &r.files {
         data.row(vec![
-            Value::text(f.path.display().to_string()),
+            Value::text(crate::shown::path(&f.path).into_owned()),
             Value::Bytes(f.size),
             Value::Count(f.residency.resident_pages),
             Value::Count(f.residency.total_pages),
             Value::Fixed(f.residency.percent(), 2),
         ]);
         t.row(vec![
-            Value::text(f.path.display().to_string()),
+            Value::text(crate::shown::path(&f.path).into_owned()),
             Value::Bytes(f.size),
             Value::text(format!(
                 "{}/{}",
@@ -60,7 +60,7 @@ pub fn cache_document(r: &CacheReport) -> Document {
             f.map.as_ref().map(|m| {
                 format!(
                     "{} [{}] {:.1}%\n",
-                    f.path.display(),
+                    crate::shown::path(&f.path),
                     residency_bar(m),
                     f.residency.percent()
                 )

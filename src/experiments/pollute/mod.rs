@@ -388,12 +388,10 @@ fn hot_size(cfg: &PolluteConfig, stream: &crate::engine::Source) -> Result<u64> 
         .at(&cfg.stream));
     }
     let hot_size = match &cfg.hot {
-        Some(p) => std::fs::metadata(p)
-            .map_err(|e| Error::io("cannot open", p, &e))?
-            .len(),
+        Some(p) => crate::source::open_source(p)?.size,
         None => cfg.hot_size,
     };
-    if hot_size + PolluteConfig::HEADROOM > cfg.memory {
+    if hot_size.saturating_add(PolluteConfig::HEADROOM) > cfg.memory {
         return Err(Error::usage(
             "the hot set does not fit the memory limit",
             format!(

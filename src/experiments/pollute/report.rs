@@ -117,7 +117,7 @@ fn heading(r: &PolluteResult) -> String {
         format_size(r.config.hot_bs),
         r.cgroup.version.name(),
         format_size(r.limit),
-        r.config.stream.display(),
+        crate::shown::path(&r.config.stream),
         r.stream_size as f64 / r.limit.max(1) as f64,
         format_size(r.config.write_size),
         r.config.before,

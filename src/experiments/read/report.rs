@@ -45,7 +45,7 @@ pub fn read_document(r: &ReadResult) -> Document {
     let set = RunSet {
         headline: format!(
             "read {} ({}{fs}), {} of it",
-            c.path.display(),
+            crate::shown::path(&c.path),
             format_size(r.file_size),
             format_size(r.bytes)
         ),

@@ -193,10 +193,10 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
 
 /// Replays trace `t` (`cfg.trace` names it in messages).
 pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
-    let t = t.clone();
-    let mut plan = plan::plan(&t);
-    plan::prune(&t, &mut plan).map_err(|e| e.at(&cfg.trace))?;
-    check_unchanged(&t, &plan)?;
+    plan::validate(t).map_err(|e| e.at(&cfg.trace))?;
+    let mut plan = plan::plan(t);
+    plan::prune(t, &mut plan).map_err(|e| e.at(&cfg.trace))?;
+    check_unchanged(t, &plan)?;
     let methods = methods_for(&cfg.methods, &plan);
     let asked: u64 = plan.blocks().map(|b| b.len).sum();
     let per_cache = methods.len();

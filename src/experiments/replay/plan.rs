@@ -58,6 +58,51 @@ fn hex(x: &Option<String>) -> Option<u32> {
     x.as_deref().and_then(|x| u32::from_str_radix(x, 16).ok())
 }
 
+/// Refuses, in one line, a trace that names a file it does not list or whose reads or faults
+/// fall past their file's end (the file as traced, before or after the run): replaying it would
+/// read what the program never could.
+pub(super) fn validate(t: &Trace) -> Result<()> {
+    let bad = |what: String| Err(Error::usage("not a trace this iolab can replay", what));
+    let files = t.files.len();
+    for (k, op) in t.ops.iter().enumerate() {
+        let Some(f) = op.file else { continue };
+        let Some(info) = t.files.get(f as usize) else {
+            return bad(format!(
+                "call {k} names file {f}, and the trace lists {files}"
+            ));
+        };
+        let readlike = op.call.reads() || op.call == Call::Splice;
+        if let (true, Some(off)) = (readlike && op.ret > 0 && data(t, f), op.off) {
+            let end = off.checked_add(op.ret as u64);
+            let size = info.size.max(info.size_after.unwrap_or(0));
+            if end.is_none_or(|e| e > size) {
+                return bad(format!(
+                    "call {k} reads {} bytes at {off} of {}, past its end ({size} bytes)",
+                    op.ret,
+                    crate::shown::text(&info.path)
+                ));
+            }
+        }
+    }
+    for (k, fault) in t.faults.iter().enumerate() {
+        let Some(info) = t.files.get(fault.file as usize) else {
+            return bad(format!(
+                "fault {k} names file {}, and the trace lists {files}",
+                fault.file
+            ));
+        };
+        let size = info.size.max(info.size_after.unwrap_or(0));
+        if data(t, fault.file) && fault.off >= size {
+            return bad(format!(
+                "fault {k} is at {} of {}, past its end ({size} bytes)",
+                fault.off,
+                crate::shown::text(&info.path)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether file `i` of `t` is data: a regular file, not program code, not the kernel's.
 fn data(t: &Trace, i: u32) -> bool {
     t.files
@@ -75,7 +120,7 @@ fn events(t: &Trace) -> Vec<Event> {
         {
             events.push(Event {
                 t: op.t,
-                end: Some(op.t + op.dur),
+                end: Some(op.t.saturating_add(op.dur)),
                 marks: ((op.held, op.stops), (op.held_exit, op.stops + 1)),
                 tid: op.tid,
                 file: f,
@@ -379,7 +424,7 @@ pub(super) fn prune(t: &Trace, p: &mut ReplayPlan) -> Result<()> {
         p.notes.push(format!(
             "{} file(s) the program read no longer exist and are left out (the first: {})",
             gone.len(),
-            p.files[first].path.display()
+            crate::shown::path(&p.files[first].path)
         ));
         for t in p.threads.iter_mut() {
             t.retain(|s| !gone.contains(&s.file));

@@ -136,7 +136,11 @@ pub fn replay_table(r: &ReplayResult) -> Table {
 pub fn replay_document(r: &ReplayResult) -> Document {
     let mut head = vec![format!(
         "replay of {}: {} accesses of {} files, {} per run; {:.0}% sequential, typical access {}",
-        r.command.join(" "),
+        r.command
+            .iter()
+            .map(|a| crate::shown::word(std::ffi::OsStr::new(a)))
+            .collect::<Vec<_>>()
+            .join(" "),
         r.reads,
         r.files,
         format_size(r.bytes),

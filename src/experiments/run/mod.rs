@@ -156,7 +156,7 @@ impl Cells for ClassicCell<'_> {
         1
     }
     fn name(&self, _: usize) -> String {
-        format!("run {}", self.cfg.path.display())
+        format!("run {}", crate::shown::path(&self.cfg.path))
     }
     fn cell(&self, _: usize) -> Cell<'_> {
         Cell {

@@ -14,7 +14,7 @@ pub fn run_lines(r: &ClassicResult) -> String {
     let mut out = match r.op {
         RunOp::Read => format!(
             "Reading {} in chunks of {} .....\nNumber of blocks read: {} blocks\nSize of the file read: {mb} MB\nTime taken: {} seconds\nRate at which file was read: {rate} MiB/sec\n",
-            r.path.display(),
+            crate::shown::path(&r.path),
             r.bs,
             r.blocks,
             g6(secs),

@@ -108,7 +108,7 @@ fn summary_table(r: &SqueezeResult) -> Table {
 fn heading(r: &SqueezeResult) -> String {
     format!(
         "{}: {} in a {} memory cgroup ({} limit, the file {:.1}x larger), {} {} reads, {} thread(s), {:.0} s per method",
-        r.config.path.display(),
+        crate::shown::path(&r.config.path),
         format_size(r.file_size),
         r.cgroup.version.name(),
         format_size(r.limit),

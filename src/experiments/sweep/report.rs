@@ -60,7 +60,7 @@ pub fn sweep_document(r: &SweepResult) -> Document {
         .heading(format!(
             "sweep {} of {}",
             op_name(r),
-            r.config.path.display()
+            crate::shown::path(&r.config.path)
         ))
         .only(Shown::Text)
         .table(t)

@@ -132,7 +132,7 @@ pub fn vm_document(r: &VmResult) -> Document {
         .only(Shown::Data)
         .heading(format!(
             "vm tour of {} ({}), mapped at 0x{:x}",
-            r.path.display(),
+            crate::shown::path(&r.path),
             format_size(r.file_size),
             r.map_start
         ));
@@ -229,7 +229,7 @@ pub fn partb_document(r: &crate::experiments::partb::PartBResult) -> Document {
     Document::new()
         .heading(format!(
             "Part B: {} ({}), blocks of {}, writes of {}, {} round(s)",
-            r.config.path.display(),
+            crate::shown::path(&r.config.path),
             format_size(r.read_len),
             format_size(r.config.bs),
             format_size(r.config.write_len),

@@ -11,7 +11,7 @@ pub fn write_document(r: &WriteResult) -> Document {
     let set = RunSet {
         headline: format!(
             "write {} ({}), read back and verified: {}",
-            c.path.display(),
+            crate::shown::path(&c.path),
             format_size(r.bytes),
             if r.verified { "yes" } else { "no" }
         ),
