@@ -251,3 +251,108 @@ fn p2_serving_without_a_token_is_refused_where_others_could_take_the_files() {
         "{warning}"
     );
 }
+
+/// An `iolab` command with its own ledger folder (so that no other test's run sweeps what this
+/// one checks).
+fn iolab_in(state: &Path) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("iolab"));
+    c.env("IOLAB_STATE_DIR", state).env_remove("IOLAB_TOKEN");
+    c
+}
+
+/// Starts `iolab ior` (from `exe`) writing `file` over and over, and waits until the file is
+/// there.
+fn long_ior(exe: &Path, state: &Path, file: &Path) -> std::process::Child {
+    let child = Command::new(exe)
+        .env("IOLAB_STATE_DIR", state)
+        .args(["ior", "-w", "-b", "64M", "-t", "1M", "-i", "100000", "-o"])
+        .arg(file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_until(
+        std::time::Duration::from_secs(10),
+        "ior's file to appear",
+        || file.exists(),
+    );
+    child
+}
+
+/// P5, P6, P15: leftovers are known by the ledger their run held locked, not by their name: a
+/// user's look-alikes (in /tmp and beside the data) survive `clean` and the next run, a live run
+/// under another binary name keeps its file, and once that run is killed with -9 what it left
+/// (ior's file, which the documented list lacked) goes at `clean` and at the next run.
+#[test]
+fn p5_p6_p15_leftovers_are_known_by_their_runs_ledger_not_by_their_name() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let look_alikes = [
+        std::env::temp_dir().join(format!("iolab-transfer-2024-11-28-{}", std::process::id())),
+        d.join(".iolab-data-1"),
+        d.join("iolab-squeeze-1-0"),
+    ];
+    for l in &look_alikes {
+        std::fs::create_dir(l).unwrap();
+        std::fs::write(l.join("thesis.tex"), b"mine").unwrap();
+    }
+    let tmp_like = d.join(".notes.txt.iolab-1.tmp");
+    std::fs::write(&tmp_like, b"mine too").unwrap();
+    // A second install under another name, running.
+    let other = d.join("iolab-second-install");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("iolab"), &other).unwrap();
+    let a = d.join("a.ior");
+    let mut live = long_ior(&other, state.path(), &a);
+    let o = iolab_in(state.path()).arg("clean").output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("nothing to clean"),
+        "{o:?}"
+    );
+    assert!(a.exists(), "a live run's file was taken");
+    assert!(live.try_wait().unwrap().is_none(), "the live run ended");
+    // Killed with -9: its file is left, provably its own.
+    live.kill().unwrap();
+    live.wait().unwrap();
+    assert!(a.exists());
+    let o = iolab_in(state.path())
+        .args(["clean", "--dry-run"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("would remove file") && text.contains("a.ior") && text.contains("1 leftover"),
+        "{text}"
+    );
+    assert!(a.exists(), "--dry-run removed it");
+    let o = iolab_in(state.path()).arg("clean").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("removed file"),
+        "{o:?}"
+    );
+    assert!(!a.exists());
+    // Once more, and this time the next run that makes anything removes it.
+    let b = d.join("b.ior");
+    let mut killed = long_ior(&other, state.path(), &b);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(b.exists());
+    let o = iolab_in(state.path())
+        .args(["ior", "-w", "-b", "1M", "-t", "1M", "-o"])
+        .arg(d.join("c.ior"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(!b.exists(), "the next run left the killed run's file");
+    // Nothing the user made was touched, and no ledger is left.
+    for l in &look_alikes {
+        assert!(l.join("thesis.tex").exists(), "{l:?} was removed");
+        std::fs::remove_dir_all(l).unwrap();
+    }
+    assert!(tmp_like.exists());
+    let ledgers: Vec<_> = std::fs::read_dir(state.path().join("runs"))
+        .unwrap()
+        .collect();
+    assert!(ledgers.is_empty(), "{ledgers:?}");
+}

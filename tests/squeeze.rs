@@ -423,9 +423,12 @@ fn after_kill_9_the_worker_dies_and_the_next_run_removes_the_group() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    // Its own ledger folder: no other test's run sweeps the group before it is checked.
+    let state = tempfile::tempdir().unwrap();
     let file = big_file(dir.path(), 64);
     let bin = assert_cmd::cargo::cargo_bin("iolab");
     let mut victim = std::process::Command::new(&bin)
+        .env("IOLAB_STATE_DIR", state.path())
         .env_remove("IOLAB_NO_ROOT")
         .args(["squeeze", file.to_str().unwrap(), "--memory", "16M"])
         .args(["--methods", "pread", "--seconds", "20s"])
@@ -470,6 +473,7 @@ fn after_kill_9_the_worker_dies_and_the_next_run_removes_the_group() {
         "kill -9 ran no clean-up (the group is there to be found)"
     );
     let o = iolab()
+        .env("IOLAB_STATE_DIR", state.path())
         .env_remove("IOLAB_NO_ROOT")
         .args(["squeeze", file.to_str().unwrap(), "--memory", "16M"])
         .args(["--methods", "pread", "--seconds", "1s"])

@@ -1508,10 +1508,12 @@ fn recv_with_names_takes_exactly_those_files() {
     }
 }
 
-/// What a transfer killed with -9 left in the temporary directory goes at the next run.
+/// A folder that only looks like a killed transfer's (no run's ledger names it) stays at the
+/// next run: leftovers are known by their run's ledger (tests/safety.rs kills real runs).
 #[test]
-fn a_killed_transfers_folder_goes_at_the_next_run() {
-    let stale = std::env::temp_dir().join("iolab-transfer-99999997-0");
+fn a_folder_named_like_a_killed_transfers_stays() {
+    let stale =
+        std::env::temp_dir().join(format!("iolab-transfer-99999997-{}", std::process::id()));
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("half"), b"x").unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -1527,7 +1529,11 @@ fn a_killed_transfers_folder_goes_at_the_next_run() {
         ])
         .assert()
         .success();
-    assert!(!stale.exists(), "the stale folder is still there");
+    assert!(
+        stale.join("half").exists(),
+        "a folder no run recorded was removed"
+    );
+    std::fs::remove_dir_all(&stale).unwrap();
 }
 
 /// Idle connections do not hold a sender's port: its handshakes run side by side, so the real

@@ -204,12 +204,6 @@ fn hand_down_memory(parent: &Path) -> std::result::Result<(), String> {
     })
 }
 
-/// Removes the groups a squeeze killed with -9 left under `parent` (`iolab-squeeze-PID-N` whose
-/// pid is no running iolab): their processes are killed first, then the group goes.
-pub fn remove_stale_groups(parent: &Path) {
-    crate::clean::remove_all(&crate::clean::stale_groups(parent));
-}
-
 /// The files of one memory group, as its members read them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupFiles {
@@ -298,7 +292,8 @@ pub fn stat_value(text: &str, key: &str) -> Option<u64> {
 #[derive(Debug)]
 pub struct MemoryGroup {
     files: GroupFiles,
-    slot: Option<usize>,
+    /// On the list of partial outputs and in this run's ledger until removed.
+    partial: Option<crate::output::Partial>,
     /// Its reclaim stalls are iolab's own, not other work's (interference).
     _own: crate::measure::interference::OwnMemoryLimit,
 }
@@ -309,13 +304,13 @@ impl MemoryGroup {
     /// Makes a fresh group under `c` limited to `limit` bytes (no swap for it where the kernel
     /// lets that be set), registered for removal on a signal.
     pub fn create(c: &Controller, limit: u64) -> Result<MemoryGroup> {
-        remove_stale_groups(&c.parent);
         let name = format!(
             "iolab-squeeze-{}-{}",
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::Relaxed)
         );
         let path = c.parent.join(name);
+        let partial = crate::output::track(&path);
         std::fs::create_dir(&path).map_err(|e| {
             let err = Error::io("cannot make a memory cgroup", &path, &e);
             if e.kind() == std::io::ErrorKind::PermissionDenied {
@@ -326,7 +321,7 @@ impl MemoryGroup {
         })?;
         let group = MemoryGroup {
             _own: crate::measure::interference::OwnMemoryLimit::hold(),
-            slot: crate::sys::cleanup::register(&path),
+            partial: Some(partial),
             files: GroupFiles {
                 path,
                 version: c.version,
@@ -385,16 +380,14 @@ impl MemoryGroup {
                 }
             }
         }
-        if let Some(i) = self.slot.take() {
-            crate::sys::cleanup::unregister(i);
-        }
+        self.partial = None;
         Ok(())
     }
 }
 
 impl Drop for MemoryGroup {
     fn drop(&mut self) {
-        if self.slot.is_some() || self.files.path.exists() {
+        if self.partial.is_some() || self.files.path.exists() {
             let _ = self.remove_dir();
         }
     }

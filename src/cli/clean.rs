@@ -9,49 +9,41 @@ use std::path::PathBuf;
 
 /// Remove what iolab runs killed with -9 left behind.
 ///
-/// Looks in the system's temporary directory (transfer folders `iolab-transfer-PID-N`), in each
-/// DIR (the suite's data folders `.iolab-data-PID`, files being written or received under a
-/// hidden `.NAME.iolab-PID.tmp` name on a file system without unnamed files) and, as squeeze
-/// makes them, at memory cgroups `iolab-squeeze-PID-N`. Only what belongs to you, of a pid that
-/// is no running iolab, is removed; nothing is followed through a link. A run of the same kind
-/// also removes these before it starts.
+/// Every run writes what it is about to make (a partial output, a transfer's staging folder, the
+/// suite's data folder, pollute's hot set, ior's file, a memory cgroup) into its own ledger, which
+/// it holds locked while it lives, in ~/.local/state/iolab/runs (or $XDG_STATE_HOME/iolab,
+/// $IOLAB_STATE_DIR). A run killed with -9 leaves its ledger unlocked: what it names that is
+/// still there, yours, and made during that run is removed; a name that only looks like
+/// iolab's is never touched, nor a live run's, whatever its binary is called. Nothing is
+/// followed through a link. The next run that makes anything does the same first.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab clean\n  iolab clean --dry-run ~/reports /data/incoming\n  iolab clean --cgroup-parent /sys/fs/cgroup/user.slice"
+    after_help = "Examples:\n  iolab clean\n  iolab clean --dry-run\n  iolab clean ~/reports /data/incoming"
 )]
 pub struct CleanArgs {
-    /// Folders to look in besides the temporary directory [default: the current folder]
+    /// Only what is under these folders [default: whatever dead runs left, wherever]
     #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// List what would go, remove nothing
     #[arg(long, short = 'n')]
     pub dry_run: bool,
-    /// Where squeeze made its cgroups, if not where it finds them by itself
-    #[arg(long, value_name = "DIR")]
-    pub cgroup_parent: Option<PathBuf>,
 }
 
 impl CleanArgs {
     /// Finds, removes (unless --dry-run) and lists the leftovers.
     pub fn run(self) -> Result<(), Error> {
-        let dirs = if self.dirs.is_empty() {
-            vec![PathBuf::from(".")]
-        } else {
-            self.dirs
-        };
-        for d in &dirs {
+        let mut dirs = Vec::new();
+        for d in &self.dirs {
             if !d.is_dir() {
                 return Err(Error::usage("not a folder", "iolab clean looks in folders").at(d));
             }
+            dirs.push(std::path::absolute(d).map_err(|e| Error::io("cannot use", d, &e))?);
         }
-        let parent = match &self.cgroup_parent {
-            Some(p) => Some(iolab::cache::cgroup::controller(Some(p))?.parent),
-            // Where squeeze would make its groups; without cgroups there are none to find.
-            None => iolab::cache::cgroup::controller(None)
-                .ok()
-                .map(|c| c.parent),
-        };
-        let found = iolab::clean::find(&dirs, parent.as_deref());
+        if let Err(why) = iolab::clean::ledger::state_dir() {
+            return Err(Error::unsupported("no ledger of runs to read", why));
+        }
+        let scan = iolab::clean::scan();
+        let found = scan.under(&dirs);
         let mut text = String::new();
         let (mut gone, mut bytes, mut failed) = (0, 0, 0);
         for l in &found {
@@ -89,6 +81,9 @@ impl CleanArgs {
             ),
         });
         out(&text);
+        if !self.dry_run {
+            scan.finish();
+        }
         if failed > 0 {
             return Err(Error::failed(
                 "clean failed",

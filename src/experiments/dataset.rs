@@ -54,8 +54,6 @@ impl DataDir {
                 (d, made)
             }
             None => {
-                // Data folders of runs killed with -9 go first.
-                crate::output::remove_stale(parent, ".iolab-data-");
                 let d = parent.join(format!(".iolab-data-{}", std::process::id()));
                 std::fs::create_dir(&d).map_err(|e| {
                     if e.kind() == std::io::ErrorKind::AlreadyExists {

@@ -9,19 +9,31 @@ use std::path::{Path, PathBuf};
 /// Keeps a path on the list of partial outputs while it lives (track it before creating it).
 #[must_use = "the path is tracked only while the guard lives"]
 #[derive(Debug)]
-pub struct Partial(Option<usize>);
+pub struct Partial {
+    slot: Option<usize>,
+    /// The path as recorded in this run's ledger, if it is.
+    recorded: Option<PathBuf>,
+}
 
 /// Puts `path` on the list of partial outputs until the returned guard is dropped: a SIGINT or
 /// SIGTERM in between removes it (with what it holds, if a directory) before the process exits
-/// ([`crate::sys::cleanup`]). Call it before creating the path, so nothing exists untracked.
+/// ([`crate::sys::cleanup`]), and this run's ledger names it, so that what `kill -9` leaves is
+/// provably this run's ([`crate::clean`]). Call it before creating the path, so nothing exists
+/// untracked.
 pub fn track(path: &Path) -> Partial {
-    Partial(crate::sys::cleanup::register(path))
+    Partial {
+        slot: crate::sys::cleanup::register(path),
+        recorded: crate::clean::ledger::record(path).then(|| path.to_path_buf()),
+    }
 }
 
 impl Drop for Partial {
     fn drop(&mut self) {
-        if let Some(i) = self.0 {
+        if let Some(i) = self.slot {
             crate::sys::cleanup::unregister(i);
+        }
+        if let Some(p) = self.recorded.take() {
+            crate::clean::ledger::write_off(&p);
         }
     }
 }
@@ -246,8 +258,6 @@ impl Drop for TempDir {
 /// this user may enter (0700).
 pub fn temp_dir(prefix: &str) -> Result<TempDir> {
     let base = std::env::temp_dir();
-    // What an earlier run killed with -9 left under this prefix goes first.
-    remove_stale(&base, &format!("{prefix}-"));
     for i in 0..1000 {
         let p = base.join(format!("{prefix}-{}-{i}", std::process::id()));
         let partial = track(&p);
@@ -265,19 +275,6 @@ pub fn temp_dir(prefix: &str) -> Result<TempDir> {
         }
     }
     Err(Error::failed("cannot create a temporary directory", "1000 names taken").at(&base))
-}
-
-/// Whether process `pid` is a running iolab (a pid reused by another program is not).
-pub fn iolab_alive(pid: u32) -> bool {
-    crate::clean::iolab_alive(pid)
-}
-
-/// Removes what a killed run left in `dir`: directories named `PREFIX<pid>` or
-/// `PREFIX<pid>-...` (iolab's temporary folders carry the pid of their run) whose pid is no
-/// running iolab, and that belong to this user. Returns how many it removed. `kill -9` runs no
-/// clean-up; the next run (or `iolab clean`) does it.
-pub fn remove_stale(dir: &Path, prefix: &str) -> usize {
-    crate::clean::remove_all(&crate::clean::stale_folders(dir, prefix))
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC, for dated folder names.
@@ -313,29 +310,6 @@ pub use report_dir::{MANIFEST, check_can_write, is_iolab_report, refuse_unless_r
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn what_a_killed_run_left_is_removed_and_nothing_else() {
-        let dir = tempfile::tempdir().unwrap();
-        // pid_max is at most 4194304: these pids never run.
-        let dead = dir.path().join(".iolab-data-99999999");
-        let dead_tmp = dir.path().join("iolab-transfer-99999998-0");
-        let mine = dir
-            .path()
-            .join(format!(".iolab-data-{}", std::process::id()));
-        let other = dir.path().join(".iolab-data-notapid");
-        for d in [&dead, &dead_tmp, &mine, &other] {
-            std::fs::create_dir(d).unwrap();
-            std::fs::write(d.join("f"), b"x").unwrap();
-        }
-        assert_eq!(remove_stale(dir.path(), ".iolab-data-"), 1);
-        assert_eq!(remove_stale(dir.path(), "iolab-transfer-"), 1);
-        assert!(!dead.exists() && !dead_tmp.exists());
-        assert!(
-            mine.exists() && other.exists(),
-            "a live run's and a stranger's stay"
-        );
-    }
 
     #[test]
     fn temporary_names_fit_even_for_the_longest_names() {

@@ -205,8 +205,6 @@ pub fn open_target(path: &Path, force: bool) -> Result<WriteTarget> {
             (f, p, true, None)
         }
         None => {
-            // What a run killed with -9 left here under a hidden name goes first.
-            crate::clean::remove_all(&crate::clean::stale_files(parent));
             let partial = crate::output::track(&tmp);
             let f = dir
                 .create_new(&tmp_name)

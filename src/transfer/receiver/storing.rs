@@ -168,8 +168,6 @@ fn create_output(
     if let Some(f) = dir.create_unnamed() {
         return Ok((f, None, None));
     }
-    // What a receiver killed with -9 left here under a hidden name goes first.
-    crate::clean::remove_all(&crate::clean::stale_files(dir.path()));
     let tracked = crate::output::track(&dir.handle_path(tmp));
     let f = dir
         .create_new(tmp)
