@@ -22,6 +22,10 @@ pub enum ErrorKind {
     /// The request does not suit this method, though it suits others (exit 2): e.g. a block
     /// size O_DIRECT cannot write. A sweep over many methods records it and goes on.
     Unsuited,
+    /// A program to run (`iolab trace -- CMD`) was not found (exit 127, as a shell's).
+    NotFound,
+    /// A program to run is there but cannot be executed (exit 126, as a shell's).
+    NotExecutable,
 }
 
 /// A failure with the context a user needs to act on it.
@@ -117,6 +121,8 @@ impl Error {
         match self.kind {
             ErrorKind::Usage | ErrorKind::Unsuited => 2,
             ErrorKind::Failed | ErrorKind::Unsupported => 1,
+            ErrorKind::NotFound => 127,
+            ErrorKind::NotExecutable => 126,
         }
     }
 }

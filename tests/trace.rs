@@ -362,13 +362,24 @@ fn bad_commands_say_so() {
     iolab()
         .args(["trace", "--", "no-such-program-here"])
         .assert()
-        .code(1)
+        .code(127)
         .stderr(predicates::str::contains("not found in PATH"));
     iolab()
         .args(["trace", "--format", "csv", "--", "true"])
         .assert()
         .code(2);
     let dir = tempfile::tempdir().unwrap();
+    // Issue 53 (P21): a shell's codes, 127 for nothing to run, 126 for what cannot be run.
+    let plain = write_file(dir.path(), "not-a-program", b"echo hi");
+    iolab()
+        .args(["trace", "--", s(&plain)])
+        .assert()
+        .code(126)
+        .stderr(predicates::str::contains("not executable"));
+    iolab()
+        .args(["trace", "--", s(dir.path())])
+        .assert()
+        .code(126);
     let f = write_file(dir.path(), "exists", b"x");
     iolab()
         .args(["trace", "--out", s(&f), "--", "true"])
@@ -609,4 +620,228 @@ fn keep_gaps_waits_the_programs_time_between_reads() {
         assert!(secs >= 0.3, "{}: {secs}", r["method"]);
     }
     assert!(v["notes"].to_string().contains("gaps kept"));
+}
+
+/// `iolab trace` run from the binary, with pipes, not waited for.
+fn spawn_trace(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .arg("trace")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    err
+}
+
+/// Issue 53 (P11): every output is proved writable before the program runs (a bad path costs
+/// no run), and an output lost to a full disk loses neither the profile (then on stderr) nor the
+/// program's exit code.
+#[test]
+fn outputs_are_proved_before_the_program_runs_and_a_full_disk_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("ran");
+    let script = format!("echo yes > {}", s(&mark));
+    for bad in ["/nonexistent-iolab-dir/t.json", "/proc/version/t.json"] {
+        for flag in ["--out", "--profile", "--fio-iolog"] {
+            let o = iolab()
+                .args(["trace", flag, bad, "--", "sh", "-c", &script])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(2), "{flag} {bad}: {o:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&o.stderr).lines().count(),
+                1,
+                "{o:?}"
+            );
+            assert!(!mark.exists(), "the program ran for {flag} {bad}");
+        }
+    }
+    if !is_root() {
+        return skip(
+            Lack::Machine,
+            "mounting a small tmpfs for a full disk needs root",
+        );
+    }
+    let small = dir.path().join("small");
+    fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=8k,nr_inodes=64",
+            "iolab-test",
+            s(&small),
+        ])
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        return skip(Lack::Machine, "cannot mount a tmpfs here");
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&small);
+    let out = small.join("t.json");
+    let profile = small.join("p.txt");
+    let o = iolab()
+        .args(["trace", "--out", s(&out), "--profile", s(&profile), "--"])
+        .args(["sh", "-c", "head -c 100000 /dev/zero > /dev/null; cat /etc/os-release /etc/passwd > /dev/null; exit 3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "the program's code: {err}");
+    assert!(err.contains("No space left"), "{err}");
+    let profile_kept = fs::read_to_string(&profile).is_ok_and(|p| p.contains("traced"))
+        || err.contains("s traced, exit code 3");
+    assert!(profile_kept, "{err}");
+    // Nothing partial is left on the full disk.
+    let names: Vec<_> = fs::read_dir(&small)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "p.txt")
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// Issue 53 (P12): trace ends with the program, as a shell would, and what the program left
+/// running runs on, its file calls working (its tracer stays, out of the way); --follow waits
+/// for it and records it.
+#[test]
+fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let late = dir.path().join("late");
+    let script = format!(
+        "cat /etc/hostname > /dev/null; (while [ ! -e {go} ]; do sleep 0.05; done; echo late > {late}) & exit 5",
+        go = s(&go),
+        late = s(&late)
+    );
+    let out = dir.path().join("t.json");
+    let mut child = spawn_trace(&["--out", s(&out), "--", "sh", "-c", &script]);
+    // It cannot end by waiting for the background loop: that waits for `go`, made only after.
+    let st = wait_or_fail(
+        &mut child,
+        std::time::Duration::from_secs(10),
+        "ended with the program, leaving its background loop running",
+    );
+    assert_eq!(st.code(), Some(5), "{}", stderr_of(&mut child));
+    let t: Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    assert!(
+        t["notes"]
+            .to_string()
+            .contains("still running when it ended"),
+        "{}",
+        t["notes"]
+    );
+    fs::write(&go, b"").unwrap();
+    wait_until(
+        std::time::Duration::from_secs(10),
+        "the loop left running to write",
+        || fs::read_to_string(&late).is_ok_and(|l| l == "late\n"),
+    );
+    fs::remove_file(&go).unwrap();
+    fs::remove_file(&late).unwrap();
+    // --follow: still running while the loop waits, then the loop's write is in the trace.
+    let out2 = dir.path().join("t2.json");
+    let mut child = spawn_trace(&["--follow", "--out", s(&out2), "--", "sh", "-c", &script]);
+    wait_until(
+        std::time::Duration::from_secs(10),
+        "the traced program to start",
+        || {
+            Command::new("pgrep")
+                .args(["-f", "while \\[ ! -e"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "--follow ended before the loop"
+    );
+    fs::write(&go, b"").unwrap();
+    let st = wait_or_fail(
+        &mut child,
+        std::time::Duration::from_secs(10),
+        "ended once the loop it followed ended",
+    );
+    assert_eq!(st.code(), Some(5), "{}", stderr_of(&mut child));
+    let t: Value = serde_json::from_slice(&fs::read(&out2).unwrap()).unwrap();
+    let late_file = t["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|f| f["path"].as_str() == late.to_str());
+    assert!(late_file.is_some(), "the followed loop's write is recorded");
+}
+
+/// Issue 53 (P13, P22): --overhead stops on Ctrl-C, and SIGHUP (the terminal closed) keeps the
+/// trace and leaves the program as a shell would (it gets SIGHUP: 128 + 1).
+#[test]
+fn overhead_stops_on_ctrl_c_and_a_hangup_keeps_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_trace(&["--overhead", "100000", "--", "sleep", "0.2"]);
+    // The traced run's sleep is the tracer helper's child; an overhead round's is iolab's own.
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "the overhead rounds to start",
+        || {
+            Command::new("pgrep")
+                .args(["-x", "sleep", "-P", &child.id().to_string()])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    );
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let st = wait_or_fail(
+        &mut child,
+        std::time::Duration::from_secs(10),
+        "stopped its overhead rounds on SIGINT",
+    );
+    let err = stderr_of(&mut child);
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(err.contains("--overhead interrupted after"), "{err}");
+    let out = dir.path().join("t.json");
+    let mut child = spawn_trace(&[
+        "--out",
+        s(&out),
+        "--",
+        "sh",
+        "-c",
+        "head -c 1000 /dev/zero > /dev/null; sleep 600",
+    ]);
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "the program to sleep",
+        || {
+            Command::new("pgrep")
+                .args(["-f", "^sleep 600$"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    );
+    let _ = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status();
+    let st = wait_or_fail(
+        &mut child,
+        std::time::Duration::from_secs(10),
+        "ended on SIGHUP, keeping the trace",
+    );
+    let err = stderr_of(&mut child);
+    let t: Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    assert_eq!(t["interrupted"], true, "{err}");
+    assert_eq!(t["ended"]["signal"], 1, "{err}");
+    assert_eq!(st.code(), Some(129), "{err}");
 }

@@ -126,6 +126,8 @@ pub enum Command {
     /// Internal: the traced child of `trace`, which execs the program under the seccomp filter.
     #[command(hide = true, name = "trace-exec")]
     TraceExec(trace::TraceExecArgs),
+    #[command(hide = true, name = "trace-tracer")]
+    TraceTracer(trace::TraceTracerArgs),
     /// Internal: one stream of `pollute`, run inside its memory cgroup.
     #[command(hide = true, name = "pollute-worker")]
     PolluteWorker(pollute::PolluteWorkerArgs),
@@ -279,6 +281,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Trace(a) => a.run(ctx),
         Command::Replay(a) => a.run(ctx),
         Command::TraceExec(a) => a.run(),
+        Command::TraceTracer(a) => a.run(),
         Command::Clean(a) => a.run(),
         Command::SqueezeWorker(a) => a.run(),
         Command::PolluteWorker(a) => a.run(),

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  fio --name=replay --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nNot seen: reads and writes submitted through io_uring (said when the program uses it), and\nO_DIRECT device access by other programs. Ctrl-C stops the program and keeps what was\nrecorded."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  fio --name=replay --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nNot seen: reads and writes submitted through io_uring (said when the program uses it), and\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -44,6 +44,10 @@ pub struct TraceArgs {
     /// Replace existing output files
     #[arg(long)]
     pub force: bool,
+    /// Wait for every process the program started, daemons too (by default trace ends with the
+    /// program, as a shell does, and what it left running runs on unrecorded)
+    #[arg(long)]
+    pub follow: bool,
     /// The program and its arguments (after --)
     #[arg(
         required = true,
@@ -57,11 +61,13 @@ pub struct TraceArgs {
 impl TraceArgs {
     /// Runs it; exits with the program's exit code.
     pub fn run(self, _ctx: &Ctx) -> Result<(), Error> {
+        // Every output is proved writable before the program runs: a run is not to be repeated
+        // for a typo in a path.
         for p in [&self.out, &self.profile, &self.fio_iolog]
             .into_iter()
             .flatten()
         {
-            iolab::output::refuse_existing(p, self.force)?;
+            iolab::output::check_can_create(p, self.force)?;
         }
         if self.format == Format::Csv {
             return Err(super::usage(
@@ -77,10 +83,21 @@ impl TraceArgs {
             xor: !self.no_xor,
             quiet: false,
         };
-        let t = trace::run(&cfg, &iolab::sys::interrupted)?;
+        let t = if self.follow {
+            trace::run(&cfg, &iolab::sys::interrupted)?
+        } else {
+            traced_by_helper(&cfg)?
+        };
         let p = trace::profile::profile(&t);
-        let overhead = match self.overhead.filter(|_| !t.interrupted) {
-            Some(n) => Some(trace::overhead::overhead(&cfg, n)?),
+        let overhead = match self
+            .overhead
+            .filter(|_| !t.interrupted && !iolab::sys::interrupted())
+        {
+            Some(n) => Some(trace::overhead::overhead(
+                &cfg,
+                n,
+                &iolab::sys::interrupted,
+            )?),
             None => None,
         };
         // JSON: the profile with the overhead rounds beside it; text and Markdown: the overhead
@@ -92,7 +109,7 @@ impl TraceArgs {
                 overhead: overhead.as_ref(),
             },
             || {
-                report::trace::profile_document(&p, self.files).para(overhead.as_ref().map_or_else(String::new, |o| {
+                report::trace::profile_document(&p, self.files).para(overhead.as_ref().filter(|o| !o.traced_s.is_empty()).map_or_else(String::new, |o| {
                     format!(
                         "tracing overhead: traced/untraced wall time {:.2}x (min {:.2}, max {:.2}, {} interleaved rounds; untraced median {:.3} s)",
                         o.ratio,
@@ -104,23 +121,153 @@ impl TraceArgs {
                 }))
             },
         );
-        if let Some(path) = &self.out {
-            iolab::output::save(path, report::json(&t).as_bytes(), self.force)?;
+        // Each output on its own: one that cannot be written (a full disk) loses neither the
+        // others, nor the profile (then on stderr), nor the program's exit code.
+        let mut failed: Vec<Error> = Vec::new();
+        if let Some(path) = &self.out
+            && let Err(e) = iolab::output::save(path, report::json(&t).as_bytes(), self.force)
+        {
+            failed.push(e);
         }
         if let Some(path) = &self.fio_iolog {
             let log = trace::iolog::iolog(&t);
-            iolab::output::save(path, log.text.as_bytes(), self.force)?;
-            for l in &log.left_out {
-                super::talk(format!("iolab: note: fio iolog: left out {l}"));
+            match iolab::output::save(path, log.text.as_bytes(), self.force) {
+                Ok(()) => {
+                    for l in &log.left_out {
+                        super::talk(format!("iolab: note: fio iolog: left out {l}"));
+                    }
+                }
+                Err(e) => failed.push(e),
             }
         }
         match &self.profile {
-            Some(path) => iolab::output::save(path, text.as_bytes(), self.force)?,
+            Some(path) => {
+                if let Err(e) = iolab::output::save(path, text.as_bytes(), self.force) {
+                    failed.push(e);
+                    super::talk(text.trim_end());
+                }
+            }
             None => super::talk(text.trim_end()),
         }
-        let code = t.ended.shell_code();
+        if let Some(o) = overhead.as_ref().filter(|o| o.interrupted) {
+            super::talk(format!(
+                "iolab: note: --overhead interrupted after {} complete round(s)",
+                o.traced_s.len()
+            ));
+        }
+        for e in &failed {
+            eprintln!("iolab: {}", iolab::shown::line(&e.to_string()));
+        }
+        // The program's exit code, as a shell gives it; 1 for a lost output of a program that
+        // succeeded.
+        let code = match t.ended.shell_code() {
+            0 if !failed.is_empty() => 1,
+            c => c,
+        };
         if code != 0 {
             std::process::exit(code);
+        }
+        Ok(())
+    }
+}
+
+/// The trace of `cfg.command` from a helper process (`iolab trace-tracer`) that traces it and
+/// hands the trace over as soon as the program ends, then stays, out of the way, as the tracer
+/// of whatever the program left running (a daemon's file calls need their tracer) until that
+/// ends: so this command ends with the program, as a shell would. A helper that fails says why
+/// itself; its exit code is then this command's.
+fn traced_by_helper(cfg: &TraceConfig) -> Result<trace::Trace, Error> {
+    use std::io::Read;
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| Error::failed("cannot make a pipe", e.to_string()))?;
+    let mut cmd = std::process::Command::new(&cfg.launcher);
+    cmd.arg("trace-tracer");
+    if !cfg.faults {
+        cmd.arg("--no-faults");
+    }
+    if !cfg.xor {
+        cmd.arg("--no-xor");
+    }
+    cmd.arg("--").args(&cfg.command);
+    let mut helper = iolab::sys::ptrace::spawn_with_fd3(&mut cmd, std::os::fd::AsFd::as_fd(&w))
+        .map_err(|e| Error::failed("cannot start the tracer", e.to_string()))?;
+    drop(w);
+    // Read until the helper closes its end; a signal to this process alone (kill -INT PID) is
+    // passed on to the helper, which stops the program as it would itself.
+    let mut bytes = Vec::new();
+    let mut r = std::fs::File::from(r);
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut passed_on = false;
+    loop {
+        if let (false, Some(sig)) = (passed_on, iolab::sys::interrupting_signal()) {
+            let _ = iolab::sys::ptrace::kill(helper.id() as i32, sig);
+            passed_on = true;
+        }
+        match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::failed(
+                    "cannot read the trace from the tracer",
+                    e.to_string(),
+                ));
+            }
+        }
+    }
+    if bytes.is_empty() {
+        let st = helper.wait();
+        std::process::exit(st.ok().and_then(|s| s.code()).unwrap_or(1));
+    }
+    // Reaped now if it had nothing left to serve; else it outlives this command.
+    let _ = helper.try_wait();
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::failed("the tracer's trace is unreadable", e.to_string()))
+}
+
+/// The tracer helper of `iolab trace` (without --follow): traces the command, writes the trace as
+/// JSON to descriptor 3 when the program ends, then serves what it left running.
+#[derive(Debug, Args)]
+pub struct TraceTracerArgs {
+    /// Do not sample page faults
+    #[arg(long)]
+    pub no_faults: bool,
+    /// Do not re-read the bytes the program read for their XOR
+    #[arg(long)]
+    pub no_xor: bool,
+    /// The program and its arguments
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<OsString>,
+}
+
+impl TraceTracerArgs {
+    /// Traces, hands the trace over, serves the rest.
+    pub fn run(self) -> Result<(), Error> {
+        use std::io::Write;
+        let Some(mut out) = iolab::sys::take_fd3() else {
+            return Err(Error::usage(
+                "trace-tracer",
+                "an internal command of iolab trace: descriptor 3 is not open",
+            ));
+        };
+        let _ = iolab::sys::cleanup::note_interrupts();
+        let cfg = TraceConfig {
+            command: self.command,
+            launcher: super::own_program()?,
+            faults: !self.no_faults,
+            xor: !self.no_xor,
+            quiet: false,
+        };
+        let (t, lingering) = trace::run_for(&cfg, &iolab::sys::interrupted, false)?;
+        out.write_all(report::json(&t).as_bytes())
+            .map_err(|e| Error::failed("cannot hand the trace over", e.to_string()))?;
+        drop(out);
+        if !lingering.is_empty() {
+            // Out of the way: the user's command has ended; what it left running keeps its
+            // tracer, which holds none of that command's terminal or pipes.
+            let _ = iolab::sys::cleanup::ignore_interrupts();
+            let _ = iolab::sys::stdio_to_null();
+            lingering.serve();
         }
         Ok(())
     }
@@ -147,8 +294,14 @@ impl TraceExecArgs {
         let e = std::process::Command::new(program)
             .args(&self.command[1..])
             .exec();
-        Err(Error::failed(
-            format!("cannot run {}", program.to_string_lossy()),
+        // A shell's codes: 127 for nothing to run there, 126 for what cannot be run.
+        let kind = match e.raw_os_error() {
+            Some(libc::ENOENT) => iolab::ErrorKind::NotFound,
+            _ => iolab::ErrorKind::NotExecutable,
+        };
+        Err(Error::new(
+            kind,
+            format!("cannot run {}", iolab::shown::name(program)),
             iolab::error::describe_io(&e),
         ))
     }

@@ -55,6 +55,34 @@ pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, before any work, an output file that could not be written: an existing one
+/// without `force` ([`refuse_existing`]), or a folder that does not take a new file (missing,
+/// read-only, not the user's to write into), proved by making and removing an empty file there.
+/// A device or a pipe the user named is written into and needs no probe.
+pub fn check_can_create(path: &Path, force: bool) -> Result<()> {
+    refuse_existing(path, force)?;
+    if stream_like(path) {
+        return Ok(());
+    }
+    let probe = temp_path(path, "probe")?;
+    let _partial = track(&probe);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let mut err = Error::io("cannot write", path, &e);
+            // A path that cannot be used is the request's fault, said before any work.
+            err.kind = crate::ErrorKind::Usage;
+            err.hint(format!(
+                "{} does not take a new file; choose another path",
+                crate::shown::path(folder.unwrap_or(Path::new(".")))
+            ))
+        })
+}
+
 /// Whether `path` is a character device or a pipe: written into, never replaced.
 fn stream_like(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo())

@@ -9,7 +9,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
 const SLOTS: usize = 1024;
 
@@ -53,8 +53,8 @@ fn end_children() {
     }
 }
 
-/// Set when SIGINT or SIGTERM arrived.
-pub(super) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal that interrupted the run (SIGINT, SIGTERM or SIGHUP), 0 before any.
+pub(super) static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 
 /// Puts `path` in the table; returns its slot, or `None` when the table is full or the path
 /// holds a NUL (then it is simply not removed on a signal).
@@ -151,13 +151,13 @@ fn say(parts: &[&[u8]]) {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    INTERRUPTED.store(sig, Ordering::SeqCst);
     end_children();
     let n = remove_all();
-    let what: &[u8] = if sig == libc::SIGTERM {
-        b"\niolab: terminated"
-    } else {
-        b"\niolab: interrupted"
+    let what: &[u8] = match sig {
+        libc::SIGTERM => b"\niolab: terminated",
+        libc::SIGHUP => b"\niolab: hung up",
+        _ => b"\niolab: interrupted",
     };
     // The count in decimal, without allocating.
     let mut digits = [0u8; 20];
@@ -180,23 +180,24 @@ extern "C" fn on_signal(sig: libc::c_int) {
     unsafe { libc::_exit(128 + sig) };
 }
 
-/// From now on SIGINT and SIGTERM remove the partial outputs and end the process with 130 / 143.
+/// From now on SIGINT, SIGTERM and SIGHUP (the terminal closed) remove the partial outputs and
+/// end the process with 130 / 143 / 129.
 pub fn install() -> std::io::Result<()> {
     on_interrupts(on_signal)
 }
 
-extern "C" fn on_signal_note(_sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+extern "C" fn on_signal_note(sig: libc::c_int) {
+    INTERRUPTED.store(sig, Ordering::SeqCst);
 }
 
-/// From now on SIGINT and SIGTERM only set the flag [`super::interrupted`] reads, and interrupt a
+/// From now on SIGINT, SIGTERM and SIGHUP only set the flag [`super::interrupted`] reads, and interrupt a
 /// blocking wait (no `SA_RESTART`): for `iolab trace`, which stops its program and keeps what it
 /// recorded.
 pub fn note_interrupts() -> std::io::Result<()> {
     on_interrupts(on_signal_note)
 }
 
-/// SIGINT and SIGTERM go to `handler` (no flags: no `SA_RESTART`). Both handlers here make only
+/// SIGINT, SIGTERM and SIGHUP go to `handler` (no flags: no `SA_RESTART`). Both handlers here make only
 /// async-signal-safe calls (`on_signal`) or store to an atomic (`on_signal_note`).
 fn on_interrupts(handler: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -205,7 +206,7 @@ fn on_interrupts(handler: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
         SaFlags::empty(),
         SigSet::empty(),
     );
-    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: both handlers make only async-signal-safe calls (`on_signal`) or store to an
         // atomic (`on_signal_note`).
         unsafe { sigaction(sig, &sa) }?;
@@ -213,11 +214,11 @@ fn on_interrupts(handler: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
     Ok(())
 }
 
-/// From now on SIGINT and SIGTERM are ignored: for a helper process whose parent ends it (and
-/// cleans up) when the user interrupts.
+/// From now on SIGINT, SIGTERM and SIGHUP are ignored: for a helper process whose parent ends
+/// it (and cleans up) when the user interrupts.
 pub fn ignore_interrupts() -> std::io::Result<()> {
     use nix::sys::signal::{SigHandler, Signal, signal};
-    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: ignoring a signal installs no handler and has no memory effects.
         unsafe { signal(sig, SigHandler::SigIgn) }?;
     }

@@ -277,15 +277,49 @@ pub fn syncfs(file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Descriptor 3 as a parent handed it over ([`ptrace::spawn_with_fd3`]), made close-on-exec so
+/// that no program this process starts inherits it; `None` when it is not open.
+pub fn take_fd3() -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl on a descriptor number touches no memory; a closed one gives EBADF.
+    if unsafe { libc::fcntl(3, libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: descriptor 3 is open (just checked) and nothing else in this process owns it:
+    // iolab opens no descriptor before its arguments are read, and a hidden subcommand is the
+    // only caller.
+    let file = unsafe { std::fs::File::from_raw_fd(3) };
+    rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC).ok()?;
+    Some(file)
+}
+
+/// Points stdin, stdout and stderr at /dev/null: for a helper that outlives the command the
+/// user ran, so that it holds none of that command's pipes or terminal open.
+pub fn stdio_to_null() -> std::io::Result<()> {
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    rustix::stdio::dup2_stdin(&null)?;
+    rustix::stdio::dup2_stdout(&null)?;
+    rustix::stdio::dup2_stderr(&null)?;
+    Ok(())
+}
+
 /// CLOCK_MONOTONIC now in ns (the clock perf samples can be stamped with).
 pub fn monotonic_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Whether SIGINT or SIGTERM arrived (with [`cleanup::install`] in place).
+/// Whether SIGINT, SIGTERM or SIGHUP arrived (with [`cleanup::install`] in place).
 pub fn interrupted() -> bool {
-    cleanup::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    interrupting_signal().is_some()
+}
+
+/// The signal that interrupted this run (SIGINT, SIGTERM or SIGHUP), if one did.
+pub fn interrupting_signal() -> Option<i32> {
+    Some(cleanup::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
 #[cfg(test)]

@@ -278,7 +278,7 @@ pub struct Trace {
     pub notes: Vec<String>,
 }
 
-pub use tracer::run;
+pub use tracer::{Lingering, run, run_for};
 
 impl Trace {
     /// Reads a trace file written by `iolab trace --out`.

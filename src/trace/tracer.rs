@@ -17,6 +17,66 @@ use crate::sys::monotonic_ns;
 /// Runs `cfg.command` traced until it and everything it started have ended (or `interrupted`
 /// says to stop it), and returns what it did. The program's stdin, stdout and stderr are iolab's.
 pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
+    run_for(cfg, interrupted, true).map(|(t, _)| t)
+}
+
+/// The processes a program started that were still running when it ended, traced by this
+/// process (their seccomp filter needs a tracer: without one their file calls would fail with
+/// ENOSYS), to be served untraced-in-effect until they end ([`Lingering::serve`]).
+#[derive(Debug, Default)]
+pub struct Lingering {
+    started: std::collections::HashSet<i32>,
+}
+
+impl Lingering {
+    /// How many threads are left.
+    pub fn len(&self) -> usize {
+        self.started.len()
+    }
+
+    /// Whether none is left.
+    pub fn is_empty(&self) -> bool {
+        self.started.is_empty()
+    }
+
+    /// Lets the processes left run on as if untraced until the last one ends: every stop is
+    /// resumed at once, a signal meant for them passed on, nothing recorded.
+    pub fn serve(mut self) {
+        loop {
+            match ptrace::wait_any() {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) | Ok(None) => return,
+                Ok(Some(Wait::Exited(tid, _) | Wait::Killed(tid, _))) => {
+                    self.started.remove(&tid);
+                }
+                Ok(Some(Wait::Stopped(tid, status))) => {
+                    let sig = status & 0xff;
+                    let fresh = self.started.insert(tid);
+                    // ptrace's own stops (a call, an event, a new thread's first SIGSTOP)
+                    // pass nothing on; a signal meant for the program does.
+                    let own = sig == libc::SIGTRAP
+                        || sig == (libc::SIGTRAP | 0x80)
+                        || (sig == libc::SIGSTOP && fresh);
+                    let pass = if !own && ptrace::is_signal_delivery(tid) {
+                        sig
+                    } else {
+                        0
+                    };
+                    let _ = ptrace::cont(tid, pass);
+                }
+            }
+        }
+    }
+}
+
+/// Runs `cfg.command` traced until it ends, and with `follow` until everything it started has
+/// ended too (or `interrupted` says to stop it). Without `follow`, what it started and left
+/// running is returned, still traced, to be served ([`Lingering::serve`]).
+pub fn run_for(
+    cfg: &TraceConfig,
+    interrupted: &dyn Fn() -> bool,
+    follow: bool,
+) -> Result<(Trace, Lingering)> {
     let Some(program) = cfg.command.first() else {
         return Err(Error::usage("nothing to trace", "give a command after --"));
     };
@@ -70,8 +130,23 @@ pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
     let buffers_before = crate::cache::meminfo::read().buffers;
     let started = Instant::now();
     ptrace::cont(pid, 0).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
-    let (ended, was_interrupted) = wait_loop(&mut st, pid, interrupted);
+    let (ended, was_interrupted) = wait_loop(&mut st, pid, interrupted, follow);
     let wall = started.elapsed();
+    let lingering = Lingering {
+        started: st
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.started)
+            .map(|(&tid, _)| tid)
+            .collect(),
+    };
+    if !st.tasks.is_empty() {
+        let procs: std::collections::BTreeSet<u32> = st.tasks.values().map(|t| t.pid).collect();
+        st.note(&format!(
+            "{} process(es) the program started were still running when it ended: left running, unrecorded from then on (--follow waits for them)",
+            procs.len()
+        ));
+    }
     st.kernel.buffers_growth = crate::cache::meminfo::read()
         .buffers
         .saturating_sub(buffers_before);
@@ -80,45 +155,55 @@ pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
         Some(Err(why)) => (None, Some(why)),
         None => (None, Some("not asked for (--no-faults)".to_string())),
     };
-    Ok(super::finish::finish(
-        cfg,
-        st,
-        samples,
-        unavailable,
-        ended,
-        was_interrupted,
-        wall,
-    ))
+    let t = super::finish::finish(cfg, st, samples, unavailable, ended, was_interrupted, wall);
+    Ok((t, lingering))
 }
 
-/// Checks that `program` names an executable file, directly or in PATH, as exec would find it.
+/// Checks that `program` names an executable file, directly or in PATH, as exec would find it;
+/// refuses it as a shell would: 127 when there is no such file, 126 when it cannot be run.
 fn find_program(program: &std::ffi::OsStr) -> Result<()> {
+    use crate::ErrorKind::{NotExecutable, NotFound};
     use std::os::unix::ffi::OsStrExt;
-    let runnable = |p: &std::path::Path| crate::sys::may_execute(p) && p.is_file();
-    let name = program.to_string_lossy();
+    use std::path::Path;
+    let runnable = |p: &Path| crate::sys::may_execute(p) && p.is_file();
+    let what = format!("cannot run {}", crate::shown::name(program));
+    let refuse = |kind, why: &str| Err(Error::new(kind, what.clone(), why));
     if program.as_bytes().contains(&b'/') {
-        if runnable(std::path::Path::new(program)) {
-            return Ok(());
-        }
-        return Err(Error::failed(
-            format!("cannot run {name}"),
-            "no such executable file",
-        ));
+        let p = Path::new(program);
+        return match () {
+            _ if runnable(p) => Ok(()),
+            _ if p.is_dir() => refuse(NotExecutable, "it is a directory"),
+            _ if p.exists() => refuse(NotExecutable, "permission denied (not executable)"),
+            _ => refuse(NotFound, "no such file"),
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&path).any(|d| runnable(&d.join(program))) {
-        return Ok(());
+    let mut there = false;
+    for d in std::env::split_paths(&path) {
+        let p = d.join(program);
+        if runnable(&p) {
+            return Ok(());
+        }
+        there |= p.is_file();
     }
-    Err(Error::failed(
-        format!("cannot run {name}"),
-        "not found in PATH",
-    ))
+    if there {
+        refuse(NotExecutable, "found in PATH, but not executable")
+    } else {
+        refuse(NotFound, "not found in PATH")
+    }
 }
 
 /// How long a program may take to end after an interruption before it is killed.
 const GRACE: Duration = Duration::from_secs(2);
 
-fn wait_loop(st: &mut State, pid: i32, interrupted: &dyn Fn() -> bool) -> (Ended, bool) {
+/// Answers stops until the program ends (`follow`: until every traced thread has), or until an
+/// interruption has stopped it.
+fn wait_loop(
+    st: &mut State,
+    pid: i32,
+    interrupted: &dyn Fn() -> bool,
+    follow: bool,
+) -> (Ended, bool) {
     let calls = Calls::new();
     let mut ended = Ended {
         code: None,
@@ -143,7 +228,9 @@ fn wait_loop(st: &mut State, pid: i32, interrupted: &dyn Fn() -> bool) -> (Ended
                 }
             };
             if signalled == 0 && waited > Duration::from_secs(1) {
-                every(libc::SIGINT);
+                // The signal iolab got, as a shell passes it to its job (SIGHUP when the
+                // terminal closed, SIGTERM, else SIGINT).
+                every(crate::sys::interrupting_signal().unwrap_or(libc::SIGINT));
                 signalled = 1;
             } else if signalled == 1 && waited > GRACE + Duration::from_secs(1) {
                 every(libc::SIGKILL);
@@ -169,12 +256,18 @@ fn wait_loop(st: &mut State, pid: i32, interrupted: &dyn Fn() -> bool) -> (Ended
                 st.tasks.remove(&tid);
                 if tid == pid {
                     ended.code = Some(code);
+                    if !follow {
+                        break;
+                    }
                 }
             }
             Ok(Some(Wait::Killed(tid, sig))) => {
                 st.tasks.remove(&tid);
                 if tid == pid {
                     ended.signal = Some(sig);
+                    if !follow {
+                        break;
+                    }
                 }
             }
             Ok(Some(Wait::Stopped(tid, status))) => {

@@ -70,7 +70,7 @@ impl Entry for YourProgramEntry {
                 format!("it ended with {:?}", t.ended),
             ));
         }
-        let overhead = overhead(&cfg, 3)?;
+        let overhead = overhead(&cfg, 3, &crate::sys::interrupted)?;
         let rcfg = ReplayConfig {
             trace: "sha256sum".into(),
             methods: ReplayMethod::defaults(),
