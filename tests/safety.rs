@@ -250,6 +250,21 @@ fn p2_serving_without_a_token_is_refused_where_others_could_take_the_files() {
         warning.contains("no token: whoever connects first"),
         "{warning}"
     );
+    // P19: the receiving side is told too, in one line, before it connects.
+    let out = tempfile::tempdir().unwrap();
+    let o = common::iolab()
+        .args(["recv", "--connect", "127.0.0.1:9", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines()
+            .next()
+            .is_some_and(|l| l.contains("no token: whatever listens at 127.0.0.1:9")),
+        "{err}"
+    );
 }
 
 /// An `iolab` command with its own ledger folder (so that no other test's run sweeps what this

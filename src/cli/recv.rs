@@ -69,6 +69,13 @@ impl RecvArgs {
             no_hash: self.no_hash,
             ..self.net.recv_config(self.connect, self.out, self.method)?
         };
+        if cfg.link.token.is_none() {
+            // The other half of send's warning: nothing proves who is at that address.
+            super::talk(format!(
+                "iolab: warning: no token: whatever listens at {} may send you files (up to --max-size each, never over yours without --force)",
+                cfg.connect
+            ));
+        }
         let r = receiver::receive(&cfg)?;
         if let Some(n) = &r.pages_note {
             super::talk(format!("iolab: note: {n}"));
