@@ -93,10 +93,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "sizes, XOR, leftovers, counters, the file read",
         &["size", "xor", "clean", "measure", "source"],
     ),
-    (
-        "errors, names, names shown, system calls",
-        &["error", "names", "shown", "sys"],
-    ),
+    ("errors, names, system calls", &["error", "names", "sys"]),
+    ("names printed safely", &["shown"]),
 ];
 
 /// The layer of top-level module `m` (0 is the top), if it is one of the library's.

@@ -188,8 +188,11 @@ fn traced_by_helper(cfg: &TraceConfig) -> Result<trace::Trace, Error> {
     if !cfg.xor {
         cmd.arg("--no-xor");
     }
+    // Its descriptor for the trace is the write end's number here, inherited.
+    cmd.arg("--result-fd")
+        .arg(std::os::fd::AsRawFd::as_raw_fd(&w).to_string());
     cmd.arg("--").args(&cfg.command);
-    let mut helper = iolab::sys::ptrace::spawn_with_fd3(&mut cmd, std::os::fd::AsFd::as_fd(&w))
+    let (mut helper, _) = iolab::sys::spawn_with_fd(&mut cmd, std::os::fd::AsFd::as_fd(&w))
         .map_err(|e| Error::failed("cannot start the tracer", e.to_string()))?;
     drop(w);
     // Read until the helper closes its end; a signal to this process alone (kill -INT PID) is
@@ -226,9 +229,13 @@ fn traced_by_helper(cfg: &TraceConfig) -> Result<trace::Trace, Error> {
 }
 
 /// The tracer helper of `iolab trace` (without --follow): traces the command, writes the trace as
-/// JSON to descriptor 3 when the program ends, then serves what it left running.
+/// JSON to the descriptor its parent handed over when the program ends, then serves what it
+/// left running.
 #[derive(Debug, Args)]
 pub struct TraceTracerArgs {
+    /// The descriptor to write the trace to
+    #[arg(long, value_name = "FD")]
+    pub result_fd: i32,
     /// Do not sample page faults
     #[arg(long)]
     pub no_faults: bool,
@@ -244,10 +251,10 @@ impl TraceTracerArgs {
     /// Traces, hands the trace over, serves the rest.
     pub fn run(self) -> Result<(), Error> {
         use std::io::Write;
-        let Some(mut out) = iolab::sys::take_fd3() else {
+        let Some(mut out) = iolab::sys::take_fd(self.result_fd) else {
             return Err(Error::usage(
                 "trace-tracer",
-                "an internal command of iolab trace: descriptor 3 is not open",
+                "an internal command of iolab trace: its --result-fd is not open",
             ));
         };
         let _ = iolab::sys::cleanup::note_interrupts();

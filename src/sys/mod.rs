@@ -277,18 +277,35 @@ pub fn syncfs(file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Descriptor 3 as a parent handed it over ([`ptrace::spawn_with_fd3`]), made close-on-exec so
-/// that no program this process starts inherits it; `None` when it is not open.
-pub fn take_fd3() -> Option<std::fs::File> {
+/// Spawns `cmd` with `fd` left open in it (every other descriptor of iolab's is close-on-exec);
+/// returns the number it has there. Only for a process that starts no other child meanwhile.
+pub fn spawn_with_fd(
+    cmd: &mut std::process::Command,
+    fd: std::os::fd::BorrowedFd<'_>,
+) -> std::io::Result<(std::process::Child, i32)> {
+    use std::os::fd::AsRawFd;
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+    let child = cmd.spawn();
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)?;
+    Ok((child?, fd.as_raw_fd()))
+}
+
+/// Descriptor `n` as a parent handed it over ([`spawn_with_fd`]), made close-on-exec so that
+/// no program this process starts inherits it; `None` when it is not open.
+pub fn take_fd(n: i32) -> Option<std::fs::File> {
     use std::os::fd::FromRawFd;
-    // SAFETY: fcntl on a descriptor number touches no memory; a closed one gives EBADF.
-    if unsafe { libc::fcntl(3, libc::F_GETFD) } < 0 {
+    if n < 3 {
         return None;
     }
-    // SAFETY: descriptor 3 is open (just checked) and nothing else in this process owns it:
-    // iolab opens no descriptor before its arguments are read, and a hidden subcommand is the
-    // only caller.
-    let file = unsafe { std::fs::File::from_raw_fd(3) };
+    // SAFETY: fcntl on a descriptor number touches no memory (a closed one gives EBADF); once
+    // it is known open, nothing else in this process owns it: iolab opens no descriptor of its
+    // own beyond 2 before its arguments are read, and the one caller takes it at once.
+    let file = unsafe {
+        if libc::fcntl(n, libc::F_GETFD) < 0 {
+            return None;
+        }
+        std::fs::File::from_raw_fd(n)
+    };
     rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC).ok()?;
     Some(file)
 }

@@ -149,34 +149,6 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     Ok(nix::sys::signal::kill(nix_pid(pid), sig)?)
 }
 
-/// Spawns `cmd` with `fd` as its descriptor 3 (the only descriptor it gets beside its stdio,
-/// as every other of iolab's is close-on-exec).
-pub fn spawn_with_fd3(
-    cmd: &mut std::process::Command,
-    fd: std::os::fd::BorrowedFd<'_>,
-) -> io::Result<std::process::Child> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
-    let raw = fd.as_raw_fd();
-    // SAFETY: the closure runs in the forked child before exec and makes only async-signal-safe
-    // system calls (dup2, fcntl) on descriptors, with no allocation; `raw` stays open in the
-    // parent until `spawn` returns, so it is open in the child.
-    unsafe {
-        cmd.pre_exec(move || {
-            if raw == 3 {
-                // dup2 onto itself keeps close-on-exec: clear it instead.
-                if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            } else if libc::dup2(raw, 3) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
-    cmd.spawn()
-}
-
 /// Spawns `cmd` traced by this thread (PTRACE_TRACEME in the child before its exec). The child
 /// stops with SIGTRAP right after its exec; the caller waits for that stop, sets [`OPTIONS`] and
 /// continues it.

@@ -25,7 +25,8 @@ pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
 /// ENOSYS), to be served untraced-in-effect until they end ([`Lingering::serve`]).
 #[derive(Debug, Default)]
 pub struct Lingering {
-    started: std::collections::HashSet<i32>,
+    /// Each thread left, and whether its first stop (ptrace's SIGSTOP) has been seen.
+    started: std::collections::HashMap<i32, bool>,
 }
 
 impl Lingering {
@@ -51,7 +52,7 @@ impl Lingering {
                 }
                 Ok(Some(Wait::Stopped(tid, status))) => {
                     let sig = status & 0xff;
-                    let fresh = self.started.insert(tid);
+                    let fresh = !self.started.insert(tid, true).unwrap_or(false);
                     // ptrace's own stops (a call, an event, a new thread's first SIGSTOP)
                     // pass nothing on; a signal meant for the program does.
                     let own = sig == libc::SIGTRAP
@@ -133,12 +134,7 @@ pub fn run_for(
     let (ended, was_interrupted) = wait_loop(&mut st, pid, interrupted, follow);
     let wall = started.elapsed();
     let lingering = Lingering {
-        started: st
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.started)
-            .map(|(&tid, _)| tid)
-            .collect(),
+        started: st.tasks.iter().map(|(&tid, t)| (tid, t.started)).collect(),
     };
     if !st.tasks.is_empty() {
         let procs: std::collections::BTreeSet<u32> = st.tasks.values().map(|t| t.pid).collect();

@@ -212,9 +212,11 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
             })
         })
         .collect();
+    let sources = open_sources(&plan)?;
+    within_files(&plan, &sources)?;
     let mut rc = ReplayCells {
         plan: &plan,
-        sources: open_sources(&plan)?,
+        sources,
         cells,
         asked,
         drop_all: cfg.drop_all,
@@ -319,6 +321,34 @@ fn shape(plan: &plan::ReplayPlan) -> (f64, u64) {
         .max_by_key(|(len, n)| (**n, **len))
         .map_or(0, |(len, _)| *len);
     (if n > 0 { s as f64 / n as f64 } else { 0.0 }, typical)
+}
+
+/// Refuses, in one line, a plan that would read past the end of a file as it is now (a trace
+/// whose sizes lie passes [`plan::validate`] and [`check_unchanged`]).
+fn within_files(
+    plan: &plan::ReplayPlan,
+    sources: &[(crate::source::Source, crate::source::Version)],
+) -> Result<()> {
+    for seg in plan.threads.iter().flatten() {
+        let Some((src, _)) = sources.get(seg.file) else {
+            continue;
+        };
+        if let Some(b) = seg
+            .blocks
+            .iter()
+            .find(|b| b.offset.checked_add(b.len).is_none_or(|end| end > src.size))
+        {
+            return Err(Error::usage(
+                "not a trace this iolab can replay",
+                format!(
+                    "it reads {} bytes at {} of a file of {} bytes",
+                    b.len, b.offset, src.size
+                ),
+            )
+            .at(&src.path));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a file whose size or modification time differs from the trace's (after the run).
