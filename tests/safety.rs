@@ -371,3 +371,28 @@ fn p5_p6_p15_leftovers_are_known_by_their_runs_ledger_not_by_their_name() {
         .collect();
     assert!(ledgers.is_empty(), "{ledgers:?}");
 }
+
+/// Without a home folder of its own (nobody's is root's or missing), a user's ledgers live in a
+/// folder of its own under /tmp, 0700, and `clean` and runs work there.
+#[test]
+fn a_user_without_a_home_keeps_its_ledgers_in_a_private_folder() {
+    if !is_root() {
+        return skip(Lack::Setup, "dropping to nobody needs root");
+    }
+    let work = shared(0o777);
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let script = format!(
+        "cd {w} && env -u IOLAB_STATE_DIR -u XDG_STATE_HOME HOME=/nonexistent {b} ior -w -b 1M -t 1M -o {w}/f >/dev/null && env -u IOLAB_STATE_DIR -u XDG_STATE_HOME HOME=/nonexistent {b} clean",
+        w = s(work.path()),
+        b = s(&bin)
+    );
+    if !as_nobody(&script) {
+        return skip(Lack::Setup, "cannot run as nobody here (or the run failed)");
+    }
+    use std::os::unix::fs::MetadataExt;
+    let top = std::env::temp_dir().join("iolab-state-65534");
+    let m = std::fs::symlink_metadata(&top).unwrap();
+    assert!(m.is_dir() && m.uid() == 65534, "{m:?}");
+    assert_eq!(m.mode() & 0o777, 0o700);
+    assert!(top.join("runs").is_dir());
+}
