@@ -226,6 +226,28 @@ fn p9_p20_a_fifo_or_a_device_is_refused_not_waited_on() {
     }
 }
 
+/// P10 (in part): a trace whose replay would need more memory than the machine has available is
+/// refused in one line before it is read (a sparse file: no disk is used), not killed by the
+/// kernel part-way.
+#[test]
+fn p10_a_trace_too_large_for_memory_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let total: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap()
+        * 1024;
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big).unwrap().set_len(total).unwrap();
+    let o = common::iolab().arg("replay").arg(&big).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("too large to replay here"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
 /// P14, P16: numbers at the edge of `u64` are refused in one line before anything is written.
 #[test]
 fn p14_p16_numbers_at_the_edge_are_refused_before_anything_is_written() {

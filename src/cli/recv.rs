@@ -69,6 +69,13 @@ impl RecvArgs {
             no_hash: self.no_hash,
             ..self.net.recv_config(self.connect, self.out, self.method)?
         };
+        // A request that cannot run is refused before anything else is said.
+        cfg.check()?;
+        if !cfg.discard && !cfg.out_dir.is_dir() {
+            return Err(
+                Error::usage("invalid output directory", "not a directory").at(&cfg.out_dir)
+            );
+        }
         if cfg.link.token.is_none() {
             // The other half of send's warning: nothing proves who is at that address.
             super::talk(format!(

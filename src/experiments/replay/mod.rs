@@ -185,8 +185,38 @@ fn aligned(blocks: &[Block], size: u64) -> Arc<[Block]> {
         .collect()
 }
 
+/// Memory a replay holds per byte of its trace's JSON: the trace's calls, then the plan
+/// (measured: 266 MB peak for a 186 MB trace of a million reads, 1.43).
+const MEMORY_PER_TRACE_BYTE: f64 = 1.5;
+
+/// Refuses, in one line, a trace whose replay would need more memory than the machine has
+/// available (a trace of ten million reads was killed by the kernel at 8 GiB): the replay holds
+/// the whole trace, it does not stream it.
+fn fits_in_memory(path: &std::path::Path) -> Result<()> {
+    let Ok(size) = std::fs::metadata(path).map(|m| m.len()) else {
+        return Ok(()); // Trace::load says why.
+    };
+    let need = (size as f64 * MEMORY_PER_TRACE_BYTE) as u64;
+    let available = crate::cache::meminfo::read().mem_available;
+    if available > 0 && need > available / 10 * 8 {
+        return Err(Error::usage(
+            "the trace is too large to replay here",
+            format!(
+                "{} of trace needs about {} of memory to replay, and {} is available",
+                crate::size::format_size(size),
+                crate::size::format_size(need),
+                crate::size::format_size(available)
+            ),
+        )
+        .at(path)
+        .hint("trace a shorter run of the program"));
+    }
+    Ok(())
+}
+
 /// Replays `cfg.trace`.
 pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
+    fits_in_memory(&cfg.trace)?;
     let t = Trace::load(&cfg.trace)?;
     replay_trace(&t, cfg, obs)
 }
