@@ -26,10 +26,11 @@ const SYSFS_MAGIC: i64 = 0x6265_6572;
 pub fn open_source(path: &Path) -> Result<Source> {
     use std::os::unix::fs::OpenOptionsExt;
     // Opened without waiting and checked by its handle: a FIFO put in the file's place between
-    // a check by name and the open would block the open until a writer came.
+    // a check by name and the open would block the open until a writer came (and a terminal
+    // named by mistake never becomes this process's controlling one).
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| Error::io("cannot open", path, &e))?;
     let meta = file

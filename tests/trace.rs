@@ -633,6 +633,28 @@ fn spawn_trace(args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
+/// Whether `pgrep ARGS` finds a process.
+fn pgrep(args: &[&str]) -> bool {
+    Command::new("pgrep")
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Sends `sig` to `child` alone (as `kill -SIG PID`), waits for it to end (failing the test,
+/// naming `what`, if it does not), and gives its exit status and stderr.
+fn signal_and_wait(
+    child: &mut std::process::Child,
+    sig: &str,
+    what: &str,
+) -> (std::process::ExitStatus, String) {
+    let _ = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status();
+    let st = wait_or_fail(child, std::time::Duration::from_secs(10), what);
+    (st, stderr_of(child))
+}
+
 fn stderr_of(child: &mut std::process::Child) -> String {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
@@ -757,12 +779,7 @@ fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
     wait_until(
         std::time::Duration::from_secs(10),
         "the traced program to start",
-        || {
-            Command::new("pgrep")
-                .args(["-f", "while \\[ ! -e"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        },
+        || pgrep(&["-f", "while \\[ ! -e"]),
     );
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -794,22 +811,9 @@ fn overhead_stops_on_ctrl_c_and_a_hangup_keeps_the_trace() {
     wait_until(
         std::time::Duration::from_secs(20),
         "the overhead rounds to start",
-        || {
-            Command::new("pgrep")
-                .args(["-x", "sleep", "-P", &child.id().to_string()])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        },
+        || pgrep(&["-x", "sleep", "-P", &child.id().to_string()]),
     );
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let st = wait_or_fail(
-        &mut child,
-        std::time::Duration::from_secs(10),
-        "stopped its overhead rounds on SIGINT",
-    );
-    let err = stderr_of(&mut child);
+    let (st, err) = signal_and_wait(&mut child, "-INT", "stopped its overhead rounds on SIGINT");
     assert_eq!(st.code(), Some(0), "{err}");
     assert!(err.contains("--overhead interrupted after"), "{err}");
     let out = dir.path().join("t.json");
@@ -824,22 +828,9 @@ fn overhead_stops_on_ctrl_c_and_a_hangup_keeps_the_trace() {
     wait_until(
         std::time::Duration::from_secs(20),
         "the program to sleep",
-        || {
-            Command::new("pgrep")
-                .args(["-f", "^sleep 600$"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        },
+        || pgrep(&["-f", "^sleep 600$"]),
     );
-    let _ = Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status();
-    let st = wait_or_fail(
-        &mut child,
-        std::time::Duration::from_secs(10),
-        "ended on SIGHUP, keeping the trace",
-    );
-    let err = stderr_of(&mut child);
+    let (st, err) = signal_and_wait(&mut child, "-HUP", "ended on SIGHUP, keeping the trace");
     let t: Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
     assert_eq!(t["interrupted"], true, "{err}");
     assert_eq!(t["ended"]["signal"], 1, "{err}");
