@@ -274,3 +274,22 @@ fn p14_p16_numbers_at_the_edge_are_refused_before_anything_is_written() {
     clean("ior -D", &o.stderr);
     assert!(!dir.path().join("testFile").exists());
 }
+
+/// A trace of another schema, or not JSON at all, is refused in one line naming why.
+#[test]
+fn a_trace_of_another_schema_or_not_json_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        (
+            &br#"{"schema": "iolab-trace/0", "ops": 7}"#[..],
+            "schema is \"iolab-trace/0\"",
+        ),
+        (&b"{\"schema\": \"iolab-tr"[..], "invalid JSON"),
+    ] {
+        let p = common::write_file(dir.path(), "t.json", text);
+        let o = common::iolab().arg("replay").arg(&p).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle) && err.lines().count() == 1, "{err}");
+    }
+}

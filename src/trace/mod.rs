@@ -289,30 +289,41 @@ impl Trace {
         let mut file = crate::source::open_source(path)
             .map_err(|e| e.hint("a trace is the regular file `iolab trace --out` wrote"))?
             .file;
-        // The schema first, on its own (every other field skipped): an older or foreign file
-        // gets that one line rather than a field-by-field complaint. Then straight from the
-        // file into the typed trace: neither the text nor a `serde_json::Value` tree is held
-        // (the tree took ~2.4 KB per call).
-        #[derive(Deserialize)]
-        struct Head {
-            #[serde(default)]
-            schema: String,
-        }
-        let head: Head = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, &file))
-            .map_err(|e| {
-                crate::Error::usage("not a trace file", format!("invalid JSON: {e}")).at(path)
-            })?;
-        if head.schema != SCHEMA {
-            return Err(crate::Error::usage(
+        // Straight from the file into the typed trace, in one pass: neither the text nor a
+        // `serde_json::Value` tree is held. Only when that fails is the schema read on its own
+        // (every other field skipped), so that an older or foreign file gets that one line
+        // rather than a field-by-field complaint.
+        let typed: std::result::Result<Trace, _> =
+            serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, &file));
+        let schema_error = |schema: &str| {
+            crate::Error::usage(
                 "not a trace file this iolab reads",
-                format!("schema is {:?}, expected {SCHEMA:?}", head.schema),
+                format!("schema is {schema:?}, expected {SCHEMA:?}"),
             )
-            .at(path));
+            .at(path)
+        };
+        match typed {
+            Ok(t) if t.schema == SCHEMA => Ok(t),
+            Ok(t) => Err(schema_error(&t.schema)),
+            Err(e) => {
+                #[derive(Deserialize)]
+                struct Head {
+                    #[serde(default)]
+                    schema: String,
+                }
+                file.seek(std::io::SeekFrom::Start(0))
+                    .map_err(|e| crate::Error::io("cannot read the trace", path, &e))?;
+                match serde_json::from_reader::<_, Head>(std::io::BufReader::new(&file)) {
+                    Ok(h) if h.schema != SCHEMA => Err(schema_error(&h.schema)),
+                    Ok(_) => Err(crate::Error::usage("not a trace file", e.to_string()).at(path)),
+                    Err(j) => Err(crate::Error::usage(
+                        "not a trace file",
+                        format!("invalid JSON: {j}"),
+                    )
+                    .at(path)),
+                }
+            }
         }
-        file.seek(std::io::SeekFrom::Start(0))
-            .map_err(|e| crate::Error::io("cannot read the trace", path, &e))?;
-        serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, &file))
-            .map_err(|e| crate::Error::usage("not a trace file", e.to_string()).at(path))
     }
 }
 
