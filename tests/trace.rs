@@ -81,6 +81,18 @@ const READS: &[(u64, u64)] = &[
     (200000, 500),
 ];
 
+/// The two storage-agreement tests read system-wide counters (the block device's cache grows
+/// with every file any test makes): they run alone, every other test here shares this lock.
+static KERNEL_COUNTERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    KERNEL_COUNTERS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    KERNEL_COUNTERS.read().unwrap_or_else(|e| e.into_inner())
+}
+
 fn build(dir: &Path) -> Option<PathBuf> {
     let src = dir.join("prog.c");
     std::fs::write(&src, PROGRAM).unwrap();
@@ -136,6 +148,7 @@ fn ranges_xor(data: &[u8], ranges: &[(u64, u64)]) -> u32 {
 
 #[test]
 fn a_known_program_is_traced_call_by_call_and_agrees_with_the_kernel() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = build(dir.path()) else {
         return skip(Lack::Setup, "no C compiler");
@@ -298,6 +311,7 @@ fn fio_replays(log: &Path, text: &str) {
 
 #[test]
 fn ctrl_c_stops_the_program_and_keeps_the_trace() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let bin = assert_cmd::cargo::cargo_bin("iolab");
@@ -338,6 +352,7 @@ fn ctrl_c_stops_the_program_and_keeps_the_trace() {
 
 #[test]
 fn a_program_killed_mid_write_is_said() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let w = dir.path().join("w.bin");
     let script = format!("head -c 100000 /dev/zero > {}; kill -9 $$", s(&w));
@@ -359,6 +374,7 @@ fn a_program_killed_mid_write_is_said() {
 
 #[test]
 fn bad_commands_say_so() {
+    let _counters = shared();
     iolab()
         .args(["trace", "--", "no-such-program-here"])
         .assert()
@@ -391,6 +407,7 @@ fn bad_commands_say_so() {
 
 #[test]
 fn a_user_without_root_traces_too() {
+    let _counters = shared();
     if !is_root() {
         // Already not root: the other tests are that path.
         return skip(Lack::Setup, "dropping to nobody needs root");
@@ -426,6 +443,7 @@ fn a_user_without_root_traces_too() {
 
 #[test]
 fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let f = write_file(dir.path(), "data.bin", &bytes(1 << 20, 9));
     let out = dir.path().join("dd.json");
@@ -500,6 +518,7 @@ fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
 
 #[test]
 fn a_cold_read_agrees_with_the_kernels_storage_count() {
+    let _counters = alone();
     let dir = tempfile::tempdir().unwrap();
     if fs_type(dir.path()) == "tmpfs" {
         return skip(
@@ -521,6 +540,7 @@ fn a_cold_read_agrees_with_the_kernels_storage_count() {
 
 #[test]
 fn many_small_files_cold_agree_with_the_kernels_storage_count() {
+    let _counters = alone();
     // Small files cost whole pages from storage, and their inodes and directories come from
     // storage too (the block device's cache): the profile counts both.
     if !is_root() {
@@ -572,6 +592,7 @@ fn many_small_files_cold_agree_with_the_kernels_storage_count() {
 
 #[test]
 fn keep_gaps_waits_the_programs_time_between_reads() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let f = write_file(dir.path(), "data.bin", &bytes(1 << 20, 11));
     let out = dir.path().join("slow.json");
@@ -666,6 +687,7 @@ fn stderr_of(child: &mut std::process::Child) -> String {
 /// program's exit code.
 #[test]
 fn outputs_are_proved_before_the_program_runs_and_a_full_disk_keeps_the_rest() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().join("ran");
     let script = format!("echo yes > {}", s(&mark));
@@ -740,6 +762,7 @@ fn outputs_are_proved_before_the_program_runs_and_a_full_disk_keeps_the_rest() {
 /// for it and records it.
 #[test]
 fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let go = dir.path().join("go");
     let late = dir.path().join("late");
@@ -805,6 +828,7 @@ fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
 /// trace and leaves the program as a shell would (it gets SIGHUP: 128 + 1).
 #[test]
 fn overhead_stops_on_ctrl_c_and_a_hangup_keeps_the_trace() {
+    let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
     let mut child = spawn_trace(&["--overhead", "100000", "--", "sleep", "0.2"]);
     // The traced run's sleep is the tracer helper's child; an overhead round's is iolab's own.
