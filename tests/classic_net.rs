@@ -4,7 +4,7 @@
 mod common;
 use common::{Lack, skip};
 
-use common::{bytes, iolab, is_root, write_file};
+use common::{bytes, have, iolab, is_root, write_file};
 use iolab::transfer::receiver::{RecvConfig, receive};
 use iolab::transfer::sender::{SendConfig, bind, serve};
 use iolab::transfer::{ChunkSizes, RecvMethod, SendMethod};
@@ -223,14 +223,6 @@ fn free_port() -> String {
         .unwrap()
         .port()
         .to_string()
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
 }
 
 #[test]

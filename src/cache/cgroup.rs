@@ -119,6 +119,55 @@ pub fn choose(
     })
 }
 
+/// What this process's memory cgroup and its ancestors still let it use: the least of their
+/// limits less their usage; `None` where no group limits it (or none can be read).
+pub fn own_headroom() -> Option<u64> {
+    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").ok()?);
+    let ctrl = choose(&mounts, |p| {
+        std::fs::read_to_string(p.join("cgroup.controllers")).ok()
+    })
+    .ok()?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    headroom_in(&ctrl, &own, |p| std::fs::read_to_string(p).ok())
+}
+
+/// [`own_headroom`] from `/proc/self/cgroup`'s text `own`, reading files with `read`.
+fn headroom_in(
+    ctrl: &Controller,
+    own: &str,
+    read: impl Fn(&Path) -> Option<String>,
+) -> Option<u64> {
+    let path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let ours = match ctrl.version {
+            Version::V2 => controllers.is_empty(),
+            Version::V1 => controllers.split(',').any(|c| c == "memory"),
+        };
+        ours.then(|| path.trim_start_matches('/').to_string())
+    })?;
+    let (limit, usage) = match ctrl.version {
+        Version::V2 => ("memory.max", "memory.current"),
+        Version::V1 => ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+    };
+    let number = |p: PathBuf| read(&p).and_then(|t| t.trim().parse::<u64>().ok());
+    let mut dir = ctrl.parent.join(&path);
+    let mut least: Option<u64> = None;
+    // "max" (v2) does not parse, and v1's unlimited is near 2^63: neither limits.
+    while dir.starts_with(&ctrl.parent) {
+        if let (Some(l), Some(u)) = (number(dir.join(limit)), number(dir.join(usage)))
+            && l < 1 << 62
+        {
+            let left = l.saturating_sub(u);
+            least = Some(least.map_or(left, |x| x.min(left)));
+        }
+        if !dir.pop() {
+            break;
+        }
+    }
+    least
+}
+
 /// The memory controller of this machine, with groups to be made under `parent` (a delegated
 /// subtree) or the hierarchy's root. Without root and without a parent of its own, says why.
 pub fn controller(parent: Option<&Path>) -> Result<Controller> {
@@ -396,6 +445,37 @@ impl Drop for MemoryGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headroom_is_the_least_any_ancestor_leaves() {
+        let files = |p: &Path| -> Option<String> {
+            Some(
+                match p.to_str()? {
+                    "/cg/memory.max" => "max",
+                    "/cg/memory.current" => "999",
+                    "/cg/a/memory.max" => "1000",
+                    "/cg/a/memory.current" => "400",
+                    "/cg/a/b/memory.max" => "max",
+                    "/cg/a/b/memory.current" => "300",
+                    "/v1/a/memory.limit_in_bytes" => "9223372036854771712",
+                    "/v1/a/memory.usage_in_bytes" => "5",
+                    _ => return None,
+                }
+                .to_string(),
+            )
+        };
+        let v2 = Controller {
+            version: Version::V2,
+            parent: "/cg".into(),
+        };
+        assert_eq!(headroom_in(&v2, "4:memory:/x\n0::/a/b\n", files), Some(600));
+        assert_eq!(headroom_in(&v2, "0::/\n", files), None);
+        let v1 = Controller {
+            version: Version::V1,
+            parent: "/v1".into(),
+        };
+        assert_eq!(headroom_in(&v1, "4:memory:/a\n0::/\n", files), None);
+    }
 
     const V1_AND_V2: &str = "\
 25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw

@@ -7,6 +7,7 @@
 
 pub mod calls;
 mod faults;
+mod file;
 mod finish;
 pub mod iolog;
 mod model;
@@ -242,8 +243,12 @@ pub struct KernelIo {
 }
 
 /// A whole trace: what `iolab trace` records and `iolab replay` reads.
+pub type Trace = TraceOf<Vec<Op>>;
+
+/// A trace whose calls are held as `O`: a [`Trace`] holds them all; a [`TraceFile`] holds
+/// only what a pass over them summed up, and hands them out one by one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trace {
+pub struct TraceOf<O> {
     /// [`SCHEMA`].
     pub schema: String,
     /// The program and its arguments.
@@ -264,8 +269,8 @@ pub struct Trace {
     pub stops: u64,
     /// Files, pipes, sockets and devices the program used.
     pub files: Vec<FileInfo>,
-    /// Traced calls in the order they were entered.
-    pub ops: Vec<Op>,
+    /// Traced calls in the order they ended (one thread's in the order it made them).
+    pub ops: O,
     /// Page faults on file mappings (empty when not sampled).
     pub faults: Vec<Fault>,
     /// Page-fault samples the kernel dropped (its buffer was full); mapped access undercounted.
@@ -278,54 +283,8 @@ pub struct Trace {
     pub notes: Vec<String>,
 }
 
+pub use file::TraceFile;
 pub use tracer::{Lingering, run, run_for};
-
-impl Trace {
-    /// Reads a trace file written by `iolab trace --out`.
-    pub fn load(path: &std::path::Path) -> crate::Result<Trace> {
-        use std::io::Seek;
-        // A regular file, opened without waiting: /dev/zero or a FIFO has no end to read to,
-        // and a FIFO's open would wait for a writer.
-        let mut file = crate::source::open_source(path)
-            .map_err(|e| e.hint("a trace is the regular file `iolab trace --out` wrote"))?
-            .file;
-        // Straight from the file into the typed trace, in one pass: neither the text nor a
-        // `serde_json::Value` tree is held. Only when that fails is the schema read on its own
-        // (every other field skipped), so that an older or foreign file gets that one line
-        // rather than a field-by-field complaint.
-        let typed: std::result::Result<Trace, _> =
-            serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, &file));
-        let schema_error = |schema: &str| {
-            crate::Error::usage(
-                "not a trace file this iolab reads",
-                format!("schema is {schema:?}, expected {SCHEMA:?}"),
-            )
-            .at(path)
-        };
-        match typed {
-            Ok(t) if t.schema == SCHEMA => Ok(t),
-            Ok(t) => Err(schema_error(&t.schema)),
-            Err(e) => {
-                #[derive(Deserialize)]
-                struct Head {
-                    #[serde(default)]
-                    schema: String,
-                }
-                file.seek(std::io::SeekFrom::Start(0))
-                    .map_err(|e| crate::Error::io("cannot read the trace", path, &e))?;
-                match serde_json::from_reader::<_, Head>(std::io::BufReader::new(&file)) {
-                    Ok(h) if h.schema != SCHEMA => Err(schema_error(&h.schema)),
-                    Ok(_) => Err(crate::Error::usage("not a trace file", e.to_string()).at(path)),
-                    Err(j) => Err(crate::Error::usage(
-                        "not a trace file",
-                        format!("invalid JSON: {j}"),
-                    )
-                    .at(path)),
-                }
-            }
-        }
-    }
-}
 
 /// Traces made by hand for tests: JSON parts, as `iolab trace --out` writes them.
 #[cfg(test)]

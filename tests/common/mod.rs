@@ -17,6 +17,15 @@ pub fn iolab() -> assert_cmd::Command {
     c
 }
 
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
 /// How long to wait for what takes `idle` on an idle machine before calling it hung: `idle`
 /// stretched by the machine's load (the run queue over the cores, from /proc/loadavg), so that
 /// no test fails for the machine being busy. A liveness bound, never a measure of speed.

@@ -7,8 +7,11 @@
 
 mod cells;
 mod plan;
+#[cfg(test)]
+mod reference;
 mod report;
 pub mod suite;
+mod thread;
 pub use report::{replay_document, replay_table};
 
 use crate::cache::CacheMode;
@@ -185,25 +188,29 @@ fn aligned(blocks: &[Block], size: u64) -> Arc<[Block]> {
         .collect()
 }
 
-/// Memory a replay holds per byte of its trace's JSON: the trace's calls, then the plan
-/// (measured: 266 MB peak for a 186 MB trace of a million reads, 1.43).
-const MEMORY_PER_TRACE_BYTE: f64 = 1.5;
+/// Memory a replay holds per read call and per page fault of its trace: the plan's block (16
+/// bytes) and with `--keep-gaps` its gap (8), and per fault its range, its place in its
+/// thread's list and its access; with a margin. Measured: 222 MB peak for ten million reads
+/// (1.7 GB of trace), 42 MB for one million.
+const MEMORY_PER_READ: u64 = 32;
+const MEMORY_PER_FAULT: u64 = 96;
 
-/// Refuses, in one line, a trace whose replay would need more memory than the machine has
-/// available (a trace of ten million reads was killed by the kernel at 8 GiB): the replay holds
-/// the whole trace, it does not stream it.
-fn fits_in_memory(path: &std::path::Path) -> Result<()> {
-    let Ok(size) = std::fs::metadata(path).map(|m| m.len()) else {
-        return Ok(()); // Trace::load says why.
-    };
-    let need = (size as f64 * MEMORY_PER_TRACE_BYTE) as u64;
-    let available = crate::cache::meminfo::read().mem_available;
+/// Refuses, in one line, a trace whose replay would need more memory than the machine (or this
+/// process's memory cgroup) has available: the trace's calls are never all held, its reads'
+/// blocks and its faults are.
+fn fits_in_memory(path: &std::path::Path, reads: u64, faults: u64) -> Result<()> {
+    let need = reads
+        .saturating_mul(MEMORY_PER_READ)
+        .saturating_add(faults.saturating_mul(MEMORY_PER_FAULT));
+    let mut available = crate::cache::meminfo::read().mem_available;
+    if let Some(group) = crate::cache::cgroup::own_headroom() {
+        available = available.min(group);
+    }
     if available > 0 && need > available / 10 * 8 {
         return Err(Error::usage(
             "the trace is too large to replay here",
             format!(
-                "{} of trace needs about {} of memory to replay, and {} is available",
-                crate::size::format_size(size),
+                "{reads} reads and {faults} page faults need about {} of memory to replay, and {} is available",
                 crate::size::format_size(need),
                 crate::size::format_size(available)
             ),
@@ -214,19 +221,41 @@ fn fits_in_memory(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// Replays `cfg.trace`.
+/// Replays `cfg.trace`, read twice and never held whole: once for all but its calls (and what
+/// the plan needs from all of them), once to plan the calls one by one.
 pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
-    fits_in_memory(&cfg.trace)?;
-    let t = Trace::load(&cfg.trace)?;
-    replay_trace(&t, cfg, obs)
+    let f = crate::trace::TraceFile::<plan::CallSums>::open(&cfg.trace)?;
+    let t = &f.trace;
+    fits_in_memory(&cfg.trace, t.ops.reads, t.faults.len() as u64)?;
+    let mut b = plan::Builder::new(&t.files, &t.faults, &t.ops, cfg.keep_gaps)
+        .map_err(|e| e.at(&cfg.trace))?;
+    let calls = f.calls(&mut |op| b.op(op)).map_err(|e| e.at(&cfg.trace))?;
+    if calls != t.ops.calls {
+        return Err(Error::failed(
+            "the trace changed while it was read",
+            format!("{} calls, then {calls}", t.ops.calls),
+        )
+        .at(&cfg.trace));
+    }
+    replay_plan(b.finish(), &t.command, &t.files, cfg, obs)
 }
 
 /// Replays trace `t` (`cfg.trace` names it in messages).
 pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
-    plan::validate(t).map_err(|e| e.at(&cfg.trace))?;
-    let mut plan = plan::plan(t);
-    plan::prune(t, &mut plan).map_err(|e| e.at(&cfg.trace))?;
-    check_unchanged(t, &plan)?;
+    let plan = plan::plan(t, cfg.keep_gaps).map_err(|e| e.at(&cfg.trace))?;
+    replay_plan(plan, &t.command, &t.files, cfg, obs)
+}
+
+/// Replays `plan`, of a trace of `command` that used `files`.
+fn replay_plan(
+    mut plan: plan::ReplayPlan,
+    command: &[String],
+    files: &[crate::trace::FileInfo],
+    cfg: &ReplayConfig,
+    obs: &dyn Observer,
+) -> Result<ReplayResult> {
+    plan::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
+    check_unchanged(files, &plan)?;
     let methods = methods_for(&cfg.methods, &plan);
     let asked: u64 = plan.blocks().map(|b| b.len).sum();
     let per_cache = methods.len();
@@ -269,7 +298,7 @@ pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result
     let findings = report::findings(&rows, &cfg.caches, per_cache, &out.verdicts, &comparisons);
     let (sequential, typical_read) = shape(&plan);
     Ok(ReplayResult {
-        command: t.command.clone(),
+        command: command.to_vec(),
         files: plan.files.len(),
         reads: plan.blocks().count() as u64,
         bytes: asked,
@@ -330,20 +359,22 @@ fn depth_of(plan: &plan::ReplayPlan) -> u32 {
     longest.clamp(1, 16) as u32
 }
 
-/// The share of accesses that continue the previous one of their segment, and the most common
-/// access size.
+/// The share of accesses that continue their thread's previous one (of the same file), and the
+/// most common access size.
 fn shape(plan: &plan::ReplayPlan) -> (f64, u64) {
     let (mut n, mut s) = (0u64, 0u64);
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    for seg in plan.threads.iter().flatten() {
-        n += seg.blocks.len() as u64;
-        s += seg
-            .blocks
-            .windows(2)
-            .filter(|w| w[0].offset + w[0].len == w[1].offset)
-            .count() as u64;
-        for b in seg.blocks.iter() {
-            *counts.entry(b.len).or_default() += 1;
+    for thread in &plan.threads {
+        // A long run of one file is cut into several segments: it continues across the cut.
+        let mut last: Option<(usize, Block)> = None;
+        for seg in thread {
+            for b in seg.blocks.iter() {
+                n += 1;
+                s +=
+                    last.is_some_and(|(f, l)| f == seg.file && l.offset + l.len == b.offset) as u64;
+                *counts.entry(b.len).or_default() += 1;
+                last = Some((seg.file, *b));
+            }
         }
     }
     let typical = counts
@@ -354,7 +385,7 @@ fn shape(plan: &plan::ReplayPlan) -> (f64, u64) {
 }
 
 /// Refuses, in one line, a plan that would read past the end of a file as it is now (a trace
-/// whose sizes lie passes [`plan::validate`] and [`check_unchanged`]).
+/// whose sizes lie passes [`plan::Builder`] and [`check_unchanged`]).
 fn within_files(
     plan: &plan::ReplayPlan,
     sources: &[(crate::source::Source, crate::source::Version)],
@@ -382,11 +413,10 @@ fn within_files(
 }
 
 /// Refuses a file whose size or modification time differs from the trace's (after the run).
-fn check_unchanged(t: &Trace, plan: &plan::ReplayPlan) -> Result<()> {
+fn check_unchanged(files: &[crate::trace::FileInfo], plan: &plan::ReplayPlan) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     for f in plan.files.iter().filter(|f| f.path.exists()) {
-        let Some(info) = t
-            .files
+        let Some(info) = files
             .iter()
             .find(|x| std::path::Path::new(&x.path) == f.path)
         else {

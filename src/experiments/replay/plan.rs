@@ -1,11 +1,18 @@
 //! What a replay does, from a trace: the data files and what their bytes must XOR to, and per
 //! traced thread its accesses in time order (read calls, and the windows its page faults
 //! mapped), cut into segments of consecutive accesses to one file.
+//!
+//! Built in one pass over the trace's calls, which are never all held (ten million reads are
+//! 1.1 GB as calls): a first pass over them sums up what the plan needs from all of them
+//! ([`CallSums`]), and the second hands each to a [`Builder`], which keeps per access its
+//! block (and with `--keep-gaps` its gap), 16 or 24 bytes.
 
+use super::thread::{Costing, PlannedAccess, Thread, stop_cost};
 use crate::error::{Error, Result};
-use crate::trace::{Call, FileKind, Trace, mapped_ranges};
+use crate::trace::{Call, Fault, FileInfo, FileKind, Op, Trace, mapped_ranges};
 use crate::workload::Block;
-use std::collections::{BTreeMap, BTreeSet};
+use serde::de;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -23,7 +30,7 @@ pub(super) struct Segment {
     pub(super) file: usize,
     pub(super) blocks: Arc<[Block]>,
     /// The program's time between its previous access and each of these, ns (what
-    /// `--keep-gaps` waits).
+    /// `--keep-gaps` waits; empty without it).
     pub(super) gaps: Arc<[u64]>,
 }
 
@@ -36,6 +43,8 @@ pub(super) struct ReplayPlan {
     /// Bytes of read calls and of fault windows.
     pub(super) read_bytes: u64,
     pub(super) mapped_bytes: u64,
+    /// Writes to data files (not replayed).
+    pub(super) writes: u64,
     pub(super) notes: Vec<String>,
     /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those
     /// unknown (after a page fault that may have waited for storage, kept as none); a stop's
@@ -58,355 +67,344 @@ fn hex(x: &Option<String>) -> Option<u32> {
     x.as_deref().and_then(|x| u32::from_str_radix(x, 16).ok())
 }
 
-/// Refuses, in one line, a trace that names a file it does not list or whose reads or faults
-/// fall past their file's end (the file as traced, before or after the run): replaying it would
-/// read what the program never could.
-pub(super) fn validate(t: &Trace) -> Result<()> {
-    let bad = |what: String| Err(Error::usage("not a trace this iolab can replay", what));
-    let files = t.files.len();
-    for (k, op) in t.ops.iter().enumerate() {
-        let Some(f) = op.file else { continue };
-        let Some(info) = t.files.get(f as usize) else {
-            return bad(format!(
-                "call {k} names file {f}, and the trace lists {files}"
-            ));
-        };
-        let readlike = op.call.reads() || op.call == Call::Splice;
-        if let (true, Some(off)) = (readlike && op.ret > 0 && data(t, f), op.off) {
-            let end = off.checked_add(op.ret as u64);
-            let size = info.size.max(info.size_after.unwrap_or(0));
-            if end.is_none_or(|e| e > size) {
-                return bad(format!(
-                    "call {k} reads {} bytes at {off} of {}, past its end ({size} bytes)",
-                    op.ret,
-                    crate::shown::text(&info.path)
-                ));
-            }
-        }
+/// The access a call made with a read, if it made one: its file, offset and bytes.
+fn read_of(op: &Op) -> Option<(u32, Block)> {
+    let readlike = op.call.reads() || op.call == Call::Splice;
+    match (readlike && op.ret > 0, op.file, op.off) {
+        (true, Some(f), Some(offset)) => Some((
+            f,
+            Block {
+                offset,
+                len: op.ret as u64,
+            },
+        )),
+        _ => None,
     }
-    for (k, fault) in t.faults.iter().enumerate() {
-        let Some(info) = t.files.get(fault.file as usize) else {
-            return bad(format!(
-                "fault {k} names file {}, and the trace lists {files}",
-                fault.file
-            ));
-        };
-        let size = info.size.max(info.size_after.unwrap_or(0));
-        if data(t, fault.file) && fault.off >= size {
-            return bad(format!(
-                "fault {k} is at {} of {}, past its end ({size} bytes)",
-                fault.off,
-                crate::shown::text(&info.path)
-            ));
-        }
-    }
-    Ok(())
 }
 
-/// Whether file `i` of `t` is data: a regular file, not program code, not the kernel's.
-fn data(t: &Trace, i: u32) -> bool {
-    t.files
+/// What a replay needs from all of a trace's calls before it can take them one by one.
+#[derive(Debug, Default, Clone)]
+pub(super) struct CallSums {
+    /// Calls.
+    pub(super) calls: u64,
+    /// Calls that read bytes at a known offset (of any file).
+    pub(super) reads: u64,
+    /// The kept stop costs' sum and number.
+    cost_sum: u64,
+    cost_n: u64,
+    /// Per file: when the first of them was entered.
+    first_read: HashMap<u32, u64>,
+}
+
+impl CallSums {
+    fn add(&mut self, op: &Op) {
+        self.calls += 1;
+        if let Some(Some(c)) = stop_cost(op) {
+            self.cost_sum = self.cost_sum.saturating_add(c);
+            self.cost_n += 1;
+        }
+        if let Some((f, _)) = read_of(op) {
+            self.reads += 1;
+            let first = self.first_read.entry(f).or_insert(op.t);
+            *first = op.t.min(*first);
+        }
+    }
+
+    fn of(ops: &[Op]) -> CallSums {
+        let mut s = CallSums::default();
+        ops.iter().for_each(|o| s.add(o));
+        s
+    }
+}
+
+/// Summed as they are read (a trace file's first pass).
+impl<'de> de::Deserialize<'de> for CallSums {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Sums;
+        impl<'de> de::Visitor<'de> for Sums {
+            type Value = CallSums;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of calls")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<CallSums, A::Error> {
+                let mut s = CallSums::default();
+                while let Some(op) = seq.next_element::<Op>()? {
+                    s.add(&op);
+                }
+                Ok(s)
+            }
+        }
+        d.deserialize_seq(Sums)
+    }
+}
+
+fn refuse(what: String) -> Error {
+    Error::usage("not a trace this iolab can replay", what)
+}
+
+/// Whether file `i` is data: a regular file, not program code, not the kernel's.
+fn data(files: &[FileInfo], i: u32) -> bool {
+    files
         .get(i as usize)
         .is_some_and(|x| x.kind == FileKind::File && !x.code && !x.is_kernels())
 }
 
-/// The accesses to data files of `t`, read calls and page faults, in time order.
-fn events(t: &Trace) -> Vec<Event> {
-    let mut events: Vec<Event> = Vec::new();
+/// A file's size as traced, before or after the run, whichever is larger.
+fn largest(info: &FileInfo) -> u64 {
+    info.size.max(info.size_after.unwrap_or(0))
+}
+
+/// The plan of an in-memory trace.
+pub(super) fn plan(t: &Trace, keep_gaps: bool) -> Result<ReplayPlan> {
+    let sums = CallSums::of(&t.ops);
+    let mut b = Builder::new(&t.files, &t.faults, &sums, keep_gaps)?;
     for op in &t.ops {
-        let readlike = op.call.reads() || op.call == Call::Splice;
-        if let (true, Some(f), Some(off)) = (readlike && op.ret > 0, op.file, op.off)
-            && data(t, f)
+        b.op(op)?;
+    }
+    Ok(b.finish())
+}
+
+/// Builds a plan from the calls handed to it one by one, in the trace's order.
+pub(super) struct Builder<'t> {
+    files: &'t [FileInfo],
+    faults: &'t [Fault],
+    /// Each fault's range (its window, or up to the next fault of a forward scan).
+    ranges: Vec<(u64, u64)>,
+    /// Trace file index to plan file index.
+    index: HashMap<u32, usize>,
+    threads: BTreeMap<u32, Thread>,
+    costing: Costing,
+    plan: ReplayPlan,
+    /// Calls seen, and the files read by calls and by faults.
+    calls: u64,
+    read: BTreeSet<u32>,
+    faulted: BTreeSet<u32>,
+}
+
+impl<'t> Builder<'t> {
+    /// A builder for a trace of `files` and `faults` whose calls summed to `sums`; refuses, in
+    /// one line, a fault that names a file the trace does not list or falls past its end.
+    pub(super) fn new(
+        files: &'t [FileInfo],
+        faults: &'t [Fault],
+        sums: &CallSums,
+        keep_gaps: bool,
+    ) -> Result<Builder<'t>> {
+        for (k, fault) in faults.iter().enumerate() {
+            let Some(info) = files.get(fault.file as usize) else {
+                return Err(refuse(format!(
+                    "fault {k} names file {}, and the trace lists {}",
+                    fault.file,
+                    files.len()
+                )));
+            };
+            if data(files, fault.file) && fault.off >= largest(info) {
+                return Err(refuse(format!(
+                    "fault {k} is at {} of {}, past its end ({} bytes)",
+                    fault.off,
+                    crate::shown::text(&info.path),
+                    largest(info)
+                )));
+            }
+        }
+        let size = |f: u32| files.get(f as usize).map_or(0, |x| x.size);
+        let ranges = mapped_ranges(faults, size);
+        let mut threads: BTreeMap<u32, Thread> = BTreeMap::new();
+        // Files in the order of their first access.
+        let mut firsts: Vec<(u64, u32)> = sums
+            .first_read
+            .iter()
+            .filter(|(f, _)| data(files, **f))
+            .map(|(f, t)| (*t, *f))
+            .collect();
+        for (i, (fault, (_, len))) in faults.iter().zip(&ranges).enumerate() {
+            if *len > 0 && data(files, fault.file) {
+                threads
+                    .entry(fault.tid)
+                    .or_default()
+                    .faults
+                    .push_back(i as u32);
+                firsts.push((fault.t, fault.file));
+            }
+        }
+        firsts.sort_unstable();
+        let mut plan = ReplayPlan {
+            stop_ns: sums.cost_sum / sums.cost_n.max(1),
+            ..ReplayPlan::default()
+        };
+        let mut index = HashMap::new();
+        for &(_, f) in &firsts {
+            index.entry(f).or_insert_with(|| {
+                plan.files.push(DataFile {
+                    path: PathBuf::from(&files[f as usize].path),
+                    xor: None,
+                });
+                plan.files.len() - 1
+            });
+        }
+        Ok(Builder {
+            files,
+            faults,
+            ranges,
+            index,
+            threads,
+            costing: Costing {
+                first: firsts.first().map_or(0, |f| f.0),
+                mean: plan.stop_ns,
+                keep_gaps,
+            },
+            plan,
+            calls: 0,
+            read: BTreeSet::new(),
+            faulted: BTreeSet::new(),
+        })
+    }
+
+    /// The next call; refuses, in one line, a call that names a file the trace does not list,
+    /// reads past its file's end (as traced, before or after the run), or comes before its
+    /// thread's previous one: replaying it would read what the program never could.
+    pub(super) fn op(&mut self, op: &Op) -> Result<()> {
+        let k = self.calls;
+        self.calls += 1;
+        let files = self.files;
+        if let Some(f) = op.file {
+            let Some(info) = files.get(f as usize) else {
+                return Err(refuse(format!(
+                    "call {k} names file {f}, and the trace lists {}",
+                    files.len()
+                )));
+            };
+            if op.call.writes() && data(files, f) {
+                self.plan.writes += 1;
+            }
+            if let Some((_, b)) = read_of(op).filter(|_| data(files, f))
+                && b.offset
+                    .checked_add(b.len)
+                    .is_none_or(|e| e > largest(info))
+            {
+                return Err(refuse(format!(
+                    "call {k} reads {} bytes at {} of {}, past its end ({} bytes)",
+                    b.len,
+                    b.offset,
+                    crate::shown::text(&info.path),
+                    largest(info)
+                )));
+            }
+        }
+        let th = self.threads.entry(op.tid).or_default();
+        if th.last_entry().is_some_and(|t| t > op.t) {
+            return Err(refuse(format!(
+                "call {k} of thread {} was entered before the one it follows",
+                op.tid
+            )));
+        }
+        // The thread's faults before this call, then the call.
+        while let Some(&i) = th.faults.front() {
+            if self.faults[i as usize].t >= op.t {
+                break;
+            }
+            th.faults.pop_front();
+            let a = fault_access(
+                th,
+                &self.faults[i as usize],
+                self.ranges[i as usize],
+                files,
+                &self.index,
+            );
+            self.plan.mapped_bytes += a.block.len;
+            self.faulted.insert(self.faults[i as usize].file);
+            th.access(a);
+        }
+        if let Some((f, block)) = read_of(op).filter(|(f, _)| data(files, *f))
+            && let Some(&file) = self.index.get(&f)
         {
-            events.push(Event {
+            self.plan.read_bytes += block.len;
+            self.read.insert(f);
+            th.access(PlannedAccess {
                 t: op.t,
                 end: Some(op.t.saturating_add(op.dur)),
-                marks: ((op.held, op.stops), (op.held_exit, op.stops + 1)),
-                tid: op.tid,
-                file: f,
-                block: Block {
-                    offset: off,
-                    len: op.ret as u64,
-                },
-                mapped: false,
+                marks: Some(((op.held, op.stops), (op.held_exit, op.stops + 1))),
+                before: th.before(op.t),
+                file,
+                block,
             });
         }
+        th.call(op);
+        th.settle(self.costing, false);
+        Ok(())
     }
-    let size = |f: u32| t.files.get(f as usize).map_or(0, |x| x.size);
+
+    /// The plan, once every call was handed over.
+    pub(super) fn finish(mut self) -> ReplayPlan {
+        let mut p = std::mem::take(&mut self.plan);
+        for th in self.threads.values_mut() {
+            while let Some(i) = th.faults.pop_front() {
+                let fault = &self.faults[i as usize];
+                let a = fault_access(th, fault, self.ranges[i as usize], self.files, &self.index);
+                p.mapped_bytes += a.block.len;
+                self.faulted.insert(fault.file);
+                th.access(a);
+            }
+            th.settle(self.costing, true);
+        }
+        p.gaps_ns = self.threads.values().map(|t| t.gaps_sum).max().unwrap_or(0);
+        p.gaps_unknown = self.threads.values().map(|t| t.unknown).sum();
+        // A file's expected XOR covers both kinds of access it had.
+        for (&f, &i) in &self.index {
+            let info = &self.files[f as usize];
+            let r = if self.read.contains(&f) {
+                hex(&info.xor)
+            } else {
+                Some(0)
+            };
+            let m = if self.faulted.contains(&f) {
+                hex(&info.mapped_xor)
+            } else {
+                Some(0)
+            };
+            p.files[i].xor = r.zip(m).map(|(a, b)| a ^ b);
+        }
+        p.threads = std::mem::take(&mut self.threads)
+            .into_values()
+            .map(Thread::segments)
+            .filter(|s| !s.is_empty())
+            .collect();
+        p
+    }
+}
+
+/// The access fault `f` stands for, its range `range`, on thread `th`.
+fn fault_access(
+    th: &Thread,
+    f: &Fault,
+    (offset, len): (u64, u64),
+    files: &[FileInfo],
+    index: &HashMap<u32, usize>,
+) -> PlannedAccess {
     // A fault on a file that was not all cached may have waited for storage: how long it took
     // is not recorded, so the time after it cannot be told apart from the program's own.
-    let cached = |f: u32| {
-        t.files
-            .get(f as usize)
-            .is_some_and(|x| x.resident_before.is_some_and(|r| r >= x.size))
-    };
-    // A fault happens while its thread runs: the tracer's hold so far is the one its next
-    // call notes at entry (or its last call's at exit).
-    // (entry, (held, stops) before its entry stop, the same after its exit stop)
-    type Mark = (u64, (u64, u64), (u64, u64));
-    let mut calls: BTreeMap<u32, Vec<Mark>> = BTreeMap::new();
-    for op in &t.ops {
-        calls.entry(op.tid).or_default().push((
-            op.t,
-            (op.held, op.stops.saturating_sub(1)),
-            (op.held_exit, op.stops + (op.dur > 0) as u64),
-        ));
+    let cached = files
+        .get(f.file as usize)
+        .is_some_and(|x| x.resident_before.is_some_and(|r| r >= x.size));
+    PlannedAccess {
+        t: f.t,
+        end: cached.then_some(f.t),
+        marks: None,
+        before: th.before(f.t),
+        file: index.get(&f.file).copied().unwrap_or(0),
+        block: Block { offset, len },
     }
-    let marks_at = |tid: u32, at: u64| {
-        calls.get(&tid).map_or((0, 0), |v| {
-            let i = v.partition_point(|c| c.0 <= at);
-            v.get(i)
-                .map(|c| c.1)
-                .or_else(|| i.checked_sub(1).map(|j| v[j].2))
-                .unwrap_or((0, 0))
-        })
-    };
-    for (fault, (offset, len)) in t.faults.iter().zip(mapped_ranges(&t.faults, size)) {
-        if len > 0 && data(t, fault.file) {
-            let m = marks_at(fault.tid, fault.t);
-            events.push(Event {
-                t: fault.t,
-                end: cached(fault.file).then_some(fault.t),
-                marks: (m, m),
-                tid: fault.tid,
-                file: fault.file,
-                block: Block { offset, len },
-                mapped: true,
-            });
-        }
-    }
-    events.sort_by_key(|e| (e.t, e.tid));
-    events
-}
-
-/// The plan of `t`: its data files' read calls and fault windows, per thread in time order.
-pub(super) fn plan(t: &Trace) -> ReplayPlan {
-    let events = events(t);
-    let mut index: BTreeMap<u32, usize> = BTreeMap::new();
-    let mut p = ReplayPlan::default();
-    let mut threads: BTreeMap<u32, Vec<(usize, Block, u64)>> = BTreeMap::new();
-    let (mut read, mut faulted) = (BTreeSet::new(), BTreeSet::new());
-    let gaps = gaps(t, &events);
-    p.stop_ns = gaps.stop_ns;
-    p.gaps_unknown = gaps.unknown;
-    for (e, gap) in events.iter().zip(gaps.ns) {
-        let f = e.file;
-        let i = *index.entry(f).or_insert_with(|| {
-            p.files.push(DataFile {
-                path: PathBuf::from(&t.files[f as usize].path),
-                xor: None,
-            });
-            p.files.len() - 1
-        });
-        if e.mapped {
-            p.mapped_bytes += e.block.len;
-            faulted.insert(f);
-        } else {
-            p.read_bytes += e.block.len;
-            read.insert(f);
-        }
-        threads.entry(e.tid).or_default().push((i, e.block, gap));
-    }
-    p.gaps_ns = threads
-        .values()
-        .map(|v| v.iter().map(|x| x.2).sum())
-        .max()
-        .unwrap_or(0);
-    // A file's expected XOR covers both kinds of access it had.
-    for (&f, &i) in &index {
-        let info = &t.files[f as usize];
-        let r = if read.contains(&f) {
-            hex(&info.xor)
-        } else {
-            Some(0)
-        };
-        let m = if faulted.contains(&f) {
-            hex(&info.mapped_xor)
-        } else {
-            Some(0)
-        };
-        p.files[i].xor = r.zip(m).map(|(a, b)| a ^ b);
-    }
-    p.threads = threads.into_values().map(segments).collect();
-    p
-}
-
-/// An access: a read call, or the range a page fault stands for.
-struct Event {
-    t: u64,
-    /// When the program went on after it (a read's return, a cached fault's time); `None`
-    /// when not known.
-    end: Option<u64>,
-    /// The tracer's hold of the thread so far and its stops so far, at `t` and at `end`.
-    marks: ((u64, u64), (u64, u64)),
-    tid: u32,
-    file: u32,
-    block: Block,
-    mapped: bool,
-}
-
-/// The program's time before each event since its thread's previous one.
-struct Gaps {
-    /// Per event, ns.
-    ns: Vec<u64>,
-    unknown: usize,
-    stop_ns: u64,
-}
-
-/// What a stop costs a thread beyond the tracer's hold: resuming it and telling the tracer of
-/// its next stop. A traced call's time from its entry stop's resumption to its exit stop is that
-/// and the call's own work, small unless the call waited. The cost is not one figure: here a
-/// stop takes 3-5 us while the tracer and the program share a virtual CPU and 50-70 us while
-/// waking the other costs a virtual CPU's interrupt, and a run moves between the two (sqlite3's
-/// start-up mostly the first, its scan mostly the second). So near a moment it is the mean over
-/// the thread's [`WINDOW`] nearest calls of two stops, leaving out calls over 1 ms (they
-/// waited for storage, a lock or a pipe).
-struct StopCosts {
-    threads: BTreeMap<u32, ThreadCalls>,
-    /// The mean over every thread's calls kept.
-    mean: u64,
-}
-
-/// A thread's two-stop calls: their entry times, and running sums of their costs (those kept)
-/// and of their number (one more entry each, from 0).
-#[derive(Default)]
-struct ThreadCalls {
-    times: Vec<u64>,
-    sums: Vec<u64>,
-    counts: Vec<u64>,
-}
-
-/// Calls a stop's cost near a moment is averaged over.
-const WINDOW: usize = 32;
-
-/// A call longer than this waited for something: its time says nothing of a stop's cost.
-const WAITED_NS: u64 = 1_000_000;
-
-impl StopCosts {
-    fn new(t: &Trace) -> StopCosts {
-        let mut threads: BTreeMap<u32, ThreadCalls> = BTreeMap::new();
-        let (mut sum, mut n) = (0u64, 0u64);
-        for o in t.ops.iter().filter(|o| o.dur > 0) {
-            let cost = o.dur.saturating_sub(o.held_exit.saturating_sub(o.held));
-            let kept = cost <= WAITED_NS;
-            let c = threads.entry(o.tid).or_insert_with(|| ThreadCalls {
-                sums: vec![0],
-                counts: vec![0],
-                ..ThreadCalls::default()
-            });
-            c.times.push(o.t);
-            c.sums
-                .push(c.sums.last().unwrap_or(&0) + if kept { cost } else { 0 });
-            c.counts.push(c.counts.last().unwrap_or(&0) + kept as u64);
-            if kept {
-                sum += cost;
-                n += 1;
-            }
-        }
-        StopCosts {
-            threads,
-            mean: sum / n.max(1),
-        }
-    }
-
-    /// A stop's cost for thread `tid` near time `at`, ns.
-    fn at(&self, tid: u32, at: u64) -> u64 {
-        let Some(ThreadCalls {
-            times,
-            sums,
-            counts,
-        }) = self.threads.get(&tid)
-        else {
-            return self.mean;
-        };
-        let i = times.partition_point(|&x| x < at);
-        let lo = i.saturating_sub(WINDOW / 2);
-        let hi = (lo + WINDOW).min(times.len());
-        let lo = hi.saturating_sub(WINDOW);
-        let n = counts[hi] - counts[lo];
-        if n == 0 {
-            return self.mean;
-        }
-        (sums[hi] - sums[lo]) / n
-    }
-}
-
-/// The time each thread spent between its accesses, less what the tracer added: the time it
-/// held the thread at its stops (noted in the trace), and [`StopCosts`] per stop. A thread's
-/// first access keeps its time after the first access of all (threads that started later
-/// start later).
-fn gaps(t: &Trace, events: &[Event]) -> Gaps {
-    let costs = StopCosts::new(t);
-    let first = events.first().map_or(0, |e| e.t);
-    // Per thread: when its previous access ended (None: not known), and the marks then.
-    let mut last: BTreeMap<u32, (Option<u64>, (u64, u64))> = BTreeMap::new();
-    let mut out = Gaps {
-        ns: Vec::with_capacity(events.len()),
-        unknown: 0,
-        stop_ns: costs.mean,
-    };
-    // Per thread, what the gaps so far were short of covering a stop's mean cost (a stop
-    // cheaper than the mean leaves less than nothing): taken from the gaps that follow, so that
-    // a thread's gaps add up to its time less the tracer's mean share, not to a sum of
-    // remainders that only the stops dearer than the mean leave.
-    let mut owed: BTreeMap<u32, i128> = BTreeMap::new();
-    for e in events {
-        let previous = last.insert(e.tid, (e.end, e.marks.1));
-        // A thread's first access: what it owes from before (its start) is not carried.
-        let fresh = previous.is_none();
-        let (since, (held, stops)) = previous.unwrap_or((Some(first), (0, 0)));
-        let (held_now, stops_now) = e.marks.0;
-        let gap = match since {
-            Some(from) => {
-                let owe = owed.entry(e.tid).or_default();
-                let g = e.t.saturating_sub(from) as i128
-                    - held_now.saturating_sub(held) as i128
-                    - (costs.at(e.tid, e.t) * stops_now.saturating_sub(stops)) as i128
-                    + *owe;
-                *owe = if fresh { 0 } else { g.min(0) };
-                g.max(0) as u64
-            }
-            None => {
-                out.unknown += 1;
-                0
-            }
-        };
-        out.ns.push(gap);
-    }
-    out
-}
-
-/// A thread's accesses cut into runs of one file.
-fn segments(list: Vec<(usize, Block, u64)>) -> Vec<Segment> {
-    let mut out: Vec<(usize, Vec<Block>, Vec<u64>)> = Vec::new();
-    for (f, b, g) in list {
-        match out.last_mut() {
-            Some((lf, v, gv)) if *lf == f => {
-                v.push(b);
-                gv.push(g);
-            }
-            _ => out.push((f, vec![b], vec![g])),
-        }
-    }
-    out.into_iter()
-        .map(|(file, v, g)| Segment {
-            file,
-            blocks: v.into(),
-            gaps: g.into(),
-        })
-        .collect()
 }
 
 /// Notes on what the replay leaves out, and the files gone since the trace taken out.
-pub(super) fn prune(t: &Trace, p: &mut ReplayPlan) -> Result<()> {
-    let writes = t
-        .ops
-        .iter()
-        .filter(|o| o.call.writes() && o.file.is_some_and(|f| data(t, f)))
-        .count();
-    if writes > 0 {
+pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
+    if p.writes > 0 {
         p.notes.push(format!(
-            "{writes} writes to files are not replayed (they would change them)"
+            "{} writes to files are not replayed (they would change them)",
+            p.writes
         ));
     }
     if p.mapped_bytes > 0 {
@@ -466,6 +464,10 @@ mod tests {
         o
     }
 
+    fn plan_of(t: Trace) -> ReplayPlan {
+        plan(&t, true).unwrap()
+    }
+
     #[test]
     fn gaps_are_the_time_between_accesses_less_the_tracers_share() {
         // read 0..4096 from 1000 to 1500 (the thread's stops 1 and 2); a write (3, 4) and a
@@ -476,7 +478,7 @@ mod tests {
             marked(op(3000, 400, "write", None, 0, 10), 200, 300, 3),
             marked(op(10000, 300, "read", Some(0), 4096, 4096), 600, 700, 7),
         ];
-        let p = plan(&trace(8192, ops, json!([])));
+        let p = plan_of(trace(8192, ops, json!([])));
         // A stop's cost beyond the hold: the calls' times less their entry holds, averaged.
         assert_eq!(p.stop_ns, (400 + 300 + 200) / 3);
         let seg = &p.threads[0][0];
@@ -489,34 +491,6 @@ mod tests {
     }
 
     #[test]
-    fn a_stops_cost_is_the_nearest_calls_and_a_call_that_waited_is_left_out() {
-        // 40 calls of 4 us, a read that waited 5 ms for storage, 40 calls of 60 us.
-        let mut ops: Vec<_> = (0..81u64)
-            .map(|i| {
-                let cost = match i {
-                    0..40 => 4_000,
-                    40 => 5_000_000,
-                    _ => 60_000,
-                };
-                marked(
-                    op(i * 10_000_000, cost, "pread", Some(0), 0, 4096),
-                    0,
-                    0,
-                    1 + 2 * i,
-                )
-            })
-            .collect();
-        let costs = StopCosts::new(&trace(0, std::mem::take(&mut ops), json!([])));
-        assert_eq!(costs.at(7, 0), 4_000);
-        assert_eq!(costs.at(7, 800_000_000), 60_000);
-        // Across the change: the 32 nearest calls, the one that waited left out.
-        assert_eq!(costs.at(7, 405_000_000), (15 * 4_000 + 16 * 60_000) / 31);
-        assert_eq!(costs.mean, (40 * 4_000 + 40 * 60_000) / 80);
-        // A thread with no calls of two stops: the mean.
-        assert_eq!(costs.at(8, 0), costs.mean);
-    }
-
-    #[test]
     fn a_gap_short_of_a_stops_cost_is_taken_from_the_next() {
         // Each call took 100 ns: a stop's cost. 50 ns between the first two reads, 750 between
         // the last two, one stop in each.
@@ -525,7 +499,7 @@ mod tests {
             marked(op(150, 100, "read", Some(0), 1024, 1024), 0, 0, 3),
             marked(op(1000, 100, "read", Some(0), 2048, 1024), 0, 0, 5),
         ];
-        let p = plan(&trace(8192, ops, json!([])));
+        let p = plan_of(trace(8192, ops, json!([])));
         assert_eq!(p.stop_ns, 100);
         // 50 - 100 waits nothing and owes 50; 750 - 100 - 50: the thread's sum is kept.
         assert_eq!(&p.threads[0][0].gaps[..], &[0, 0, 600]);
@@ -537,11 +511,11 @@ mod tests {
         let faults = json!([{"t": 1000, "tid": 7, "file": 0, "off": 0},
                             {"t": 5000, "tid": 7, "file": 0, "off": 4096}]);
         // Not cached when traced: the second fault's wait is unknown, kept as none.
-        let p = plan(&trace(0, ops.clone(), faults.clone()));
+        let p = plan_of(trace(0, ops.clone(), faults.clone()));
         assert_eq!(p.gaps_unknown, 1);
         assert_eq!(p.gaps_ns, 0);
         // Cached: the time between the faults is the program's.
-        let p = plan(&trace(8192, ops, faults));
+        let p = plan_of(trace(8192, ops, faults));
         assert_eq!(p.gaps_unknown, 0);
         assert_eq!(p.gaps_ns, 4000);
     }
