@@ -74,6 +74,34 @@ fn p7_p18_a_name_that_is_not_utf8_or_hides_an_escape_works_and_is_printed_escape
             );
         }
     }
+    // Traced, the name is kept byte for byte: the replay reads the file (not "gone") and its
+    // bytes XOR to what the trace recorded.
+    let t = dir.path().join("t.json");
+    let o = common::iolab()
+        .args([OsStr::new("trace"), OsStr::new("--out"), t.as_os_str()])
+        .args([OsStr::new("--"), OsStr::new("cat"), f.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let o = common::iolab()
+        .args([
+            "replay",
+            "--methods",
+            "pread",
+            "--cache",
+            "warm",
+            "--budget",
+            "1s",
+        ])
+        .args(["--format", "json"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // (cat's loader and locale files are replayed too.)
+    assert!(r["bytes"].as_u64().unwrap() >= data.len() as u64, "{r}");
+    assert!(!r["notes"].to_string().contains("no longer exist"), "{r}");
     // A file that does not exist, named likewise: one line, escaped.
     let gone = dir
         .path()

@@ -33,7 +33,8 @@ pub struct Leftover {
     pub path: PathBuf,
     /// What it is.
     pub kind: Kind,
-    /// The pid of the run that made it (no running iolab now).
+    /// The pid of the run that made it; that run is over (its ledger is no longer locked), and
+    /// the pid may since name another process.
     pub pid: u32,
     /// Bytes it holds (files under a folder, not following links).
     pub bytes: u64,

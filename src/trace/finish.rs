@@ -143,7 +143,7 @@ fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
 /// Size, modification time and residency of each regular file after the run.
 fn after(st: &mut State) {
     for f in st.files.iter_mut().filter(|f| f.kind == FileKind::File) {
-        let Ok(file) = std::fs::File::open(&f.path) else {
+        let Ok(file) = std::fs::File::open(f.os_path()) else {
             continue;
         };
         let Ok(meta) = file.metadata() else {
@@ -155,7 +155,7 @@ fn after(st: &mut State) {
         }
         f.size_after = Some(meta.len());
         f.mtime_after_ns = Some(meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128);
-        let path = std::path::Path::new(&f.path);
+        let path = &f.os_path();
         if crate::cache::residency_visible(&file, path)
             && let Ok(r) = crate::cache::residency_of(&file, meta.len(), path)
         {
@@ -190,7 +190,7 @@ fn xors(st: &mut State, faults: &[Fault]) {
             if f.kind != FileKind::File || !unchanged {
                 continue;
             }
-            let x = ranges_xor(&f.path, &list, &mut buf).map(|x| format!("{x:08x}"));
+            let x = ranges_xor(&f.os_path(), &list, &mut buf).map(|x| format!("{x:08x}"));
             if mapped {
                 f.mapped_xor = x;
             } else {
@@ -201,7 +201,7 @@ fn xors(st: &mut State, faults: &[Fault]) {
 }
 
 /// The XOR of `ranges` of the file at `path`, each byte by its offset; None if one cannot be read.
-fn ranges_xor(path: &str, ranges: &[(u64, u64)], buf: &mut [u8]) -> Option<u32> {
+fn ranges_xor(path: &std::path::Path, ranges: &[(u64, u64)], buf: &mut [u8]) -> Option<u32> {
     let file = std::fs::File::open(path).ok()?;
     let mut x = 0u32;
     for &(off, len) in ranges {

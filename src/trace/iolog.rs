@@ -48,7 +48,7 @@ pub fn iolog(t: &Trace) -> Iolog {
         if info.kind != FileKind::File || op.ret < 0 {
             continue;
         }
-        if info.path.chars().any(char::is_whitespace) {
+        if info.path.chars().any(char::is_whitespace) || info.path_hex.is_some() {
             spaced.insert(info.path.clone());
             continue;
         }
@@ -85,7 +85,7 @@ pub fn iolog(t: &Trace) -> Iolog {
     let mut left_out = Vec::new();
     if !spaced.is_empty() {
         left_out.push(format!(
-            "{} file(s) whose path has white space (fio's iolog cannot name them)",
+            "{} file(s) whose path has white space or is not UTF-8 (fio's iolog cannot name them)",
             spaced.len()
         ));
     }

@@ -82,8 +82,12 @@ pub enum FileKind {
 /// One file (or pipe, socket, device) the program used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileInfo {
-    /// Its path when first seen (`pipe:[N]`, `socket:[N]` for those).
+    /// Its path when first seen (`pipe:[N]`, `socket:[N]` for those); bytes that are not
+    /// UTF-8 are U+FFFD here, and `path_hex` holds them all.
     pub path: String,
+    /// The path's bytes in hex, when they are not UTF-8 (JSON text cannot hold them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_hex: Option<String>,
     /// What it is.
     pub kind: FileKind,
     /// Device and inode (the identity; paths can change).
@@ -115,6 +119,35 @@ pub struct FileInfo {
 }
 
 impl FileInfo {
+    /// `path` as the trace holds it: as text, and its bytes in hex when they are not UTF-8.
+    pub fn path_fields(path: &std::path::Path) -> (String, Option<String>) {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        let hex = std::str::from_utf8(bytes)
+            .is_err()
+            .then(|| bytes.iter().map(|b| format!("{b:02x}")).collect());
+        (path.to_string_lossy().into_owned(), hex)
+    }
+
+    /// Its path, byte for byte.
+    pub fn os_path(&self) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStringExt;
+        let bytes = self.path_hex.as_deref().and_then(|h| {
+            (h.len() % 2 == 0)
+                .then(|| {
+                    (0..h.len())
+                        .step_by(2)
+                        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+                        .collect::<Option<Vec<u8>>>()
+                })
+                .flatten()
+        });
+        match bytes {
+            Some(b) => OsString::from_vec(b).into(),
+            None => self.path.clone().into(),
+        }
+    }
+
     /// Whether it is the kernel's (under /proc or /sys): its bytes are made when read, and a
     /// process's own files there are gone with it, so nothing replays them.
     pub fn is_kernels(&self) -> bool {

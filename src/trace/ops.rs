@@ -118,9 +118,9 @@ impl State {
         if let Some(&i) = self.by_id.get(&key) {
             return Some(i);
         }
-        let path = std::fs::read_link(&link)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| link.clone());
+        let (path, path_hex) = std::fs::read_link(&link)
+            .map(|p| FileInfo::path_fields(&p))
+            .unwrap_or_else(|_| (link.clone(), None));
         let ft = meta.file_type();
         let kind = if ft.is_file() {
             FileKind::File
@@ -142,6 +142,7 @@ impl State {
         };
         self.files.push(FileInfo {
             path,
+            path_hex,
             kind,
             dev: meta.dev(),
             ino: meta.ino(),

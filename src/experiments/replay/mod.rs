@@ -416,10 +416,7 @@ fn within_files(
 fn check_unchanged(files: &[crate::trace::FileInfo], plan: &plan::ReplayPlan) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     for f in plan.files.iter().filter(|f| f.path.exists()) {
-        let Some(info) = files
-            .iter()
-            .find(|x| std::path::Path::new(&x.path) == f.path)
-        else {
+        let Some(info) = files.iter().find(|x| x.os_path() == f.path) else {
             continue;
         };
         let meta =

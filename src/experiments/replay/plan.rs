@@ -205,7 +205,7 @@ impl<'t> Builder<'t> {
                 return Err(refuse(format!(
                     "fault {k} is at {} of {}, past its end ({} bytes)",
                     fault.off,
-                    crate::shown::text(&info.path),
+                    crate::shown::path(&info.os_path()),
                     largest(info)
                 )));
             }
@@ -239,7 +239,7 @@ impl<'t> Builder<'t> {
         for &(_, f) in &firsts {
             index.entry(f).or_insert_with(|| {
                 plan.files.push(DataFile {
-                    path: PathBuf::from(&files[f as usize].path),
+                    path: files[f as usize].os_path(),
                     xor: None,
                 });
                 plan.files.len() - 1
@@ -289,7 +289,7 @@ impl<'t> Builder<'t> {
                     "call {k} reads {} bytes at {} of {}, past its end ({} bytes)",
                     b.len,
                     b.offset,
-                    crate::shown::text(&info.path),
+                    crate::shown::path(&info.os_path()),
                     largest(info)
                 )));
             }
