@@ -455,12 +455,12 @@ fn nowait_reads_count_what_the_cache_could_not_serve() {
         (cold.xor, cold.bytes),
         (plain_xor(&data), data.len() as u64)
     );
-    // Random 64 KiB blocks of an evicted file: readahead is off (POSIX_FADV_RANDOM), so most
-    // blocks are refused first.
-    assert!(
-        cold.waited > cold.blocks / 2 && cold.waited <= cold.blocks,
-        "{cold:?}"
-    );
+    // Random 64 KiB blocks of an evicted file: some are refused first. Not a share of them: a
+    // refused read still starts the kernel's read of its pages, and what that brings in serves
+    // later blocks without a wait as soon as it lands, sooner on an idle disk than a busy
+    // machine's clock can say (most blocks were refused here as a rule; a loaded CI run saw 19
+    // of 128).
+    assert!(cold.waited >= 1 && cold.waited <= cold.blocks, "{cold:?}");
     assert!(
         cold.ops >= cold.blocks + cold.waited,
         "a refused block costs a call more: {cold:?}"
