@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Why something failed, which decides the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ErrorKind {
     /// The work failed: I/O error, peer error, checksum mismatch (exit 1).

@@ -92,6 +92,18 @@ macro_rules! named_enum {
             }
         }
 
+        impl ::schemars::JsonSchema for $ty {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!({
+                    "type": "string",
+                    "enum": [$($name),+]
+                })
+            }
+        }
+
         impl<'de> ::serde::Deserialize<'de> for $ty {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
                 let text = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(d)?;

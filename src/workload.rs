@@ -20,7 +20,7 @@ crate::named_enum! {
 
 /// How blocks are visited and shared out: the order and its seed, the threads, and the requests
 /// each io_uring thread keeps in flight. Configs embed it (flattened in JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Shape {
     /// Sequential or seeded random order.
     pub pattern: Pattern,

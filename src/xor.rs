@@ -250,11 +250,13 @@ mod tests {
 
     #[test]
     fn json_xor_is_hex_and_old_numbers_still_read() {
-        #[derive(serde::Serialize, serde::Deserialize)]
+        #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         struct R {
             #[serde(with = "hex")]
+            #[schemars(with = "String")]
             xor: u32,
             #[serde(default, with = "hex::option")]
+            #[schemars(with = "Option<String>")]
             maybe: Option<u32>,
         }
         let v = serde_json::to_value(R {

@@ -88,19 +88,20 @@ fn check_report(dir: &Path) -> serde_json::Value {
     check_markdown(&std::fs::read_to_string(dir.join("report.md")).unwrap());
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    // The documented schema's required keys and outcome shapes.
+    // The documented schema, generated from the types, holds for what was written: every
+    // required key, type, constant and bound, through every experiment's result.
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../docs/results.schema.json")).unwrap();
-    for key in schema["required"].as_array().unwrap() {
-        let key = key.as_str().unwrap();
-        assert!(v.get(key).is_some(), "results.json lacks {key}");
-        if schema["properties"][key]["$ref"].is_string() {
-            let o = &v[key];
-            assert!(
-                o["seconds"].is_number() && (o["result"].is_object() || o["error"].is_string()),
-                "{key}: {o}"
-            );
-        }
+    if let Err(e) = conforms(&schema, &schema, &v, "") {
+        panic!("results.json does not follow docs/results.schema.json: {e}");
+    }
+    for e in iolab::suite::REGISTRY {
+        let o = &v[e.name()];
+        assert!(
+            o["seconds"].is_number() && (o["result"].is_object() || o["error"].is_string()),
+            "{}: {o}",
+            e.name()
+        );
     }
     assert_eq!(v["schema"], "iolab-suite/1");
     // What else the machine did is always said, busy or not.
@@ -110,7 +111,7 @@ fn check_report(dir: &Path) -> serde_json::Value {
         v["interference"]
     );
     assert!(v["interference"]["reasons"].is_array());
-    let finding_keys = &schema["properties"]["findings"]["items"]["required"];
+    let finding_keys = &schema["$defs"]["Finding"]["required"];
     for f in v["findings"].as_array().unwrap() {
         for k in finding_keys.as_array().unwrap() {
             assert!(
@@ -720,4 +721,96 @@ fn only_runs_the_chosen_experiments_into_a_report() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(left.iter().all(|n| n == "rep" || n == "again"), "{left:?}");
+}
+
+/// Whether `value` follows `node` of JSON schema `root`, as far as the keywords the generated
+/// schema uses (`$ref`, `anyOf`, `oneOf`, `type`, `required`, `properties`, `items`,
+/// `additionalProperties`, `const`, `enum`, `minimum`); the first place it does not, if any.
+fn conforms(
+    root: &serde_json::Value,
+    node: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+) -> Result<(), String> {
+    use serde_json::Value;
+    if node == &Value::Bool(true) {
+        return Ok(());
+    }
+    if let Some(r) = node["$ref"].as_str() {
+        let def = r
+            .strip_prefix("#/$defs/")
+            .ok_or(format!("{at}: $ref {r}"))?;
+        conforms(root, &root["$defs"][def], value, at)?;
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(any) = node[key].as_array() {
+            let errors: Vec<String> = any
+                .iter()
+                .filter_map(|n| conforms(root, n, value, at).err())
+                .collect();
+            if errors.len() == any.len() {
+                return Err(format!("{at}: none of {key}: {}", errors.join("; ")));
+            }
+        }
+    }
+    if let Some(t) = node.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+            _ => vec![],
+        };
+        let is = |t: &str| match t {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "boolean" => value.is_boolean(),
+            "null" => value.is_null(),
+            "number" => value.is_number(),
+            "integer" => value.is_i64() || value.is_u64(),
+            _ => false,
+        };
+        if !types.iter().any(|t| is(t)) {
+            return Err(format!("{at}: {value} is not {types:?}"));
+        }
+    }
+    if let Some(c) = node.get("const")
+        && c != value
+    {
+        return Err(format!("{at}: {value} is not {c}"));
+    }
+    if let Some(e) = node["enum"].as_array()
+        && !e.contains(value)
+    {
+        return Err(format!("{at}: {value} is not one of {e:?}"));
+    }
+    if let (Some(min), Some(x)) = (node["minimum"].as_f64(), value.as_f64())
+        && x < min
+    {
+        return Err(format!("{at}: {x} is below {min}"));
+    }
+    if let Some(obj) = value.as_object() {
+        for k in node["required"].as_array().into_iter().flatten() {
+            let k = k.as_str().unwrap_or_default();
+            if !obj.contains_key(k) {
+                return Err(format!("{at}: lacks {k}"));
+            }
+        }
+        for (k, v) in obj {
+            let sub = &node["properties"][k];
+            let sub = if sub.is_null() {
+                &node["additionalProperties"]
+            } else {
+                sub
+            };
+            if sub.is_object() {
+                conforms(root, sub, v, &format!("{at}/{k}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(a)) = (node.get("items"), value.as_array()) {
+        for (i, x) in a.iter().enumerate() {
+            conforms(root, items, x, &format!("{at}/{i}"))?;
+        }
+    }
+    Ok(())
 }

@@ -77,7 +77,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// Where memory groups can be made: the hierarchy and the parent directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Controller {
     /// v2 or v1.
     pub version: Version,
@@ -254,7 +254,7 @@ fn hand_down_memory(parent: &Path) -> std::result::Result<(), String> {
 }
 
 /// The files of one memory group, as its members read them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GroupFiles {
     /// The group's directory.
     pub path: PathBuf,

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// The page-cache lines of `/proc/meminfo`, in bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct PageCache {
     /// MemTotal, bytes.
     pub mem_total: u64,
@@ -33,7 +35,9 @@ pub struct PageCache {
 }
 
 /// The `Mem:` line of `free -m`, in MiB, computed as procps computes it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct FreeLine {
     /// total.
     pub total: u64,

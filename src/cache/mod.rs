@@ -20,7 +20,7 @@ pub fn have_root() -> bool {
 }
 
 /// Resident pages of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Residency {
     /// Pages of the range in the page cache.
     pub resident_pages: u64,
@@ -127,7 +127,7 @@ pub fn residency(path: &Path) -> Result<Residency> {
 }
 
 /// What an eviction did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvictReport {
     /// drop_caches was written too (root).
     pub dropped_all: bool,
@@ -195,7 +195,7 @@ crate::named_enum! {
 }
 
 /// The cache state a run started from, as verified.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheState {
     /// The state asked for.
     pub asked: CacheMode,

@@ -12,7 +12,7 @@ pub trait Enveloped: serde::Serialize {
 
 /// Every JSON output: the result's fields, then what else the machine was doing, what the
 /// output is (`schema`: the command) and where it was measured.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 pub(super) struct Envelope<'a, T: serde::Serialize> {
     #[serde(flatten)]
     pub(super) result: &'a T,

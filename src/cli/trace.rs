@@ -315,7 +315,7 @@ impl TraceExecArgs {
 }
 
 /// The profile as JSON, with the overhead rounds when they were asked for.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 struct ProfileWithOverhead<'a> {
     #[serde(flatten)]
     profile: &'a trace::profile::Profile,

@@ -258,12 +258,15 @@ impl EngineOptions {
 pub use crate::source::{Source, check_regular, open_source, pread_full};
 
 /// Bytes moved and their XOR.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Moved {
     /// Bytes moved.
     pub bytes: u64,
     /// Their XOR (see [`crate::xor`]).
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub xor: u32,
     /// I/O requests issued to the kernel: system calls, or io_uring entries (0 for mmap reads).
     pub ops: u64,

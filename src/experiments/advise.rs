@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The answer for one cache state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Advice {
     /// The cache state it applies to.
     pub cache: CacheMode,
@@ -39,7 +39,7 @@ pub struct Advice {
 
 /// Uncached reads against the plain call, for one cache state: what reading without keeping the
 /// file in the page cache costs here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UncachedAdvice {
     /// The cache state it applies to.
     pub cache: CacheMode,
@@ -54,7 +54,7 @@ pub struct UncachedAdvice {
 }
 
 /// What `iolab advise` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AdviseResult {
     /// The file.
     pub path: PathBuf,

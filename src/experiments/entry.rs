@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// What the suite was asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuiteConfig {
     /// Where the data goes (removed at the end unless `keep_data`).
     pub dir: PathBuf,
@@ -39,7 +39,7 @@ pub struct SuiteConfig {
 }
 
 /// One experiment's outcome: its result (as its `--format json` prints it), or why there is none.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
     /// The experiment's result.
     pub result: Option<serde_json::Value>,
@@ -65,7 +65,7 @@ impl Outcome {
 }
 
 /// One suite run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuiteResult {
     /// [`SCHEMA`].
     pub schema: String,
@@ -81,6 +81,7 @@ pub struct SuiteResult {
     pub page_cache_after: PageCache,
     /// Every experiment's outcome by name, in the order they ran (top-level keys in JSON).
     #[serde(flatten, with = "outcomes")]
+    #[schemars(with = "std::collections::BTreeMap<String, Outcome>")]
     pub experiments: Vec<(String, Outcome)>,
     /// What else the machine was doing, over all experiments: `busy`, `reasons`, the figures.
     #[serde(default)]
@@ -216,7 +217,7 @@ pub struct About {
 /// [`Experiment`] objects (every `Entry` is one).
 pub trait Entry: Sync {
     /// Its result.
-    type Output: Serialize + DeserializeOwned;
+    type Output: Serialize + DeserializeOwned + schemars::JsonSchema;
     /// Its name, heading and explanation.
     fn about(&self) -> &'static About;
 
@@ -267,9 +268,15 @@ pub trait Experiment: Sync {
     /// Why its stored result cannot be rendered, when it cannot (it no longer parses as the
     /// experiment's result).
     fn unrenderable(&self, o: &Outcome) -> Option<String>;
+    /// The JSON schema of its result (generated from its type).
+    fn result_schema(&self, g: &mut schemars::SchemaGenerator) -> schemars::Schema;
 }
 
 impl<E: Entry> Experiment for E {
+    fn result_schema(&self, g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        g.subschema_for::<E::Output>()
+    }
+
     fn name(&self) -> &'static str {
         self.about().name
     }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What Part B measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartBConfig {
     /// The file to read; the writes go to a scratch file beside it, removed afterwards.
     pub path: PathBuf,
@@ -46,7 +46,7 @@ impl PartBConfig {
 }
 
 /// One way of moving the data, over the counted rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartBCell {
     /// What it does, in words.
     pub name: String,
@@ -63,7 +63,7 @@ pub struct PartBCell {
 }
 
 /// What Part B found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartBResult {
     /// The machine it ran on.
     pub host: Host,

@@ -88,7 +88,7 @@ pub struct Comparison {
 }
 
 /// Why the rounds ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stop {
     /// Every comparison was decided (or none was asked).
@@ -155,7 +155,7 @@ impl<E> Measurement<E> {
 }
 
 /// How a measurement's rounds went, as results keep it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RoundsTaken {
     /// Counted rounds run (cells of comparisons decided early have fewer).
     pub rounds: usize,
@@ -175,7 +175,7 @@ pub struct RoundsTaken {
 }
 
 /// One comparison the harness drew, by the cells' names.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Compared {
     /// The first cell.
     pub a: String,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Rounds as a user or the suite asks for them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rounds {
     /// Counted rounds: exactly these without a budget; with one, what the cells in no
     /// comparison get (at most the first look).
@@ -20,6 +20,7 @@ pub struct Rounds {
     /// Adaptive rounds: they go on, look by look, until every comparison asked is decided at
     /// 95%, as long as the next look fits in this wall time. `None`: exactly `repeat`.
     #[serde(default, with = "crate::measure::secs::option")]
+    #[schemars(with = "Option<f64>")]
     pub budget: Option<Duration>,
 }
 
@@ -126,7 +127,7 @@ impl BudgetClass {
 }
 
 /// How many rounds, and for how long, as the harness runs them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// Uncounted rounds before the first counted one.
     pub warmup: usize,
@@ -137,6 +138,7 @@ pub struct Plan {
     pub floor: usize,
     /// Wall time the whole measurement may take; the first look is always completed.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub budget: Duration,
 }
 

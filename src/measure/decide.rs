@@ -26,7 +26,7 @@ pub const MARGIN: f64 = 1.05;
 pub const LOOKS: [usize; 6] = [8, 12, 16, 24, 32, 48];
 
 /// What a comparison concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Decided {
     /// The interval lies wholly outside `[1/1.05, 1.05]`: one side is faster.
@@ -49,7 +49,7 @@ impl Decided {
 }
 
 /// Which ratio a verdict gives (and whose interval it prints).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RatioKind {
     /// The median of the per-round ratios (cells measured in the same rounds).
@@ -69,7 +69,7 @@ impl RatioKind {
 }
 
 /// `a` against `b`: the ratio, its interval and what it decides.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// a / b, of the kind `kind` says.
     pub ratio: f64,

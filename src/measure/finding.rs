@@ -9,7 +9,7 @@ use crate::measure::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 /// One answer the measurements give, with the rows it comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     /// A stable key: the same comparison has the same key in every run and on every host.
     pub key: String,
@@ -48,7 +48,7 @@ pub struct Finding {
 }
 
 /// One side of a finding in figures: its name, its median and the unit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideFigure {
     /// The side's name (`mmap`, `fsync after every block`).
     pub name: String,

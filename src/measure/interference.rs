@@ -17,7 +17,7 @@ pub use procfs::{
 use procfs::{kernel_threads, processes, psi_totals, used};
 
 /// What else ran while something was measured.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interference {
     /// Other work was large enough to disturb the figures.
     pub busy: bool,

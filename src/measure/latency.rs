@@ -140,7 +140,9 @@ impl Histogram {
 }
 
 /// Percentiles of a histogram, in nanoseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct LatencySummary {
     /// Operations timed.
     pub ops: u64,

@@ -89,16 +89,19 @@ pub mod secs {
 }
 
 /// What one run cost, in raw units.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counters {
     /// Wall time.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub wall: Duration,
     /// User CPU time.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub user: Duration,
     /// System CPU time.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub sys: Duration,
     /// Minor page faults.
     pub minor_faults: u64,

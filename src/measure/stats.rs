@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Statistics of repeated measurements.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Measurements.
     pub n: usize,
@@ -123,7 +123,7 @@ pub fn summarize(samples: &[f64]) -> Summary {
 }
 
 /// `a` against `b` (a ratio of rates or of costs): its median and interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ratio {
     /// The median ratio a / b.
     pub ratio: f64,

@@ -152,7 +152,7 @@ pub fn csv_line(cells: &[String]) -> String {
 }
 
 /// A result with its findings: as JSON, the result's fields and a top-level `findings` array.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct WithFindings<'a, T: Serialize> {
     /// The result.
     #[serde(flatten)]

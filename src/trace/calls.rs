@@ -9,7 +9,19 @@ use std::collections::BTreeMap;
 /// Each variant is the system call of that name (`Open` also `openat`, `openat2` and `creat`;
 /// `Dup` also `dup2` and `dup3`; `Fadvise` is `fadvise64`).
 #[allow(missing_docs)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
     Open,

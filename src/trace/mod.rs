@@ -42,7 +42,7 @@ pub struct TraceConfig {
 }
 
 /// How the traced program ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ended {
     /// Its exit code, when it exited.
     pub code: Option<i32>,
@@ -62,7 +62,7 @@ impl Ended {
 }
 
 /// What kind of thing a descriptor was open on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FileKind {
     /// A regular file.
@@ -80,7 +80,7 @@ pub enum FileKind {
 }
 
 /// One file (or pipe, socket, device) the program used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileInfo {
     /// Its path when first seen (`pipe:[N]`, `socket:[N]` for those); bytes that are not
     /// UTF-8 are U+FFFD here, and `path_hex` holds them all.
@@ -193,7 +193,7 @@ pub fn mapped_ranges(faults: &[Fault], size: impl Fn(u32) -> u64) -> Vec<(u64, u
 }
 
 /// One traced system call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Op {
     /// When it was entered, ns from the program's start.
     pub t: u64,
@@ -234,7 +234,7 @@ pub struct Op {
 }
 
 /// A page fault on a file mapping, from the perf sample's address and the mappings iolab saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fault {
     /// When, ns from the program's start.
     pub t: u64,
@@ -248,7 +248,9 @@ pub struct Fault {
 
 /// Sums of `/proc/PID/task/TID/io` over every traced thread, read as each one exited: the
 /// kernel's own accounting, to check the trace against.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct KernelIo {
     /// Bytes returned by read-like calls (read, readv, pread, preadv, sendfile, copy_file_range,
     /// and the kernel's own reads at exec).
@@ -280,7 +282,7 @@ pub type Trace = TraceOf<Vec<Op>>;
 
 /// A trace whose calls are held as `O`: a [`Trace`] holds them all; a [`TraceFile`] holds
 /// only what a pass over them summed up, and hands them out one by one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceOf<O> {
     /// [`SCHEMA`].
     pub schema: String,

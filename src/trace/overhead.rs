@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// Wall times untraced and traced, per round, and their ratio.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Overhead {
     /// Untraced wall times, seconds.
     pub untraced_s: Vec<f64>,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Byte and call totals of one kind of access.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Totals {
     /// Calls.
     pub calls: u64,
@@ -20,7 +20,7 @@ pub struct Totals {
 }
 
 /// One file's access.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileProfile {
     /// Its path.
     pub path: String,
@@ -55,7 +55,7 @@ pub struct FileProfile {
 }
 
 /// One system call's count and time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CallRow {
     /// The call.
     pub call: String,
@@ -70,7 +70,7 @@ pub struct CallRow {
 }
 
 /// The profile of a trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     /// The program and its arguments.
     pub command: Vec<String>,

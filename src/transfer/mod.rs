@@ -39,7 +39,7 @@ crate::named_enum! {
 
 /// How many bytes each step of a transfer moves: the read/write buffer (`--chunk`) and the
 /// mapped window (`--map-size`; `None` maps a whole file at once).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChunkSizes {
     /// Bytes per read/write/splice call (fcntl methods), and per send from a whole-file mapping.
     pub chunk: usize,
@@ -157,7 +157,7 @@ impl Link {
 }
 
 /// One file moved, as one side saw it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileRecord {
     /// The file's name as sent.
     pub name: String,
@@ -167,6 +167,7 @@ pub struct FileRecord {
     pub method: String,
     /// Header sent/received to last byte sent/stored (with `--sync`, fsync included).
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub time: Duration,
     /// Hashing: the sender's hashing thread, beside its timed window (with no spare core, a read
     /// or mmap sender's hashing of each piece, inside it); a splice receiver's
@@ -174,6 +175,7 @@ pub struct FileRecord {
     /// the window, as on an mmap receiver; a write receiver hashes while it writes (inside
     /// `time`), leaving only the final step here.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub hash_time: Duration,
     /// BLAKE3 of the content, hex; empty when a raw stream was received with `--no-hash`.
     pub blake3: String,
@@ -207,7 +209,7 @@ impl FileRecord {
 }
 
 /// What one side of a transfer did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideReport {
     /// `sender` or `receiver`.
     pub role: String,
@@ -222,12 +224,15 @@ pub struct SideReport {
     /// Wall time from the first connection (the receiver: from the start of its first successful
     /// connection attempt, set-up included) to the last file done.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub wall: Duration,
     /// CPU time of this side's threads.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub cpu_user: Duration,
     /// System CPU time of this side's threads.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub cpu_sys: Duration,
     /// Connections dropped because they failed the handshake (the sender kept accepting).
     #[serde(default)]

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 /// What pagemap says of one virtual page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageEntry {
     /// The page is in memory.
     pub present: bool,
@@ -98,7 +98,7 @@ pub fn flags(pfn: u64) -> std::io::Result<u64> {
 
 /// One mapped page as the course's kernel module printed it to dmesg: where it is in the file and
 /// in this process, and what pagemap and kpageflags say of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageDesc {
     /// Offset of the page in the file.
     pub offset: u64,

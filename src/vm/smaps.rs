@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One mapping, sizes in KiB as smaps gives them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MapRow {
     /// Start address.
     pub start: u64,

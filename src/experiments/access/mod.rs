@@ -22,7 +22,7 @@ pub mod report;
 pub mod suite;
 
 /// What `iolab access` measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AccessConfig {
     /// The file to read.
     pub path: PathBuf,
@@ -46,6 +46,7 @@ pub struct AccessConfig {
     pub cold_ops: Option<u64>,
     /// Each run stops after this long.
     #[serde(default, with = "crate::measure::secs::option")]
+    #[schemars(with = "Option<f64>")]
     pub duration: Option<Duration>,
     /// Rounds (each visits every cell once): exactly `repeat`, or with a budget adaptive ones
     /// that go on, look by look, until each method is told apart from the first at 95% in every
@@ -74,7 +75,7 @@ pub struct AccessConfig {
 }
 
 /// One run of one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AccessRun {
     /// An uncounted warm-up run.
     pub warmup: bool,
@@ -96,7 +97,7 @@ impl AccessRun {
 }
 
 /// One method x pattern x cache cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AccessRow {
     /// The read method.
     pub method: ReadMethod,
@@ -125,7 +126,7 @@ pub struct AccessRow {
 }
 
 /// What `iolab access` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AccessResult {
     /// The machine it ran on.
     pub host: Host,
@@ -137,6 +138,7 @@ pub struct AccessResult {
     pub blocks: u64,
     /// The XOR of the whole file, when some run read every block.
     #[serde(default, with = "crate::xor::hex::option")]
+    #[schemars(with = "Option<String>")]
     pub xor: Option<u32>,
     /// One row per method x pattern x cache state.
     pub rows: Vec<AccessRow>,

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// One course input: a name and its files, sent in one run as `master N f1 .. fN`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Input {
     /// What the course called it (`ten small texts`, ...).
     pub name: String,
@@ -31,7 +31,7 @@ pub struct Input {
 }
 
 /// The two transfer methods of the course.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
     /// read/write on both sides (`fcntl`).
@@ -61,7 +61,7 @@ impl Method {
 }
 
 /// What [`run_classic_net`] measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassicNetConfig {
     /// The inputs, each sent in runs of its own.
     pub inputs: Vec<Input>,
@@ -79,7 +79,7 @@ pub struct ClassicNetConfig {
 }
 
 /// One input x sizes x method, over the counted rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetRow {
     /// The input's name.
     pub input: String,
@@ -94,7 +94,7 @@ pub struct NetRow {
 }
 
 /// fcntl against mmap for one input and sizes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Versus {
     /// The input's name.
     pub input: String,
@@ -105,7 +105,7 @@ pub struct Versus {
 }
 
 /// What [`run_classic_net`] found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassicNetResult {
     /// What was asked.
     pub config: ClassicNetConfig,

@@ -22,7 +22,7 @@ use parts::{read_part, read_ranges, segments, workload};
 pub use probing::{PROBE_BUDGET, secs_at_pace};
 
 /// What `iolab fast` may be told.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FastConfig {
     /// The file to read whole.
     pub path: PathBuf,
@@ -59,7 +59,7 @@ impl FastConfig {
 }
 
 /// A way to read: method, threads, block size, depth.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadPlan {
     /// The method.
     pub method: ReadMethod,
@@ -87,7 +87,7 @@ impl ReadPlan {
 }
 
 /// One candidate tried on a slice of the file of its own (its bytes count towards the XOR).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Trial {
     /// What was tried.
     pub plan: ReadPlan,
@@ -109,7 +109,7 @@ pub struct Trial {
 }
 
 /// How the resident (warm) or the non-resident (cold) part of the file was read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Use {
     /// Resident part or not.
     pub warm: bool,
@@ -145,7 +145,7 @@ pub struct Use {
 }
 
 /// What auto chose and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Choice {
     /// The method (of the part with the most bytes).
     pub method: ReadMethod,
@@ -170,7 +170,7 @@ pub struct Choice {
 }
 
 /// What `iolab fast` did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FastResult {
     /// What was chosen and why.
     pub choice: Choice,
@@ -180,6 +180,7 @@ pub struct FastResult {
     pub bytes: u64,
     /// XOR of the bytes as little-endian u32 words (see [`crate::xor`]).
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub xor: u32,
     /// Counters from open to close.
     pub counters: Counters,
@@ -199,7 +200,7 @@ impl FastResult {
 }
 
 /// `fast` repeated: every run, and their throughput.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FastSeries {
     /// Every run, in order.
     pub runs: Vec<FastResult>,

@@ -86,7 +86,7 @@ impl Comm for Solo {
 }
 
 /// What to run, in IOR's terms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IorConfig {
     /// `-a`.
     pub api: IorApi,
@@ -118,6 +118,7 @@ pub struct IorConfig {
     pub iterations: usize,
     /// `-D`: a phase stops after this long (stonewalling); reads cover what was written.
     #[serde(default, with = "crate::measure::secs::option")]
+    #[schemars(with = "Option<f64>")]
     pub stonewall: Option<Duration>,
     /// `-o`.
     pub path: PathBuf,
@@ -311,7 +312,7 @@ impl IorConfig {
 }
 
 /// One rank's figures for one phase.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RankPhase {
     /// Seconds from the phase's start on this rank (after the barrier): open started.
     pub open_start: f64,
@@ -327,9 +328,11 @@ pub struct RankPhase {
     pub transfers: u64,
     /// XOR of what it read (reads) or wrote (writes), hex in JSON; null when not checked.
     #[serde(with = "crate::xor::hex::option")]
+    #[schemars(with = "Option<String>")]
     pub xor: Option<u32>,
     /// The XOR its part should have, from the definition of the written data.
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub expected_xor: u32,
     /// Fraction of its part resident in the page cache before a read (-1 for writes).
     pub resident_before: f64,
@@ -386,7 +389,7 @@ impl RankPhase {
 }
 
 /// One phase of one iteration over all ranks, aggregated as IOR does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseResult {
     /// `write` or `read`.
     pub access: String,
@@ -410,9 +413,11 @@ pub struct PhaseResult {
     pub total_s: f64,
     /// The XOR of all ranks' XORs (an all-reduce); null when not checked.
     #[serde(with = "crate::xor::hex::option")]
+    #[schemars(with = "Option<String>")]
     pub xor: Option<u32>,
     /// What it should be, from the definition of the written data.
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub expected_xor: u32,
     /// The rank that took longest from open to close.
     pub slowest_rank: usize,
@@ -478,7 +483,7 @@ fn yes() -> bool {
 }
 
 /// Everything `iolab ior` measured (the same on every rank).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IorResult {
     /// What was run.
     pub config: IorConfig,

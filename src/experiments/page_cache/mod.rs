@@ -23,7 +23,7 @@ crate::named_enum! {
 }
 
 /// One file's residency.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileResidency {
     /// The file.
     pub path: PathBuf,
@@ -37,7 +37,7 @@ pub struct FileResidency {
 }
 
 /// What `iolab cache` did and found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheReport {
     /// What was done.
     pub action: CacheAction,

@@ -67,7 +67,7 @@ impl StreamMethod {
 }
 
 /// What to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolluteConfig {
     /// The file the read streams go through (larger than `memory`; 4x by default in the suite).
     pub stream: PathBuf,
@@ -152,7 +152,7 @@ fn one() -> usize {
 }
 
 /// What the stream does, as the child is told.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum StreamJob {
     /// Read `path` in order with an engine, from the start again at the end.
@@ -195,7 +195,7 @@ impl StreamJob {
 }
 
 /// What the child is asked to run (one JSON argument).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolluteWorker {
     /// The hot set's file.
     pub hot: PathBuf,
@@ -214,7 +214,7 @@ pub struct PolluteWorker {
 }
 
 /// One tick of one method.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolluteTick {
     /// Seconds since the hot reader started, at the end of the tick.
     pub t: f64,
@@ -250,7 +250,7 @@ pub struct PolluteTick {
 }
 
 /// The child's totals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolluteDone {
     /// Hot reads in all.
     pub hot_ops: u64,
@@ -268,7 +268,7 @@ pub struct PolluteDone {
 pub type PolluteMessage = crate::harness::child::Message<PolluteTick, PolluteDone>;
 
 /// One stream method's run, and what its ticks say.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamRun {
     /// The method's name (a read stream's [`StreamMethod`] or a write stream's [`WriteMethod`]).
     pub method: String,
@@ -288,7 +288,7 @@ pub struct StreamRun {
 }
 
 /// The hot set before and under the stream, and the stream itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Effect {
     /// Hot KIOPS per tick alone (the baseline ticks after the first).
     pub hot_alone: Summary,
@@ -319,7 +319,7 @@ pub struct Effect {
 }
 
 /// What `pollute` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolluteResult {
     /// What was asked.
     pub config: PolluteConfig,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What `iolab read` measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadConfig {
     /// The file to read.
     pub path: PathBuf,
@@ -42,7 +42,7 @@ pub struct ReadConfig {
 }
 
 /// One run, counted or warm-up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     /// An uncounted warm-up run.
     pub warmup: bool,
@@ -62,7 +62,7 @@ impl RunRecord {
 }
 
 /// Warm-up and counted runs, and the statistics of the counted ones (flattened into results).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Runs {
     /// Counted runs then warm-ups are marked; statistics use counted runs only.
     pub runs: Vec<RunRecord>,
@@ -124,7 +124,7 @@ impl Runs {
 }
 
 /// What `iolab read` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadResult {
     /// The machine it ran on.
     pub host: Host,
@@ -136,6 +136,7 @@ pub struct ReadResult {
     pub bytes: u64,
     /// XOR of the bytes read (the same in every run).
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub xor: u32,
     /// The runs and their statistics.
     #[serde(flatten)]

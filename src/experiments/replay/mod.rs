@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What to replay and how.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplayConfig {
     /// The trace file.
     pub trace: PathBuf,
@@ -48,7 +48,7 @@ pub struct ReplayConfig {
 }
 
 /// A way to replay the reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReplayMethod {
     /// The accesses as the program made them: with pread when it read them with calls, through
@@ -99,7 +99,7 @@ impl ReplayMethod {
 }
 
 /// One method in one cache state, summarised.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplayRow {
     /// The method.
     pub method: String,
@@ -122,7 +122,7 @@ pub struct ReplayRow {
 }
 
 /// What a replay found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplayResult {
     /// The traced command.
     pub command: Vec<String>,

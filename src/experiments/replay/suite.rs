@@ -18,7 +18,7 @@ use crate::trace::{TraceConfig, run};
 use serde::{Deserialize, Serialize};
 
 /// The traced program's profile, the tracing overhead and the replay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct YourProgram {
     /// The profile of the traced run.
     pub profile: Profile,

@@ -16,7 +16,7 @@ pub mod report;
 pub mod suite;
 
 /// Read or write, the classic `-r`/`-w`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunOp {
     /// `-r`.
@@ -26,7 +26,7 @@ pub enum RunOp {
 }
 
 /// What `iolab run` does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunConfig {
     /// The file to read or write.
     pub path: PathBuf,
@@ -54,7 +54,7 @@ pub struct RunConfig {
 }
 
 /// What `iolab run` did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassicResult {
     /// The file read or written.
     #[serde(default)]
@@ -74,6 +74,7 @@ pub struct ClassicResult {
     pub asked_bytes: u64,
     /// XOR of the bytes as little-endian u32 words (see [`crate::xor`]).
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub xor: u32,
     /// Counters from open to close.
     pub counters: Counters,

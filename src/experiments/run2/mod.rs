@@ -19,7 +19,7 @@ pub mod report;
 pub mod suite;
 
 /// What `iolab run2` looks for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run2Config {
     /// The file to read.
     pub path: PathBuf,
@@ -27,9 +27,11 @@ pub struct Run2Config {
     pub bs: u64,
     /// The shortest acceptable read.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub min: Duration,
     /// The longest acceptable read.
     #[serde(with = "crate::measure::secs")]
+    #[schemars(with = "f64")]
     pub max: Duration,
     /// The read method.
     pub method: ReadMethod,
@@ -42,7 +44,7 @@ pub struct Run2Config {
 }
 
 /// One read tried.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run2Step {
     /// Blocks read.
     pub count: u64,
@@ -53,7 +55,7 @@ pub struct Run2Step {
 /// How the search ended.
 // One per run: a large variant costs nothing.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Run2Outcome {
     /// A count whose read fell inside the window.
     Found,
@@ -91,7 +93,7 @@ pub enum Run2Outcome {
 }
 
 /// Where a measured rate came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RateSource {
     /// The file was (almost) all in the page cache.
@@ -101,7 +103,7 @@ pub enum RateSource {
 }
 
 /// The window's file sizes at the device's rate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DevicePrediction {
     /// The cold rate, MiB/s (the median of whole-file reads, each after evicting it).
     pub rate_mib_s: f64,
@@ -115,7 +117,7 @@ pub struct DevicePrediction {
 }
 
 /// What `iolab run2` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run2Result {
     /// What was asked.
     pub config: Run2Config,

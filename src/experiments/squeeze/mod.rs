@@ -40,7 +40,7 @@ crate::named_enum! {
 }
 
 /// How each method reads: the same in the run's config and in each child's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SqueezeReads {
     /// Where the reads go.
     pub pattern: SqueezePattern,
@@ -76,7 +76,7 @@ impl Default for SqueezeReads {
 }
 
 /// What to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SqueezeConfig {
     /// The file (larger than `memory`).
     pub path: PathBuf,
@@ -154,7 +154,7 @@ impl SqueezeConfig {
 }
 
 /// One second (or the last part of one) of one method.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SqueezeTick {
     /// Seconds since the method started, at the end of this interval.
     pub t: f64,
@@ -193,7 +193,7 @@ pub struct SqueezeTick {
 pub type SqueezeMessage = crate::harness::child::Message<SqueezeTick, SqueezeDone>;
 
 /// The child's totals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SqueezeDone {
     /// Bytes read and reads.
     pub moved: Moved,
@@ -217,7 +217,7 @@ pub mod suite;
 mod worker;
 
 /// The steady part of one method's series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Steady {
     /// Seconds into the run where it starts.
     pub from_s: f64,
@@ -242,7 +242,7 @@ pub struct Steady {
 }
 
 /// One method's run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MethodSeries {
     /// The method.
     pub method: ReadMethod,
@@ -266,7 +266,7 @@ pub struct MethodSeries {
 }
 
 /// A squeeze run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SqueezeResult {
     /// What was asked.
     pub config: SqueezeConfig,

@@ -5,7 +5,7 @@
 use super::*;
 
 /// What the child is asked to run (passed as one JSON argument).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SqueezeWorker {
     /// The file.
     pub path: PathBuf,

@@ -31,7 +31,7 @@ crate::named_enum! {
 }
 
 /// What `iolab sweep` measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepConfig {
     /// The file to read, or where the write scratch file goes.
     pub path: PathBuf,
@@ -146,7 +146,7 @@ pub const SYNCED_BLOCKS: u64 = 2048;
 pub const WRITE_LEN: u64 = 64 << 20;
 
 /// One run of one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepRun {
     /// Wall time, CPU time, faults and context switches of the measured work.
     pub counters: Counters,
@@ -157,7 +157,7 @@ pub struct SweepRun {
 }
 
 /// What one cell measures: a read method from a cache state, or a write method with a sync mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum CellKind {
     /// Reads.
@@ -177,7 +177,7 @@ pub enum CellKind {
 }
 
 /// One block size x method x cache state (or sync mode), with its runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepCell {
     /// Block size.
     pub bs: u64,
@@ -243,7 +243,7 @@ impl SweepCell {
 }
 
 /// What `iolab sweep` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepResult {
     /// The machine it ran on.
     pub host: Host,

@@ -20,7 +20,7 @@ pub mod report;
 pub mod suite;
 
 /// One system call's cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SyscallRow {
     /// Short name, e.g. `read-1b`.
     pub name: String,
@@ -35,7 +35,7 @@ pub struct SyscallRow {
 }
 
 /// What `iolab syscalls` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SyscallsResult {
     /// The machine it ran on.
     pub host: Host,

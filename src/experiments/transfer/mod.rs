@@ -21,7 +21,7 @@ pub mod report;
 pub mod suite;
 
 /// What `iolab transfer` measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TransferConfig {
     /// The files moved in every run.
     pub files: Vec<PathBuf>,
@@ -52,7 +52,7 @@ impl TransferConfig {
 }
 
 /// One method pair's runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PairResult {
     /// The sender's method.
     pub sender: SendMethod,
@@ -71,7 +71,7 @@ pub struct PairResult {
 }
 
 /// What `iolab transfer` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TransferResult {
     /// The machine it ran on.
     pub host: Host,

@@ -20,7 +20,7 @@ pub mod report;
 pub mod suite;
 
 /// What `iolab vm` does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VmConfig {
     /// The file to map.
     pub path: PathBuf,
@@ -35,7 +35,7 @@ pub struct VmConfig {
 }
 
 /// One touched page's descriptor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageInfo {
     /// Offset of the page in the file.
     pub offset: u64,
@@ -46,7 +46,7 @@ pub struct PageInfo {
 }
 
 /// What changed between two stages.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Delta {
     /// VmSize change, KiB.
     pub vm_size_kb: i64,
@@ -63,7 +63,7 @@ pub struct Delta {
 }
 
 /// The process at one stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stage {
     /// What was just done.
     pub name: String,
@@ -98,7 +98,7 @@ impl Stage {
 }
 
 /// The page cache before and after reading the whole file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageCacheChange {
     /// Before.
     pub before: PageCache,
@@ -109,7 +109,7 @@ pub struct PageCacheChange {
 }
 
 /// What `iolab vm` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VmResult {
     /// The mapped file.
     pub path: PathBuf,

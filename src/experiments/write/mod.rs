@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What `iolab write` measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteConfig {
     /// The file to write.
     pub path: PathBuf,
@@ -37,7 +37,7 @@ pub struct WriteConfig {
 }
 
 /// What `iolab write` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteResult {
     /// The machine it ran on.
     pub host: Host,
@@ -47,6 +47,7 @@ pub struct WriteResult {
     pub bytes: u64,
     /// XOR of the bytes written.
     #[serde(with = "crate::xor::hex")]
+    #[schemars(with = "String")]
     pub xor: u32,
     /// The file read back after the last run had the XOR that was written.
     pub verified: bool,
