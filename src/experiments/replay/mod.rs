@@ -224,12 +224,24 @@ fn fits_in_memory(path: &std::path::Path, reads: u64, faults: u64) -> Result<()>
 /// Replays `cfg.trace`, read twice and never held whole: once for all but its calls (and what
 /// the plan needs from all of them), once to plan the calls one by one.
 pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
+    // A large trace takes a while to read (a 1.7 GB one, 27 s here): said as it goes.
+    obs.progress("reading the trace", 0, 1);
     let f = crate::trace::TraceFile::<plan::CallSums>::open(&cfg.trace)?;
     let t = &f.trace;
     fits_in_memory(&cfg.trace, t.ops.reads, t.faults.len() as u64)?;
     let mut b = plan::Builder::new(&t.files, &t.faults, &t.ops, cfg.keep_gaps)
         .map_err(|e| e.at(&cfg.trace))?;
-    let calls = f.calls(&mut |op| b.op(op)).map_err(|e| e.at(&cfg.trace))?;
+    let total = t.ops.calls as usize;
+    let mut done = 0usize;
+    let calls = f
+        .calls(&mut |op| {
+            done += 1;
+            if done.is_multiple_of(1 << 18) {
+                obs.progress("planning the trace's calls", done, total);
+            }
+            b.op(op)
+        })
+        .map_err(|e| e.at(&cfg.trace))?;
     if calls != t.ops.calls {
         return Err(Error::failed(
             "the trace changed while it was read",
