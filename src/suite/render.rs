@@ -68,7 +68,19 @@ const GLOSSARY: &[(&str, &str)] = &[
     ),
     (
         "interval",
-        "the range that holds the true ratio at the stated confidence, from the spread of the runs; a finding names a winner only when the whole interval is on one side of 1",
+        "the range that holds the true ratio at the stated confidence (95%), from the spread of the runs",
+    ),
+    (
+        "winner, within 5%, undecided",
+        "a finding names a winner only when its whole interval lies outside 1/1.05 .. 1.05 (one side at least 5% faster), says within 5% only when the whole interval lies inside it, and is undecided otherwise: more rounds, or a quieter machine, might decide it",
+    ),
+    (
+        "paired (Hodges-Lehmann)",
+        "the two sides ran in the same interleaved rounds: the ratio is the centre of the per-round ratios (Hodges-Lehmann: the median of the means of every pair of them, on their logarithms), with its Wilcoxon signed-rank interval; the medians printed beside it are context, and their ratio may differ",
+    ),
+    (
+        "ratio of medians",
+        "the two sides were measured apart: the ratio is one side's median over the other's, with the interval the two medians' own intervals allow",
     ),
     (
         "busy",

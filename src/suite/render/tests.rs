@@ -1,4 +1,4 @@
-use super::{fenced, md_to_html, readable, spaced_tables};
+use super::{GLOSSARY, fenced, md_to_html, readable, spaced_tables};
 
 #[test]
 fn markdown_tables_become_html_tables_and_stages_fold() {
@@ -64,4 +64,26 @@ fn fences_close_on_their_own_line_and_outlast_backticks_inside() {
         f.starts_with("````text\n") && f.ends_with("\n````\n\n"),
         "{f}"
     );
+}
+
+/// The glossary states the rule `decide` applies: a winner outside 1/1.05 .. 1.05, within 5%
+/// inside it, undecided across its edge (it once said "on one side of 1").
+#[test]
+fn the_glossary_states_the_verdict_rule_the_decisions_use() {
+    use crate::measure::decide::{Decided, MARGIN, decide};
+    let rule = GLOSSARY
+        .iter()
+        .find(|(t, _)| t.contains("undecided"))
+        .map(|(_, m)| *m)
+        .unwrap();
+    assert!(rule.contains(&format!("1/{MARGIN} .. {MARGIN}")), "{rule}");
+    assert_eq!(decide([MARGIN, 1.3]).0, Decided::Winner);
+    assert_eq!(decide([0.5, 1.0 / MARGIN]).0, Decided::Winner);
+    assert_eq!(
+        decide([1.0 / MARGIN + 0.01, MARGIN - 0.01]).0,
+        Decided::Equivalent
+    );
+    // One side of 1 but across the margin: not a winner.
+    assert_eq!(decide([1.01, 1.3]).0, Decided::Undecided);
+    assert!(!GLOSSARY.iter().any(|(_, m)| m.contains("one side of 1")));
 }
