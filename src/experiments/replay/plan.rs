@@ -270,6 +270,8 @@ impl<'t> Builder<'t> {
         let k = self.calls;
         self.calls += 1;
         let files = self.files;
+        // Its read of a data file, if it made one.
+        let read = read_of(op).filter(|(f, _)| data(files, *f));
         if let Some(f) = op.file {
             let Some(info) = files.get(f as usize) else {
                 return Err(refuse(format!(
@@ -280,7 +282,7 @@ impl<'t> Builder<'t> {
             if op.call.writes() && data(files, f) {
                 self.plan.writes += 1;
             }
-            if let Some((_, b)) = read_of(op).filter(|_| data(files, f))
+            if let Some((_, b)) = read
                 && b.offset
                     .checked_add(b.len)
                     .is_none_or(|e| e > largest(info))
@@ -318,7 +320,7 @@ impl<'t> Builder<'t> {
             self.faulted.insert(self.faults[i as usize].file);
             th.access(a);
         }
-        if let Some((f, block)) = read_of(op).filter(|(f, _)| data(files, *f))
+        if let Some((f, block)) = read
             && let Some(&file) = self.index.get(&f)
         {
             self.plan.read_bytes += block.len;
