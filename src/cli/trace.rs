@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  fio --name=replay --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nNot seen: reads and writes submitted through io_uring (said when the program uses it), and\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nNot seen: reads and writes submitted through io_uring (said when the program uses it), and\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -25,9 +25,15 @@ pub struct TraceArgs {
     /// The profile's format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Write fio's iolog version 3 of the file reads and writes, for fio --read_iolog
+    /// Write fio's iolog version 3 of the file reads, for fio --read_iolog (the program's
+    /// writes are left out: see --fio-iolog-writes)
     #[arg(long, value_name = "FILE")]
     pub fio_iolog: Option<PathBuf>,
+    /// Keep the program's writes and syncs in --fio-iolog. fio performs them with its own
+    /// buffer contents: replaying it OVERWRITES those ranges of the program's files (its
+    /// outputs, a database updated in place). Only for copies of the files
+    #[arg(long, requires = "fio_iolog")]
+    pub fio_iolog_writes: bool,
     /// Do not sample page faults (mapped access then shows only as mmap calls)
     #[arg(long)]
     pub no_faults: bool,
@@ -130,7 +136,12 @@ impl TraceArgs {
             failed.push(e);
         }
         if let Some(path) = &self.fio_iolog {
-            let log = trace::iolog::iolog(&t);
+            let writes = if self.fio_iolog_writes {
+                trace::iolog::Writes::Keep
+            } else {
+                trace::iolog::Writes::LeaveOut
+            };
+            let log = trace::iolog::iolog(&t, writes);
             match iolab::output::save(path, log.text.as_bytes(), self.force) {
                 Ok(()) => {
                     for l in &log.left_out {

@@ -3,6 +3,11 @@
 //! in microseconds from the start. fio's format cannot name files with white space in their path
 //! and has no mapped access, and the kernel's files (/proc, /sys) cannot be replayed: those are
 //! left out and counted.
+//!
+//! By default the iolog holds the program's reads only: fio performs an iolog's writes with its
+//! own buffer contents, so replaying them overwrites the files the program wrote (an archive, a
+//! build's objects, a database updated in place). Writes (and syncs) are kept only when asked
+//! ([`Writes::Keep`]). Files the program deleted are left out too: fio would create them.
 
 use super::{Call, FileKind, Trace};
 use std::collections::BTreeSet;
@@ -19,12 +24,24 @@ pub struct Iolog {
     pub left_out: Vec<String>,
 }
 
-/// fio's iolog v3 of `t`'s file reads, writes and syncs.
-pub fn iolog(t: &Trace) -> Iolog {
+/// Whether the iolog keeps the program's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// Reads only: replaying it leaves every file as it is.
+    LeaveOut,
+    /// Writes and syncs too: fio will overwrite those ranges of those files with its own bytes.
+    Keep,
+}
+
+/// fio's iolog v3 of `t`'s file reads (and, with [`Writes::Keep`], writes and syncs).
+pub fn iolog(t: &Trace, writes: Writes) -> Iolog {
     let mut text = String::from("fio version 3 iolog\n");
     let mut opened = BTreeSet::new();
     let mut spaced = BTreeSet::new();
     let mut kernels = BTreeSet::new();
+    let mut deleted = BTreeSet::new();
+    let mut written = BTreeSet::new();
+    let (mut writes_left, mut written_bytes) = (0u64, 0u64);
     let mut ios = 0u64;
     for op in &t.ops {
         let Some(f) = op
@@ -56,6 +73,18 @@ pub fn iolog(t: &Trace) -> Iolog {
             kernels.insert(info.path.clone());
             continue;
         }
+        if writes == Writes::LeaveOut && action != "read" {
+            if action == "write" {
+                writes_left += 1;
+                written_bytes += op.ret.max(0) as u64;
+                written.insert(i);
+            }
+            continue;
+        }
+        if info.size_after.is_none() {
+            deleted.insert(i);
+            continue;
+        }
         let us = op.t / 1000;
         if opened.insert(i) {
             let _ = writeln!(text, "{us} {} add", info.path);
@@ -83,6 +112,19 @@ pub fn iolog(t: &Trace) -> Iolog {
         let _ = writeln!(text, "{end} {} close", t.files[*i as usize].path);
     }
     let mut left_out = Vec::new();
+    if writes_left > 0 {
+        left_out.push(format!(
+            "the program's {writes_left} write(s), {} to {} file(s): fio would write its own bytes over them (--fio-iolog-writes keeps them)",
+            crate::size::format_size(written_bytes),
+            written.len()
+        ));
+    }
+    if !deleted.is_empty() {
+        left_out.push(format!(
+            "{} file(s) the program deleted (fio would create them)",
+            deleted.len()
+        ));
+    }
     if !spaced.is_empty() {
         left_out.push(format!(
             "{} file(s) whose path has white space or is not UTF-8 (fio's iolog cannot name them)",
@@ -127,7 +169,7 @@ mod tests {
             ],
             serde_json::json!([]),
         );
-        let log = iolog(&t);
+        let log = iolog(&t, Writes::LeaveOut);
         assert_eq!(log.ios, 2);
         assert!(log.text.contains("1 /data/x read 0 4096\n"), "{}", log.text);
         assert!(
@@ -137,5 +179,46 @@ mod tests {
         );
         assert!(!log.text.contains("/proc/"), "{}", log.text);
         assert!(log.left_out.iter().any(|l| l.contains("/proc or /sys")));
+    }
+
+    #[test]
+    fn writes_and_deleted_files_are_left_out_unless_asked() {
+        let mut gone = file("/tmp/gone", 4096, 0, 0);
+        gone["size_after"] = serde_json::Value::Null;
+        let t = trace(
+            vec![file("/data/db", 8192, 0, 8192), gone],
+            vec![
+                op(1000, 10, "read", Some(0), 0, 4096),
+                op(2000, 10, "write", Some(0), 4096, 4096),
+                op(2500, 10, "fsync", Some(0), 0, 0),
+                op(3000, 10, "read", Some(1), 0, 4096),
+            ],
+            serde_json::json!([]),
+        );
+        let log = iolog(&t, Writes::LeaveOut);
+        assert_eq!(log.ios, 1, "{}", log.text);
+        assert!(!log.text.contains(" write "), "{}", log.text);
+        assert!(!log.text.contains(" sync"), "{}", log.text);
+        assert!(!log.text.contains("/tmp/gone"), "{}", log.text);
+        assert!(
+            log.left_out
+                .iter()
+                .any(|l| l.contains("1 write(s), 4 KiB to 1 file(s)")),
+            "{:?}",
+            log.left_out
+        );
+        assert!(
+            log.left_out
+                .iter()
+                .any(|l| l.contains("1 file(s) the program deleted"))
+        );
+        let all = iolog(&t, Writes::Keep);
+        assert!(
+            all.text.contains("2 /data/db write 4096 4096\n"),
+            "{}",
+            all.text
+        );
+        assert!(all.text.contains("2 /data/db sync\n"), "{}", all.text);
+        assert_eq!(all.ios, 3);
     }
 }
