@@ -95,3 +95,49 @@ fn the_default_fio_iolog_leaves_every_file_as_it_was() {
         assert!(after[path] == *bytes, "{} changed", path.display());
     }
 }
+
+#[test]
+fn a_copy_tool_shows_its_writes_as_the_kernel_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut total = 0u64;
+    for i in 0..12u64 {
+        let n = 50_000 + 37_000 * i;
+        std::fs::write(
+            src.join(format!("f{i}")),
+            vec![(i as u8) ^ 0x5a; n as usize],
+        )
+        .unwrap();
+        total += n;
+    }
+    let p = trace_sh(dir.path(), &[], "cp -r src dst");
+    let wchar = p["kernel"]["wchar"].as_u64().unwrap();
+    let writes = p["writes"]["bytes"].as_u64().unwrap();
+    assert!(wchar >= total, "{p}");
+    assert!(
+        (writes as f64 - wchar as f64).abs() <= 0.01 * wchar as f64,
+        "traced writes {writes} against wchar {wchar}"
+    );
+    assert!((p["wchar_agreement"].as_f64().unwrap() - 1.0).abs() <= 0.01);
+    assert_eq!(p["file_writes"]["bytes"].as_u64().unwrap(), total, "{p}");
+    // Each copy's row has its bytes written, and its typical read is no SSIZE_MAX.
+    let files = p["files"].as_array().unwrap();
+    for i in 0..12 {
+        let name = format!("/dst/f{i}");
+        let row = files
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(&name))
+            .unwrap_or_else(|| panic!("no row for {name}: {p}"));
+        assert_eq!(row["writes"]["bytes"], 50_000 + 37_000 * i);
+    }
+    for f in files
+        .iter()
+        .filter(|f| f["reads"]["calls"].as_u64() > Some(0))
+    {
+        assert!(
+            f["typical_request"].as_u64().unwrap() <= f["size"].as_u64().unwrap().max(1 << 20),
+            "{f}"
+        );
+    }
+}

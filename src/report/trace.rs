@@ -34,12 +34,13 @@ pub fn summary(p: &Profile) -> Vec<String> {
         p.stops
     ));
     l.push(format!(
-        "reads: {} calls, {} returned ({} from regular files); writes: {} calls, {}",
+        "reads: {} calls, {} returned ({} from regular files); writes: {} calls, {} ({} to regular files, copies included)",
         p.reads.calls,
         format_size(p.reads.bytes),
         format_size(p.file_reads.bytes),
         p.writes.calls,
-        format_size(p.writes.bytes)
+        format_size(p.writes.bytes),
+        format_size(p.file_writes.bytes)
     ));
     match p.rchar_agreement {
         Some(a) => l.push(format!(
@@ -51,7 +52,12 @@ pub fn summary(p: &Profile) -> Vec<String> {
             100.0 * (a - 1.0),
             format_size(p.kernel.read_bytes),
             format_size(p.kernel.write_bytes)
-        )),
+        ) + &p.wchar_agreement.map(|w| format!(
+            "; wchar {} = traced writes and copies {} {:+.3}%",
+            format_size(p.kernel.wchar),
+            format_size(p.writes.bytes),
+            100.0 * (w - 1.0)
+        )).unwrap_or_default()),
         None => l.push("kernel's count: not read (no thread's /proc io was readable)".into()),
     }
     if let Some(d) = p.device_agreement {
@@ -97,7 +103,7 @@ pub fn summary(p: &Profile) -> Vec<String> {
             .map(|(s, n)| format!("{}:{n}", format_size(*s)))
             .collect();
         l.push(format!(
-            "file read sizes (asked, up to): {}",
+            "file read sizes (returned, up to): {}",
             sizes.join(" ")
         ));
     }

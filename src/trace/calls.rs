@@ -173,10 +173,25 @@ impl Call {
         }
     }
 
-    /// Whether the call writes file data.
+    /// Whether the call writes file data from the program's memory.
     pub fn writes(self) -> bool {
         use Call::*;
         matches!(self, Write | Writev | Pwrite | Pwritev | Pwritev2)
+    }
+
+    /// Whether the call moves bytes from one descriptor to another in the kernel (its
+    /// destination is the op's `to_file`).
+    pub fn copies(self) -> bool {
+        use Call::*;
+        matches!(self, Sendfile | Splice | CopyFileRange)
+    }
+
+    /// Whether the kernel counts the call's bytes in `/proc/PID/io` wchar: the writes, and
+    /// sendfile and copy_file_range (both counted as read and written; splice in neither,
+    /// measured on 6.18).
+    pub fn counts_wchar(self) -> bool {
+        use Call::*;
+        self.writes() || matches!(self, Sendfile | CopyFileRange)
     }
 
     /// The name as the trace file and the profile print it.

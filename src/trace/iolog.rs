@@ -44,67 +44,69 @@ pub fn iolog(t: &Trace, writes: Writes) -> Iolog {
     let (mut writes_left, mut written_bytes) = (0u64, 0u64);
     let mut ios = 0u64;
     for op in &t.ops {
-        let Some(f) = op
-            .file
-            .and_then(|i| t.files.get(i as usize).map(|x| (i, x)))
-        else {
-            continue;
-        };
-        let (i, info) = f;
-        let action = if op.call.reads() {
-            "read"
+        // What the call did to files: a read of its own (a copy reads its source too), a
+        // write of its destination, or a sync.
+        let mut parts: Vec<(Option<u32>, &str, Option<u64>)> = Vec::new();
+        if op.call.reads() || op.call == Call::Splice {
+            parts.push((op.file, "read", op.off));
         } else if op.call.writes() {
-            "write"
+            parts.push((op.file, "write", op.off));
         } else if op.call == Call::Fsync {
-            "sync"
+            parts.push((op.file, "sync", None));
         } else if op.call == Call::Fdatasync {
-            "datasync"
-        } else {
-            continue;
-        };
-        if info.kind != FileKind::File || op.ret < 0 {
-            continue;
+            parts.push((op.file, "datasync", None));
         }
-        if info.path.chars().any(char::is_whitespace) || info.path_hex.is_some() {
-            spaced.insert(info.path.clone());
-            continue;
+        if op.call.copies() {
+            parts.push((op.to_file, "write", op.to_off));
         }
-        if info.is_kernels() {
-            kernels.insert(info.path.clone());
-            continue;
-        }
-        if writes == Writes::LeaveOut && action != "read" {
-            if action == "write" {
-                writes_left += 1;
-                written_bytes += op.ret.max(0) as u64;
-                written.insert(i);
+        for (file, action, off) in parts {
+            let Some((i, info)) = file.and_then(|i| t.files.get(i as usize).map(|x| (i, x))) else {
+                continue;
+            };
+            if info.kind != FileKind::File || op.ret < 0 {
+                continue;
             }
-            continue;
-        }
-        if info.size_after.is_none() {
-            deleted.insert(i);
-            continue;
-        }
-        let us = op.t / 1000;
-        if opened.insert(i) {
-            let _ = writeln!(text, "{us} {} add", info.path);
-            let _ = writeln!(text, "{us} {} open", info.path);
-        }
-        if matches!(action, "sync" | "datasync") {
-            let _ = writeln!(text, "{us} {} {action}", info.path);
-            ios += 1;
-            continue;
-        }
-        let (Some(off), true) = (op.off, op.ret > 0) else {
-            continue;
-        };
-        // fio reads the length as an unsigned int.
-        let mut done = 0u64;
-        while done < op.ret as u64 {
-            let n = (op.ret as u64 - done).min(u32::MAX as u64 & !4095);
-            let _ = writeln!(text, "{us} {} {action} {} {n}", info.path, off + done);
-            done += n;
-            ios += 1;
+            if info.path.chars().any(char::is_whitespace) || info.path_hex.is_some() {
+                spaced.insert(info.path.clone());
+                continue;
+            }
+            if info.is_kernels() {
+                kernels.insert(info.path.clone());
+                continue;
+            }
+            if writes == Writes::LeaveOut && action != "read" {
+                if action == "write" {
+                    writes_left += 1;
+                    written_bytes += op.ret.max(0) as u64;
+                    written.insert(i);
+                }
+                continue;
+            }
+            if info.size_after.is_none() {
+                deleted.insert(i);
+                continue;
+            }
+            let us = op.t / 1000;
+            if opened.insert(i) {
+                let _ = writeln!(text, "{us} {} add", info.path);
+                let _ = writeln!(text, "{us} {} open", info.path);
+            }
+            if matches!(action, "sync" | "datasync") {
+                let _ = writeln!(text, "{us} {} {action}", info.path);
+                ios += 1;
+                continue;
+            }
+            let (Some(off), true) = (off, op.ret > 0) else {
+                continue;
+            };
+            // fio reads the length as an unsigned int.
+            let mut done = 0u64;
+            while done < op.ret as u64 {
+                let n = (op.ret as u64 - done).min(u32::MAX as u64 & !4095);
+                let _ = writeln!(text, "{us} {} {action} {} {n}", info.path, off + done);
+                done += n;
+                ios += 1;
+            }
         }
     }
     let end = t.wall_ns / 1000;

@@ -219,6 +219,15 @@ pub struct Op {
     /// advice, mmap's protection << 32 | flags, the destination descriptor of sendfile/splice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<u64>,
+    /// Where sendfile, splice and copy_file_range wrote: index into [`Trace::files`] of the
+    /// destination descriptor's file (None for other calls, and in traces from before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_file: Option<u32>,
+    /// The destination offset those calls wrote at (None where the destination has no
+    /// position: a pipe, a socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_off: Option<u64>,
     /// The time the tracer had held this thread at its stops (from noticing a stop to resuming
     /// the thread) before this call's entry, ns: the difference between two calls' `held` is
     /// the tracer's share of the time between them.

@@ -41,6 +41,8 @@ pub struct Pending {
     off: Option<u64>,
     len: u64,
     arg: Option<u64>,
+    /// Where a copy (sendfile, splice, copy_file_range) writes: the file and offset.
+    to: Option<(u32, Option<u64>)>,
     held: u64,
     stops: u64,
 }
@@ -195,6 +197,18 @@ impl State {
         Some(desc)
     }
 
+    /// The file a copy writes to through `fd`, and where: at `at` (an offset the call was
+    /// given) or at the descriptor's position (None for a pipe or a socket).
+    fn destination(&mut self, tid: i32, fd: i32, at: Option<u64>) -> Option<(u32, Option<u64>)> {
+        let d = self.desc(tid, fd)?;
+        let (file, pos) = (d.borrow().file, d.borrow().pos);
+        let seekable = self
+            .files
+            .get(file as usize)
+            .is_some_and(|f| matches!(f.kind, FileKind::File | FileKind::Device));
+        Some((file, at.or(seekable.then_some(pos))))
+    }
+
     fn iov_sum(&self, tid: i32, addr: u64, count: u64) -> u64 {
         let n = count.min(1024) as usize;
         let mut buf = vec![0u8; n * 16];
@@ -229,6 +243,7 @@ impl State {
             off: None,
             len: 0,
             arg: None,
+            to: None,
             held: self.tasks.get(&tid).map_or(0, |t| t.held),
             stops: self.tasks.get(&tid).map_or(0, |t| t.stops),
         };
@@ -280,12 +295,15 @@ impl State {
                     .or_else(|| pos_of(self, a[1] as i32));
                 p.len = a[3];
                 p.arg = Some(a[0]);
+                p.to = self.destination(tid, fd0, None);
             }
             Splice | CopyFileRange => {
                 p.fd = fd0;
                 p.off = self.peek_u64(tid, a[1]).or_else(|| pos_of(self, fd0));
                 p.len = a[4];
                 p.arg = Some(a[2]);
+                let at = self.peek_u64(tid, a[3]);
+                p.to = self.destination(tid, a[2] as i32, at);
             }
             UringSetup | UringEnter => {
                 self.note("the program used io_uring: reads and writes it submits there are not seen (only the io_uring_enter calls are)");
@@ -382,6 +400,8 @@ impl State {
             len: p.len,
             ret,
             arg: p.arg,
+            to_file: p.to.map(|t| t.0),
+            to_off: p.to.and_then(|t| t.1),
             held: p.held,
             held_exit: task.held,
             stops: p.stops,
@@ -500,7 +520,13 @@ impl State {
                     d.borrow_mut().pos = ret as u64;
                 }
             }
-            Sendfile if a[2] == 0 => advance(self, p.fd, ret),
+            Sendfile => {
+                if a[2] == 0 {
+                    advance(self, p.fd, ret);
+                }
+                // sendfile writes at the destination's position, and moves it.
+                advance(self, a[0] as i32, ret);
+            }
             Splice | CopyFileRange => {
                 if a[1] == 0 {
                     advance(self, p.fd, ret);

@@ -36,7 +36,9 @@ pub struct FileProfile {
     pub reread: f64,
     /// Share of read calls that started where the previous read of the file ended (0..1).
     pub sequential: f64,
-    /// The most common request size of its reads (bytes asked).
+    /// Its typical read: the byte-weighted median of the lengths its reads returned (half of
+    /// the bytes came in reads this long or shorter), so that a 3-byte sniff before 64 KiB
+    /// reads, or copy_file_range's "as much as you can", does not stand for the reads.
     pub typical_request: u64,
     /// Bytes resident before its first open and after the run (None where hidden).
     pub resident_before: Option<u64>,
@@ -90,8 +92,13 @@ pub struct Profile {
     pub reads: Totals,
     /// Of those, reads of regular files.
     pub file_reads: Totals,
-    /// Every write-like call.
+    /// Every call the kernel counts in wchar (writes to any descriptor, sendfile,
+    /// copy_file_range).
     pub writes: Totals,
+    /// Bytes written to regular files: write calls, and the destinations of sendfile, splice
+    /// and copy_file_range.
+    #[serde(default)]
+    pub file_writes: Totals,
     /// Time in all traced calls over the wall time (threads add up, so it can pass 1).
     pub io_share: f64,
     /// The kernel's accounting.
@@ -99,6 +106,9 @@ pub struct Profile {
     /// The trace's read bytes, plus the kernel's reads at exec, over the kernel's rchar (1 = they
     /// agree).
     pub rchar_agreement: Option<f64>,
+    /// The trace's write bytes over the kernel's wchar (1 = they agree).
+    #[serde(default)]
+    pub wchar_agreement: Option<f64>,
     /// Bytes read from storage (kernel) per unique byte the program read from files.
     pub device_per_unique: Option<f64>,
     /// Bytes the run brought into the page cache: every regular file's residency after the run
@@ -116,7 +126,7 @@ pub struct Profile {
     /// storage read is accounted for; below: pages evicted during the run, or reads the cache
     /// did not keep; above: another program's metadata reads).
     pub device_agreement: Option<f64>,
-    /// Request sizes of file reads: (size asked, rounded up to a power of two; calls).
+    /// Sizes of file reads: (length returned, rounded up to a power of two; calls).
     pub request_sizes: Vec<(u64, u64)>,
     /// Regular files, most bytes first (code files apart).
     pub files: Vec<FileProfile>,
@@ -186,9 +196,15 @@ struct Tally<'a> {
     reads: Totals,
     file_reads: Totals,
     writes: Totals,
+    file_writes: Totals,
     calls: BTreeMap<&'a str, CallRow>,
     sizes: BTreeMap<u64, u64>,
     io_ns: u64,
+}
+
+/// The kind of file index `f` names.
+fn kind(t: &Trace, f: Option<u32>) -> Option<FileKind> {
+    t.files.get(f? as usize).map(|x| x.kind)
 }
 
 fn tally(t: &Trace) -> Tally<'static> {
@@ -198,6 +214,7 @@ fn tally(t: &Trace) -> Tally<'static> {
         reads,
         file_reads,
         writes,
+        file_writes,
         calls,
         sizes,
         io_ns,
@@ -216,19 +233,24 @@ fn tally(t: &Trace) -> Tally<'static> {
         if op.ret < 0 {
             row.errors += 1;
         }
-        let is_file = op.file.is_some_and(|f| {
-            t.files
-                .get(f as usize)
-                .is_some_and(|x| x.kind == FileKind::File)
-        });
-        if op.call.reads() || op.call.writes() {
+        let is_file = kind(t, op.file) == Some(FileKind::File);
+        if op.call.reads() || op.call.writes() || op.call.copies() {
             row.bytes += op.ret.max(0) as u64;
         }
         if op.call.reads() {
             add(reads, op.len, op.ret, op.dur);
         }
-        if op.call.writes() {
+        if op.call.counts_wchar() {
             add(writes, op.len, op.ret, op.dur);
+        }
+        // A copy's destination file: written, by the kernel (its time is the source's row's).
+        if op.call.copies()
+            && let Some(to) = op
+                .to_file
+                .filter(|&f| kind(t, Some(f)) == Some(FileKind::File))
+        {
+            add(&mut acc.entry(to).or_default().writes, op.len, op.ret, 0);
+            add(file_writes, op.len, op.ret, op.dur);
         }
         let (Some(f), true) = (op.file, is_file) else {
             continue;
@@ -237,8 +259,11 @@ fn tally(t: &Trace) -> Tally<'static> {
         if op.call.reads() || op.call == Call::Splice {
             add(&mut a.reads, op.len, op.ret, op.dur);
             add(file_reads, op.len, op.ret, op.dur);
-            *sizes.entry(op.len.max(1).next_power_of_two()).or_default() += 1;
-            *a.sizes.entry(op.len).or_default() += 1;
+            if op.ret > 0 {
+                let got = op.ret as u64;
+                *sizes.entry(got.next_power_of_two()).or_default() += 1;
+                *a.sizes.entry(got).or_default() += 1;
+            }
             if let Some(off) = op.off {
                 if a.next.unwrap_or(0) == off {
                     a.seq += 1;
@@ -250,6 +275,7 @@ fn tally(t: &Trace) -> Tally<'static> {
             }
         } else if op.call.writes() {
             add(&mut a.writes, op.len, op.ret, op.dur);
+            add(file_writes, op.len, op.ret, op.dur);
         } else if op.call == Call::Mmap {
             a.mapped = true;
         }
@@ -260,6 +286,22 @@ fn tally(t: &Trace) -> Tally<'static> {
         a.fault_pages.insert(fault.off);
     }
     y
+}
+
+/// The byte-weighted median of `sizes` (length -> calls): the smallest length such that reads
+/// of that length or shorter returned at least half the bytes; 0 for none.
+fn weighted_median(sizes: &HashMap<u64, u64>) -> u64 {
+    let mut v: Vec<(u64, u64)> = sizes.iter().map(|(s, n)| (*s, *n)).collect();
+    v.sort_unstable();
+    let total: u128 = v.iter().map(|(s, n)| *s as u128 * *n as u128).sum();
+    let mut acc = 0u128;
+    for (s, n) in v {
+        acc += s as u128 * n as u128;
+        if 2 * acc >= total {
+            return s;
+        }
+    }
+    0
 }
 
 /// Each regular file's profile from its tally: data files, code files, and the unique bytes read.
@@ -276,11 +318,7 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
         }
         let unique = union_len(&mut a.ranges);
         unique_total += unique;
-        let typical = a
-            .sizes
-            .iter()
-            .max_by_key(|(size, n)| (**n, **size))
-            .map_or(0, |(s, _)| *s);
+        let typical = weighted_median(&a.sizes);
         let p = FileProfile {
             path: info.path.clone(),
             size: info.size_after.unwrap_or(info.size),
@@ -328,8 +366,15 @@ fn cache_growth(t: &Trace) -> (u64, usize) {
     let written: HashSet<u32> = t
         .ops
         .iter()
-        .filter(|o| o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate)
-        .filter_map(|o| o.file)
+        .filter_map(|o| {
+            if o.call.copies() {
+                o.to_file
+            } else if o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate {
+                o.file
+            } else {
+                None
+            }
+        })
         .collect();
     let read: HashSet<u32> = t
         .ops
@@ -365,6 +410,7 @@ pub fn profile(t: &Trace) -> Profile {
         reads,
         file_reads,
         writes,
+        file_writes,
         calls,
         sizes,
         io_ns,
@@ -388,6 +434,7 @@ pub fn profile(t: &Trace) -> Profile {
         reads,
         file_reads,
         writes,
+        file_writes,
         io_share: if t.wall_ns > 0 {
             io_ns as f64 / t.wall_ns as f64
         } else {
@@ -396,6 +443,8 @@ pub fn profile(t: &Trace) -> Profile {
         kernel: t.kernel,
         rchar_agreement: (t.kernel.threads > 0 && t.kernel.rchar > 0)
             .then(|| (reads.bytes + t.kernel.exec_rchar) as f64 / t.kernel.rchar as f64),
+        wchar_agreement: (t.kernel.threads > 0 && t.kernel.wchar > 0)
+            .then(|| writes.bytes as f64 / t.kernel.wchar as f64),
         device_per_unique: (unique_total > 0 && t.kernel.threads > 0)
             .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
         cache_growth,
@@ -417,6 +466,18 @@ pub fn profile(t: &Trace) -> Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_typical_read_is_where_half_the_bytes_came() {
+        // rg's 3-byte sniff before its 64 KiB reads; most calls are the sniffs.
+        let sizes: HashMap<u64, u64> = [(3, 100), (65536, 20)].into();
+        assert_eq!(weighted_median(&sizes), 65536);
+        let even: HashMap<u64, u64> = [(100, 1), (300, 1)].into();
+        assert_eq!(weighted_median(&even), 300);
+        let small: HashMap<u64, u64> = [(4096, 3), (1000, 1)].into();
+        assert_eq!(weighted_median(&small), 4096);
+        assert_eq!(weighted_median(&HashMap::new()), 0);
+    }
 
     #[test]
     fn union_of_ranges_counts_overlaps_once() {
