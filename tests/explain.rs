@@ -141,3 +141,150 @@ fn a_copy_tool_shows_its_writes_as_the_kernel_counts_them() {
         );
     }
 }
+
+/// The verdict's claim holds on its own figures: the kind of work it names is at least 1.5x
+/// each other kind of work, and the tracer took at most half the threads' time.
+fn holds(time: &Value) {
+    let total = &time["total"];
+    let ns = |k: &str| total[k].as_u64().unwrap() as f64;
+    let went = time["went_to"].as_str().unwrap();
+    let key = |w: &str| match w {
+        "cpu" => "cpu_ns",
+        "files" => "files_ns",
+        "metadata" => "metadata_ns",
+        "unseen" => "unseen_ns",
+        "runq" => "runq_ns",
+        "pipes" => "pipes_ns",
+        _ => "devices_ns",
+    };
+    for other in ["cpu", "files", "metadata", "unseen", "runq"] {
+        if other != went {
+            assert!(
+                ns(key(went)) >= 1.5 * ns(key(other)),
+                "{went} against {other}: {time}"
+            );
+        }
+    }
+    assert!(ns("tracer_ns") <= 0.5 * ns("alive_ns"), "{time}");
+}
+
+#[test]
+fn a_pipeline_into_gzip_is_said_to_wait_on_the_cpu_not_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // Incompressible: gzip works hard on every byte.
+    write_file(dir.path(), "r.bin", &bytes(24 << 20, 5));
+    let p = trace_sh(dir.path(), &[], "tar cf - r.bin | gzip > /dev/null");
+    let time = &p["time"];
+    let procs = time["procs"].as_array().unwrap();
+    let by = |name: &str| {
+        procs
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {time}"))
+    };
+    // gzip did the work; tar waited on the pipe into it.
+    assert!(
+        by("gzip")["cpu_ns"].as_u64() > by("tar")["cpu_ns"].as_u64(),
+        "{time}"
+    );
+    assert!(
+        by("tar")["pipes_ns"].as_u64() > by("tar")["files_ns"].as_u64(),
+        "{time}"
+    );
+    match time["went_to"].as_str() {
+        Some("cpu") => holds(time),
+        // On a busy machine, waiting for a CPU can match the CPU time itself.
+        other => {
+            let t = &time["total"];
+            assert!(
+                t["runq_ns"].as_u64().unwrap() * 3 >= t["cpu_ns"].as_u64().unwrap()
+                    || other.is_none(),
+                "{time}"
+            );
+            assert_ne!(other, Some("files"), "{time}");
+            assert_ne!(other, Some("pipes"), "{time}");
+        }
+    }
+    assert!(
+        !time["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("waiting on file data"),
+        "{time}"
+    );
+}
+
+#[test]
+fn direct_reads_are_said_to_wait_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    if fs_type(dir.path()) == "tmpfs" {
+        return skip(Lack::Machine, "O_DIRECT: the temporary folder is on tmpfs");
+    }
+    let f = write_file(dir.path(), "d.bin", &bytes(64 << 20, 9));
+    let p = trace_sh(
+        dir.path(),
+        &[],
+        &format!(
+            "exec dd if={} of=/dev/null bs=1M iflag=direct status=none",
+            s(&f)
+        ),
+    );
+    let time = &p["time"];
+    match time["went_to"].as_str() {
+        Some(w) => {
+            assert_eq!(w, "files", "{time}");
+            holds(time);
+        }
+        None => assert!(
+            time["verdict"].as_str().unwrap().starts_with("undecided")
+                || time["verdict"].as_str().unwrap().starts_with("mixed"),
+            "{time}"
+        ),
+    }
+    let dd = &time["procs"][0];
+    assert!(
+        dd["files_ns"].as_u64() > dd["metadata_ns"].as_u64(),
+        "{time}"
+    );
+}
+
+#[test]
+fn a_walk_of_directories_shows_its_metadata_per_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in 0..40 {
+        let sub = dir.path().join(format!("tree/d{d:02}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..(d % 7 + 1) {
+            std::fs::write(sub.join(format!("f{f}")), b"x").unwrap();
+        }
+    }
+    let p = trace_sh(
+        dir.path(),
+        &["--files", "100"],
+        "du -s tree > /dev/null; ls missing 2>/dev/null; true",
+    );
+    let rows = p["metadata_dirs"].as_array().unwrap();
+    for d in 0..40 {
+        let name = format!("/tree/d{d:02}");
+        let row = rows
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(&name))
+            .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"));
+        // du stats each entry relative to its directory, and reads its entries.
+        assert!(row["stats"].as_u64().unwrap() > d % 7, "{row}");
+        assert!(row["getdents"].as_u64().unwrap() >= 1, "{row}");
+        assert!(row["entry_bytes"].as_u64().unwrap() > 0, "{row}");
+    }
+    let stats: u64 = rows.iter().map(|r| r["stats"].as_u64().unwrap()).sum();
+    assert!(
+        stats >= 40 + (0..40).map(|d| d % 7 + 1).sum::<u64>(),
+        "{stats}"
+    );
+    // ls of a missing name: a failed stat, counted.
+    let errors: u64 = rows
+        .iter()
+        .map(|r| r["stat_errors"].as_u64().unwrap())
+        .sum();
+    assert!(errors >= 1, "{rows:?}");
+    assert!(p["time"]["total"]["metadata_ns"].as_u64().unwrap() > 0);
+}

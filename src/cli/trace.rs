@@ -40,6 +40,10 @@ pub struct TraceArgs {
     /// Do not re-read the bytes the program read to record their XOR afterwards
     #[arg(long)]
     pub no_xor: bool,
+    /// Do not stop at stat and getdents calls (lower overhead for a program that walks
+    /// directories; its metadata time is then not seen)
+    #[arg(long)]
+    pub no_metadata: bool,
     /// Files in the profile's table
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub files: usize,
@@ -87,6 +91,7 @@ impl TraceArgs {
             launcher,
             faults: !self.no_faults,
             xor: !self.no_xor,
+            metadata: !self.no_metadata,
             quiet: false,
         };
         let t = if self.follow {
@@ -199,6 +204,9 @@ fn traced_by_helper(cfg: &TraceConfig) -> Result<trace::Trace, Error> {
     if !cfg.xor {
         cmd.arg("--no-xor");
     }
+    if !cfg.metadata {
+        cmd.arg("--no-metadata");
+    }
     // Its descriptor for the trace is the write end's number here, inherited.
     cmd.arg("--result-fd")
         .arg(std::os::fd::AsRawFd::as_raw_fd(&w).to_string());
@@ -253,6 +261,9 @@ pub struct TraceTracerArgs {
     /// Do not re-read the bytes the program read for their XOR
     #[arg(long)]
     pub no_xor: bool,
+    /// Do not stop at stat and getdents calls
+    #[arg(long)]
+    pub no_metadata: bool,
     /// The program and its arguments
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<OsString>,
@@ -274,6 +285,7 @@ impl TraceTracerArgs {
             launcher: super::own_program()?,
             faults: !self.no_faults,
             xor: !self.no_xor,
+            metadata: !self.no_metadata,
             quiet: false,
         };
         let (t, lingering) = trace::run_for(&cfg, &iolab::sys::interrupted, false)?;
@@ -295,6 +307,9 @@ impl TraceTracerArgs {
 /// and execs the command.
 #[derive(Debug, Args)]
 pub struct TraceExecArgs {
+    /// Do not stop at stat and getdents calls
+    #[arg(long)]
+    pub no_metadata: bool,
     /// The program and its arguments
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<OsString>,
@@ -304,10 +319,12 @@ impl TraceExecArgs {
     /// Execs the command under the filter; returns only on failure.
     pub fn run(self) -> Result<(), Error> {
         use std::os::unix::process::CommandExt;
-        let filter = iolab::trace::calls::filter()
+        let filter = iolab::trace::calls::filter(!self.no_metadata)
             .map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
         seccompiler::apply_filter(&filter)
             .map_err(|e| Error::unsupported("cannot install the seccomp filter", e.to_string()))?;
+        // What a traced call costs, measured by the tracer on these before the program runs.
+        iolab::trace::calibrate();
         let program = &self.command[0];
         let e = std::process::Command::new(program)
             .args(&self.command[1..])

@@ -3,6 +3,7 @@
 use super::{Document, Table, Value};
 use crate::size::format_size;
 use crate::trace::profile::{FileProfile, Profile};
+use crate::trace::time::TimeProfile;
 
 fn pct(x: f64) -> Value {
     Value::text(format!("{:.0}%", 100.0 * x))
@@ -174,6 +175,73 @@ pub fn calls_table(p: &Profile) -> Table {
     t
 }
 
+/// Where each process's time went, seconds (threads added up; at most `limit` processes, most
+/// time alive first).
+pub fn time_table(t: &TimeProfile, limit: usize) -> Table {
+    let mut tab = Table::titled(&[
+        "process",
+        "alive s",
+        "CPU s",
+        "file data s",
+        "metadata s",
+        "pipes s",
+        "devices s",
+        "children s",
+        "unseen s",
+        "run queue s",
+        "tracer s",
+    ]);
+    let s = |ns: u64| Value::Fixed(ns as f64 / 1e9, 3);
+    let mut row = |name: String, p: &crate::trace::time::ProcTime| {
+        tab.row(vec![
+            Value::text(name),
+            s(p.alive_ns),
+            s(p.cpu_ns),
+            s(p.files_ns),
+            s(p.metadata_ns),
+            s(p.pipes_ns),
+            s(p.devices_ns),
+            s(p.children_ns),
+            s(p.unseen_ns),
+            s(p.runq_ns),
+            s(p.tracer_ns),
+        ]);
+    };
+    for p in t.procs.iter().take(limit) {
+        row(format!("{} ({})", crate::shown::line(&p.name), p.pid), p);
+    }
+    if t.procs.len() > 1 {
+        row(format!("all {} processes", t.procs.len()), &t.total);
+    }
+    tab
+}
+
+/// Metadata calls per directory (at most `limit` rows, most time first).
+pub fn metadata_table(p: &Profile, limit: usize) -> Table {
+    let mut t = Table::titled(&[
+        "directory",
+        "stats",
+        "failed",
+        "getdents",
+        "entries",
+        "ms",
+        "us/call",
+    ]);
+    for r in p.metadata_dirs.iter().take(limit) {
+        let calls = r.stats + r.getdents;
+        t.row(vec![
+            Value::text(&r.path),
+            Value::Count(r.stats),
+            Value::Count(r.stat_errors),
+            Value::Count(r.getdents),
+            Value::Bytes(r.entry_bytes),
+            Value::Fixed(r.time_ns as f64 / 1e6, 1),
+            Value::Fixed(r.time_ns as f64 / 1e3 / calls.max(1) as f64, 1),
+        ]);
+    }
+    t
+}
+
 /// The whole profile: the summary, the files read or written (at most `limit`), the calls.
 pub fn profile_document(p: &Profile, limit: usize) -> Document {
     let (used, idle): (Vec<FileProfile>, Vec<FileProfile>) = p
@@ -201,9 +269,43 @@ pub fn profile_document(p: &Profile, limit: usize) -> Document {
             p.code_files.len()
         ));
     }
-    Document::new()
+    let doc = Document::new()
         .items(summary(p))
         .table(files_table(&used, limit))
         .para(after.join("\n"))
-        .table(calls_table(p))
+        .table(calls_table(p));
+    let doc = match &p.time {
+        Some(t) => doc.para(t.verdict.clone()).table(time_table(t, limit)),
+        None => doc,
+    };
+    if p.metadata_dirs.is_empty() {
+        return if p.failed_opens.0 > 0 {
+            doc.para(format!(
+                "opens that failed: {}, {:.1} ms",
+                p.failed_opens.0,
+                p.failed_opens.1 as f64 / 1e6
+            ))
+        } else {
+            doc
+        };
+    }
+    let more = p.metadata_dirs.len().saturating_sub(limit);
+    doc.para(format!(
+        "metadata by directory{}{}",
+        if more > 0 {
+            format!(" ({more} more directories: --files N shows more)")
+        } else {
+            String::new()
+        },
+        if p.failed_opens.0 > 0 {
+            format!(
+                "; opens that failed: {}, {:.1} ms",
+                p.failed_opens.0,
+                p.failed_opens.1 as f64 / 1e6
+            )
+        } else {
+            String::new()
+        }
+    ))
+    .table(metadata_table(p, limit))
 }

@@ -70,6 +70,8 @@ pub fn finish(
         faults_unavailable,
         kernel: st.kernel,
         notes: st.notes.into_iter().collect(),
+        procs: st.procs.into_values().collect(),
+        stop_cost: st.stop_cost,
     }
 }
 

@@ -10,10 +10,12 @@ mod faults;
 mod file;
 mod finish;
 pub mod iolog;
+mod mapcalls;
 mod model;
 mod ops;
 pub mod overhead;
 pub mod profile;
+pub mod time;
 mod tracer;
 
 pub use calls::Call;
@@ -37,6 +39,8 @@ pub struct TraceConfig {
     pub faults: bool,
     /// Compute each file's XOR over the bytes the program read, after it ends (re-reads them).
     pub xor: bool,
+    /// Stop at stat and getdents calls too (metadata time per directory).
+    pub metadata: bool,
     /// The program's stdin, stdout and stderr on /dev/null (else iolab's own).
     pub quiet: bool,
 }
@@ -255,6 +259,57 @@ pub struct Fault {
     pub off: u64,
 }
 
+/// Where one traced process's time went outside its traced calls, from the kernel's own
+/// accounting of its threads (`/proc/PID/task/TID/schedstat`, read as each thread exited).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProcTimes {
+    /// Process id.
+    pub pid: u32,
+    /// Its name (`comm`) when its last thread exited.
+    pub name: String,
+    /// Threads whose times were read.
+    pub threads: u32,
+    /// Its threads' lifetimes added up, ns (from when the tracer saw each one to its exit).
+    pub alive_ns: u64,
+    /// Time its threads ran on a CPU, ns (user and system).
+    pub cpu_ns: u64,
+    /// Time its threads were runnable and waited for a CPU, ns.
+    pub runq_ns: u64,
+    /// Time the tracer held its threads at their stops, ns.
+    pub held_ns: u64,
+    /// Time its threads were blocked in wait4/waitid (waiting for a child), ns, the tracer's
+    /// share taken off.
+    pub children_ns: u64,
+    /// Its threads' stops for the tracer.
+    #[serde(default)]
+    pub stops: u64,
+}
+
+/// What one traced call costs the program by being traced, measured at the start on calls
+/// whose own cost is about a microsecond (the launcher stats `/` [`CALIBRATION_CALLS`] times
+/// under the filter before it runs the program).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StopCost {
+    /// Calls measured.
+    pub calls: u32,
+    /// The median time from a call's entry stop to its exit stop, the tracer's held share off,
+    /// ns: the wall time a traced call gains.
+    pub wall_ns: u64,
+    /// CPU time the thread spent per stop (the kernel's side of stopping and resuming it), ns.
+    pub cpu_ns: u64,
+}
+
+/// How many calls the launcher makes for [`StopCost`].
+pub const CALIBRATION_CALLS: u32 = 200;
+
+/// The launcher's calibration: [`CALIBRATION_CALLS`] stats of `/`, under the filter, before the
+/// program is exec'd.
+pub fn calibrate() {
+    for _ in 0..CALIBRATION_CALLS {
+        let _ = std::fs::metadata("/");
+    }
+}
+
 /// Sums of `/proc/PID/task/TID/io` over every traced thread, read as each one exited: the
 /// kernel's own accounting, to check the trace against.
 #[derive(
@@ -325,6 +380,13 @@ pub struct TraceOf<O> {
     pub kernel: KernelIo,
     /// What the trace cannot see or may have got wrong, one sentence each.
     pub notes: Vec<String>,
+    /// Per process, where its time went outside its traced calls (empty in traces from before
+    /// it was recorded).
+    #[serde(default)]
+    pub procs: Vec<ProcTimes>,
+    /// What a traced call costs by being traced, measured at the start.
+    #[serde(default)]
+    pub stop_cost: Option<StopCost>,
 }
 
 pub use file::TraceFile;
@@ -360,7 +422,7 @@ pub(crate) mod fixture {
             "faults": faults, "faults_lost": 0, "faults_unavailable": null,
             "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
                        "write_bytes": 0, "threads": 1, "exec_rchar": 0},
-            "notes": []
+            "notes": [], "procs": []
         }))
         .unwrap()
     }

@@ -4,7 +4,7 @@
 
 use super::calls::Call;
 use super::model::{Desc, Fds, Slot, Spaces};
-use super::{FileInfo, FileKind, KernelIo, Op};
+use super::{FileInfo, FileKind, KernelIo, Op, ProcTimes};
 use crate::sys::ptrace::{self, Regs};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -28,13 +28,15 @@ pub struct Task {
     pub held: u64,
     /// Its stops so far.
     pub stops: u64,
+    /// When the tracer first saw it, ns.
+    pub born: u64,
 }
 
 /// A call entered and not yet left.
 #[derive(Debug, Clone)]
 pub struct Pending {
-    call: Call,
-    args: [u64; 6],
+    pub(super) call: Call,
+    pub(super) args: [u64; 6],
     t: u64,
     fd: i32,
     file: Option<u32>,
@@ -81,9 +83,14 @@ pub struct State {
     pub launching: bool,
     /// The launcher's counts at the program's execve, taken off the kernel's sums.
     pub baseline: Option<KernelIo>,
+    /// Per process, its threads' times (read as each exited).
+    pub procs: std::collections::BTreeMap<u32, ProcTimes>,
+    /// The launcher's calibration stats: each one's own time, ns; its thread's CPU time at the
+    /// first one's entry.
+    pub calibration: (Vec<u64>, Option<u64>),
+    /// What a traced call costs, from the calibration.
+    pub stop_cost: Option<super::StopCost>,
 }
-
-const MAP_FAILED_MIN: u64 = (-4095i64) as u64;
 
 impl State {
     /// An empty state with its time origin.
@@ -102,6 +109,9 @@ impl State {
             notes: BTreeSet::new(),
             launching: true,
             baseline: None,
+            procs: Default::default(),
+            calibration: (Vec::new(), None),
+            stop_cost: None,
         }
     }
 
@@ -113,7 +123,7 @@ impl State {
     }
 
     /// The file behind descriptor `fd` of process `pid`, registered on first sight.
-    fn identify(&mut self, pid: u32, fd: i32) -> Option<u32> {
+    pub(super) fn identify(&mut self, pid: u32, fd: i32) -> Option<u32> {
         let link = format!("/proc/{pid}/fd/{fd}");
         let meta = std::fs::metadata(&link).ok()?;
         let key = (meta.dev(), meta.ino());
@@ -309,6 +319,20 @@ impl State {
                 self.note("the program used io_uring: reads and writes it submits there are not seen (only the io_uring_enter calls are)");
             }
             Exec => p.arg = rchar_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid),
+            Stat => {
+                if self.launching && self.calibration.1.is_none() {
+                    self.calibration.1 = cpu_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid);
+                }
+                p.fd = match regs.nr {
+                    #[cfg(target_arch = "x86_64")]
+                    libc::SYS_stat | libc::SYS_lstat => -1,
+                    _ => fd0,
+                };
+            }
+            Getdents => {
+                p.fd = fd0;
+                p.len = a[2];
+            }
             _ => from_args(&mut p),
         }
         if p.fd >= 0 && !matches!(call, Mmap) {
@@ -365,6 +389,12 @@ fn from_args(p: &mut Pending) {
     }
 }
 
+/// Thread `tid`'s time on a CPU so far, ns (/proc/PID/task/TID/schedstat).
+pub fn cpu_of(pid: u32, tid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Thread `tid`'s rchar so far (/proc/PID/task/TID/io).
 pub fn rchar_of(pid: u32, tid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
@@ -407,6 +437,16 @@ impl State {
             stops: p.stops,
         };
         let keep = match p.call {
+            Stat if self.launching => {
+                let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
+                self.calibration.0.push(own);
+                false
+            }
+            Wait => {
+                let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
+                self.procs.entry(task.pid).or_default().children_ns += own;
+                false
+            }
             Open | Close | CloseRange | Dup | Fcntl => {
                 self.descriptors(&task, tid, &p, ret, &mut op)
             }
@@ -537,74 +577,5 @@ impl State {
             }
             _ => {}
         }
-    }
-
-    /// Mappings made, unmapped, moved or advised: the address space follows; whether the op is
-    /// kept (file mappings, and advice on them).
-    fn memory(&mut self, task: &Task, p: &Pending, ret: i64, t: u64, op: &mut Op) -> bool {
-        use Call::*;
-        let a = p.args;
-        match p.call {
-            Mmap => self.mapped(task, op, ret, t),
-            Munmap => {
-                if ret >= 0 {
-                    self.spaces.unmap(task.mm, a[0], a[1], t);
-                }
-                false
-            }
-            Mremap => {
-                if (ret as u64) < MAP_FAILED_MIN {
-                    let old = self.spaces.at(task.mm, a[0]);
-                    self.spaces.unmap(task.mm, a[0], a[1], t);
-                    if let Some(m) = old {
-                        let off = m.off + (a[0] - m.start);
-                        self.spaces
-                            .map(task.mm, ret as u64, a[2], Some(m.file), off, t);
-                    }
-                }
-                false
-            }
-            _ => match self.spaces.at(task.mm, a[0]) {
-                // Madvise and msync: kept only when they name a file mapping.
-                Some(m) => {
-                    op.file = Some(m.file);
-                    op.off = Some(m.off + (a[0] - m.start));
-                    true
-                }
-                None => false,
-            },
-        }
-    }
-
-    /// An mmap returned `ret`: a file mapping joins the address space (kept as an op); an
-    /// anonymous one only clears what it covers.
-    fn mapped(&mut self, task: &Task, op: &mut Op, ret: i64, t: u64) -> bool {
-        let addr = ret as u64;
-        if addr >= MAP_FAILED_MIN {
-            return false;
-        }
-        let arg = op.arg.unwrap_or(0);
-        let flags = arg & 0xffff_ffff;
-        let prot = arg >> 32;
-        let file = if flags & libc::MAP_ANONYMOUS as u64 == 0 && op.fd >= 0 {
-            task.fds
-                .borrow()
-                .0
-                .get(&op.fd)
-                .map(|s| s.desc.borrow().file)
-                .or_else(|| self.identify(task.pid, op.fd))
-        } else {
-            None
-        };
-        let off = op.off.unwrap_or(0);
-        self.spaces.map(task.mm, addr, op.len, file, off, t);
-        let Some(f) = file else {
-            return false;
-        };
-        if prot & libc::PROT_EXEC as u64 != 0 {
-            self.files[f as usize].code = true;
-        }
-        op.file = Some(f);
-        true
     }
 }

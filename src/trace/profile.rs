@@ -143,6 +143,16 @@ pub struct Profile {
     pub faults_unavailable: Option<String>,
     /// Notes from the trace.
     pub notes: Vec<String>,
+    /// Where the time went, per process and kind of wait (None for a trace recorded before
+    /// per-process times were).
+    #[serde(default)]
+    pub time: Option<super::time::TimeProfile>,
+    /// Metadata calls per directory (stat, getdents), most time first.
+    #[serde(default)]
+    pub metadata_dirs: Vec<super::time::DirRow>,
+    /// Opens that failed: calls and time, ns.
+    #[serde(default)]
+    pub failed_opens: (u64, u64),
 }
 
 fn add(t: &mut Totals, asked: u64, ret: i64, dur: u64) {
@@ -420,6 +430,7 @@ pub fn profile(t: &Trace) -> Profile {
     files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
     let (cache_growth, shrunk_files) = cache_growth(t);
+    let (metadata_dirs, failed_opens) = super::time::metadata_by_dir(t);
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
@@ -460,6 +471,9 @@ pub fn profile(t: &Trace) -> Profile {
         faults_lost: t.faults_lost,
         faults_unavailable: t.faults_unavailable.clone(),
         notes: t.notes.clone(),
+        time: super::time::time_profile(t),
+        metadata_dirs,
+        failed_opens,
     }
 }
 

@@ -81,10 +81,15 @@ pub fn run_for(
     let Some(program) = cfg.command.first() else {
         return Err(Error::usage("nothing to trace", "give a command after --"));
     };
-    super::calls::filter().map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
+    super::calls::filter(cfg.metadata)
+        .map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
     find_program(program)?;
     let mut cmd = std::process::Command::new(&cfg.launcher);
-    cmd.arg("trace-exec").arg("--").args(&cfg.command);
+    cmd.arg("trace-exec");
+    if !cfg.metadata {
+        cmd.arg("--no-metadata");
+    }
+    cmd.arg("--").args(&cfg.command);
     if cfg.quiet {
         use std::process::Stdio;
         cmd.stdin(Stdio::null())
@@ -343,6 +348,7 @@ fn on_event(st: &mut State, tid: i32, event: i32, now: u64) {
                 .and_then(|t| t.pending.as_ref())
                 .and_then(|p| p.exec_rchar());
             if st.launching {
+                st.calibrated(tid);
                 // The launcher's own counts (iolab starting up) are not the program's.
                 st.launching = false;
                 st.baseline = io_of(tid as u32, tid).map(|io| KernelIo {
@@ -387,6 +393,7 @@ impl State {
                     started: false,
                     held: 0,
                     stops: 0,
+                    born: monotonic_ns().saturating_sub(self.t0),
                     ..s
                 },
             );
@@ -427,6 +434,7 @@ impl State {
                 started: false,
                 held: 0,
                 stops: 0,
+                born: now,
             },
         );
     }
@@ -456,15 +464,52 @@ impl State {
                 started: true,
                 held: t.held,
                 stops: t.stops,
+                born: t.born,
             },
         );
     }
 
-    /// Thread `tid` is about to exit: its I/O counters, final now, join the sums.
+    /// The launcher thread `tid` exec'd the program: its calibration calls are done.
+    fn calibrated(&mut self, tid: i32) {
+        let (mut walls, cpu0) = std::mem::take(&mut self.calibration);
+        let n = walls.len();
+        if n < 2 {
+            return;
+        }
+        walls.sort_unstable();
+        let cpu = cpu0
+            .zip(super::ops::cpu_of(tid as u32, tid))
+            .map_or(0, |(a, b)| b.saturating_sub(a) / (2 * n as u64));
+        self.stop_cost = Some(super::StopCost {
+            calls: n as u32,
+            wall_ns: walls[n / 2],
+            cpu_ns: cpu,
+        });
+    }
+
+    /// Thread `tid` is about to exit: its I/O counters and its times, final now, join the sums.
     fn exiting(&mut self, tid: i32) {
         let Some(t) = self.tasks.get(&tid) else {
             return;
         };
+        let now = monotonic_ns().saturating_sub(self.t0);
+        let p = self.procs.entry(t.pid).or_default();
+        p.pid = t.pid;
+        if let Ok(name) = std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", t.pid)) {
+            p.name = name.trim_end().to_string();
+        }
+        // schedstat: ns on a CPU, ns waiting on a run queue, time slices.
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{}/task/{tid}/schedstat", t.pid)) {
+            let mut f = text
+                .split_whitespace()
+                .map(|x| x.parse::<u64>().unwrap_or(0));
+            p.cpu_ns += f.next().unwrap_or(0);
+            p.runq_ns += f.next().unwrap_or(0);
+            p.threads += 1;
+            p.alive_ns += now.saturating_sub(t.born);
+            p.held_ns += t.held;
+            p.stops += t.stops;
+        }
         if let Some(io) = io_of(t.pid, tid) {
             let k = &mut self.kernel;
             k.rchar += io.rchar;

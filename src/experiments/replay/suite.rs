@@ -60,6 +60,7 @@ impl Entry for YourProgramEntry {
             launcher,
             faults: true,
             xor: true,
+            metadata: true,
             quiet: true,
         };
         obs.progress("tracing sha256sum", 0, 1);
