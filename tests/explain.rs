@@ -288,3 +288,175 @@ fn a_walk_of_directories_shows_its_metadata_per_directory() {
     assert!(errors >= 1, "{rows:?}");
     assert!(p["time"]["total"]["metadata_ns"].as_u64().unwrap() > 0);
 }
+
+/// `iolab replay TRACE --cache warm --budget 3s --format json`, which must succeed.
+fn replay_warm(trace: &Path) -> Value {
+    let o = iolab()
+        .args([
+            "replay",
+            s(trace),
+            "--cache",
+            "warm",
+            "--budget",
+            "3s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_sort_with_temporary_files_replays_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut text = String::new();
+    for i in 0..200_000u64 {
+        text.push_str(&format!(
+            "{:08x} {i}\n",
+            i.wrapping_mul(2654435761) % 4294967291
+        ));
+    }
+    std::fs::write(dir.path().join("words.txt"), text).unwrap();
+    let out = dir.path().join("sort.json");
+    let o = iolab()
+        .current_dir(dir.path())
+        .args(["-q", "trace", "--no-xor", "--out", s(&out), "--"])
+        .args([
+            "sort",
+            "-S",
+            "1M",
+            "-T",
+            s(&tmp),
+            "words.txt",
+            "-o",
+            "sorted.txt",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "sort left its temporary files"
+    );
+    let v = replay_warm(&out);
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("no longer exist (temporary files"),
+        "{notes}"
+    );
+    assert!(
+        v["bytes"].as_u64().unwrap() >= 200_000 * 10,
+        "words.txt is replayed: {v}"
+    );
+}
+
+#[test]
+fn a_small_file_changed_since_is_left_out_and_a_data_file_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_file(dir.path(), "data.bin", &bytes(2 << 20, 3));
+    let small = write_file(dir.path(), "small.conf", &bytes(4096, 4));
+    let out = dir.path().join("t.json");
+    let o = iolab()
+        .args(["-q", "trace", "--no-xor", "--out", s(&out), "--", "cat"])
+        .args([&small, &data])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let whole = replay_warm(&out)["bytes"].as_u64().unwrap();
+    // As ldconfig rewrites /etc/ld.so.cache: new bytes, a new time.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&small, bytes(4096, 5)).unwrap();
+    let v = replay_warm(&out);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("changed since the trace"), "{notes}");
+    assert!(notes.contains("small.conf"), "{notes}");
+    assert_eq!(v["bytes"].as_u64().unwrap(), whole - 4096, "{notes}");
+    // The data file itself: refused, in one line.
+    std::fs::write(&data, bytes(2 << 20, 6)).unwrap();
+    let o = iolab()
+        .args(["replay", s(&out), "--cache", "warm", "--budget", "3s"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("changed since the trace") && err.contains("data.bin"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_sparse_mapped_access_replays_what_it_touched_not_the_file() {
+    if !have("python3") {
+        return skip(Lack::Setup, "python3 is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "m.bin", &bytes(32 << 20, 8));
+    let out = dir.path().join("t.json");
+    let script = "import mmap,sys\nf=open(sys.argv[1],'rb')\nm=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\ns=0\nfor i in range(12288,len(m),1<<20): s^=m[i]\nprint(s)\n";
+    let o = iolab()
+        .args([
+            "-q",
+            "trace",
+            "--no-xor",
+            "--out",
+            s(&out),
+            "--",
+            "python3",
+            "-c",
+            script,
+        ])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    if !t["faults_unavailable"].is_null() {
+        return skip(Lack::Machine, "page faults are not sampled here");
+    }
+    let fi = t["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|x| x["path"].as_str().unwrap().ends_with("/m.bin"))
+        .unwrap();
+    let windows: std::collections::BTreeSet<u64> = t["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["file"] == fi)
+        .map(|x| x["off"].as_u64().unwrap() >> 16)
+        .collect();
+    // A fault per MiB touched, or per 2 MiB where the kernel maps large folios whole.
+    assert!(windows.len() >= 16, "{windows:?}");
+    // What every fault on a data file stands for at most, each as often as it happened (the
+    // loader's cache and locale files of every process too): its 64 KiB window.
+    let files = t["files"].as_array().unwrap();
+    let mapped: u64 = t["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| &files[x["file"].as_u64().unwrap() as usize])
+        .filter(|f| f["code"] == false)
+        .map(|f| 65536.min(f["size"].as_u64().unwrap()))
+        .sum();
+    // Everything else the replay reads: data files' read calls (Python's own modules).
+    let read: u64 = t["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| ["read", "pread"].contains(&o["call"].as_str().unwrap()))
+        .map(|o| o["ret"].as_i64().unwrap().max(0) as u64)
+        .sum();
+    let v = replay_warm(&out);
+    let replayed = v["bytes"].as_u64().unwrap();
+    assert!(
+        replayed <= read + 2 * mapped,
+        "replayed {replayed}, mapped {mapped}, read {read}"
+    );
+}

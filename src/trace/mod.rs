@@ -173,10 +173,13 @@ pub fn fault_window(off: u64, size: u64) -> (u64, u64) {
 }
 
 /// The file range each fault of `faults` (in time order) stands for, `(start, len)` in the same
-/// order: its [`fault_window`], grown up to the same thread's next fault on the file when that
-/// one lies ahead by at most [`FAULT_MAX`] (a forward scan: a fault maps up to a whole large
-/// folio, so the bytes between two such faults were reached without another). `size` gives a
-/// file's size by index.
+/// order: its [`fault_window`], grown up to the same thread's next fault on the file only when
+/// both faults' pages are the first of consecutive [`FAULT_MAX`] blocks: a forward scan over large folios
+/// mapped whole (a PMD mapping maps all 2 MiB at the first touch, so the bytes between two such
+/// faults were reached without another). Any other gap is an access that skipped: a scan of 4
+/// KiB pages faults every 64 KiB (contiguous windows), and a program touching one byte per MiB
+/// faults every MiB and mapped 64 KiB at each, not the MiB between. `size` gives a file's size
+/// by index.
 pub fn mapped_ranges(faults: &[Fault], size: impl Fn(u32) -> u64) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = faults
         .iter()
@@ -184,11 +187,11 @@ pub fn mapped_ranges(faults: &[Fault], size: impl Fn(u32) -> u64) -> Vec<(u64, u
         .collect();
     let mut last: std::collections::HashMap<(u32, u32), usize> = Default::default();
     for (i, f) in faults.iter().enumerate() {
-        let start = out[i].0;
         if let Some(&j) = last.get(&(f.tid, f.file)) {
-            let prev = out[j].0;
-            if start > prev && start - prev <= FAULT_MAX {
-                out[j].1 = start - prev;
+            // The faults' own pages: a scan's first touch of a folio is its first page.
+            let prev = faults[j].off;
+            if prev.is_multiple_of(FAULT_MAX) && f.off == prev + FAULT_MAX {
+                out[j].1 = FAULT_MAX.min(size(f.file).saturating_sub(prev));
             }
         }
         last.insert((f.tid, f.file), i);
@@ -425,5 +428,53 @@ pub(crate) mod fixture {
             "notes": [], "procs": []
         }))
         .unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn faults(offs: &[u64]) -> Vec<Fault> {
+        offs.iter()
+            .enumerate()
+            .map(|(i, &off)| Fault {
+                t: i as u64,
+                tid: 1,
+                file: 0,
+                off,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fault_stands_for_its_window_unless_large_folios_were_scanned() {
+        let size = |_| 64 << 20;
+        // One byte per MiB: 64 KiB at each, nothing between.
+        let sparse = faults(&[0, 1 << 20, 2 << 20, 3 << 20]);
+        assert_eq!(
+            mapped_ranges(&sparse, size),
+            vec![
+                (0, 65536),
+                (1 << 20, 65536),
+                (2 << 20, 65536),
+                (3 << 20, 65536)
+            ]
+        );
+        // 4 KiB pages scanned: a fault every 64 KiB, windows end to end.
+        let pages = faults(&[0, 65536, 131072]);
+        assert_eq!(
+            mapped_ranges(&pages, size),
+            vec![(0, 65536), (65536, 65536), (131072, 65536)]
+        );
+        // Folios mapped whole: a fault at each 2 MiB start stands for the whole block.
+        let folios = faults(&[0, 2 << 20, 4 << 20]);
+        assert_eq!(
+            mapped_ranges(&folios, size),
+            vec![(0, 2 << 20), (2 << 20, 2 << 20), (4 << 20, 65536)]
+        );
+        // A fault inside a block, then the next block's start: not a folio scan.
+        let offset = faults(&[1 << 20, 2 << 20]);
+        assert_eq!(mapped_ranges(&offset, size)[0], (1 << 20, 65536));
     }
 }

@@ -86,17 +86,17 @@ pub struct ProcTime {
 
 impl ProcTime {
     fn add(&mut self, o: &ProcTime) {
-        self.alive_ns += o.alive_ns;
-        self.cpu_ns += o.cpu_ns;
-        self.runq_ns += o.runq_ns;
-        self.tracer_ns += o.tracer_ns;
-        self.files_ns += o.files_ns;
-        self.metadata_ns += o.metadata_ns;
-        self.pipes_ns += o.pipes_ns;
-        self.devices_ns += o.devices_ns;
-        self.children_ns += o.children_ns;
-        self.unseen_ns += o.unseen_ns;
-        self.calls_ns += o.calls_ns;
+        self.alive_ns = self.alive_ns.saturating_add(o.alive_ns);
+        self.cpu_ns = self.cpu_ns.saturating_add(o.cpu_ns);
+        self.runq_ns = self.runq_ns.saturating_add(o.runq_ns);
+        self.tracer_ns = self.tracer_ns.saturating_add(o.tracer_ns);
+        self.files_ns = self.files_ns.saturating_add(o.files_ns);
+        self.metadata_ns = self.metadata_ns.saturating_add(o.metadata_ns);
+        self.pipes_ns = self.pipes_ns.saturating_add(o.pipes_ns);
+        self.devices_ns = self.devices_ns.saturating_add(o.devices_ns);
+        self.children_ns = self.children_ns.saturating_add(o.children_ns);
+        self.unseen_ns = self.unseen_ns.saturating_add(o.unseen_ns);
+        self.calls_ns = self.calls_ns.saturating_add(o.calls_ns);
     }
 }
 
@@ -143,20 +143,25 @@ pub fn time_profile(t: &Trace) -> Option<TimeProfile> {
     let mut added: BTreeMap<u32, u64> = BTreeMap::new();
     for op in &t.ops {
         let own = own_time(op, &cost);
-        *added.entry(op.pid).or_default() +=
-            op.dur.saturating_sub(op.held_exit.saturating_sub(op.held)) - own;
-        *in_calls
+        let a = added.entry(op.pid).or_default();
+        *a = a.saturating_add(
+            op.dur
+                .saturating_sub(op.held_exit.saturating_sub(op.held))
+                .saturating_sub(own),
+        );
+        let c = in_calls
             .entry(op.pid)
             .or_default()
             .entry(on(t, op))
-            .or_default() += own;
+            .or_default();
+        *c = c.saturating_add(own);
     }
     let mut procs = Vec::new();
     let mut total = ProcTime::default();
     for p in &t.procs {
         let calls = in_calls.remove(&p.pid).unwrap_or_default();
         // The kernel's side of each stop ran on the thread's CPU time.
-        let stop_cpu = (p.stops * cost.cpu_ns).min(p.cpu_ns);
+        let stop_cpu = p.stops.saturating_mul(cost.cpu_ns).min(p.cpu_ns);
         let stop_wall = added.get(&p.pid).copied().unwrap_or(0);
         let mut r = ProcTime {
             pid: p.pid,
@@ -164,15 +169,17 @@ pub fn time_profile(t: &Trace) -> Option<TimeProfile> {
             alive_ns: p.alive_ns,
             cpu_ns: p.cpu_ns - stop_cpu,
             runq_ns: p.runq_ns,
-            tracer_ns: p.held_ns + stop_cpu + stop_wall,
+            tracer_ns: p.held_ns.saturating_add(stop_cpu).saturating_add(stop_wall),
             children_ns: p.children_ns,
-            calls_ns: calls.values().sum(),
+            calls_ns: calls.values().fold(0u64, |a, b| a.saturating_add(*b)),
             ..ProcTime::default()
         };
-        let off = p
-            .alive_ns
-            .saturating_sub(r.cpu_ns + r.runq_ns + r.tracer_ns + r.children_ns);
-        let sum: u64 = calls.values().sum();
+        let off = p.alive_ns.saturating_sub(
+            [r.cpu_ns, r.runq_ns, r.tracer_ns, r.children_ns]
+                .iter()
+                .fold(0u64, |a, b| a.saturating_add(*b)),
+        );
+        let sum: u64 = calls.values().fold(0u64, |a, b| a.saturating_add(*b));
         // More time in calls than off the CPU: the rest was on the CPU inside them.
         let scale = if sum > off {
             off as f64 / sum as f64
@@ -184,7 +191,11 @@ pub fn time_profile(t: &Trace) -> Option<TimeProfile> {
         r.metadata_ns = part(On::Metadata);
         r.pipes_ns = part(On::Pipes);
         r.devices_ns = part(On::Devices);
-        r.unseen_ns = off.saturating_sub(r.files_ns + r.metadata_ns + r.pipes_ns + r.devices_ns);
+        r.unseen_ns = off.saturating_sub(
+            [r.files_ns, r.metadata_ns, r.pipes_ns, r.devices_ns]
+                .iter()
+                .fold(0u64, |a, b| a.saturating_add(*b)),
+        );
         total.add(&r);
         procs.push(r);
     }
@@ -323,7 +334,8 @@ fn verdict(total: &ProcTime, procs: &[ProcTime], wall_ns: u64) -> (Option<String
         );
     }
     if ahead(first.2, second.2) {
-        let more = if (total.pipes_ns + total.children_ns) * 100 > total.alive_ns {
+        let waits = total.pipes_ns.saturating_add(total.children_ns) as f64;
+        let more = if waits * 100.0 > total.alive_ns as f64 {
             " (waits on pipes and children are not counted against it: the processes at their other end are counted themselves)"
         } else {
             ""
@@ -381,20 +393,20 @@ pub fn metadata_by_dir(t: &Trace) -> (Vec<DirRow>, (u64, u64)) {
         match op.call {
             Call::Stat | Call::Getdents => {}
             Call::Open if op.ret < 0 => {
-                failed_opens.0 += 1;
-                failed_opens.1 += own;
+                failed_opens.0 = failed_opens.0.saturating_add(1);
+                failed_opens.1 = failed_opens.1.saturating_add(own);
                 continue;
             }
             _ => continue,
         }
         let r = rows.entry(op.file).or_default();
-        r.time_ns += own;
+        r.time_ns = r.time_ns.saturating_add(own);
         if op.call == Call::Stat {
-            r.stats += 1;
-            r.stat_errors += (op.ret < 0) as u64;
+            r.stats = r.stats.saturating_add(1);
+            r.stat_errors = r.stat_errors.saturating_add((op.ret < 0) as u64);
         } else {
-            r.getdents += 1;
-            r.entry_bytes += op.ret.max(0) as u64;
+            r.getdents = r.getdents.saturating_add(1);
+            r.entry_bytes = r.entry_bytes.saturating_add(op.ret.max(0) as u64);
         }
     }
     let mut out: Vec<DirRow> = rows

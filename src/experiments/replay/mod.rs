@@ -267,7 +267,7 @@ fn replay_plan(
     obs: &dyn Observer,
 ) -> Result<ReplayResult> {
     plan::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
-    check_unchanged(files, &plan)?;
+    check_unchanged(files, &mut plan)?;
     let methods = methods_for(&cfg.methods, &plan);
     let asked: u64 = plan.blocks().map(|b| b.len).sum();
     let per_cache = methods.len();
@@ -424,10 +424,24 @@ fn within_files(
     Ok(())
 }
 
-/// Refuses a file whose size or modification time differs from the trace's (after the run).
-fn check_unchanged(files: &[crate::trace::FileInfo], plan: &plan::ReplayPlan) -> Result<()> {
+/// The share of the replayed bytes below which a file that changed since the trace is left out
+/// (the loader's cache after a package install, a locale file) rather than refused.
+const NEGLIGIBLE: f64 = 0.01;
+
+/// Files whose size or modification time differ from the trace's (after the run): one that
+/// carries under [`NEGLIGIBLE`] of the replayed bytes is left out and said; a data file that
+/// carries more is refused.
+fn check_unchanged(files: &[crate::trace::FileInfo], plan: &mut plan::ReplayPlan) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
-    for f in plan.files.iter().filter(|f| f.path.exists()) {
+    let bytes = plan.bytes_per_file();
+    let total: u64 = bytes.iter().sum::<u64>().max(1);
+    let mut minor = std::collections::BTreeSet::new();
+    for (i, f) in plan
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.path.exists())
+    {
         let Some(info) = files.iter().find(|x| x.os_path() == f.path) else {
             continue;
         };
@@ -436,17 +450,41 @@ fn check_unchanged(files: &[crate::trace::FileInfo], plan: &plan::ReplayPlan) ->
         let mtime = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
         let want_size = info.size_after.unwrap_or(info.size);
         let want_mtime = info.mtime_after_ns.unwrap_or(info.mtime_ns);
-        if meta.len() != want_size || mtime != want_mtime {
-            return Err(Error::failed(
-                "the file changed since the trace",
-                format!(
-                    "size {} (trace: {want_size}), modified {} s later",
-                    meta.len(),
-                    (mtime - want_mtime) as f64 / 1e9
-                ),
-            )
-            .at(&f.path)
-            .hint("trace the program again"));
+        if meta.len() == want_size && mtime == want_mtime {
+            continue;
+        }
+        let share = bytes[i] as f64 / total as f64;
+        if share < NEGLIGIBLE {
+            minor.insert(i);
+            continue;
+        }
+        return Err(Error::failed(
+            "the file changed since the trace",
+            format!(
+                "size {} (trace: {want_size}), modified {} s later; it carries {:.1}% of the replayed bytes",
+                meta.len(),
+                (mtime - want_mtime) as f64 / 1e9,
+                100.0 * share
+            ),
+        )
+        .at(&f.path)
+        .hint("trace the program again"));
+    }
+    if let Some(&first) = minor.first() {
+        let left: u64 = minor.iter().map(|&i| bytes[i]).sum();
+        plan.notes.push(format!(
+            "{} file(s) changed since the trace, each under {:.0}% of the replayed bytes, are left out ({} in all; the first: {})",
+            minor.len(),
+            100.0 * NEGLIGIBLE,
+            crate::size::format_size(left),
+            crate::shown::path(&plan.files[first].path)
+        ));
+        plan.leave_out(&minor);
+        if plan.threads.iter().all(|t| t.is_empty()) {
+            return Err(Error::usage(
+                "nothing to replay",
+                "every file the trace read changed since",
+            ));
         }
     }
     Ok(())

@@ -61,6 +61,36 @@ impl ReplayPlan {
             .iter()
             .flat_map(|t| t.iter().flat_map(|s| s.blocks.iter()))
     }
+
+    /// Bytes the accesses to each file replay.
+    pub(super) fn bytes_per_file(&self) -> Vec<u64> {
+        let mut v = vec![0u64; self.files.len()];
+        for s in self.threads.iter().flatten() {
+            if let Some(x) = v.get_mut(s.file) {
+                *x += s.blocks.iter().map(|b| b.len).sum::<u64>();
+            }
+        }
+        v
+    }
+
+    /// Leaves the files `out` out: their accesses are dropped, the other files renumbered.
+    pub(super) fn leave_out(&mut self, out: &BTreeSet<usize>) {
+        let mut renumber = HashMap::new();
+        let mut kept = Vec::new();
+        for (i, f) in std::mem::take(&mut self.files).into_iter().enumerate() {
+            if !out.contains(&i) {
+                renumber.insert(i, kept.len());
+                kept.push(f);
+            }
+        }
+        self.files = kept;
+        for t in self.threads.iter_mut() {
+            t.retain(|s| !out.contains(&s.file));
+            for s in t.iter_mut() {
+                s.file = renumber[&s.file];
+            }
+        }
+    }
 }
 
 fn hex(x: &Option<String>) -> Option<u32> {
@@ -201,7 +231,7 @@ impl<'t> Builder<'t> {
                     files.len()
                 )));
             };
-            if data(files, fault.file) && fault.off >= largest(info) {
+            if data(files, fault.file) && fault.off >= largest(info) && info.size_after.is_some() {
                 return Err(refuse(format!(
                     "fault {k} is at {} of {}, past its end ({} bytes)",
                     fault.off,
@@ -282,10 +312,12 @@ impl<'t> Builder<'t> {
             if op.call.writes() && data(files, f) {
                 self.plan.writes += 1;
             }
+            // A file gone after the run (a temporary file) grew while it lived, by an unknown
+            // size: it is left out (`prune`), not checked.
             if let Some((_, b)) = read
                 && b.offset
                     .checked_add(b.len)
-                    .is_none_or(|e| e > largest(info))
+                    .is_none_or(|e| e > largest(info) && info.size_after.is_some())
             {
                 return Err(refuse(format!(
                     "call {k} reads {} bytes at {} of {}, past its end ({} bytes)",
@@ -411,24 +443,27 @@ pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
     }
     if p.mapped_bytes > 0 {
         p.notes.push(format!(
-            "mapped access replayed as the range each page fault stands for (its {} KiB window, or up to the next fault of a forward scan; {} of the {} replayed): the program may have touched less",
+            "mapped access replayed as the range each page fault stands for (its {} KiB window, or a whole 2 MiB block in a scan of large folios; {} of the {} the trace's accesses came to): the program may have touched less",
             crate::trace::FAULT_AROUND >> 10,
             crate::size::format_size(p.mapped_bytes),
             crate::size::format_size(p.mapped_bytes + p.read_bytes),
         ));
     }
-    let gone: Vec<usize> = (0..p.files.len())
+    let gone: BTreeSet<usize> = (0..p.files.len())
         .filter(|&i| !p.files[i].path.exists())
         .collect();
     if let Some(&first) = gone.first() {
+        let bytes = p.bytes_per_file();
+        let total: u64 = bytes.iter().sum();
+        let left: u64 = gone.iter().map(|&i| bytes[i]).sum();
         p.notes.push(format!(
-            "{} file(s) the program read no longer exist and are left out (the first: {})",
+            "{} file(s) the program read no longer exist (temporary files, most likely) and are left out, {} of the {} its accesses read (the first: {})",
             gone.len(),
+            crate::size::format_size(left),
+            crate::size::format_size(total),
             crate::shown::path(&p.files[first].path)
         ));
-        for t in p.threads.iter_mut() {
-            t.retain(|s| !gone.contains(&s.file));
-        }
+        p.leave_out(&gone);
     }
     if p.threads.iter().all(|t| t.is_empty()) {
         return Err(Error::usage(
