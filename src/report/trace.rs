@@ -13,6 +13,30 @@ fn opt_size(x: Option<u64>) -> Value {
     x.map_or(Value::text("hidden"), Value::Bytes)
 }
 
+/// What the program did to the cache itself, in the files' own words: reads that bypassed it
+/// (O_DIRECT: from storage, never cached) and pages it dropped (fadvise DONTNEED); None when it
+/// did neither.
+fn own_cache_use(p: &Profile) -> Option<String> {
+    let direct: Vec<&FileProfile> = p.files.iter().filter(|f| f.direct).collect();
+    let dropped: Vec<&FileProfile> = p.files.iter().filter(|f| f.dropped).collect();
+    let mut parts = Vec::new();
+    if let Some(f) = direct.first() {
+        parts.push(format!(
+            "{} file(s) read with O_DIRECT bypassed the cache (first: {}): their storage reads are in no cache growth",
+            direct.len(),
+            crate::shown::line(&f.path)
+        ));
+    }
+    if let Some(f) = dropped.first() {
+        parts.push(format!(
+            "the program dropped its own cached pages of {} file(s) (fadvise DONTNEED; first: {})",
+            dropped.len(),
+            crate::shown::line(&f.path)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 /// The summary lines.
 pub fn summary(p: &Profile) -> Vec<String> {
     let mut l = Vec::new();
@@ -69,18 +93,21 @@ pub fn summary(p: &Profile) -> Vec<String> {
             format_size(p.cache_growth),
             format_size(p.metadata_growth),
             100.0 * (d - 1.0),
-            match p.shrunk_files {
-                0 => "evictions during the run and other programs' metadata reads make a difference".to_string(),
-                n => format!("{n} file(s) held fewer cached pages after the run than before, or none once read: pages were evicted during it, and what was read and evicted is missed"),
+            match (own_cache_use(p), p.shrunk_files) {
+                (Some(why), _) => why,
+                (None, 0) => "evictions during the run and other programs' metadata reads make a difference".to_string(),
+                (None, n) => format!("{n} file(s) held fewer cached pages after the run than before, or none once read: pages were evicted during it, and what was read and evicted is missed"),
             }
         ));
     }
     l.push(format!(
         "time in traced calls: {} of the wall time (tracer-side, so each call includes ~2 stops){}",
         pct(p.io_share).shown(),
-        p.device_per_unique
-            .map(|d| format!("; storage bytes per unique file byte read: {d:.2}"))
-            .unwrap_or_default()
+        match (p.device_per_unique, &p.device_per_unique_withheld) {
+            (Some(d), _) => format!("; storage bytes per unique file byte read: {d:.2}"),
+            (None, Some(why)) => format!("; storage bytes per unique byte read: not given ({why})"),
+            (None, None) => String::new(),
+        }
     ));
     if let Some(why) = &p.faults_unavailable {
         l.push(format!(

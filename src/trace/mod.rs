@@ -15,6 +15,7 @@ mod model;
 mod ops;
 pub mod overhead;
 pub mod profile;
+mod storage;
 pub mod time;
 mod tracer;
 

@@ -64,7 +64,9 @@ pub struct State {
     pub tasks: HashMap<i32, Task>,
     /// Files seen, in order.
     pub files: Vec<FileInfo>,
-    by_id: HashMap<(u64, u64), u32>,
+    /// Files by device, inode and birth time: an inode number a deleted file freed and a new
+    /// file took is a new file (its birth time differs).
+    by_id: HashMap<(u64, u64, Option<std::time::SystemTime>), u32>,
     /// Calls recorded.
     pub ops: Vec<Op>,
     /// File mappings over time.
@@ -126,7 +128,7 @@ impl State {
     pub(super) fn identify(&mut self, pid: u32, fd: i32) -> Option<u32> {
         let link = format!("/proc/{pid}/fd/{fd}");
         let meta = std::fs::metadata(&link).ok()?;
-        let key = (meta.dev(), meta.ino());
+        let key = (meta.dev(), meta.ino(), meta.created().ok());
         if let Some(&i) = self.by_id.get(&key) {
             return Some(i);
         }

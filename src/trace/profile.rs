@@ -50,6 +50,12 @@ pub struct FileProfile {
     pub fault_pages: u64,
     /// Mapped at all (mmap calls).
     pub mapped: bool,
+    /// Opened with O_DIRECT: its reads bypassed the page cache.
+    #[serde(default)]
+    pub direct: bool,
+    /// The program dropped its own cached pages of it (fadvise DONTNEED).
+    #[serde(default)]
+    pub dropped: bool,
     /// Program code (mapped executable).
     pub code: bool,
     /// XOR of the bytes its reads returned.
@@ -109,6 +115,10 @@ pub struct Profile {
     /// The trace's write bytes over the kernel's wchar (1 = they agree).
     #[serde(default)]
     pub wchar_agreement: Option<f64>,
+    /// Why `device_per_unique` is not given: the program also read data its calls do not show
+    /// (mapped access of data files, io_uring), which the unique bytes would not count.
+    #[serde(default)]
+    pub device_per_unique_withheld: Option<String>,
     /// Bytes read from storage (kernel) per unique byte the program read from files.
     pub device_per_unique: Option<f64>,
     /// Bytes the run brought into the page cache: every regular file's residency after the run
@@ -198,6 +208,8 @@ struct Acc {
     fault_pages: HashSet<u64>,
     faults: u64,
     mapped: bool,
+    direct: bool,
+    dropped: bool,
 }
 
 /// The calls of a trace added up: overall, per call, per file.
@@ -289,6 +301,10 @@ fn tally(t: &Trace) -> Tally<'static> {
             add(file_writes, op.len, op.ret, op.dur);
         } else if op.call == Call::Mmap {
             a.mapped = true;
+        } else if op.call == Call::Open && op.ret >= 0 {
+            a.direct |= op.arg.unwrap_or(0) & libc::O_DIRECT as u64 != 0;
+        } else if op.call == Call::Fadvise && op.arg == Some(libc::POSIX_FADV_DONTNEED as u64) {
+            a.dropped = true;
         }
     }
     for fault in &t.faults {
@@ -352,6 +368,8 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
             faults: a.faults,
             fault_pages: a.fault_pages.len() as u64,
             mapped: a.mapped,
+            direct: a.direct,
+            dropped: a.dropped,
             code: info.code,
             xor: info.xor.clone(),
         };
@@ -364,54 +382,36 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
     (files, code_files, unique_total)
 }
 
-/// The page cache's growth over the run in whole pages (storage reads whole pages, a 100-byte
-/// file costs 4 KiB): residency after less before, over the regular files the program did not
-/// write (those grew by writing, not from storage); and how many of them hold fewer pages after
-/// than before, or none after the program read them (evicted during the run: the growth misses
-/// what was read and evicted).
-fn cache_growth(t: &Trace) -> (u64, usize) {
-    let page = crate::sys::page_size() as u64;
-    // Residency is kept capped at the file's size: a partial last page is a whole one.
-    let pages = |b: u64| b.div_ceil(page) * page;
-    // Files the program wrote grew the cache by writing, not from storage: left out.
-    let written: HashSet<u32> = t
+/// What the program read that its read calls do not show, if anything: page faults on data
+/// files (not program code), io_uring.
+/// Faults count when the distinct pages they were on pass 1% of the `unique` bytes read by
+/// calls (the loader's cache, faulted by every program, does not).
+fn unseen_reads(t: &Trace, unique: u64) -> Option<String> {
+    let pages: HashSet<(u32, u64)> = t
+        .faults
+        .iter()
+        .filter(|f| t.files.get(f.file as usize).is_some_and(|x| !x.code))
+        .map(|f| (f.file, f.off / 4096))
+        .collect();
+    let faults = if pages.len() as u64 * 4096 * 100 > unique {
+        pages.len()
+    } else {
+        0
+    };
+    let uring = t
         .ops
         .iter()
-        .filter_map(|o| {
-            if o.call.copies() {
-                o.to_file
-            } else if o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate {
-                o.file
-            } else {
-                None
-            }
-        })
-        .collect();
-    let read: HashSet<u32> = t
-        .ops
-        .iter()
-        .filter(|o| o.call.reads() && o.ret > 0)
-        .filter_map(|o| o.file)
-        .collect();
-    // (before, after, read by the program)
-    let both: Vec<(u64, u64, bool)> = t
-        .files
-        .iter()
-        .enumerate()
-        .filter(|(i, f)| f.kind == FileKind::File && !written.contains(&(*i as u32)))
-        .filter_map(|(i, f)| {
-            // A file of size 0 that reads return bytes from is the kernel's (/proc, /sys).
-            let r = read.contains(&(i as u32)) && f.size > 0;
-            Some((pages(f.resident_before?), pages(f.resident_after?), r))
-        })
-        .collect();
-    let growth = both.iter().map(|(b, a, _)| a.saturating_sub(*b)).sum();
-    // Fewer pages after than before, or read and no page left.
-    let shrunk = both
-        .iter()
-        .filter(|(b, a, r)| a < b || (*r && *a == 0))
-        .count();
-    (growth, shrunk)
+        .any(|o| matches!(o.call, Call::UringSetup | Call::UringEnter));
+    match (faults, uring) {
+        (0, false) => None,
+        (n, false) => Some(format!(
+            "the program mapped data files ({n} pages faulted): bytes no read call shows"
+        )),
+        (0, true) => Some("io_uring reads are not seen".to_string()),
+        (n, true) => Some(format!(
+            "the program mapped data files ({n} pages faulted) and read through io_uring: bytes no read call shows"
+        )),
+    }
 }
 
 /// The profile of `t`.
@@ -430,7 +430,7 @@ pub fn profile(t: &Trace) -> Profile {
     let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
     files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
-    let (cache_growth, shrunk_files) = cache_growth(t);
+    let (cache_growth, shrunk_files) = super::storage::cache_growth(t);
     let (metadata_dirs, failed_opens) = super::time::metadata_by_dir(t);
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
@@ -457,8 +457,11 @@ pub fn profile(t: &Trace) -> Profile {
             .then(|| (reads.bytes + t.kernel.exec_rchar) as f64 / t.kernel.rchar as f64),
         wchar_agreement: (t.kernel.threads > 0 && t.kernel.wchar > 0)
             .then(|| writes.bytes as f64 / t.kernel.wchar as f64),
-        device_per_unique: (unique_total > 0 && t.kernel.threads > 0)
-            .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
+        device_per_unique: (unique_total > 0
+            && t.kernel.threads > 0
+            && unseen_reads(t, unique_total).is_none())
+        .then(|| t.kernel.read_bytes as f64 / unique_total as f64),
+        device_per_unique_withheld: unseen_reads(t, unique_total),
         cache_growth,
         shrunk_files,
         metadata_growth: t.kernel.buffers_growth,
@@ -483,6 +486,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_storage_ratio_is_withheld_when_mapped_data_is_not_in_the_read_calls() {
+        use crate::trace::fixture::{file, op, trace};
+        let faults: Vec<serde_json::Value> = (0..64)
+            .map(|i| serde_json::json!({"t": i, "tid": 7, "file": 1, "off": i * 4096}))
+            .collect();
+        let t = trace(
+            vec![
+                file("/d/read", 65536, 0, 65536),
+                file("/d/mapped", 1 << 20, 0, 1 << 20),
+            ],
+            vec![op(0, 1, "read", Some(0), 0, 65536)],
+            serde_json::Value::Array(faults),
+        );
+        let p = profile(&t);
+        assert_eq!(p.device_per_unique, None);
+        assert!(
+            p.device_per_unique_withheld
+                .unwrap()
+                .contains("64 pages faulted")
+        );
+        // Reads alone: given.
+        let t = trace(
+            vec![file("/d/read", 65536, 0, 65536)],
+            vec![op(0, 1, "read", Some(0), 0, 65536)],
+            serde_json::json!([]),
+        );
+        assert!(profile(&t).device_per_unique.is_some());
+    }
+
+    #[test]
     fn the_typical_read_is_where_half_the_bytes_came() {
         // rg's 3-byte sniff before its 64 KiB reads; most calls are the sniffs.
         let sizes: HashMap<u64, u64> = [(3, 100), (65536, 20)].into();
@@ -500,32 +533,5 @@ mod tests {
         assert_eq!(union_len(&mut [(0, 10), (5, 10), (20, 5)]), 20);
         assert_eq!(union_len(&mut [(10, 5), (0, 10)]), 15);
         assert_eq!(union_len(&mut [(0, 100), (10, 5)]), 100);
-    }
-
-    #[test]
-    fn cache_growth_counts_whole_pages_and_files_that_lost_pages() {
-        use crate::trace::fixture::{file, op, trace};
-        let t = trace(
-            vec![
-                // Read whole: three pages from storage for 10000 bytes.
-                file("/d/a", 10000, 0, 10000),
-                // Read, and no page left after: evicted.
-                file("/d/b", 100, 0, 0),
-                // The kernel's: size 0, reads return bytes, nothing cached.
-                file("/sys/x", 0, 0, 0),
-                // Fewer pages after than before: evicted.
-                file("/d/d", 8192, 8192, 4096),
-                // Written: grew by writing, left out.
-                file("/d/e", 4096, 0, 4096),
-            ],
-            vec![
-                op(0, 1, "read", Some(0), 0, 10000),
-                op(0, 1, "read", Some(1), 0, 100),
-                op(0, 1, "read", Some(2), 0, 5),
-                op(0, 1, "write", Some(4), 0, 4096),
-            ],
-            serde_json::json!([]),
-        );
-        assert_eq!(cache_growth(&t), (12288, 2));
     }
 }

@@ -344,9 +344,13 @@ fn gaps_note(plan: &plan::ReplayPlan) -> String {
 /// page faults carried more of its data than its read calls (and then plain `mmap` is not
 /// repeated among the others).
 fn methods_for(asked: &[ReplayMethod], plan: &plan::ReplayPlan) -> Vec<ReplayMethod> {
+    // As the program read most of its bytes: mapped, with O_DIRECT, or with read calls.
     let mapped = plan.mapped_bytes > plan.read_bytes;
+    let direct = !mapped && 2 * plan.direct_bytes > plan.read_bytes;
     let first = ReplayMethod::Recorded(if mapped {
         ReadMethod::Mmap
+    } else if direct {
+        ReadMethod::Direct
     } else {
         ReadMethod::Pread
     });

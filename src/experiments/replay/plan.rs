@@ -45,6 +45,10 @@ pub(super) struct ReplayPlan {
     pub(super) mapped_bytes: u64,
     /// Writes to data files (not replayed).
     pub(super) writes: u64,
+    /// Of `read_bytes`, those of files the program opened with O_DIRECT.
+    pub(super) direct_bytes: u64,
+    /// The program used io_uring: what it read through it is not in the trace.
+    pub(super) uring: bool,
     pub(super) notes: Vec<String>,
     /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those
     /// unknown (after a page fault that may have waited for storage, kept as none); a stop's
@@ -212,6 +216,8 @@ pub(super) struct Builder<'t> {
     calls: u64,
     read: BTreeSet<u32>,
     faulted: BTreeSet<u32>,
+    /// Files opened with O_DIRECT.
+    direct: BTreeSet<u32>,
 }
 
 impl<'t> Builder<'t> {
@@ -290,6 +296,7 @@ impl<'t> Builder<'t> {
             calls: 0,
             read: BTreeSet::new(),
             faulted: BTreeSet::new(),
+            direct: BTreeSet::new(),
         })
     }
 
@@ -352,10 +359,20 @@ impl<'t> Builder<'t> {
             self.faulted.insert(self.faults[i as usize].file);
             th.access(a);
         }
+        match op.call {
+            Call::Open if op.ret >= 0 && op.arg.unwrap_or(0) & libc::O_DIRECT as u64 != 0 => {
+                self.direct.extend(op.file);
+            }
+            Call::UringSetup | Call::UringEnter => self.plan.uring = true,
+            _ => {}
+        }
         if let Some((f, block)) = read
             && let Some(&file) = self.index.get(&f)
         {
             self.plan.read_bytes += block.len;
+            if self.direct.contains(&f) {
+                self.plan.direct_bytes += block.len;
+            }
             self.read.insert(f);
             th.access(PlannedAccess {
                 t: op.t,
@@ -439,6 +456,17 @@ pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
         p.notes.push(format!(
             "{} writes to files are not replayed (they would change them)",
             p.writes
+        ));
+    }
+    if p.uring {
+        p.notes.push(
+            "the program used io_uring: what it read through it is not in the trace, so this replay (and its verdict) covers only its read calls and page faults".to_string(),
+        );
+    }
+    if p.direct_bytes > 0 {
+        p.notes.push(format!(
+            "{} of the reads were of files the program opened with O_DIRECT",
+            crate::size::format_size(p.direct_bytes)
         ));
     }
     if p.mapped_bytes > 0 {
