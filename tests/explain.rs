@@ -283,6 +283,12 @@ fn a_walk_of_directories_shows_its_metadata_per_directory() {
         assert!(row["getdents"].as_u64().unwrap() >= 1, "{row}");
         assert!(row["entry_bytes"].as_u64().unwrap() > 0, "{row}");
     }
+    // A row is a directory, or one of the two rows that name none (fstat of open files,
+    // paths from the working directory).
+    for r in rows {
+        let path = r["path"].as_str().unwrap();
+        assert!(path.starts_with('(') || Path::new(path).is_dir(), "{r}");
+    }
     let stats: u64 = rows.iter().map(|r| r["stats"].as_u64().unwrap()).sum();
     assert!(
         stats >= 40 + (0..40).map(|d| d % 7 + 1).sum::<u64>(),

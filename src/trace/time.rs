@@ -364,8 +364,8 @@ fn verdict(total: &ProcTime, procs: &[ProcTime], wall_ns: u64) -> (Option<String
 /// One directory's metadata calls: stats relative to it (or of it) and reads of its entries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirRow {
-    /// The directory ("(paths from the working directory or absolute)" for stats given no
-    /// directory descriptor).
+    /// The directory ("(paths from the working directory, or absolute)" for stats given no
+    /// directory descriptor, "(open files: fstat)" for stats of an open file).
     pub path: String,
     /// stat calls (newfstatat, statx, stat, lstat, fstat).
     pub stats: u64,
@@ -399,7 +399,17 @@ pub fn metadata_by_dir(t: &Trace) -> (Vec<DirRow>, (u64, u64)) {
             }
             _ => continue,
         }
-        let r = rows.entry(op.file).or_default();
+        // A stat of an open file (fstat) names no directory: one row for them all.
+        let dir = op.file.filter(|&i| {
+            t.files
+                .get(i as usize)
+                .is_some_and(|x| x.kind == FileKind::Dir)
+        });
+        let key = match (op.file, dir) {
+            (Some(_), None) => Some(u32::MAX),
+            _ => dir,
+        };
+        let r = rows.entry(key).or_default();
         r.time_ns = r.time_ns.saturating_add(own);
         if op.call == Call::Stat {
             r.stats = r.stats.saturating_add(1);
@@ -412,9 +422,10 @@ pub fn metadata_by_dir(t: &Trace) -> (Vec<DirRow>, (u64, u64)) {
     let mut out: Vec<DirRow> = rows
         .into_iter()
         .map(|(f, mut r)| {
-            r.path = match f.and_then(|i| t.files.get(i as usize)) {
-                Some(info) => info.path.clone(),
-                None => "(paths from the working directory, or absolute)".to_string(),
+            r.path = match (f, f.and_then(|i| t.files.get(i as usize))) {
+                (_, Some(info)) => info.path.clone(),
+                (Some(_), None) => "(open files: fstat)".to_string(),
+                (None, None) => "(paths from the working directory, or absolute)".to_string(),
             };
             r
         })
