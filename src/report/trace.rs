@@ -66,7 +66,19 @@ pub fn summary(p: &Profile) -> Vec<String> {
         p.writes.calls,
         format_size(p.writes.bytes),
         format_size(p.file_writes.bytes)
-    ));
+    ) + &p.uring.as_ref().map(|u| format!(
+        "; io_uring: {} requests read from its rings, {} reads returning {}, {} writes of {}{}",
+        u.requests,
+        p.uring_reads.calls,
+        format_size(p.uring_reads.bytes),
+        p.uring_writes.calls,
+        format_size(p.uring_writes.bytes),
+        match (u.unseen, &u.why) {
+            (0, _) => String::new(),
+            (n, Some(why)) => format!(", {n} not seen ({why})"),
+            (n, None) => format!(", {n} not seen"),
+        }
+    )).unwrap_or_default());
     match p.rchar_agreement {
         Some(a) => l.push(format!(
             "kernel's count (/proc io, {} threads): rchar {} = traced reads {} + exec headers {} {:+.3}%; from storage {}, to storage {}",

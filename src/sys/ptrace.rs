@@ -82,10 +82,12 @@ pub fn wait_nohang() -> io::Result<Option<Wait>> {
     waitpid(rustix::process::WaitOptions::NOHANG)
 }
 
-/// `waitpid(-1, __WALL | more)`.
+/// `waitpid(-1, __WALL | more)`: any child, whatever its process group. (Not rustix's
+/// `waitpid(None, ..)`, which is `waitpid(0, ..)`, the caller's process group only: a traced
+/// program that calls setsid or setpgid, as fio's job processes do, would stop unseen.)
 fn waitpid(more: rustix::process::WaitOptions) -> io::Result<Option<Wait>> {
     let all = rustix::process::WaitOptions::from_bits_retain(libc::__WALL as u32);
-    Ok(rustix::process::waitpid(None, all | more)?
+    Ok(rustix::process::wait(all | more)?
         .map(|(pid, status)| decode(pid.as_raw_nonzero().get(), status.as_raw())))
 }
 

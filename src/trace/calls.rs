@@ -57,6 +57,14 @@ pub enum Call {
     CopyFileRange,
     UringSetup,
     UringEnter,
+    /// io_uring_register: registered files and rings, followed.
+    UringRegister,
+    /// An io_uring read request (read, readv, read_fixed) and its completion: not a system
+    /// call; `t` is when `io_uring_enter` submitted it, `dur` until iolab saw its completion,
+    /// `arg` the opcode.
+    UringRead,
+    /// An io_uring write request (write, writev, write_fixed) and its completion, as `UringRead`.
+    UringWrite,
     Exec,
     /// wait4 and waitid: timed (waiting for a child), never kept as a call.
     Wait,
@@ -106,6 +114,7 @@ fn table() -> Vec<(i64, Call)> {
         (libc::SYS_copy_file_range, CopyFileRange),
         (libc::SYS_io_uring_setup, UringSetup),
         (libc::SYS_io_uring_enter, UringEnter),
+        (libc::SYS_io_uring_register, UringRegister),
         (libc::SYS_execve, Exec),
         (libc::SYS_execveat, Exec),
         (libc::SYS_wait4, Wait),
@@ -173,6 +182,24 @@ impl Call {
             self,
             Read | Readv | Pread | Preadv | Preadv2 | Sendfile | CopyFileRange
         )
+    }
+
+    /// Whether the op moves a file's bytes out of it from `off` (`ret` of them): the reads, a
+    /// splice (counted in no kernel counter) and an io_uring read request.
+    pub fn reads_file(self) -> bool {
+        self.reads() || matches!(self, Call::Splice | Call::UringRead)
+    }
+
+    /// Whether the op writes the program's bytes to `file` at `off`: the write calls and an
+    /// io_uring write request.
+    pub fn writes_file(self) -> bool {
+        self.writes() || self == Call::UringWrite
+    }
+
+    /// Whether the op is an io_uring request, not a call: the thread did not wait in it (its
+    /// waits are in io_uring_enter).
+    pub fn is_request(self) -> bool {
+        matches!(self, Call::UringRead | Call::UringWrite)
     }
 
     /// Whether the tracer needs the call's result (a second stop, at its exit). Not for calls
@@ -249,6 +276,9 @@ impl Call {
             CopyFileRange => "copy_file_range",
             UringSetup => "io_uring_setup",
             UringEnter => "io_uring_enter",
+            UringRegister => "io_uring_register",
+            UringRead => "uring_read",
+            UringWrite => "uring_write",
             Exec => "execve",
             Wait => "wait",
             Stat => "stat",

@@ -3,7 +3,7 @@
 
 use super::faults::Samples;
 use super::ops::State;
-use super::{Call, Ended, Fault, FileKind, SCHEMA, Trace, TraceConfig};
+use super::{Ended, Fault, FileKind, SCHEMA, Trace, TraceConfig};
 use std::collections::HashMap;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::time::Duration;
@@ -72,6 +72,7 @@ pub fn finish(
         notes: st.notes.into_iter().collect(),
         procs: st.procs.into_values().collect(),
         stop_cost: st.stop_cost,
+        uring: (st.uring.seen.requests + st.uring.seen.unseen > 0).then_some(st.uring.seen),
     }
 }
 
@@ -81,7 +82,7 @@ fn cut_short(st: &mut State, ended: Ended, interrupted: bool) {
     let written: std::collections::BTreeSet<u32> = st
         .ops
         .iter()
-        .filter(|o| o.call.writes() && o.ret > 0)
+        .filter(|o| o.call.writes_file() && o.ret > 0)
         .filter_map(|o| o.file)
         .filter(|&f| st.files[f as usize].kind == FileKind::File)
         .collect();
@@ -172,8 +173,7 @@ fn after(st: &mut State) {
 fn xors(st: &mut State, faults: &[Fault]) {
     let mut reads: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     for op in &st.ops {
-        if let (true, Some(file), Some(off)) =
-            (op.call.reads() || op.call == Call::Splice, op.file, op.off)
+        if let (true, Some(file), Some(off)) = (op.call.reads_file(), op.file, op.off)
             && op.ret > 0
         {
             reads.entry(file).or_default().push((off, op.ret as u64));

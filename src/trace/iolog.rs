@@ -47,9 +47,9 @@ pub fn iolog(t: &Trace, writes: Writes) -> Iolog {
         // What the call did to files: a read of its own (a copy reads its source too), a
         // write of its destination, or a sync.
         let mut parts: Vec<(Option<u32>, &str, Option<u64>)> = Vec::new();
-        if op.call.reads() || op.call == Call::Splice {
+        if op.call.reads_file() {
             parts.push((op.file, "read", op.off));
-        } else if op.call.writes() {
+        } else if op.call.writes_file() {
             parts.push((op.file, "write", op.off));
         } else if op.call == Call::Fsync {
             parts.push((op.file, "sync", None));

@@ -18,6 +18,7 @@ pub mod profile;
 mod storage;
 pub mod time;
 mod tracer;
+mod uring;
 
 pub use calls::Call;
 use serde::{Deserialize, Serialize};
@@ -289,6 +290,23 @@ pub struct ProcTimes {
     pub stops: u64,
 }
 
+/// What iolab saw of the program's io_uring requests, read from its rings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UringSeen {
+    /// Requests submitted through `io_uring_enter` and read from the submission queue.
+    pub requests: u64,
+    /// Of them, reads and writes of files whose completion was seen (each an op).
+    pub reads: u64,
+    /// As `reads`, for writes.
+    pub writes: u64,
+    /// Requests of other kinds (network, sync, open, timeouts): counted, not kept.
+    pub other: u64,
+    /// Requests iolab could not read or whose result it did not see.
+    pub unseen: u64,
+    /// Why, for the first of those.
+    pub why: Option<String>,
+}
+
 /// What one traced call costs the program by being traced, measured at the start on calls
 /// whose own cost is about a microsecond (the launcher stats `/` [`CALIBRATION_CALLS`] times
 /// under the filter before it runs the program).
@@ -391,6 +409,10 @@ pub struct TraceOf<O> {
     /// What a traced call costs by being traced, measured at the start.
     #[serde(default)]
     pub stop_cost: Option<StopCost>,
+    /// The program's io_uring requests (None: it set up no ring, or the trace is from before
+    /// they were read; then what io_uring moved is not in `ops`).
+    #[serde(default)]
+    pub uring: Option<UringSeen>,
 }
 
 pub use file::TraceFile;

@@ -79,6 +79,8 @@ pub struct State {
     pub threads: u32,
     /// Stops answered.
     pub stops: u64,
+    /// The program's io_uring rings and what was seen of them.
+    pub uring: super::uring::Rings,
     /// Notes, each once.
     pub notes: BTreeSet<String>,
     /// The launcher (`iolab trace-exec`) has not exec'd the program yet.
@@ -108,6 +110,7 @@ impl State {
             processes: 0,
             threads: 0,
             stops: 0,
+            uring: Default::default(),
             notes: BTreeSet::new(),
             launching: true,
             baseline: None,
@@ -177,7 +180,7 @@ impl State {
 
     /// The description behind `fd` in thread `tid`'s table; one is made from /proc for a
     /// descriptor the program had before iolab saw it open (inherited stdin, say).
-    fn desc(&mut self, tid: i32, fd: i32) -> Option<Rc<RefCell<Desc>>> {
+    pub(super) fn desc(&mut self, tid: i32, fd: i32) -> Option<Rc<RefCell<Desc>>> {
         let task = self.tasks.get(&tid)?.clone();
         if let Some(s) = task.fds.borrow().0.get(&fd) {
             return Some(s.desc.clone());
@@ -221,7 +224,7 @@ impl State {
         Some((file, at.or(seekable.then_some(pos))))
     }
 
-    fn iov_sum(&self, tid: i32, addr: u64, count: u64) -> u64 {
+    pub(super) fn iov_sum(&self, tid: i32, addr: u64, count: u64) -> u64 {
         let n = count.min(1024) as usize;
         let mut buf = vec![0u8; n * 16];
         let got = ptrace::read_mem(tid, addr, &mut buf).unwrap_or(0);
@@ -317,9 +320,11 @@ impl State {
                 let at = self.peek_u64(tid, a[3]);
                 p.to = self.destination(tid, a[2] as i32, at);
             }
-            UringSetup | UringEnter => {
-                self.note("the program used io_uring: reads and writes it submits there are not seen (only the io_uring_enter calls are)");
+            UringEnter => {
+                let pid = self.tasks.get(&tid).map_or(0, |t| t.pid);
+                self.uring_enter(pid, tid, &a, t);
             }
+            UringSetup | UringRegister => {}
             Exec => p.arg = rchar_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid),
             Stat => {
                 if self.launching && self.calibration.1.is_none() {
@@ -438,6 +443,7 @@ impl State {
             held_exit: task.held,
             stops: p.stops,
         };
+        self.uring_follow(task.pid, tid, &p, ret, t);
         let keep = match p.call {
             Stat if self.launching => {
                 let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));

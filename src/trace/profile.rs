@@ -105,6 +105,16 @@ pub struct Profile {
     /// and copy_file_range.
     #[serde(default)]
     pub file_writes: Totals,
+    /// io_uring read and write requests (not in `reads`/`writes`: the kernel counts them in
+    /// neither rchar nor wchar), and what was seen of the rings (None: no ring).
+    #[serde(default)]
+    pub uring_reads: Totals,
+    #[serde(default)]
+    #[allow(missing_docs)]
+    pub uring_writes: Totals,
+    #[serde(default)]
+    #[allow(missing_docs)]
+    pub uring: Option<super::UringSeen>,
     /// Time in all traced calls over the wall time (threads add up, so it can pass 1).
     pub io_share: f64,
     /// The kernel's accounting.
@@ -220,6 +230,8 @@ struct Tally<'a> {
     file_reads: Totals,
     writes: Totals,
     file_writes: Totals,
+    uring_reads: Totals,
+    uring_writes: Totals,
     calls: BTreeMap<&'a str, CallRow>,
     sizes: BTreeMap<u64, u64>,
     io_ns: u64,
@@ -238,12 +250,16 @@ fn tally(t: &Trace) -> Tally<'static> {
         file_reads,
         writes,
         file_writes,
+        uring_reads,
+        uring_writes,
         calls,
         sizes,
         io_ns,
     } = &mut y;
     for op in &t.ops {
-        *io_ns += op.dur;
+        if !op.call.is_request() {
+            *io_ns += op.dur;
+        }
         let row = calls.entry(op.call.name()).or_insert_with(|| CallRow {
             call: op.call.name().to_string(),
             calls: 0,
@@ -257,11 +273,16 @@ fn tally(t: &Trace) -> Tally<'static> {
             row.errors += 1;
         }
         let is_file = kind(t, op.file) == Some(FileKind::File);
-        if op.call.reads() || op.call.writes() || op.call.copies() {
+        if op.call.reads() || op.call.writes() || op.call.copies() || op.call.is_request() {
             row.bytes += op.ret.max(0) as u64;
         }
         if op.call.reads() {
             add(reads, op.len, op.ret, op.dur);
+        }
+        match op.call {
+            Call::UringRead => add(uring_reads, op.len, op.ret, op.dur),
+            Call::UringWrite => add(uring_writes, op.len, op.ret, op.dur),
+            _ => {}
         }
         if op.call.counts_wchar() {
             add(writes, op.len, op.ret, op.dur);
@@ -279,7 +300,7 @@ fn tally(t: &Trace) -> Tally<'static> {
             continue;
         };
         let a = acc.entry(f).or_default();
-        if op.call.reads() || op.call == Call::Splice {
+        if op.call.reads_file() {
             add(&mut a.reads, op.len, op.ret, op.dur);
             add(file_reads, op.len, op.ret, op.dur);
             if op.ret > 0 {
@@ -296,7 +317,7 @@ fn tally(t: &Trace) -> Tally<'static> {
                     a.next = Some(off + op.ret as u64);
                 }
             }
-        } else if op.call.writes() {
+        } else if op.call.writes_file() {
             add(&mut a.writes, op.len, op.ret, op.dur);
             add(file_writes, op.len, op.ret, op.dur);
         } else if op.call == Call::Mmap {
@@ -398,16 +419,21 @@ fn unseen_reads(t: &Trace, unique: u64) -> Option<String> {
     } else {
         0
     };
-    let uring = t
-        .ops
-        .iter()
-        .any(|o| matches!(o.call, Call::UringSetup | Call::UringEnter));
+    // What io_uring moved is in the ops, unless some requests were unseen or the trace is
+    // from before they were read.
+    let uring = match &t.uring {
+        Some(u) => u.unseen > 0,
+        None => t
+            .ops
+            .iter()
+            .any(|o| matches!(o.call, Call::UringSetup | Call::UringEnter)),
+    };
     match (faults, uring) {
         (0, false) => None,
         (n, false) => Some(format!(
             "the program mapped data files ({n} pages faulted): bytes no read call shows"
         )),
-        (0, true) => Some("io_uring reads are not seen".to_string()),
+        (0, true) => Some("some io_uring requests were not seen".to_string()),
         (n, true) => Some(format!(
             "the program mapped data files ({n} pages faulted) and read through io_uring: bytes no read call shows"
         )),
@@ -422,6 +448,8 @@ pub fn profile(t: &Trace) -> Profile {
         file_reads,
         writes,
         file_writes,
+        uring_reads,
+        uring_writes,
         calls,
         sizes,
         io_ns,
@@ -447,6 +475,9 @@ pub fn profile(t: &Trace) -> Profile {
         file_reads,
         writes,
         file_writes,
+        uring_reads,
+        uring_writes,
+        uring: t.uring.clone(),
         io_share: if t.wall_ns > 0 {
             io_ns as f64 / t.wall_ns as f64
         } else {

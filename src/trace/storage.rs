@@ -20,7 +20,8 @@ pub fn cache_growth(t: &Trace) -> (u64, usize) {
         .filter_map(|o| {
             if o.call.copies() {
                 o.to_file
-            } else if o.call.writes() || o.call == Call::Ftruncate || o.call == Call::Fallocate {
+            } else if o.call.writes_file() || o.call == Call::Ftruncate || o.call == Call::Fallocate
+            {
                 o.file
             } else {
                 None
@@ -30,7 +31,7 @@ pub fn cache_growth(t: &Trace) -> (u64, usize) {
     let read: HashSet<u32> = t
         .ops
         .iter()
-        .filter(|o| o.call.reads() && o.ret > 0)
+        .filter(|o| o.call.reads_file() && o.ret > 0)
         .filter_map(|o| o.file)
         .collect();
     // (before, after, read by the program)

@@ -38,7 +38,7 @@ fn on(t: &Trace, op: &super::Op) -> On {
     match op.call {
         Open | Close | CloseRange | Dup | Fcntl | Lseek | Mmap | Munmap | Mremap | Madvise
         | Stat | Getdents => On::Metadata,
-        UringSetup | UringEnter | Exec | Wait => On::Files,
+        UringSetup | UringEnter | UringRegister | UringRead | UringWrite | Exec | Wait => On::Files,
         Sendfile | Splice | CopyFileRange => {
             let (a, b) = (by_kind(kind(op.file)), by_kind(kind(op.to_file)));
             if a == On::Pipes || b == On::Pipes {
@@ -141,7 +141,8 @@ pub fn time_profile(t: &Trace) -> Option<TimeProfile> {
     // them (a call timed from its entry stop to its exit stop gains the stops' own cost).
     let mut in_calls: BTreeMap<u32, BTreeMap<On, u64>> = BTreeMap::new();
     let mut added: BTreeMap<u32, u64> = BTreeMap::new();
-    for op in &t.ops {
+    // An io_uring request's time is not a thread's: its waits are in io_uring_enter.
+    for op in t.ops.iter().filter(|o| !o.call.is_request()) {
         let own = own_time(op, &cost);
         let a = added.entry(op.pid).or_default();
         *a = a.saturating_add(

@@ -442,6 +442,10 @@ impl State {
     /// Thread `tid` (formerly `former`) exec'd: its process's other threads are gone, close-on-
     /// exec descriptors closed, the address space new.
     fn exec(&mut self, tid: i32, former: i32, now: u64) {
+        if let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) {
+            // The old address space is gone: its rings' completions with it.
+            self.uring_leave(pid, tid, now, true);
+        }
         if former != tid
             && let Some(t) = self.tasks.remove(&former)
         {
@@ -493,6 +497,15 @@ impl State {
             return;
         };
         let now = monotonic_ns().saturating_sub(self.t0);
+        let (pid, last) = (
+            t.pid,
+            self.tasks.values().filter(|x| x.pid == t.pid).count() == 1,
+        );
+        // Completions the program reaped without a call since its last io_uring_enter.
+        self.uring_leave(pid, tid, now, last);
+        let Some(t) = self.tasks.get(&tid) else {
+            return;
+        };
         let p = self.procs.entry(t.pid).or_default();
         p.pid = t.pid;
         if let Ok(name) = std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", t.pid)) {

@@ -249,7 +249,8 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
         )
         .at(&cfg.trace));
     }
-    replay_plan(b.finish(), &t.command, &t.files, cfg, obs)
+    let plan = b.finish().with_uring(t.uring.as_ref());
+    replay_plan(plan, &t.command, &t.files, cfg, obs)
 }
 
 /// Replays trace `t` (`cfg.trace` names it in messages).

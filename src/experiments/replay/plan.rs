@@ -47,8 +47,12 @@ pub(super) struct ReplayPlan {
     pub(super) writes: u64,
     /// Of `read_bytes`, those of files the program opened with O_DIRECT.
     pub(super) direct_bytes: u64,
-    /// The program used io_uring: what it read through it is not in the trace.
+    /// The program used io_uring.
     pub(super) uring: bool,
+    /// Some of what it moved through io_uring is not in the trace ([`ReplayPlan::with_uring`]).
+    pub(super) uring_unseen: bool,
+    /// Of `read_bytes`, those of io_uring read requests.
+    pub(super) uring_bytes: u64,
     pub(super) notes: Vec<String>,
     /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those
     /// unknown (after a page fault that may have waited for storage, kept as none); a stop's
@@ -59,6 +63,14 @@ pub(super) struct ReplayPlan {
 }
 
 impl ReplayPlan {
+    /// The plan, told what the trace saw of the program's io_uring requests: all of them are
+    /// in its calls unless `seen` counts some unseen; a trace from before they were read
+    /// (`None`) has none of them.
+    pub(super) fn with_uring(mut self, seen: Option<&crate::trace::UringSeen>) -> Self {
+        self.uring_unseen = seen.map_or(self.uring, |s| s.unseen > 0);
+        self
+    }
+
     /// Every access.
     pub(super) fn blocks(&self) -> impl Iterator<Item = &Block> {
         self.threads
@@ -103,7 +115,7 @@ fn hex(x: &Option<String>) -> Option<u32> {
 
 /// The access a call made with a read, if it made one: its file, offset and bytes.
 fn read_of(op: &Op) -> Option<(u32, Block)> {
-    let readlike = op.call.reads() || op.call == Call::Splice;
+    let readlike = op.call.reads_file();
     match (readlike && op.ret > 0, op.file, op.off) {
         (true, Some(f), Some(offset)) => Some((
             f,
@@ -198,7 +210,7 @@ pub(super) fn plan(t: &Trace, keep_gaps: bool) -> Result<ReplayPlan> {
     for op in &t.ops {
         b.op(op)?;
     }
-    Ok(b.finish())
+    Ok(b.finish().with_uring(t.uring.as_ref()))
 }
 
 /// Builds a plan from the calls handed to it one by one, in the trace's order.
@@ -316,7 +328,7 @@ impl<'t> Builder<'t> {
                     files.len()
                 )));
             };
-            if op.call.writes() && data(files, f) {
+            if op.call.writes_file() && data(files, f) {
                 self.plan.writes += 1;
             }
             // A file gone after the run (a temporary file) grew while it lived, by an unknown
@@ -370,6 +382,9 @@ impl<'t> Builder<'t> {
             && let Some(&file) = self.index.get(&f)
         {
             self.plan.read_bytes += block.len;
+            if op.call == Call::UringRead {
+                self.plan.uring_bytes += block.len;
+            }
             if self.direct.contains(&f) {
                 self.plan.direct_bytes += block.len;
             }
@@ -458,10 +473,15 @@ pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
             p.writes
         ));
     }
-    if p.uring {
+    if p.uring_unseen {
         p.notes.push(
-            "the program used io_uring: what it read through it is not in the trace, so this replay (and its verdict) covers only its read calls and page faults".to_string(),
+            "the program used io_uring, and not all it read through it is in the trace: this replay (and its verdict) covers only what the trace saw".to_string(),
         );
+    } else if p.uring_bytes > 0 {
+        p.notes.push(format!(
+            "the program used io_uring: {} of the reads were its requests (read from its rings), replayed by each method as the other reads are",
+            crate::size::format_size(p.uring_bytes)
+        ));
     }
     if p.direct_bytes > 0 {
         p.notes.push(format!(

@@ -4,7 +4,7 @@
 //! between and at the same moments as calls.
 
 use super::plan::{Builder, CallSums, plan};
-use crate::trace::{Call, FileKind, Trace, TraceFile, mapped_ranges};
+use crate::trace::{FileKind, Trace, TraceFile, mapped_ranges};
 use crate::workload::Block;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ struct Event {
 fn events(t: &Trace) -> Vec<Event> {
     let mut events: Vec<Event> = Vec::new();
     for op in &t.ops {
-        let readlike = op.call.reads() || op.call == Call::Splice;
+        let readlike = op.call.reads_file();
         if let (true, Some(f), Some(off)) = (readlike && op.ret > 0, op.file, op.off)
             && data(t, f)
         {
