@@ -363,6 +363,8 @@ fn a_sort_with_temporary_files_replays_without_them() {
         notes.contains("no longer exist (temporary files"),
         "{notes}"
     );
+    // What the runs checked is said (traced with --no-xor: no XOR of the trace's to compare).
+    assert!(notes.contains("verified: "), "{notes}");
     assert!(
         v["bytes"].as_u64().unwrap() >= 200_000 * 10,
         "words.txt is replayed: {v}"

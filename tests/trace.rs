@@ -465,7 +465,8 @@ fn a_trace_replays_with_every_method_and_a_changed_file_is_caught() {
         .arg("of=/dev/null")
         .assert()
         .success();
-    let v = replay_json(&out, &["--cache", "warm", "--budget", "5s"]);
+    // The budget is a cap: room for every method's first look on a busy machine.
+    let v = replay_json(&out, &["--cache", "warm", "--budget", "20s"]);
     // dd's 256 reads of the file, and whatever else of its other data files it read or mapped:
     // the loader's cache, say, where each page fault stands for up to the whole small file (two
     // faults on a 45 KiB cache replayed 90 KiB).
@@ -622,7 +623,7 @@ fn keep_gaps_waits_the_programs_time_between_reads() {
             "--methods",
             "mmap,uring",
             "--budget",
-            "3s",
+            "10s",
         ],
     );
     // The sleeps are kept (16 of 20 ms), and nothing is kept that the program did not spend:
@@ -636,7 +637,11 @@ fn keep_gaps_waits_the_programs_time_between_reads() {
     );
     // No method finishes before the waits are over, io_uring included (it queues ahead
     // during a wait, but the waits are the program's and stay).
-    for r in v["rows"].as_array().unwrap() {
+    // (A row the budget, a cap, left unmeasured on a busy machine has no time to check.)
+    let rows = v["rows"].as_array().unwrap();
+    let measured: Vec<&Value> = rows.iter().filter(|r| r["unsupported"].is_null()).collect();
+    assert!(!measured.is_empty(), "{rows:?}");
+    for r in measured {
         let secs = r["seconds"]["median"].as_f64().unwrap();
         assert!(secs >= 0.3, "{}: {secs}", r["method"]);
     }

@@ -25,7 +25,9 @@ pub struct ReplayArgs {
     /// cold, warm or both
     #[arg(long, default_value = "both", value_parser = ["cold", "warm", "both"])]
     pub cache: String,
-    /// Time the rounds may take (rounds stop early once every comparison is decided)
+    /// Time the whole replay may take, a cap (reading the trace counts): no run starts that
+    /// would end past it, and a method whose first run alone takes more than its even share is
+    /// left out and said; rounds stop early once every comparison is decided
     #[arg(long, default_value = "60s", value_parser = args::duration)]
     pub budget: std::time::Duration,
     /// As root, also drop every clean page (drop_caches) before cold runs

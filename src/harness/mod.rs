@@ -97,6 +97,9 @@ pub enum Stop {
     Budget,
     /// The last planned look was reached.
     LastLook,
+    /// The budget, a cap ([`Plan::capped`]), ran out before the first look was complete: the
+    /// rounds every cell completed are kept (maybe none: then no cell has a counted run).
+    Capped,
 }
 
 /// One cell's runs: the counted ones in round order from round 0, the warm-ups apart.
@@ -194,10 +197,11 @@ impl RoundsTaken {
             looks: o.looks,
             planned_looks: o.planned_looks,
             comparisons: o.verdicts.len(),
+            // A comparison never looked at (the cap ended the first look) is undecided too.
             undecided: o
                 .verdicts
                 .iter()
-                .filter(|v| v.is_some_and(|v| v.decided == Decided::Undecided))
+                .filter(|v| v.is_none_or(|v| v.decided == Decided::Undecided))
                 .count(),
             compared: o.compared.clone(),
         }
@@ -248,6 +252,23 @@ pub fn run<C: Cells>(
     run_plan(what, cells, &rounds.plan(), comparisons, obs)
 }
 
+/// [`run`] with the budget as a cap ([`Plan::capped`]): for work whose first look alone can
+/// pass any budget (a replay of a long trace).
+pub fn run_capped<C: Cells>(
+    what: &str,
+    cells: &mut C,
+    rounds: &Rounds,
+    comparisons: &[Comparison],
+    obs: &dyn Observer,
+) -> Result<Measurement<C::Extra>> {
+    rounds.check()?;
+    let plan = Plan {
+        capped: rounds.budget.is_some(),
+        ..rounds.plan()
+    };
+    run_plan(what, cells, &plan, comparisons, obs)
+}
+
 /// [`run`] under a plan made by hand (the harness's own tests).
 fn run_plan<C: Cells>(
     what: &str,
@@ -273,6 +294,7 @@ fn run_plan<C: Cells>(
     let mut round = 0;
     let mut looks = 0;
     let mut verdicts: Vec<Option<Verdict>> = vec![None; comparisons.len()];
+    let mut capped = false;
     let stop = loop {
         while round < target {
             let counted = round >= plan.warmup;
@@ -288,9 +310,27 @@ fn run_plan<C: Cells>(
                 done += 1;
                 obs.progress(what, done, total.max(done));
             };
-            one_round(cells, &mut live, round, counted, &mut xors, &mut tick)?;
+            let deadline = plan.capped.then_some((started, plan.budget));
+            let kept: Vec<usize> = live.iter().map(|l| l.runs.len()).collect();
+            if !one_round(
+                cells, &mut live, round, counted, &mut xors, deadline, &mut tick,
+            )? {
+                // Only whole rounds are kept: a comparison pairs runs round by round.
+                for (l, n) in live.iter_mut().zip(kept) {
+                    l.runs.truncate(n);
+                }
+                capped = true;
+                break;
+            }
             windows.push(probe.finish());
             round += 1;
+        }
+        if capped {
+            if round > plan.warmup {
+                look(cells, &live, comparisons, &mut verdicts, plan.looks.len());
+                looks += 1;
+            }
+            break Stop::Capped;
         }
         looks += 1;
         let counted_rounds = round - plan.warmup;
@@ -315,8 +355,15 @@ fn run_plan<C: Cells>(
         target = plan.warmup + next;
         total = done + more as usize * going.len();
     };
-    for (i, l) in live.iter().enumerate() {
+    for (i, l) in live.iter_mut().enumerate() {
         cell::check_last(&cells.cell(i), l.runs.last().or(l.warmups.last()))?;
+        if capped && l.runs.is_empty() && l.skipped.is_none() {
+            l.skipped = Some(Error::new(
+                ErrorKind::Unsuited,
+                "not measured",
+                "not measured: the budget ran out before its first counted run (a larger --budget measures it)",
+            ));
+        }
     }
     let warnings: Vec<String> = short_runs(cells, &live).into_iter().collect();
     Ok(Measurement {
@@ -341,7 +388,7 @@ fn run_plan<C: Cells>(
                 skipped: l.skipped,
             })
             .collect(),
-        rounds: round - plan.warmup,
+        rounds: round.saturating_sub(plan.warmup),
         verdicts,
         interference: Interference::merge_windows(&windows),
         stop,
@@ -390,21 +437,35 @@ fn look<C: Cells>(
 
 /// One round over the active cells, in an order rotated by `round`; their runs are kept as
 /// counted or as warm-ups. A cell the method does not suit is skipped from then on; `tick`
-/// follows each cell.
+/// follows each cell. False when `deadline` (a start and a cap) stopped it before a run that
+/// would have ended past the cap (by its cell's last run's time, or the longest run so far).
+#[allow(clippy::too_many_arguments)]
 fn one_round<C: Cells>(
     cells: &mut C,
     live: &mut [Live<C::Extra>],
     round: usize,
     counted: bool,
     xors: &mut Vec<Agreed>,
+    deadline: Option<(Instant, Duration)>,
     tick: &mut dyn FnMut(),
-) -> Result<()> {
+) -> Result<bool> {
     let order: Vec<usize> = (0..live.len()).filter(|&i| live[i].active).collect();
     for k in 0..order.len() {
         let i = order[(k + round) % order.len()];
         tick();
         if live[i].skipped.is_some() {
             continue;
+        }
+        if let Some((started, cap)) = deadline {
+            let longest = live.iter().map(|l| l.cost).max().unwrap_or_default();
+            let expect = if live[i].cost.is_zero() {
+                longest
+            } else {
+                live[i].cost
+            };
+            if started.elapsed() + expect > cap {
+                return Ok(false);
+            }
         }
         let t = Instant::now();
         match run_one(cells, i) {
@@ -421,6 +482,13 @@ fn one_round<C: Cells>(
                     live[i].warmups.push(r);
                 }
             }
+            // A run the cap cut short: the measurement ends here, not the cell.
+            Err(e)
+                if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited)
+                    && deadline.is_some_and(|(s, cap)| s.elapsed() >= cap) =>
+            {
+                return Ok(false);
+            }
             Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
                 live[i].skipped = Some(e);
                 live[i].active = false;
@@ -428,7 +496,7 @@ fn one_round<C: Cells>(
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// One run of cell `i`, and its XOR check (with whether it wrote its bytes).

@@ -74,12 +74,14 @@ impl Rounds {
                 looks: LOOKS.to_vec(),
                 floor: self.repeat.clamp(1, LOOKS[0]),
                 budget,
+                capped: false,
             },
             None => Plan {
                 warmup: self.warmup,
                 looks: vec![self.repeat],
                 floor: self.repeat,
                 budget: Duration::ZERO,
+                capped: false,
             },
         }
     }
@@ -136,10 +138,16 @@ pub struct Plan {
     pub looks: Vec<usize>,
     /// Counted rounds of the cells in no comparison (at most the first look).
     pub floor: usize,
-    /// Wall time the whole measurement may take; the first look is always completed.
+    /// Wall time the whole measurement may take; the first look is always completed, unless
+    /// `capped`.
     #[serde(with = "crate::measure::secs")]
     #[schemars(with = "f64")]
     pub budget: Duration,
+    /// The budget is a cap: no run starts that its cell's last run (or the longest run so far,
+    /// for a cell not yet run) says would end past it, in the first look too; the rounds
+    /// completed are kept.
+    #[serde(default)]
+    pub capped: bool,
 }
 
 impl Plan {

@@ -164,3 +164,48 @@ fn unsupported_cells_are_skipped_with_the_reason_and_xors_must_agree() {
     cells.xor = vec![Some((7, 0xaa)), Some((8, 0xab))];
     assert!(run("t", &mut cells, &Rounds::fixed(3, 0), &[], &Silent).is_ok());
 }
+
+#[test]
+fn a_capped_budget_starts_no_run_that_would_end_past_it() {
+    // Every run takes at least 20 ms; the cap is 30 ms: after the first warm-up run, the next
+    // (expected as long as the longest so far) would end past it, so it is not started.
+    let slow = || -> Box<dyn FnMut(usize) -> f64> {
+        Box::new(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            20.0
+        })
+    };
+    let mut cells = Fake::new(vec![slow(), slow()]);
+    let plan = Plan {
+        capped: true,
+        ..Rounds::adaptive(Duration::from_millis(30)).plan()
+    };
+    let out = run_plan(
+        "t",
+        &mut cells,
+        &plan,
+        &[Comparison { a: 0, b: 1 }],
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(out.stop, Stop::Capped);
+    assert_eq!(cells.calls.len(), 1, "{:?}", cells.calls);
+    assert_eq!(out.verdicts[0], None);
+    for c in &out.cells {
+        assert!(c.runs.is_empty());
+        let why = c.skipped.as_ref().unwrap().to_string();
+        assert!(why.contains("budget ran out"), "{why}");
+    }
+    // Uncapped, the same budget still completes the first look.
+    let mut cells = Fake::new(vec![wobble(1.0), wobble(1.0)]);
+    let plan = Rounds::adaptive(Duration::from_millis(1)).plan();
+    let out = run_plan(
+        "t",
+        &mut cells,
+        &plan,
+        &[Comparison { a: 0, b: 1 }],
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(out.rounds, LOOKS[0]);
+}

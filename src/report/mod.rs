@@ -196,6 +196,10 @@ pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
             "the time budget ended them; {} of {} comparisons undecided",
             r.undecided, r.comparisons
         ),
+        crate::harness::Stop::Capped => format!(
+            "the time budget (a cap) ended them before the first look was complete; {} of {} comparisons undecided",
+            r.undecided, r.comparisons
+        ),
         crate::harness::Stop::LastLook => format!(
             "the last planned look; {} of {} comparisons undecided",
             r.undecided, r.comparisons

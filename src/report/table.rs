@@ -153,7 +153,7 @@ impl Table {
         for r in &self.rows {
             let mut cells: Vec<String> = r.cells.iter().map(Value::for_people).collect();
             if let Some(why) = &r.unsupported {
-                cells.push(format!("unsupported: {why}"));
+                cells.push(not_measured(why));
             }
             rows.push(cells);
         }
@@ -367,7 +367,7 @@ fn aligned(t: &Table) -> String {
     for (cells, why) in super::padded(&widths).iter().zip(&whys) {
         let mut line = cells.join("  ");
         if let Some(why) = why {
-            line = format!("{line}  unsupported: {why}");
+            line = format!("{line}  {}", not_measured(why));
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -439,6 +439,16 @@ fn tables_json(doc: &Document) -> String {
         })
         .collect();
     super::json(&tables)
+}
+
+/// A row's reason for having no figures, as printed: "unsupported: why", unless the reason
+/// already says it was not measured (a budget that ran out: the method is supported).
+fn not_measured(why: &str) -> String {
+    if why.starts_with("not measured") {
+        why.to_string()
+    } else {
+        format!("unsupported: {why}")
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,12 @@ pub(super) struct ReplayCells<'a> {
     pub(super) drop_all: bool,
     pub(super) depth: u32,
     pub(super) keep_gaps: bool,
+    /// The budget's end, and each cell's even share of the budget: a cell's first run still
+    /// going after its share (or any run at the end) is cut short, and the method left out,
+    /// said: one slow method (mmap-random, cold) does not take the others' time.
+    pub(super) deadline: Option<(std::time::Instant, std::time::Duration)>,
+    /// Cells that have run once.
+    pub(super) ran: Vec<bool>,
 }
 /// The blocks of `s` as method `m` reads them, and the gap before each.
 fn blocks_for(m: ReplayMethod, s: &Segment, size: u64) -> (Arc<[Block]>, Arc<[u64]>) {
@@ -47,6 +53,7 @@ fn replay_thread(
     sources: &[&Source],
     opts: &EngineOptions,
     keep_gaps: bool,
+    deadline: Option<std::time::Instant>,
 ) -> Result<(Moved, Vec<u32>)> {
     let mut moved = Moved::default();
     let mut xors = vec![0u32; sources.len()];
@@ -54,6 +61,7 @@ fn replay_thread(
         let src = sources[s.file];
         let (blocks, gaps) = blocks_for(m, s, src.size);
         let largest = blocks.iter().map(|b| b.len).max().unwrap_or(1).max(1);
+        let want: u64 = blocks.iter().map(|b| b.len).sum();
         let w = Workload {
             // The workers size their buffers (and pieces) by it.
             bs: largest.next_multiple_of(engine::DIRECT_ALIGN),
@@ -66,7 +74,19 @@ fn replay_thread(
         if keep_gaps {
             part = part.with_gaps(gaps);
         }
-        let got = engine::prepare_parts(m.engine(), src, &w, vec![part], opts)?.run()?;
+        let limits = engine::RunLimits {
+            deadline,
+            ..Default::default()
+        };
+        let (got, _) =
+            engine::prepare_parts(m.engine(), src, &w, vec![part], opts)?.run_limited(limits)?;
+        if got.bytes < want && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Err(Error::new(
+                crate::ErrorKind::Unsuited,
+                "cut short",
+                "not measured: its first run alone took more than its share of the budget (a larger --budget measures it)",
+            ));
+        }
         xors[s.file] ^= got.xor;
         moved.add(got);
     }
@@ -133,6 +153,11 @@ impl Cells for ReplayCells<'_> {
     /// Each traced thread's segments on a thread of its own, all at once.
     fn own(&mut self, i: usize) -> Result<Timed<()>> {
         let method = self.cells[i].method;
+        let first = !std::mem::replace(&mut self.ran[i], true);
+        let deadline = self.deadline.map(|(end, share)| {
+            let now = std::time::Instant::now();
+            if first { end.min(now + share) } else { end }
+        });
         let opts = EngineOptions::with_depth(self.depth);
         let sources: Vec<&Source> = self.sources.iter().map(|(s, _)| s).collect();
         let sources = &sources;
@@ -143,7 +168,9 @@ impl Cells for ReplayCells<'_> {
                     .threads
                     .iter()
                     .map(|segs| {
-                        scope.spawn(|| replay_thread(method, segs, sources, &opts, self.keep_gaps))
+                        scope.spawn(|| {
+                            replay_thread(method, segs, sources, &opts, self.keep_gaps, deadline)
+                        })
                     })
                     .collect();
                 handles

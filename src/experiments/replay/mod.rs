@@ -224,6 +224,7 @@ fn fits_in_memory(path: &std::path::Path, reads: u64, faults: u64) -> Result<()>
 /// Replays `cfg.trace`, read twice and never held whole: once for all but its calls (and what
 /// the plan needs from all of them), once to plan the calls one by one.
 pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
+    let started = std::time::Instant::now();
     // A large trace takes a while to read (a 1.7 GB one, 27 s here): said as it goes.
     obs.progress("reading the trace", 0, 1);
     let f = crate::trace::TraceFile::<plan::CallSums>::open(&cfg.trace)?;
@@ -250,22 +251,26 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
         .at(&cfg.trace));
     }
     let plan = b.finish().with_uring(t.uring.as_ref());
-    replay_plan(plan, &t.command, &t.files, cfg, obs)
+    replay_plan(plan, &t.command, &t.files, cfg, obs, started)
 }
 
 /// Replays trace `t` (`cfg.trace` names it in messages).
 pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
+    let started = std::time::Instant::now();
     let plan = plan::plan(t, cfg.keep_gaps).map_err(|e| e.at(&cfg.trace))?;
-    replay_plan(plan, &t.command, &t.files, cfg, obs)
+    replay_plan(plan, &t.command, &t.files, cfg, obs, started)
 }
 
-/// Replays `plan`, of a trace of `command` that used `files`.
+/// Replays `plan`, of a trace of `command` that used `files`, within what is left at `started`
+/// of the budget, a cap: reading and planning the trace count, and no run starts that would
+/// end past it.
 fn replay_plan(
     mut plan: plan::ReplayPlan,
     command: &[String],
     files: &[crate::trace::FileInfo],
     cfg: &ReplayConfig,
     obs: &dyn Observer,
+    started: std::time::Instant,
 ) -> Result<ReplayResult> {
     plan::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
     check_unchanged(files, &mut plan)?;
@@ -286,6 +291,7 @@ fn replay_plan(
         .collect();
     let sources = open_sources(&plan)?;
     within_files(&plan, &sources)?;
+    let n_cells = cells.len();
     let mut rc = ReplayCells {
         plan: &plan,
         sources,
@@ -294,14 +300,27 @@ fn replay_plan(
         drop_all: cfg.drop_all,
         depth: depth_of(&plan),
         keep_gaps: cfg.keep_gaps,
+        deadline: cfg
+            .rounds
+            .budget
+            .map(|b| (started + b, b / n_cells.max(1) as u32)),
+        ran: vec![false; n_cells],
     };
-    let out = harness::run("replay", &mut rc, &cfg.rounds, &comparisons, obs)?;
+    let rounds = harness::Rounds {
+        budget: cfg
+            .rounds
+            .budget
+            .map(|b| b.saturating_sub(started.elapsed())),
+        ..cfg.rounds
+    };
+    let out = harness::run_capped("replay", &mut rc, &rounds, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
     let mut notes = plan.notes.clone();
     if cfg.keep_gaps {
         notes.push(gaps_note(&plan));
     }
     notes.extend(out.warnings.iter().cloned());
+    notes.push(report::verified(&plan, &rc.cells, &out.cells));
     let rows: Vec<ReplayRow> = rc
         .cells
         .iter()

@@ -467,36 +467,8 @@ fn fault_access(
 
 /// Notes on what the replay leaves out, and the files gone since the trace taken out.
 pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
-    if p.writes > 0 {
-        p.notes.push(format!(
-            "{} writes to files are not replayed (they would change them)",
-            p.writes
-        ));
-    }
-    if p.uring_unseen {
-        p.notes.push(
-            "the program used io_uring, and not all it read through it is in the trace: this replay (and its verdict) covers only what the trace saw".to_string(),
-        );
-    } else if p.uring_bytes > 0 {
-        p.notes.push(format!(
-            "the program used io_uring: {} of the reads were its requests (read from its rings), replayed by each method as the other reads are",
-            crate::size::format_size(p.uring_bytes)
-        ));
-    }
-    if p.direct_bytes > 0 {
-        p.notes.push(format!(
-            "{} of the reads were of files the program opened with O_DIRECT",
-            crate::size::format_size(p.direct_bytes)
-        ));
-    }
-    if p.mapped_bytes > 0 {
-        p.notes.push(format!(
-            "mapped access replayed as the range each page fault stands for (its {} KiB window, or a whole 2 MiB block in a scan of large folios; {} of the {} the trace's accesses came to): the program may have touched less",
-            crate::trace::FAULT_AROUND >> 10,
-            crate::size::format_size(p.mapped_bytes),
-            crate::size::format_size(p.mapped_bytes + p.read_bytes),
-        ));
-    }
+    let notes = super::report::plan_notes(p);
+    p.notes.extend(notes);
     let gone: BTreeSet<usize> = (0..p.files.len())
         .filter(|&i| !p.files[i].path.exists())
         .collect();

@@ -206,6 +206,79 @@ pub(super) fn suite_section(out: &super::suite::YourProgram) -> Document {
     Document::new().items(head).table(t)
 }
 
+/// What the replay checked: every run of a method that reads the recorded bytes gave each
+/// file's XOR as the trace has it (else it stopped with an error); direct methods, which read
+/// aligned out, agreed among themselves.
+pub(super) fn verified(
+    plan: &super::plan::ReplayPlan,
+    cells: &[super::cells::ReplayCell],
+    runs: &[crate::harness::CellRuns<()>],
+) -> String {
+    let (mut exact, mut direct) = (0usize, 0usize);
+    for (c, r) in cells.iter().zip(runs) {
+        let n = r.runs.len() + r.warmups.len();
+        if c.method.direct() {
+            direct += n;
+        } else {
+            exact += n;
+        }
+    }
+    if exact + direct == 0 {
+        return "verified: nothing (no run completed within the budget)".to_string();
+    }
+    let with = plan.files.iter().filter(|f| f.xor.is_some()).count();
+    let mut s = format!(
+        "verified: {exact} run(s) reading the recorded bytes each gave the XOR the trace has for {with} of {} file(s)",
+        plan.files.len()
+    );
+    if with < plan.files.len() {
+        s.push_str(" (the others have none: traced with --no-xor, or changed during the run; every run's XOR over all the bytes agreed with the first's)");
+    }
+    if direct > 0 {
+        s.push_str(&format!(
+            "; {direct} O_DIRECT run(s), which read aligned out, agreed among themselves"
+        ));
+    }
+    s
+}
+
+/// What a plan leaves out or replays in its own way, one note each: writes, io_uring requests,
+/// O_DIRECT reads, mapped access.
+pub(super) fn plan_notes(p: &super::plan::ReplayPlan) -> Vec<String> {
+    let mut notes = Vec::new();
+    if p.writes > 0 {
+        notes.push(format!(
+            "{} writes to files are not replayed (they would change them)",
+            p.writes
+        ));
+    }
+    if p.uring_unseen {
+        notes.push(
+            "the program used io_uring, and not all it read through it is in the trace: this replay (and its verdict) covers only what the trace saw".to_string(),
+        );
+    } else if p.uring_bytes > 0 {
+        notes.push(format!(
+            "the program used io_uring: {} of the reads were its requests (read from its rings), replayed by each method as the other reads are",
+            crate::size::format_size(p.uring_bytes)
+        ));
+    }
+    if p.direct_bytes > 0 {
+        notes.push(format!(
+            "{} of the reads were of files the program opened with O_DIRECT",
+            crate::size::format_size(p.direct_bytes)
+        ));
+    }
+    if p.mapped_bytes > 0 {
+        notes.push(format!(
+            "mapped access replayed as the range each page fault stands for (its {} KiB window, or a whole 2 MiB block in a scan of large folios; {} of the {} the trace's accesses came to): the program may have touched less",
+            crate::trace::FAULT_AROUND >> 10,
+            crate::size::format_size(p.mapped_bytes),
+            crate::size::format_size(p.mapped_bytes + p.read_bytes),
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
