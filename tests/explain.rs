@@ -673,3 +673,46 @@ fn a_replay_of_an_io_uring_program_replays_its_requests() {
         "{text}"
     );
 }
+
+#[test]
+fn the_timeline_shows_a_program_s_phases_and_adds_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("t.svg");
+    // A write phase, a pause, a read phase (dd and cat: nobody here wrote them).
+    let p = trace_sh(
+        dir.path(),
+        &["--svg", s(&svg)],
+        "dd if=/dev/zero of=a.bin bs=64k count=64 status=none && sleep 0.5 && \
+         cat a.bin > /dev/null",
+    );
+    let tl = &p["timeline"];
+    let rows = tl["rows"].as_array().unwrap();
+    assert!(rows.len() > 2, "{tl}");
+    let sum = |k: &str| -> u64 { rows.iter().map(|r| r[k].as_u64().unwrap()).sum() };
+    assert_eq!(sum("file_read"), p["file_reads"]["bytes"].as_u64().unwrap());
+    assert_eq!(
+        sum("file_written"),
+        p["file_writes"]["bytes"].as_u64().unwrap()
+    );
+    // Every write of a.bin comes before its first read: the phases are in order.
+    let last_write = rows
+        .iter()
+        .rposition(|r| r["file_written"].as_u64().unwrap() >= 65536);
+    let first_read = rows
+        .iter()
+        .position(|r| r["file_read"].as_u64().unwrap() >= 65536);
+    let (w, r) = (last_write.unwrap(), first_read.unwrap());
+    assert!(
+        w < r,
+        "writes end in interval {w}, reads start in {r}: {tl}"
+    );
+    assert!(
+        rows[r]["busiest"].as_str().unwrap().ends_with("/a.bin"),
+        "{tl}"
+    );
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        plot.starts_with("<svg") && plot.contains("file writes"),
+        "{plot}"
+    );
+}

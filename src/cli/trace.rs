@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nNot seen: reads and writes submitted through io_uring (said when the program uses it), and\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -22,6 +22,10 @@ pub struct TraceArgs {
     /// Write the profile in --format to FILE instead of stderr
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// Write the timeline (MiB/s of file reads, writes, mapped pages, pipes against time) as
+    /// an SVG plot to FILE
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     /// The profile's format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -73,7 +77,7 @@ impl TraceArgs {
     pub fn run(self, _ctx: &Ctx) -> Result<(), Error> {
         // Every output is proved writable before the program runs: a run is not to be repeated
         // for a typo in a path.
-        for p in [&self.out, &self.profile, &self.fio_iolog]
+        for p in [&self.out, &self.profile, &self.fio_iolog, &self.svg]
             .into_iter()
             .flatten()
         {
@@ -139,6 +143,12 @@ impl TraceArgs {
             && let Err(e) = iolab::output::save(path, report::json(&t).as_bytes(), self.force)
         {
             failed.push(e);
+        }
+        if let Some(path) = &self.svg {
+            let plot = report::trace::timeline_svg(&p.timeline, &t.command.join(" "));
+            if let Err(e) = iolab::output::save(path, plot.as_bytes(), self.force) {
+                failed.push(e);
+            }
         }
         if let Some(path) = &self.fio_iolog {
             let writes = if self.fio_iolog_writes {

@@ -4,6 +4,7 @@ use super::{Document, Table, Value};
 use crate::size::format_size;
 use crate::trace::profile::{FileProfile, Profile};
 use crate::trace::time::TimeProfile;
+use crate::trace::timeline::Timeline;
 
 fn pct(x: f64) -> Value {
     Value::text(format!("{:.0}%", 100.0 * x))
@@ -255,6 +256,73 @@ pub fn time_table(t: &TimeProfile, limit: usize) -> Table {
     tab
 }
 
+/// The timeline: bytes and calls per interval of the run.
+pub fn timeline_table(tl: &Timeline) -> Table {
+    let mut t = Table::titled(&[
+        "from s",
+        "file reads",
+        "file writes",
+        "mapped",
+        "pipes, sockets",
+        "calls",
+        "metadata",
+        "busiest file",
+    ]);
+    for r in &tl.rows {
+        t.row(vec![
+            Value::Fixed(r.from_s, 3),
+            Value::Bytes(r.file_read),
+            Value::Bytes(r.file_written),
+            Value::Bytes(r.mapped),
+            Value::Bytes(r.pipes),
+            Value::Count(r.calls),
+            Value::Count(r.metadata_calls),
+            r.busiest
+                .as_deref()
+                .map_or(Value::Missing, |p| Value::text(crate::shown::line(p))),
+        ]);
+    }
+    t
+}
+
+/// The timeline as an SVG line plot: MiB/s of each kind of I/O against time.
+pub fn timeline_svg(tl: &Timeline, command: &str) -> String {
+    use super::svg::{Plot, Series, series_points};
+    let rate = |f: fn(&crate::trace::timeline::TimelineRow) -> u64| {
+        series_points(tl.rows.iter().map(|r| {
+            let mid = r.from_s + tl.step_s / 2.0;
+            (
+                mid,
+                Some(f(r) as f64 / (1 << 20) as f64 / tl.step_s.max(1e-9)),
+            )
+        }))
+    };
+    let series = vec![
+        Series {
+            name: "file reads".into(),
+            points: rate(|r| r.file_read),
+        },
+        Series {
+            name: "file writes".into(),
+            points: rate(|r| r.file_written),
+        },
+        Series {
+            name: "mapped (faulted pages)".into(),
+            points: rate(|r| r.mapped),
+        },
+        Series {
+            name: "pipes, sockets".into(),
+            points: rate(|r| r.pipes),
+        },
+    ];
+    super::svg::line_plot(&Plot::over_time(
+        format!("I/O over time: {command}"),
+        "seconds from the start",
+        "MiB/s",
+        series,
+    ))
+}
+
 /// Metadata calls per directory (at most `limit` rows, most time first).
 pub fn metadata_table(p: &Profile, limit: usize) -> Table {
     let mut t = Table::titled(&[
@@ -316,6 +384,15 @@ pub fn profile_document(p: &Profile, limit: usize) -> Document {
     let doc = match &p.time {
         Some(t) => doc.para(t.verdict.clone()).table(time_table(t, limit)),
         None => doc,
+    };
+    let doc = if p.timeline.rows.len() > 1 {
+        doc.para(format!(
+            "timeline: every {:.3} s (--svg FILE plots it)",
+            p.timeline.step_s
+        ))
+        .table(timeline_table(&p.timeline))
+    } else {
+        doc
     };
     if p.metadata_dirs.is_empty() {
         return if p.failed_opens.0 > 0 {

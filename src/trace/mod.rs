@@ -17,6 +17,7 @@ pub mod overhead;
 pub mod profile;
 mod storage;
 pub mod time;
+pub mod timeline;
 mod tracer;
 mod uring;
 

@@ -167,6 +167,9 @@ pub struct Profile {
     /// per-process times were).
     #[serde(default)]
     pub time: Option<super::time::TimeProfile>,
+    /// Bytes and calls per interval of the run (phases).
+    #[serde(default)]
+    pub timeline: super::timeline::Timeline,
     /// Metadata calls per directory (stat, getdents), most time first.
     #[serde(default)]
     pub metadata_dirs: Vec<super::time::DirRow>,
@@ -507,6 +510,7 @@ pub fn profile(t: &Trace) -> Profile {
         faults_unavailable: t.faults_unavailable.clone(),
         notes: t.notes.clone(),
         time: super::time::time_profile(t),
+        timeline: super::timeline::timeline(t),
         metadata_dirs,
         failed_opens,
     }
