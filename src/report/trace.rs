@@ -128,13 +128,16 @@ pub fn summary(p: &Profile) -> Vec<String> {
         ));
     } else {
         l.push(format!(
-            "page faults on file mappings: {}{}",
+            "page faults on file mappings: {}{}; mapped data: {} (distinct {} KiB fault windows on data files, beside the {} read by calls)",
             p.faults,
             if p.faults_lost > 0 {
                 format!(" ({} lost)", p.faults_lost)
             } else {
                 String::new()
-            }
+            },
+            format_size(p.mapped_bytes),
+            crate::trace::FAULT_AROUND >> 10,
+            format_size(p.file_reads.bytes)
         ));
     }
     if !p.request_sizes.is_empty() {

@@ -157,6 +157,10 @@ pub struct Profile {
     pub calls: Vec<CallRow>,
     /// Page faults on file mappings sampled, and lost.
     pub faults: u64,
+    /// Bytes of data files (not program code) the faults mapped: their distinct fault-around
+    /// windows ([`super::fault_window`]), each counted once.
+    #[serde(default)]
+    pub mapped_bytes: u64,
     /// Faults the kernel dropped.
     pub faults_lost: u64,
     /// Why faults were not sampled.
@@ -443,6 +447,20 @@ fn unseen_reads(t: &Trace, unique: u64) -> Option<String> {
     }
 }
 
+/// The distinct fault windows on data files, in bytes.
+fn mapped_bytes(t: &Trace) -> u64 {
+    let windows: HashSet<(u32, u64)> = t
+        .faults
+        .iter()
+        .filter(|f| t.files.get(f.file as usize).is_some_and(|x| !x.code))
+        .map(|f| (f.file, super::fault_window(f.off, 0).0))
+        .collect();
+    windows
+        .iter()
+        .map(|&(f, start)| super::fault_window(start, t.files[f as usize].size).1)
+        .sum()
+}
+
 /// The profile of `t`.
 pub fn profile(t: &Trace) -> Profile {
     let Tally {
@@ -506,6 +524,7 @@ pub fn profile(t: &Trace) -> Profile {
         code_files,
         calls,
         faults: t.faults.len() as u64,
+        mapped_bytes: mapped_bytes(t),
         faults_lost: t.faults_lost,
         faults_unavailable: t.faults_unavailable.clone(),
         notes: t.notes.clone(),
