@@ -187,4 +187,19 @@ mod tests {
         assert_eq!(tl.rows[12].busiest.as_deref(), Some("/d/out"));
         assert_eq!(tl.rows.iter().map(|r| r.calls).sum::<u64>(), 15);
     }
+
+    #[test]
+    fn mapped_data_counts_each_fault_window_once() {
+        // Two faults in one 64 KiB window, one a MiB on, one on a 10 KiB file: 64 + 64 + 10 KiB.
+        let f = |t: u64, file: u32, off: u64| json!({"t": t, "tid": 7, "file": file, "off": off});
+        let t = trace(
+            vec![file("/d/big", 4 << 20, 0, 0), file("/d/small", 10240, 0, 0)],
+            vec![op(0, 10, "read", Some(0), 0, 1)],
+            json!([f(1, 0, 0), f(2, 0, 4096), f(3, 0, 1 << 20), f(4, 1, 8192)]),
+        );
+        let p = crate::trace::profile::profile(&t);
+        assert_eq!(p.mapped_bytes, (64 << 10) + (64 << 10) + 10240);
+        let tl = timeline(&t);
+        assert_eq!(tl.rows.iter().map(|r| r.mapped).sum::<u64>(), 4 * 4096);
+    }
 }
