@@ -576,6 +576,18 @@ fn trace_fio_uring(dir: &Path, out: &Path, rw: &str) -> (Value, u64) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
+    // Each thread's ops in the order it made them (what replay checks): a request is an op of
+    // the thread that reaped it, when it did.
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let mut last: BTreeMap<u64, u64> = BTreeMap::new();
+    for (i, op) in t["ops"].as_array().unwrap().iter().enumerate() {
+        let (tid, at) = (op["tid"].as_u64().unwrap(), op["t"].as_u64().unwrap());
+        let before = last.insert(tid, at).unwrap_or(0);
+        assert!(
+            at >= before,
+            "op {i} of thread {tid} at {at}, after one at {before}: {op}"
+        );
+    }
     let fio: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let job = &fio["jobs"][0];
     let bytes =
@@ -591,7 +603,7 @@ fn an_io_uring_program_shows_its_data_file_with_its_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let data = bytes(4 << 20, 6);
     write_file(dir.path(), "u.bin", &data);
-    let (p, fio_read) = trace_fio_uring(dir.path(), &dir.path().join("t.json"), "randread");
+    let (p, fio_read) = trace_fio_uring(dir.path(), &dir.path().join("t.json"), "read");
     assert_eq!(fio_read, 4 << 20, "fio's own count");
     let row = p["files"]
         .as_array()

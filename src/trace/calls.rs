@@ -60,8 +60,8 @@ pub enum Call {
     /// io_uring_register: registered files and rings, followed.
     UringRegister,
     /// An io_uring read request (read, readv, read_fixed) and its completion: not a system
-    /// call; `t` is when `io_uring_enter` submitted it, `dur` until iolab saw its completion,
-    /// `arg` the opcode.
+    /// call; `t` is when iolab saw its completion (at a stop of `tid`, the thread that reaped
+    /// it), `dur` the time since `io_uring_enter` submitted it, `arg` the opcode.
     UringRead,
     /// An io_uring write request (write, writev, write_fixed) and its completion, as `UringRead`.
     UringWrite,

@@ -443,7 +443,6 @@ impl State {
             held_exit: task.held,
             stops: p.stops,
         };
-        self.uring_follow(task.pid, tid, &p, ret, t);
         let keep = match p.call {
             Stat if self.launching => {
                 let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
@@ -468,6 +467,8 @@ impl State {
         if keep {
             self.ops.push(op);
         }
+        // After the call's own op: completions it reaped are the thread's next ops.
+        self.uring_follow(task.pid, tid, &p, ret, t);
     }
 
     /// Opens, closes and dups: the descriptor table follows; whether the op is kept.

@@ -69,12 +69,8 @@ pub fn timeline(t: &Trace) -> Timeline {
     let kind = |f: Option<u32>| f.and_then(|i| t.files.get(i as usize)).map(|x| x.kind);
     for op in &t.ops {
         let moved = op.ret.max(0) as u64;
-        // A request is counted when it completed; a call when it started.
-        let i = if op.call.is_request() {
-            at(op.t.saturating_add(op.dur))
-        } else {
-            at(op.t)
-        };
+        // A call is counted when it started, a request when its completion was seen.
+        let i = at(op.t);
         let r = &mut rows[i];
         if !op.call.is_request() {
             r.calls += 1;

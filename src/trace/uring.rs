@@ -3,7 +3,7 @@
 //! call submits), the completion queue after it, at munmap of a ring and at each thread's exit
 //! (a program may reap completions without a call). A read or write request and its completion
 //! become one [`Op`] (`uring_read`/`uring_write`) on the file, at the offset, with the bytes the
-//! completion returned. Layouts from `include/uapi/linux/io_uring.h` (stable ABI).
+//! completion returned, of the thread that saw the completion, when it saw it. Layouts from `include/uapi/linux/io_uring.h` (stable ABI).
 
 use super::ops::{Pending, State};
 use super::{Call, Op, UringSeen};
@@ -55,7 +55,6 @@ const REGISTER_RING_FDS: u64 = 20;
 struct Req {
     call: Call,
     t: u64,
-    tid: u32,
     fd: i32,
     file: Option<u32>,
     off: Option<u64>,
@@ -298,7 +297,6 @@ impl State {
         let req = Req {
             call,
             t,
-            tid: tid as u32,
             fd,
             file,
             off,
@@ -307,18 +305,22 @@ impl State {
         };
         if sflags & SQE_CQE_SKIP_SUCCESS != 0 {
             // No completion comes on success: taken as done, whole, now.
-            self.uring_done(pid, req, len as i64, t);
+            self.uring_done(pid, tid, req, len as i64, t);
         } else if let Some(r) = self.uring.rings.get_mut(&key) {
             r.in_flight.entry(user_data).or_default().push_back(req);
         }
     }
 
-    fn uring_done(&mut self, pid: u32, r: Req, res: i64, t: u64) {
+    /// Request `r`'s completion, `res`, seen at `t` by thread `tid` (stopped then): an op of
+    /// that thread at that time, so that each thread's ops stay in the order it made its calls
+    /// (the thread that reaps a completion is the one that gets its data), lasting from its
+    /// submission.
+    fn uring_done(&mut self, pid: u32, tid: i32, r: Req, res: i64, t: u64) {
         self.ops.push(Op {
-            t: r.t,
+            t,
             dur: t.saturating_sub(r.t),
             pid,
-            tid: r.tid,
+            tid: tid as u32,
             call: r.call,
             fd: r.fd,
             file: r.file,
@@ -392,7 +394,7 @@ impl State {
             }
         }
         for (req, res) in reqs {
-            self.uring_done(key.0, req, res, t);
+            self.uring_done(key.0, tid, req, res, t);
         }
     }
 
