@@ -26,6 +26,13 @@ const SETUP_NO_SQARRAY: u32 = 1 << 16;
 /// on (mixed-size entries, say) makes the ring unread, and said.
 const SETUP_KNOWN: u32 = (1 << 17) - 1;
 
+/// More entries than a ring can have (the kernel's limit is 32768 submissions and twice as many
+/// completions): a mask this large was not read from a ring.
+const MAX_ENTRIES: u32 = 1 << 17;
+/// The ring offsets the kernel gives lie within its rings (65536 completions of 32 bytes at
+/// most, then the submission index array): larger ones were not read from the kernel.
+const MAX_OFFSET: u32 = 1 << 23;
+
 const OFF_SQ_RING: u64 = 0;
 const OFF_CQ_RING: u64 = 0x800_0000;
 const OFF_SQES: u64 = 0x1000_0000;
@@ -162,6 +169,9 @@ impl State {
         for (i, v) in r.cq.iter_mut().enumerate() {
             *v = u32_at(&p, P_CQ + 4 * i);
         }
+        if r.sq.iter().chain(&r.cq).any(|&o| o >= MAX_OFFSET) {
+            return;
+        }
         if r.flags & SETUP_NO_MMAP != 0 {
             // The program's own memory: the SQEs at sq_off.user_addr, the rings at cq_off's.
             r.sqes = Some(u64_at(&p, P_SQ + 32));
@@ -228,18 +238,22 @@ impl State {
         };
         let (head, tail) = (u32_at(&hdr, sq[0] as usize), u32_at(&hdr, sq[1] as usize));
         let mask = u32_at(&hdr, sq[2] as usize);
+        if mask >= MAX_ENTRIES {
+            return;
+        }
         let n = tail.wrapping_sub(head).min(args[1] as u32).min(mask + 1);
         for i in 0..n {
             let pos = head.wrapping_add(i) & mask;
             let idx = if flags & SETUP_NO_SQARRAY != 0 {
                 pos
             } else {
-                match read_exact(tid, ring + sq[6] as u64 + 4 * pos as u64, 4) {
+                let at = ring.wrapping_add(sq[6] as u64 + 4 * pos as u64);
+                match read_exact(tid, at, 4) {
                     Some(b) => u32_at(&b, 0) & mask,
                     None => continue,
                 }
             };
-            if let Some(sqe) = read_exact(tid, sqes + idx as u64 * size, 64) {
+            if let Some(sqe) = read_exact(tid, sqes.wrapping_add(idx as u64 * size), 64) {
                 self.uring_submitted(key, pid, tid, &sqe, t);
             }
         }
@@ -362,7 +376,10 @@ impl State {
             return;
         };
         let (tail, mask) = (u32_at(&hdr, cq[1] as usize), u32_at(&hdr, cq[2] as usize));
-        let entries = mask.wrapping_add(1);
+        if mask >= MAX_ENTRIES {
+            return;
+        }
+        let entries = mask + 1;
         let head = u32_at(&hdr, cq[0] as usize);
         // The first look starts at the program's head: what it reaped before is not ours.
         let mut from = r.cq_seen.unwrap_or(head);
@@ -377,7 +394,7 @@ impl State {
         let mut done = Vec::new();
         let mut i = from;
         while i != tail {
-            let at = base + cq[5] as u64 + (i & mask) as u64 * size;
+            let at = base.wrapping_add(cq[5] as u64 + (i & mask) as u64 * size);
             if let Some(c) = read_exact(tid, at, 16) {
                 done.push((u64_at(&c, 0), u32_at(&c, 8) as i32 as i64));
             }
