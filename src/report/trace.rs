@@ -291,7 +291,8 @@ pub fn timeline_table(tl: &Timeline) -> Table {
 /// The timeline as an SVG line plot: MiB/s of each kind of I/O against time.
 pub fn timeline_svg(tl: &Timeline, command: &str) -> String {
     use super::svg::{Plot, Series, series_points};
-    let rate = |f: fn(&crate::trace::timeline::TimelineRow) -> u64| {
+    type Of = fn(&crate::trace::timeline::TimelineRow) -> u64;
+    let rate = |f: Of| {
         series_points(tl.rows.iter().map(|r| {
             let mid = r.from_s + tl.step_s / 2.0;
             (
@@ -300,24 +301,19 @@ pub fn timeline_svg(tl: &Timeline, command: &str) -> String {
             )
         }))
     };
-    let series = vec![
-        Series {
-            name: "file reads".into(),
-            points: rate(|r| r.file_read),
-        },
-        Series {
-            name: "file writes".into(),
-            points: rate(|r| r.file_written),
-        },
-        Series {
-            name: "mapped (faulted pages)".into(),
-            points: rate(|r| r.mapped),
-        },
-        Series {
-            name: "pipes, sockets".into(),
-            points: rate(|r| r.pipes),
-        },
+    let kinds: [(&str, Of); 4] = [
+        ("file reads", |r| r.file_read),
+        ("file writes", |r| r.file_written),
+        ("mapped (faulted pages)", |r| r.mapped),
+        ("pipes, sockets", |r| r.pipes),
     ];
+    let series = kinds
+        .into_iter()
+        .map(|(name, of)| Series {
+            name: name.into(),
+            points: rate(of),
+        })
+        .collect();
     super::svg::line_plot(&Plot::over_time(
         format!("I/O over time: {command}"),
         "seconds from the start",
