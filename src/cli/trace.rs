@@ -62,6 +62,11 @@ pub struct TraceArgs {
     /// program, as a shell does, and what it left running runs on unrecorded)
     #[arg(long)]
     pub follow: bool,
+    /// Which tracer: ptrace (stops the program at each traced call; no rights needed), ebpf
+    /// (probes on the kernel's tracepoints: the program runs on; root or CAP_BPF+CAP_PERFMON),
+    /// auto (ebpf where it can run, else ptrace, saying why)
+    #[arg(long, value_enum, default_value_t = TracerArg::Ptrace)]
+    pub tracer: TracerArg,
     /// The program and its arguments (after --)
     #[arg(
         required = true,
@@ -97,12 +102,22 @@ impl TraceArgs {
             xor: !self.no_xor,
             metadata: !self.no_metadata,
             quiet: false,
+            tracer: self.tracer.into(),
         };
-        let t = if self.follow {
+        let t = if self.follow || cfg.tracer != trace::TracerChoice::Ptrace {
+            // The kernel tracer holds nothing the program's processes need: it runs here,
+            // and what the program leaves running runs on untraced.
             trace::run(&cfg, &iolab::sys::interrupted)?
         } else {
             traced_by_helper(&cfg)?
         };
+        if let Some(n) = t
+            .notes
+            .first()
+            .filter(|n| n.starts_with("traced with ptrace"))
+        {
+            super::talk(format!("iolab: note: {n}"));
+        }
         let p = trace::profile::profile(&t);
         let overhead = match self
             .overhead
@@ -297,6 +312,7 @@ impl TraceTracerArgs {
             xor: !self.no_xor,
             metadata: !self.no_metadata,
             quiet: false,
+            tracer: trace::TracerChoice::Ptrace,
         };
         let (t, lingering) = trace::run_for(&cfg, &iolab::sys::interrupted, false)?;
         out.write_all(report::json(&t).as_bytes())
@@ -313,13 +329,37 @@ impl TraceTracerArgs {
     }
 }
 
+/// Which tracer `iolab trace` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TracerArg {
+    /// eBPF where it can run, else ptrace
+    Auto,
+    /// eBPF probes on the kernel's tracepoints
+    Ebpf,
+    /// ptrace with a seccomp filter
+    Ptrace,
+}
+
+impl From<TracerArg> for trace::TracerChoice {
+    fn from(a: TracerArg) -> Self {
+        match a {
+            TracerArg::Auto => trace::TracerChoice::Auto,
+            TracerArg::Ebpf => trace::TracerChoice::Ebpf,
+            TracerArg::Ptrace => trace::TracerChoice::Ptrace,
+        }
+    }
+}
+
 /// The traced child's first program: installs the seccomp filter (the tracer is attached by now)
-/// and execs the command.
+/// and execs the command; for the kernel tracer, stops itself until the probes follow it.
 #[derive(Debug, Args)]
 pub struct TraceExecArgs {
     /// Do not stop at stat and getdents calls
     #[arg(long)]
     pub no_metadata: bool,
+    /// No filter: stop (SIGSTOP) until the kernel tracer has added this process, then exec
+    #[arg(long)]
+    pub stop_first: bool,
     /// The program and its arguments
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<OsString>,
@@ -329,12 +369,18 @@ impl TraceExecArgs {
     /// Execs the command under the filter; returns only on failure.
     pub fn run(self) -> Result<(), Error> {
         use std::os::unix::process::CommandExt;
-        let filter = iolab::trace::calls::filter(!self.no_metadata)
-            .map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
-        seccompiler::apply_filter(&filter)
-            .map_err(|e| Error::unsupported("cannot install the seccomp filter", e.to_string()))?;
-        // What a traced call costs, measured by the tracer on these before the program runs.
-        iolab::trace::calibrate();
+        if self.stop_first {
+            iolab::sys::ptrace::stop_self()
+                .map_err(|e| Error::failed("cannot wait for the tracer", e.to_string()))?;
+        } else {
+            let filter = iolab::trace::calls::filter(!self.no_metadata)
+                .map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
+            seccompiler::apply_filter(&filter).map_err(|e| {
+                Error::unsupported("cannot install the seccomp filter", e.to_string())
+            })?;
+            // What a traced call costs, measured by the tracer on these before the program runs.
+            iolab::trace::calibrate();
+        }
         let program = &self.command[0];
         let e = std::process::Command::new(program)
             .args(&self.command[1..])

@@ -161,3 +161,35 @@ pub fn spawn_traced(cmd: &mut std::process::Command) -> io::Result<std::process:
     unsafe { cmd.pre_exec(|| Ok(nix::sys::ptrace::traceme()?)) };
     cmd.spawn()
 }
+
+/// Waits until child `pid` stops itself (SIGSTOP: the kernel tracer's launcher, before its
+/// exec); why not, when it exits or cannot be waited for instead.
+pub fn wait_stopped(pid: i32) -> Result<(), String> {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    loop {
+        match waitpid(nix_pid(pid), Some(WaitPidFlag::WUNTRACED)) {
+            Ok(WaitStatus::Stopped(..)) => return Ok(()),
+            Ok(WaitStatus::Exited(_, code)) => return Err(format!("it exited with {code}")),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Err(format!("{sig} killed it")),
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Child `pid`'s end, if it has ended (without blocking): its exit code or the signal that
+/// killed it. A stop is not an end.
+pub fn reap(pid: i32) -> Option<(Option<i32>, Option<i32>)> {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    match waitpid(nix_pid(pid), Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::Exited(_, code)) => Some((Some(code), None)),
+        Ok(WaitStatus::Signaled(_, sig, _)) => Some((None, Some(sig as i32))),
+        Err(nix::errno::Errno::ECHILD) => Some((None, None)),
+        _ => None,
+    }
+}
+
+/// Stops this process (SIGSTOP) until its parent continues it.
+pub fn stop_self() -> io::Result<()> {
+    Ok(nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP)?)
+}

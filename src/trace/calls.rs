@@ -76,7 +76,8 @@ pub enum Call {
 }
 
 /// Every traced call with its system-call numbers on this architecture.
-fn table() -> Vec<(i64, Call)> {
+/// Every traced call by its system-call number.
+pub(crate) fn table() -> Vec<(i64, Call)> {
     use Call::*;
     let mut t = vec![
         (libc::SYS_openat, Open),

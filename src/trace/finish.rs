@@ -8,20 +8,43 @@ use std::collections::HashMap;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::time::Duration;
 
-/// The trace, from the tracer's state and the fault samples.
+/// The page faults a tracer saw on file mappings.
+pub struct FaultsSeen {
+    /// In time order.
+    pub faults: Vec<Fault>,
+    /// Faults the kernel dropped.
+    pub lost: u64,
+    /// Why faults were not recorded, when they were not.
+    pub unavailable: Option<String>,
+}
+
+/// The ptrace tracer's fault samples as file offsets, through its model of the mappings.
+pub fn sampled(st: &State, samples: Option<Samples>, unavailable: Option<String>) -> FaultsSeen {
+    let (faults, lost) = match samples {
+        Some(s) => (resolve(st, &s), s.lost),
+        None => (Vec::new(), 0),
+    };
+    FaultsSeen {
+        faults,
+        lost,
+        unavailable,
+    }
+}
+
+/// The trace, from the tracer's state and the faults it saw.
 pub fn finish(
     cfg: &TraceConfig,
     mut st: State,
-    samples: Option<Samples>,
-    faults_unavailable: Option<String>,
+    seen: FaultsSeen,
     ended: Ended,
     interrupted: bool,
     wall: Duration,
 ) -> Trace {
-    let (faults, faults_lost) = match samples {
-        Some(s) => (resolve(&st, &s), s.lost),
-        None => (Vec::new(), 0),
-    };
+    let FaultsSeen {
+        faults,
+        lost: faults_lost,
+        unavailable: faults_unavailable,
+    } = seen;
     if faults_lost > 0 {
         st.note(&format!(
             "{faults_lost} page faults were not recorded (the kernel's sample buffer was full): mapped access is undercounted"
@@ -73,6 +96,7 @@ pub fn finish(
         procs: st.procs.into_values().collect(),
         stop_cost: st.stop_cost,
         uring: (st.uring.seen.requests + st.uring.seen.unseen > 0).then_some(st.uring.seen),
+        tracer: Some(super::Tracer::Ptrace),
     }
 }
 

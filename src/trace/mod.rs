@@ -6,6 +6,7 @@
 //! [`iolog`] writes fio's iolog version 3 so that fio can replay it too.
 
 pub mod calls;
+pub mod ebpf;
 mod faults;
 mod file;
 mod finish;
@@ -46,6 +47,8 @@ pub struct TraceConfig {
     pub metadata: bool,
     /// The program's stdin, stdout and stderr on /dev/null (else iolab's own).
     pub quiet: bool,
+    /// Which tracer.
+    pub tracer: TracerChoice,
 }
 
 /// How the traced program ended.
@@ -414,10 +417,71 @@ pub struct TraceOf<O> {
     /// they were read; then what io_uring moved is not in `ops`).
     #[serde(default)]
     pub uring: Option<UringSeen>,
+    /// The tracer that recorded it (None in traces from before there were two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracer: Option<Tracer>,
+}
+
+/// Which tracer records a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Tracer {
+    /// ptrace with a seccomp filter: stops the program at each traced call; needs no rights.
+    Ptrace,
+    /// eBPF programs on the kernel's tracepoints: the program runs on; needs root (or
+    /// CAP_BPF and CAP_PERFMON).
+    Ebpf,
+}
+
+/// The tracer a user asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TracerChoice {
+    /// The eBPF tracer where it can run, else ptrace (the reason said in the trace's notes).
+    Auto,
+    /// The eBPF tracer, or an error saying why it cannot run.
+    Ebpf,
+    /// The ptrace tracer.
+    #[default]
+    Ptrace,
 }
 
 pub use file::TraceFile;
-pub use tracer::{Lingering, run, run_for};
+pub use tracer::Lingering;
+
+/// Runs `cfg.command` traced until it and everything it started have ended (or `interrupted`
+/// says to stop it), and returns what it did, by the tracer `cfg.tracer` chooses.
+pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> crate::Result<Trace> {
+    run_for(cfg, interrupted, true).map(|(t, _)| t)
+}
+
+/// Runs `cfg.command` traced until it ends, and with `follow` until everything it started has
+/// ended too. The ptrace tracer returns what was left running, still traced, to be served
+/// ([`Lingering::serve`]); the kernel tracer leaves it running untraced. `Auto` falls back to
+/// ptrace where the kernel tracer cannot run, and says why in the trace's notes.
+pub fn run_for(
+    cfg: &TraceConfig,
+    interrupted: &dyn Fn() -> bool,
+    follow: bool,
+) -> crate::Result<(Trace, Lingering)> {
+    let fallback = match cfg.tracer {
+        TracerChoice::Ptrace => None,
+        TracerChoice::Ebpf => {
+            let loaded = ebpf::prepare(cfg)
+                .map_err(|why| crate::Error::unsupported("cannot trace with eBPF", why))?;
+            return Ok((loaded.run(cfg, interrupted, follow)?, Lingering::default()));
+        }
+        TracerChoice::Auto => match ebpf::prepare(cfg) {
+            Ok(loaded) => return Ok((loaded.run(cfg, interrupted, follow)?, Lingering::default())),
+            Err(why) => Some(why),
+        },
+    };
+    let (mut t, lingering) = tracer::run_for(cfg, interrupted, follow)?;
+    if let Some(why) = fallback {
+        t.notes
+            .insert(0, format!("traced with ptrace, not eBPF: {why}"));
+    }
+    Ok((t, lingering))
+}
 
 /// Traces made by hand for tests: JSON parts, as `iolab trace --out` writes them.
 #[cfg(test)]

@@ -14,12 +14,6 @@ use std::time::{Duration, Instant};
 
 use crate::sys::monotonic_ns;
 
-/// Runs `cfg.command` traced until it and everything it started have ended (or `interrupted`
-/// says to stop it), and returns what it did. The program's stdin, stdout and stderr are iolab's.
-pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> Result<Trace> {
-    run_for(cfg, interrupted, true).map(|(t, _)| t)
-}
-
 /// The processes a program started that were still running when it ended, traced by this
 /// process (their seccomp filter needs a tracer: without one their file calls would fail with
 /// ENOSYS), to be served untraced-in-effect until they end ([`Lingering::serve`]).
@@ -101,20 +95,26 @@ pub fn run_for(
         Error::failed(what, crate::error::describe_io(&e))
     })?;
     let pid = child.id() as i32;
-    // The child stops with SIGTRAP after its exec (or has already failed).
-    match ptrace::wait_any() {
-        Ok(Some(Wait::Stopped(p, _))) if p == pid => {}
-        Ok(Some(Wait::Exited(_, code))) => {
-            return Err(Error::failed(
-                format!("cannot trace {}", program.to_string_lossy()),
-                format!("it exited with {code} before it started (seccomp or ptrace refused?)"),
-            ));
-        }
-        other => {
-            return Err(Error::failed(
-                "cannot trace",
-                format!("unexpected first stop: {other:?}"),
-            ));
+    // The child stops with SIGTRAP after its exec (or has already failed). Another child of
+    // this process may end meanwhile (the tracer helper of an earlier trace, which outlives
+    // its hand-over while it serves what its program left running): not this one's.
+    loop {
+        match ptrace::wait_any() {
+            Ok(Some(Wait::Stopped(p, _))) if p == pid => break,
+            Ok(Some(Wait::Exited(p, code))) if p == pid => {
+                return Err(Error::failed(
+                    format!("cannot trace {}", program.to_string_lossy()),
+                    format!("it exited with {code} before it started (seccomp or ptrace refused?)"),
+                ));
+            }
+            Ok(Some(Wait::Exited(..) | Wait::Killed(..))) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => {
+                return Err(Error::failed(
+                    "cannot trace",
+                    format!("unexpected first stop: {other:?}"),
+                ));
+            }
         }
     }
     ptrace::set_options(pid).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
@@ -156,13 +156,14 @@ pub fn run_for(
         Some(Err(why)) => (None, Some(why)),
         None => (None, Some("not asked for (--no-faults)".to_string())),
     };
-    let t = super::finish::finish(cfg, st, samples, unavailable, ended, was_interrupted, wall);
+    let seen = super::finish::sampled(&st, samples, unavailable);
+    let t = super::finish::finish(cfg, st, seen, ended, was_interrupted, wall);
     Ok((t, lingering))
 }
 
 /// Checks that `program` names an executable file, directly or in PATH, as exec would find it;
 /// refuses it as a shell would: 127 when there is no such file, 126 when it cannot be run.
-fn find_program(program: &std::ffi::OsStr) -> Result<()> {
+pub(super) fn find_program(program: &std::ffi::OsStr) -> Result<()> {
     use crate::ErrorKind::{NotExecutable, NotFound};
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;

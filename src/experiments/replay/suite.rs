@@ -62,6 +62,7 @@ impl Entry for YourProgramEntry {
             xor: true,
             metadata: true,
             quiet: true,
+            tracer: crate::trace::TracerChoice::Ptrace,
         };
         obs.progress("tracing sha256sum", 0, 1);
         let t = run(&cfg, &crate::sys::interrupted)?;

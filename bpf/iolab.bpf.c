@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0
+// iolab's kernel tracer (`iolab trace --tracer ebpf`): the file system calls, page faults on file
+// mappings, and the process tree of one traced program, streamed to iolab through a ring buffer.
+// Built by bpf/build into bpf/iolab.bpf.o (checked in; CI rebuilds it and fails on a
+// difference). CO-RE: the kernel types below name only the fields read, and the loader
+// relocates each access against the running kernel's BTF.
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "iolab.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Processes (thread-group ids) being traced: the program and what it starts.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced SEC(".maps");
+
+// Which system calls to record, by number (iolab fills it from its table of calls).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 512);
+	__type(key, __u32);
+	__type(value, __u8);
+} wanted SEC(".maps");
+
+// A thread's call between its entry and its exit: when it was entered, and the little that
+// must be read then (a closed descriptor's file, rchar before an exec). Task storage: a
+// thread's own slot, found without a hash lookup.
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct entry);
+} entries SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20);
+} events SEC(".maps");
+
+// Per-CPU room to build a path from its last component to its first, and the walk's state.
+// The state lives in the map, not in registers: the verifier then sees every step alike and
+// checks one, where forty steps of registers each a little different would be checked apart.
+#define SCRATCH 4096
+struct walk {
+	__u64 d, m;     // the dentry and its mount being walked
+	__u64 off;      // where the path built so far starts in buf
+	char buf[SCRATCH + PATH_BYTES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} pathbuf SEC(".maps");
+
+// Counters: [0] events the ring buffer had no room for, [1] calls whose entry was not seen.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counts, &which);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+
+// Waking the reader for every event costs more than the event: it is woken once a quarter of
+// the buffer is waiting; otherwise it looks every few milliseconds by itself.
+static __always_inline __u64 wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (8 << 20) ? BPF_RB_FORCE_WAKEUP
+									  : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline int is_traced(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+// The file behind descriptor `fd` of the current task, or NULL. The kernel's pointers are
+// followed by plain loads (the verifier knows their types from BTF and makes each a load that
+// cannot fault), cheaper than a helper call per field; only the descriptor array, indexed by a
+// variable, is read through bpf_probe_read_kernel.
+static __always_inline struct file *fd_file(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct files_struct *files = task->files;
+	struct fdtable *fdt;
+	struct file *f = NULL;
+
+	if (fd < 0 || !files)
+		return NULL;
+	fdt = files->fdt;
+	if (!fdt || (unsigned int)fd >= fdt->max_fds)
+		return NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]))
+		return NULL;
+	return f;
+}
+
+// What the kernel has of open file `f` (nothing when it is NULL): each field through
+// bpf_probe_read_kernel (the pointer came from one), some 13 reads.
+static __always_inline void describe(struct fileid *id, struct file *f)
+{
+	struct inode *inode;
+
+	id->ok = 0;
+	if (!f)
+		return;
+	inode = BPF_CORE_READ(f, f_inode);
+	if (!inode)
+		return;
+	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	id->ino = BPF_CORE_READ(inode, i_ino);
+	id->size = BPF_CORE_READ(inode, i_size);
+	id->nrpages = BPF_CORE_READ(inode, i_mapping, nrpages);
+	id->mtime_sec = BPF_CORE_READ(inode, i_mtime_sec);
+	id->mtime_nsec = BPF_CORE_READ(inode, i_mtime_nsec);
+	id->pad = 0;
+	id->reserved = (__u64)inode;
+	id->mode = BPF_CORE_READ(inode, i_mode);
+	id->pos = BPF_CORE_READ(f, f_pos);
+	id->flags = BPF_CORE_READ(f, f_flags);
+	id->ok = FILE_FULL;
+}
+
+static __always_inline void identify_slow(struct fileid *id, int fd)
+{
+	describe(id, fd_file(fd));
+}
+
+// As describe, for the thread's calls: a thread that works on the same open file call after
+// call (the common case) has its identity kept from the last call, and only the position and
+// flags are read again (4 reads instead of 13). The open file and its inode are compared, so
+// a descriptor closed and reopened on another file is described anew.
+static __always_inline void identify(struct entry *en, struct fileid *id, int fd)
+{
+	struct file *f = fd_file(fd);
+	struct inode *inode;
+
+	id->ok = 0;
+	if (!f)
+		return;
+	inode = BPF_CORE_READ(f, f_inode);
+	if (f == (struct file *)en->last_file && (__u64)inode == en->last.reserved && inode) {
+		*id = en->last;
+		id->pos = BPF_CORE_READ(f, f_pos);
+		id->flags = BPF_CORE_READ(f, f_flags);
+		id->ok = FILE_KNOWN;
+		return;
+	}
+	describe(id, f);
+	if (id->ok) {
+		en->last_file = (__u64)f;
+		en->last = *id;
+	}
+}
+
+struct kpath {
+	char b[PATH_BYTES];
+};
+
+// The path of open file `file` from the root, as the kernel has it (its dentries up to the
+// root of each mount, then the mount point in the parent mount): into `out`, its length with
+// the NUL returned; 0 when it is longer than PATH_BYTES or deeper than 48 steps. A global
+// function: the verifier checks it once, on its own, not inside every path of sys_exit.
+__attribute__((noinline)) __u64 walk_path(__u64 file, struct kpath *out)
+{
+	__u32 zero = 0, len;
+	struct dentry *d, *parent, *root;
+	struct mount *m, *mp;
+	__u64 hash_len, n, off;
+	const unsigned char *name;
+	struct walk *w = bpf_map_lookup_elem(&pathbuf, &zero);
+	struct qstr_raw q;
+
+	if (!w || !file || !out)
+		return 0;
+	w->d = (__u64)BPF_CORE_READ((struct file *)file, f_path.dentry);
+	// The vfsmount is a member of its struct mount.
+	w->m = (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt) -
+	       bpf_core_field_offset(struct mount, mnt);
+	w->off = SCRATCH - 1;
+	w->buf[SCRATCH - 1] = 0;
+	for (int i = 0; i < 48; i++) {
+		d = (struct dentry *)w->d;
+		m = (struct mount *)w->m;
+		parent = BPF_CORE_READ(d, d_parent);
+		root = BPF_CORE_READ(m, mnt.mnt_root);
+		if (d == root || d == parent) {
+			mp = BPF_CORE_READ(m, mnt_parent);
+			if (mp == m || !mp)
+				goto whole;
+			w->d = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
+			w->m = (__u64)mp;
+			continue;
+		}
+		// The name (struct qstr) read whole: its length is the upper half of its first
+		// word on a little-endian machine, its bytes behind the second.
+		bpf_core_read(&q, sizeof(q), &d->d_name);
+		hash_len = q.hash_len;
+		name = q.name;
+		len = (hash_len >> 32) & 255;
+		off = w->off;
+		if (off > SCRATCH - 1 || len + 1 > off)
+			return 0;
+		off -= len;
+		bpf_probe_read_kernel(&w->buf[off & (SCRATCH - 1)], len, name);
+		off--;
+		w->buf[off & (SCRATCH - 1)] = '/';
+		w->off = off;
+		w->d = (__u64)parent;
+	}
+	return 0;
+whole:
+	off = w->off;
+	if (off > SCRATCH - 1)
+		return 0;
+	if (off == SCRATCH - 1) {
+		off--;
+		w->buf[off & (SCRATCH - 1)] = '/';
+	}
+	n = SCRATCH - off;
+	if (n >= PATH_BYTES)
+		return 0;
+	// The verifier must see the bound on the size itself.
+	asm volatile("%0 &= 255" : "+r"(n));
+	bpf_probe_read_kernel(out->b, n, &w->buf[off & (SCRATCH - 1)]);
+	return n;
+}
+
+static __always_inline __u64 user_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (addr)
+		bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+// The bytes an iovec array asks for (its first IOV_MAX_SEEN entries; `extra2` says if cut).
+static __always_inline __u64 iov_sum(__u64 addr, __u64 cnt, __u64 *cut)
+{
+	__u64 sum = 0;
+	struct {
+		__u64 base, len;
+	} iov;
+
+	for (int i = 0; i < IOV_MAX_SEEN; i++) {
+		if (i >= cnt)
+			break;
+		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(addr + i * 16)))
+			break;
+		sum += iov.len;
+	}
+	*cut = cnt > IOV_MAX_SEEN;
+	return sum;
+}
+
+static __always_inline __u64 rchar_now(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(task, ioac.rchar);
+}
+
+// A call's entry: only its time, and what its exit cannot see. Everything else is read at
+// the exit, where the arguments are still in the thread's registers (the x86-64 system call
+// preserves them) and the descriptor is still open: one visit to the descriptor table.
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 nr = id;
+	struct entry *en;
+	__u8 *want;
+
+	// A traced thread has its slot from its first call on: the check costs one pointer
+	// chase; only threads without one (every untraced thread, and a traced one's first
+	// call) look their process up.
+	en = bpf_task_storage_get(&entries, task, 0, 0);
+	if (!en) {
+		if (!is_traced(bpf_get_current_pid_tgid() >> 32))
+			return 0;
+		en = bpf_task_storage_get(&entries, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!en)
+			return 0;
+	}
+	want = bpf_map_lookup_elem(&wanted, &nr);
+	if (!want || !*want)
+		return 0;
+	en->nr = nr;
+	en->t = bpf_ktime_get_ns();
+	en->live = 1;
+	if (*want == K_CLOSE) {
+		identify_slow(&en->f, regs->di);
+		en->last_file = 0;
+	}
+	else if (*want == K_EXEC)
+		en->extra = rchar_now();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct ev_open *o = NULL;
+	struct pending *p;
+	struct ev_call *e;
+	struct entry *en;
+	__u8 *want;
+	__u32 kind, nr;
+
+	en = bpf_task_storage_get(&entries, bpf_get_current_task_btf(), 0, 0);
+	if (!en || !en->live)
+		return 0;
+	en->live = 0;
+	nr = en->nr;
+	want = bpf_map_lookup_elem(&wanted, &nr);
+	kind = want ? *want : 0;
+	if (kind == K_OPEN || kind == K_OPEN2) {
+		o = bpf_ringbuf_reserve(&events, sizeof(*o), 0);
+		e = o ? &o->c : NULL;
+	} else {
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	}
+	if (!e) {
+		count(0);
+		return 0;
+	}
+	e->kind = o ? EV_OPEN : EV_CALL;
+	e->pid = tgid;
+	e->tid = tid;
+	e->pad = 0;
+	e->t1 = bpf_ktime_get_ns();
+	e->ret = ret;
+	e->pos_exit = 0;
+	e->rchar = 0;
+	p = &e->p;
+	p->nr = nr;
+	p->t = en->t;
+	p->args[0] = regs->di;
+	p->args[1] = regs->si;
+	p->args[2] = regs->dx;
+	p->args[3] = regs->r10;
+	p->args[4] = regs->r8;
+	p->args[5] = regs->r9;
+	p->extra = 0;
+	p->extra2 = 0;
+	p->f.ok = 0;
+	p->g.ok = 0;
+	switch (kind) {
+	case K_FD0:
+		identify(en, &p->f, p->args[0]);
+		break;
+	case K_CLOSE:
+		p->f = en->f;
+		break;
+	case K_IOV:
+		identify(en, &p->f, p->args[0]);
+		p->extra = iov_sum(p->args[1], p->args[2], &p->extra2);
+		break;
+	case K_MMAP:
+		identify(en, &p->f, p->args[4]);
+		break;
+	case K_SENDFILE:
+		identify(en, &p->f, p->args[1]);
+		identify_slow(&p->g, p->args[0]);
+		p->extra = user_u64(p->args[2]);
+		break;
+	case K_SPLICE:
+		identify(en, &p->f, p->args[0]);
+		identify_slow(&p->g, p->args[2]);
+		p->extra = user_u64(p->args[1]);
+		p->extra2 = user_u64(p->args[3]);
+		break;
+	case K_OPEN:
+	case K_OPEN2:
+		if (kind == K_OPEN2)
+			p->extra = user_u64(p->args[2]);
+		if (o) {
+			o->len = 0;
+			o->klen = 0;
+			if (ret >= 0) {
+				// The path as the program gave it (openat's second argument,
+				// open's first).
+				__u64 name = nr == SYS_OPEN || nr == SYS_CREAT ? p->args[0] : p->args[1];
+				long n = bpf_probe_read_user_str(o->path, sizeof(o->path), (void *)name);
+
+				o->len = n > 0 ? n : 0;
+				identify_slow(&p->f, ret);
+				o->klen = walk_path((__u64)fd_file(ret), (struct kpath *)o->kpath);
+			}
+		}
+		break;
+	case K_EXEC:
+		p->extra = en->extra;
+		e->rchar = rchar_now();
+		break;
+	}
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	struct ev_task *e;
+	__u8 one = 1;
+
+	if (!is_traced(ptgid))
+		return 0;
+	bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(0);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_FORK;
+	e->pid = ptgid;
+	e->tid = BPF_CORE_READ(parent, pid);
+	e->t = bpf_ktime_get_ns();
+	e->other_pid = ctgid;
+	e->other_tid = BPF_CORE_READ(child, pid);
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid), old = old_pid;
+	struct ev_task *e;
+
+	if (!is_traced(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(0);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_EXEC;
+	e->pid = tgid;
+	e->tid = tid;
+	e->t = bpf_ktime_get_ns();
+	e->other_tid = old;
+	// The counters so far (the launcher's, at the program's exec).
+	e->rchar = BPF_CORE_READ(p, ioac.rchar);
+	e->wchar = BPF_CORE_READ(p, ioac.wchar);
+	e->syscr = BPF_CORE_READ(p, ioac.syscr);
+	e->syscw = BPF_CORE_READ(p, ioac.syscw);
+	e->read_bytes = BPF_CORE_READ(p, ioac.read_bytes);
+	e->write_bytes = BPF_CORE_READ(p, ioac.write_bytes);
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct ev_task *e;
+	int live;
+
+	if (!is_traced(tgid))
+		return 0;
+	live = BPF_CORE_READ(p, signal, live.counter);
+	if (live == 0)
+		bpf_map_delete_elem(&traced, &tgid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(0);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_EXIT;
+	e->pid = tgid;
+	e->tid = tid;
+	e->t = bpf_ktime_get_ns();
+	e->group_dead = live == 0;
+	e->exit_code = BPF_CORE_READ(p, exit_code);
+	e->rchar = BPF_CORE_READ(p, ioac.rchar);
+	e->wchar = BPF_CORE_READ(p, ioac.wchar);
+	e->syscr = BPF_CORE_READ(p, ioac.syscr);
+	e->syscw = BPF_CORE_READ(p, ioac.syscw);
+	e->read_bytes = BPF_CORE_READ(p, ioac.read_bytes);
+	e->write_bytes = BPF_CORE_READ(p, ioac.write_bytes);
+	e->cpu_ns = BPF_CORE_READ(p, se.sum_exec_runtime);
+	e->runq_ns = BPF_CORE_READ(p, sched_info.run_delay);
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+struct vma_ctx {
+	__u64 addr;
+	struct ev_fault *e;
+};
+
+static long on_vma(struct task_struct *task, struct vm_area_struct *vma, struct vma_ctx *c)
+{
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!f)
+		return 0;
+	describe(&c->e->f, f);
+	c->e->off = (BPF_CORE_READ(vma, vm_pgoff) << 12) + (c->addr - BPF_CORE_READ(vma, vm_start));
+	c->e->vm_flags = BPF_CORE_READ(vma, vm_flags);
+	return 0;
+}
+
+// A page fault of a traced thread at a file mapping: which file and where, from its mapping.
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct task_struct *task;
+	struct ev_fault *e;
+	struct vma_ctx c;
+
+	if (!is_traced(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(0);
+		return 0;
+	}
+	e->f.ok = 0;
+	c.addr = address;
+	c.e = e;
+	task = bpf_get_current_task_btf();
+	if (bpf_find_vma(task, address, on_vma, &c, 0) == -16 /* EBUSY */)
+		count(2); // its mappings were being changed: this fault is not attributed
+	if (!e->f.ok) {
+		// Not a file mapping: nothing to record.
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	e->kind = EV_FAULT;
+	e->pad = 0;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->t = bpf_ktime_get_ns();
+	e->addr = address;
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}

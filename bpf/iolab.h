@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+// The kernel types iolab.bpf.c reads, only the fields it reads: with preserve_access_index each
+// access is relocated against the running kernel's own layout (CO-RE), so no vmlinux.h is needed.
+// The events are read by src/trace/ebpf/events.rs: keep the two in step (EVENT_ABI there).
+#ifndef IOLAB_H
+#define IOLAB_H
+
+typedef unsigned int pid_t;
+
+struct pt_regs {
+	unsigned long r10, r9, r8, dx, si, di;
+} __attribute__((preserve_access_index));
+
+struct super_block {
+	unsigned int s_dev;
+} __attribute__((preserve_access_index));
+
+struct address_space {
+	unsigned long nrpages;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned short i_mode;
+	unsigned long i_ino;
+	struct super_block *i_sb;
+	struct address_space *i_mapping;
+	long long i_size;
+	long long i_mtime_sec;
+	unsigned int i_mtime_nsec;
+} __attribute__((preserve_access_index));
+
+// struct qstr, read as its 16 bytes (its fields sit in anonymous unions).
+struct qstr_raw {
+	__u64 hash_len; // the name's length in the upper 32 bits (little-endian)
+	const unsigned char *name;
+};
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr_raw d_name;
+} __attribute__((preserve_access_index));
+
+struct vfsmount {
+	struct dentry *mnt_root;
+} __attribute__((preserve_access_index));
+
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+	long long f_pos;
+	unsigned int f_flags;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_io_accounting {
+	__u64 rchar, wchar, syscr, syscw, read_bytes, write_bytes;
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+	__u64 sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+	unsigned long long run_delay;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct signal_struct {
+	atomic_t live;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	pid_t pid, tgid;
+	struct files_struct *files;
+	struct task_io_accounting ioac;
+	struct sched_entity se;
+	struct sched_info sched_info;
+	struct signal_struct *signal;
+	int exit_code;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_pgoff;
+	unsigned long vm_flags;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm;
+
+// How a call's entry is read (the `wanted` map's values).
+#define K_PLAIN 1    // the arguments are all
+#define K_FD0 2      // the first argument is a descriptor: its file and position after
+#define K_CLOSE 10   // close: the descriptor's file, read at the entry
+#define K_IOV 3      // a descriptor and an iovec array: the bytes it asks for
+#define K_MMAP 4     // mmap: the fifth argument's file
+#define K_SENDFILE 5 // sendfile: the source (2nd) and destination (1st), the offset behind the 3rd
+#define K_SPLICE 6   // splice, copy_file_range: source (1st), destination (3rd), both offsets
+#define K_OPEN 7     // open, openat, creat: the path, the opened file
+#define K_OPEN2 8    // openat2: also the flags behind the third argument
+#define K_EXEC 9     // execve(at): rchar before and after (what the kernel read for it)
+
+#define IOV_MAX_SEEN 64
+
+#define SYS_OPEN 2
+#define SYS_CREAT 85
+
+#define EV_CALL 1
+#define EV_OPEN 2
+#define EV_FORK 3
+#define EV_EXEC 4
+#define EV_EXIT 5
+#define EV_FAULT 6
+
+// A descriptor's file as the kernel has it at a call's entry.
+struct fileid {
+	__u64 dev;     // the super block's dev_t (kernel encoding: major << 20 | minor)
+	__u64 ino;
+	__u64 pos;     // the descriptor's position
+	__u64 size;    // the inode's size
+	__u64 nrpages; // pages of the file in the page cache
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 pad;
+	__u32 mode;    // the inode's type and permissions
+	__u32 flags;   // the open file's flags (O_APPEND, O_DIRECT, ...)
+	__u64 reserved; // the inode's address (kept to tell a file from the one before)
+	__u64 ok;      // FILE_FULL: every field read; FILE_KNOWN: only pos and flags (the rest
+		       // as the thread's last call on the same open file had them)
+};
+
+#define FILE_FULL 1
+#define FILE_KNOWN 2
+
+// A thread's call between its entry and exit.
+struct entry {
+	__u64 nr;
+	__u64 t;
+	__u64 extra; // rchar at an exec's entry
+	__u64 live;  // entered and not yet left
+	struct fileid f; // close: the descriptor's file
+	__u64 last_file; // the open file of the thread's last call on one
+	struct fileid last; // what describe found of it
+};
+
+// A call as its exit sees it: positions are those after the call.
+struct pending {
+	__u64 nr;
+	__u64 t;
+	__u64 args[6];
+	__u64 extra;  // an iovec's sum; sendfile/splice's source offset; openat2's flags; rchar
+	__u64 extra2; // the iovec was cut; splice's destination offset
+	struct fileid f;
+	struct fileid g; // the destination of a copy
+};
+
+struct ev_call {
+	__u32 kind, pid, tid, pad;
+	__u64 t1;
+	__s64 ret;
+	__u64 pos_exit; // the descriptor's (a copy's destination's) position after the call
+	__u64 rchar;    // execve: the thread's rchar at its exit
+	struct pending p;
+};
+
+#define PATH_BYTES 256
+
+struct ev_open {
+	struct ev_call c;
+	__u64 len; // bytes of the path as the program gave it, its NUL included
+	char path[PATH_BYTES];
+	__u64 klen; // bytes of the opened file's path as the kernel walked it (0: longer or lost)
+	char kpath[PATH_BYTES];
+};
+
+struct ev_task {
+	__u32 kind, pid, tid, pad;
+	__u64 t;
+	__u32 other_pid, other_tid; // fork: the child; exec: the former thread id
+	__u32 group_dead;
+	__s32 exit_code;
+	__u64 rchar, wchar, syscr, syscw, read_bytes, write_bytes;
+	__u64 cpu_ns, runq_ns;
+	char comm[16];
+};
+
+struct ev_fault {
+	__u32 kind, pid, tid, pad;
+	__u64 t;
+	__u64 addr;
+	__u64 off;      // the file offset of the faulting address
+	__u64 vm_flags; // the mapping's
+	struct fileid f; // the mapped file
+};
+
+#endif

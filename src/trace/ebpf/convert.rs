@@ -1,0 +1,551 @@
+//! The kernel tracer's events turned into the trace's records: the same [`Op`]s, files,
+//! faults and counters the ptrace tracer keeps, so that the profile, the timeline and replay
+//! read either alike. The kernel gives each call its file (device and inode) and the
+//! descriptor's position, so no model of descriptors is needed here; files are named from
+//! /proc while their descriptors are open, else from the path an open was given.
+
+use super::events::{CallEv, FaultEv, FileId, Record, TaskEv, user_dev};
+use crate::trace::calls::{Call, Calls};
+use crate::trace::ops::State;
+use crate::trace::{Fault, FileInfo, FileKind, KernelIo, Op};
+use std::collections::{BTreeSet, HashMap};
+
+/// mmap's failure values: -4095..-1 as an address.
+const MAP_FAILED_MIN: u64 = (-4095i64) as u64;
+
+/// The events so far, as a trace's state.
+pub struct Convert {
+    /// The trace's state, as the ptrace tracer keeps it.
+    pub st: State,
+    calls: Calls,
+    /// The program's first process (the launcher until it execs the program).
+    root: u32,
+    /// Files by (kernel device, inode).
+    by_id: HashMap<(u64, u64), u32>,
+    /// Each process's address space (in `st.spaces`).
+    mm: HashMap<u32, u32>,
+    /// When each thread was first seen, ns from the start.
+    born: HashMap<u32, u64>,
+    /// Processes whose last thread has not exited.
+    pub live: BTreeSet<u32>,
+    /// Threads seen.
+    tids: BTreeSet<u32>,
+    /// Faults on file mappings.
+    pub faults: Vec<Fault>,
+    /// Events that could not be read.
+    pub unreadable: u64,
+    /// The first of those, why.
+    pub unreadable_why: Option<String>,
+    /// io_uring_enter calls (their requests are not read by this tracer yet).
+    pub uring_enters: u64,
+    /// The launcher's exec has been seen, its execve's return not yet: the baseline's rchar
+    /// is then taken at that call's entry.
+    baseline_rchar_due: bool,
+    /// When the program's first process ended, ns from the start.
+    pub root_ended: Option<u64>,
+    /// Bytes moved so far through each pipe, socket or device, each way.
+    streams: HashMap<(u32, bool), u64>,
+}
+
+impl Convert {
+    /// Nothing seen yet of a program whose launcher is process `root`, started at `t0`
+    /// (CLOCK_MONOTONIC ns).
+    pub fn new(root: u32, t0: u64) -> Self {
+        let mut st = State::new(t0);
+        let mut mm = HashMap::new();
+        mm.insert(root, st.spaces.fresh(root, 0));
+        st.processes = 1;
+        st.threads = 1;
+        let mut born = HashMap::new();
+        born.insert(root, 0);
+        Convert {
+            st,
+            calls: Calls::new(),
+            root,
+            by_id: HashMap::new(),
+            mm,
+            born,
+            live: [root].into(),
+            tids: [root].into(),
+            faults: Vec::new(),
+            unreadable: 0,
+            unreadable_why: None,
+            uring_enters: 0,
+            baseline_rchar_due: false,
+            root_ended: None,
+            streams: HashMap::new(),
+        }
+    }
+
+    fn rel(&self, t: u64) -> u64 {
+        t.saturating_sub(self.st.t0)
+    }
+
+    /// Takes one ring-buffer record.
+    pub fn take(&mut self, bytes: &[u8]) {
+        match super::events::parse(bytes) {
+            Ok(Record::Call(c)) => self.call(c),
+            Ok(Record::Fork(e)) => self.fork(&e),
+            Ok(Record::Exec(e)) => self.exec(&e),
+            Ok(Record::Exit(e)) => self.exit(&e),
+            Ok(Record::Fault(f)) => self.fault(&f),
+            Err(why) => {
+                self.unreadable += 1;
+                self.unreadable_why.get_or_insert(why);
+            }
+        }
+    }
+
+    fn fork(&mut self, e: &TaskEv) {
+        let t = self.rel(e.t);
+        if self.tids.insert(e.other_tid) {
+            self.st.threads += 1;
+        }
+        self.born.insert(e.other_tid, t);
+        if e.other_pid != e.pid && self.live.insert(e.other_pid) {
+            self.st.processes += 1;
+            let parent = self.mm.get(&e.pid).copied();
+            let mm = match parent {
+                Some(p) => self.st.spaces.fork(p, e.other_pid, t),
+                None => self.st.spaces.fresh(e.other_pid, t),
+            };
+            self.mm.insert(e.other_pid, mm);
+        }
+    }
+
+    fn exec(&mut self, e: &TaskEv) {
+        let t = self.rel(e.t);
+        if self.st.launching && e.pid == self.root {
+            // The launcher's own counts (iolab starting up) are not the program's; its rchar
+            // is taken at the execve's entry (when its return comes), as the kernel's reads
+            // for the exec are the program's (`exec_rchar`).
+            self.st.launching = false;
+            self.baseline_rchar_due = true;
+            self.st.baseline = Some(KernelIo {
+                rchar: e.io[0],
+                wchar: e.io[1],
+                syscr: e.io[2],
+                syscw: e.io[3],
+                read_bytes: e.io[4],
+                write_bytes: e.io[5],
+                ..KernelIo::default()
+            });
+        }
+        let mm = self.st.spaces.fresh(e.pid, t);
+        self.mm.insert(e.pid, mm);
+    }
+
+    fn exit(&mut self, e: &TaskEv) {
+        let t = self.rel(e.t);
+        let k = &mut self.st.kernel;
+        k.rchar += e.io[0];
+        k.wchar += e.io[1];
+        k.syscr += e.io[2];
+        k.syscw += e.io[3];
+        k.read_bytes += e.io[4];
+        k.write_bytes += e.io[5];
+        k.threads += 1;
+        let born = self.born.get(&e.tid).copied().unwrap_or(0);
+        let p = self.st.procs.entry(e.pid).or_default();
+        p.pid = e.pid;
+        p.name = e.comm.clone();
+        p.threads += 1;
+        p.alive_ns += t.saturating_sub(born);
+        p.cpu_ns += e.cpu_ns;
+        p.runq_ns += e.runq_ns;
+        if e.group_dead {
+            self.live.remove(&e.pid);
+            if e.pid == self.root {
+                self.root_ended = Some(t);
+            }
+        }
+    }
+
+    fn fault(&mut self, f: &FaultEv) {
+        if self.st.launching && f.pid == self.root {
+            return;
+        }
+        let Some(file) = self.file_at(f.pid, None, Some(&f.f), f.f.kdev, f.f.ino, None) else {
+            return;
+        };
+        let page = crate::sys::page_size() as u64;
+        if f.vm_flags & 0x4 != 0 {
+            // VM_EXEC: code.
+            self.st.files[file as usize].code = true;
+        }
+        self.faults.push(Fault {
+            t: self.rel(f.t),
+            tid: f.tid,
+            file,
+            off: f.off / page * page,
+        });
+    }
+
+    /// The index of the file `(kdev, ino)`, registered on first sight and named from `fd`
+    /// of process `pid` (while it is open), else from `path` (an open's argument, relative
+    /// to `dirfd`), else from the process's mappings.
+    fn file_at(
+        &mut self,
+        pid: u32,
+        fd: Option<i32>,
+        id: Option<&FileId>,
+        kdev: u64,
+        ino: u64,
+        path: Option<(&[u8], i32)>,
+    ) -> Option<u32> {
+        if let Some(&i) = self.by_id.get(&(kdev, ino)) {
+            return Some(i);
+        }
+        let dev = user_dev(kdev);
+        let mode = id.map_or(libc::S_IFREG, |f| f.mode);
+        let kind = match mode & libc::S_IFMT {
+            libc::S_IFREG => FileKind::File,
+            libc::S_IFDIR => FileKind::Dir,
+            libc::S_IFIFO => FileKind::Pipe,
+            libc::S_IFSOCK => FileKind::Socket,
+            libc::S_IFCHR | libc::S_IFBLK => FileKind::Device,
+            _ => FileKind::Other,
+        };
+        let name = super::names::name_of(pid, fd, dev, ino, path, kind);
+        let (path, path_hex) = FileInfo::path_fields(&name);
+        let page = crate::sys::page_size() as u64;
+        let size = id.map_or(0, |f| f.size);
+        self.st.files.push(FileInfo {
+            path,
+            path_hex,
+            kind,
+            dev,
+            ino,
+            size,
+            size_after: None,
+            mtime_ns: id.map_or(0, |f| f.mtime.0 as i128 * 1_000_000_000 + f.mtime.1 as i128),
+            mtime_after_ns: None,
+            // The kernel's own count of the file's cached pages at the call's entry: seen
+            // whatever the caller's rights (mincore hides it from who cannot write the file).
+            resident_before: (kind == FileKind::File)
+                .then(|| id.map(|f| (f.nrpages * page).min(size)))
+                .flatten(),
+            resident_after: None,
+            xor: None,
+            code: false,
+            mapped_xor: None,
+        });
+        let i = (self.st.files.len() - 1) as u32;
+        self.by_id.insert((kdev, ino), i);
+        Some(i)
+    }
+
+    fn file_of(&mut self, pid: u32, fd: i32, id: Option<FileId>) -> Option<u32> {
+        let id = id?;
+        self.file_at(pid, Some(fd), Some(&id), id.kdev, id.ino, None)
+    }
+
+    fn call(&mut self, c: CallEv) {
+        use Call::*;
+        let Some(call) = self.calls.get(c.entry.nr as i64) else {
+            return;
+        };
+        if self.st.launching && c.pid == self.root {
+            return;
+        }
+        if call == Exec && c.ret == 0 && c.pid == self.root && self.baseline_rchar_due {
+            self.baseline_rchar_due = false;
+            if let Some(b) = self.st.baseline.as_mut() {
+                b.rchar = c.entry.extra;
+            }
+        }
+        let a = c.entry.args;
+        let t = self.rel(c.entry.t);
+        let mut op = Op {
+            t,
+            dur: c.t1.saturating_sub(c.entry.t),
+            pid: c.pid,
+            tid: c.tid,
+            call,
+            fd: -1,
+            file: None,
+            off: None,
+            len: 0,
+            ret: c.ret,
+            arg: None,
+            to_file: None,
+            to_off: None,
+            held: 0,
+            held_exit: 0,
+            stops: 0,
+        };
+        let f = c.entry.f;
+        // The kernel's positions are those after the call.
+        let pos = f.map(|f| f.pos);
+        let fd0 = a[0] as i32;
+        let keep = match call {
+            Open => {
+                op.arg = Some(
+                    match c.entry.nr as i64 {
+                        #[cfg(target_arch = "x86_64")]
+                        libc::SYS_open => a[1],
+                        #[cfg(target_arch = "x86_64")]
+                        libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
+                        libc::SYS_openat2 => c.entry.extra,
+                        _ => a[2],
+                    } & 0xffff_ffff,
+                );
+                if c.ret >= 0
+                    && let Some(id) = f
+                {
+                    op.fd = c.ret as i32;
+                    let dirfd = match c.entry.nr as i64 {
+                        #[cfg(target_arch = "x86_64")]
+                        libc::SYS_open | libc::SYS_creat => libc::AT_FDCWD,
+                        _ => fd0,
+                    };
+                    // The kernel's own path of the opened file when it walked it whole;
+                    // else the program's, made absolute from its directory if it still can be.
+                    let path = match c.kpath.as_deref() {
+                        Some(k) => Some((k, libc::AT_FDCWD)),
+                        None => c.path.as_deref().map(|p| (p, dirfd)),
+                    };
+                    op.file = self.file_at(c.pid, Some(op.fd), Some(&id), id.kdev, id.ino, path);
+                }
+                true
+            }
+            Close | Fsync | Fdatasync | Ftruncate | Read | Readv | Write | Writev | Pread
+            | Pwrite | Preadv | Preadv2 | Pwritev | Pwritev2 | Lseek | SyncFileRange
+            | Readahead | Fallocate | Fadvise | Getdents => {
+                op.fd = fd0;
+                op.file = self.file_of(c.pid, fd0, f);
+                self.positioned(call, &c, &mut op, pos);
+                self.streamed(call, &mut op);
+                true
+            }
+            Sendfile | Splice | CopyFileRange => {
+                let (src, dst) = if call == Sendfile {
+                    (a[1] as i32, a[0] as i32)
+                } else {
+                    (fd0, a[2] as i32)
+                };
+                op.fd = src;
+                op.file = self.file_of(c.pid, src, f);
+                op.arg = Some(dst as u32 as u64);
+                let (src_at, dst_at) = if call == Sendfile {
+                    (a[2], 0)
+                } else {
+                    (a[1], a[3])
+                };
+                // An offset given by pointer is moved by the call, as the position is.
+                op.off = if src_at != 0 {
+                    Some(before(c.entry.extra, c.ret))
+                } else {
+                    pos.map(|p| before(p, c.ret))
+                };
+                if !self.is_regular(op.file) {
+                    op.off = Some(self.stream(op.file, false, c.ret));
+                }
+                op.len = if call == Sendfile { a[3] } else { a[4] };
+                if let Some(g) = c.entry.g {
+                    op.to_file = self.file_of(c.pid, dst, Some(g));
+                    let seekable = op
+                        .to_file
+                        .and_then(|i| self.st.files.get(i as usize))
+                        .is_some_and(|x| matches!(x.kind, FileKind::File | FileKind::Device));
+                    op.to_off = if dst_at != 0 {
+                        Some(before(c.entry.extra2, c.ret))
+                    } else if seekable {
+                        Some(before(g.pos, c.ret))
+                    } else {
+                        None
+                    };
+                }
+                true
+            }
+            Mmap | Munmap | Mremap | Madvise | Msync => self.memory(call, &c, &mut op),
+            Stat => {
+                op.fd = match c.entry.nr as i64 {
+                    #[cfg(target_arch = "x86_64")]
+                    libc::SYS_stat | libc::SYS_lstat => -1,
+                    _ => fd0,
+                };
+                if op.fd >= 0 {
+                    op.file = self.file_of(c.pid, op.fd, f);
+                }
+                true
+            }
+            Wait => {
+                self.st.procs.entry(c.pid).or_default().children_ns += op.dur;
+                false
+            }
+            UringEnter => {
+                self.uring_enters += 1;
+                true
+            }
+            UringSetup | UringRegister => true,
+            Exec => {
+                if c.ret == 0 {
+                    self.st.kernel.exec_rchar += c.rchar.saturating_sub(c.entry.extra);
+                }
+                false
+            }
+            CloseRange | Dup | Fcntl | UringRead | UringWrite => false,
+        };
+        if keep {
+            self.st.ops.push(op);
+        }
+    }
+
+    /// Reads, writes and the calls on one descriptor: where they worked. `pos` is the
+    /// descriptor's position after the call.
+    fn positioned(&self, call: Call, c: &CallEv, op: &mut Op, pos: Option<u64>) {
+        use Call::*;
+        let a = c.entry.args;
+        let moved = pos.map(|p| before(p, c.ret));
+        match call {
+            Read | Write => {
+                op.off = moved;
+                op.len = a[2];
+            }
+            Readv | Writev => {
+                op.off = moved;
+                op.len = c.entry.extra;
+            }
+            Pread | Pwrite => {
+                op.off = Some(a[3]);
+                op.len = a[2];
+            }
+            Preadv | Preadv2 | Pwritev | Pwritev2 => {
+                op.len = c.entry.extra;
+                op.off = if a[3] == u64::MAX { moved } else { Some(a[3]) };
+                if matches!(call, Preadv2 | Pwritev2) {
+                    op.arg = Some(a[5]);
+                }
+            }
+            Lseek => {
+                op.arg = Some(a[2]);
+                op.off = (c.ret >= 0).then_some(c.ret as u64);
+            }
+            Ftruncate => op.len = a[1],
+            SyncFileRange | Readahead => {
+                op.off = Some(a[1]);
+                op.len = a[2];
+            }
+            Fallocate => {
+                op.off = Some(a[2]);
+                op.len = a[3];
+                op.arg = Some(a[1]);
+            }
+            Fadvise => {
+                op.off = Some(a[1]);
+                op.len = a[2];
+                op.arg = Some(a[3]);
+            }
+            Getdents => op.len = a[2],
+            _ => {}
+        }
+    }
+
+    fn is_regular(&self, file: Option<u32>) -> bool {
+        file.and_then(|i| self.st.files.get(i as usize))
+            .is_some_and(|f| f.kind == FileKind::File)
+    }
+
+    /// A pipe's, socket's or device's reads and writes at their place in its stream (the
+    /// kernel keeps no position for them; the ptrace tracer's model counts, and so does this).
+    fn streamed(&mut self, call: Call, op: &mut Op) {
+        use Call::*;
+        let write = match call {
+            Read | Readv => false,
+            Write | Writev => true,
+            Preadv2 | Pwritev2 | Preadv | Pwritev if op.off.is_some() && op.fd >= 0 => {
+                return;
+            }
+            _ => return,
+        };
+        if !self.is_regular(op.file) && op.file.is_some() {
+            op.off = Some(self.stream(op.file, write, op.ret));
+        }
+    }
+
+    /// The stream position of `file` in one direction before a transfer of `ret` bytes.
+    fn stream(&mut self, file: Option<u32>, write: bool, ret: i64) -> u64 {
+        let at = self
+            .streams
+            .entry((file.unwrap_or(u32::MAX), write))
+            .or_insert(0);
+        let was = *at;
+        *at += ret.max(0) as u64;
+        was
+    }
+
+    /// The mapping calls: the address space follows; file mappings and advice on them kept.
+    fn memory(&mut self, call: Call, c: &CallEv, op: &mut Op) -> bool {
+        use Call::*;
+        let a = c.entry.args;
+        let t = op.t;
+        let mm = *self
+            .mm
+            .entry(c.pid)
+            .or_insert_with(|| self.st.spaces.fresh(c.pid, t));
+        match call {
+            Mmap => {
+                op.fd = a[4] as i32;
+                op.off = Some(a[5]);
+                op.len = a[1];
+                op.arg = Some((a[2] << 32) | (a[3] & 0xffff_ffff));
+                let addr = c.ret as u64;
+                if addr >= MAP_FAILED_MIN {
+                    return false;
+                }
+                let anonymous = a[3] & libc::MAP_ANONYMOUS as u64 != 0 || op.fd < 0;
+                let file = if anonymous {
+                    None
+                } else {
+                    self.file_of(c.pid, op.fd, c.entry.f)
+                };
+                self.st.spaces.map(mm, addr, a[1], file, a[5], t);
+                let Some(f) = file else {
+                    return false;
+                };
+                if a[2] & libc::PROT_EXEC as u64 != 0 {
+                    self.st.files[f as usize].code = true;
+                }
+                op.file = Some(f);
+                true
+            }
+            Munmap => {
+                if c.ret >= 0 {
+                    self.st.spaces.unmap(mm, a[0], a[1], t);
+                }
+                false
+            }
+            Mremap => {
+                if (c.ret as u64) < MAP_FAILED_MIN {
+                    let old = self.st.spaces.at(mm, a[0]);
+                    self.st.spaces.unmap(mm, a[0], a[1], t);
+                    if let Some(m) = old {
+                        let off = m.off + (a[0] - m.start);
+                        self.st
+                            .spaces
+                            .map(mm, c.ret as u64, a[2], Some(m.file), off, t);
+                    }
+                }
+                false
+            }
+            _ => {
+                op.len = a[1];
+                op.arg = Some(a[2]);
+                match self.st.spaces.at(mm, a[0]) {
+                    Some(m) => {
+                        op.file = Some(m.file);
+                        op.off = Some(m.off + (a[0] - m.start));
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
+    }
+}
+
+/// Where a transfer of `ret` bytes that ended at `after` began.
+fn before(after: u64, ret: i64) -> u64 {
+    after.saturating_sub(ret.max(0) as u64)
+}

@@ -1,0 +1,311 @@
+//! The kernel tracer: eBPF programs on the kernel's tracepoints (system calls, the process
+//! tree, page faults) record the traced program's calls as the kernel runs them and stream
+//! them through a ring buffer; nothing stops the program. The probes are `bpf/iolab.bpf.c`,
+//! compiled to `bpf/iolab.bpf.o` (checked in, rebuilt and compared by CI: building iolab needs
+//! no clang) and loaded with aya (a pure-Rust loader, no libbpf or libelf to install).
+//! It needs root, or CAP_BPF with CAP_PERFMON; [`prepare`] says why it cannot run.
+
+mod convert;
+pub mod events;
+mod names;
+
+use super::calls::Call;
+use super::{Ended, Trace, TraceConfig};
+use crate::{Error, Result};
+use aya::programs::BtfTracePoint;
+use std::time::{Duration, Instant};
+
+/// The compiled probes.
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/iolab.bpf.o");
+
+/// How the probe reads a call's entry (bpf/iolab.h's `K_*`).
+fn kind_of(call: Call, nr: i64) -> u8 {
+    use Call::*;
+    match call {
+        Open if nr == libc::SYS_openat2 => 8,
+        Open => 7,
+        Close => 10,
+        Fsync | Fdatasync | Ftruncate | Read | Write | Pread | Pwrite | Lseek | SyncFileRange
+        | Readahead | Fallocate | Fadvise | Getdents => 2,
+        Readv | Writev | Preadv | Preadv2 | Pwritev | Pwritev2 => 3,
+        Mmap => 4,
+        Sendfile => 5,
+        Splice | CopyFileRange => 6,
+        Exec => 9,
+        Stat => {
+            #[cfg(target_arch = "x86_64")]
+            if nr == libc::SYS_stat || nr == libc::SYS_lstat {
+                return 1;
+            }
+            2
+        }
+        Munmap | Mremap | Madvise | Msync | UringSetup | UringEnter | UringRegister | Wait => 1,
+        CloseRange | Dup | Fcntl | UringRead | UringWrite => 0,
+    }
+}
+
+/// The probes, loaded and attached, ready to trace a program.
+pub struct Loaded {
+    bpf: aya::Ebpf,
+}
+
+/// Whether this process may load eBPF programs: root, or CAP_BPF and CAP_PERFMON.
+fn rights() -> std::result::Result<(), String> {
+    if rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    // CAP_PERFMON is 38, CAP_BPF 39.
+    if eff & (1 << 38) != 0 && eff & (1 << 39) != 0 {
+        return Ok(());
+    }
+    Err("the eBPF tracer needs root or CAP_BPF with CAP_PERFMON".into())
+}
+
+/// An aya error with what caused it (the verifier's log, the errno).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let more = x.to_string();
+        if !s.contains(&more) {
+            s.push_str(": ");
+            s.push_str(&more);
+        }
+        src = x.source();
+    }
+    if std::env::var_os("IOLAB_BPF_LOG").is_some() {
+        return s;
+    }
+    s.lines().next().unwrap_or_default().to_string()
+}
+
+/// Loads and attaches the probes for `cfg`, or says in one line why the kernel tracer cannot
+/// run here (then the ptrace tracer can).
+pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
+    rights()?;
+    let btf = aya::Btf::from_sys_fs()
+        .map_err(|e| format!("the kernel has no BTF to relocate the probes against ({e})"))?;
+    // Task storage (each thread's call between its entry and exit) is a map aya creates but
+    // has no type for: allowed, as nothing here reads it from user space.
+    let mut bpf = aya::EbpfLoader::new()
+        .btf(Some(&btf))
+        .allow_unsupported_maps()
+        .load(OBJECT)
+        .map_err(|e| format!("cannot load the probes: {}", chain(&e)))?;
+    let mut probes = vec![
+        ("sys_enter", "sys_enter"),
+        ("sys_exit", "sys_exit"),
+        ("sched_fork", "sched_process_fork"),
+        ("sched_exec", "sched_process_exec"),
+        ("sched_exit", "sched_process_exit"),
+    ];
+    if cfg.faults {
+        probes.push(("page_fault", "page_fault_user"));
+    }
+    for (name, tp) in probes {
+        let p: &mut BtfTracePoint = bpf
+            .program_mut(name)
+            .ok_or_else(|| format!("the probes have no program {name}"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+        p.load(tp, &btf)
+            .map_err(|e| format!("cannot load the probe on {tp}: {}", chain(&e)))?;
+        p.attach()
+            .map_err(|e| format!("cannot attach to the tracepoint {tp}: {}", chain(&e)))?;
+    }
+    let mut wanted: aya::maps::Array<_, u8> = bpf
+        .map_mut("wanted")
+        .ok_or("the probes have no map `wanted`")?
+        .try_into()
+        .map_err(|e: aya::maps::MapError| chain(&e))?;
+    for (nr, call) in super::calls::table() {
+        if (call == Call::Stat || call == Call::Getdents) && !cfg.metadata {
+            continue;
+        }
+        let k = kind_of(call, nr);
+        if k != 0 {
+            wanted
+                .set(nr as u32, k, 0)
+                .map_err(|e| format!("cannot fill the probes' table of calls: {}", chain(&e)))?;
+        }
+    }
+    Ok(Loaded { bpf })
+}
+
+/// Counters the probes keep (bpf/iolab.bpf.c's `counts`).
+fn counter(bpf: &aya::Ebpf, i: u32) -> u64 {
+    bpf.map("counts")
+        .and_then(|m| aya::maps::Array::<_, u64>::try_from(m).ok())
+        .and_then(|a| a.get(&i, 0).ok())
+        .unwrap_or(0)
+}
+
+impl Loaded {
+    /// Runs `cfg.command` under the probes until it ends (with `follow`, until every process
+    /// it started has ended too), or `interrupted` says to stop it.
+    pub fn run(
+        mut self,
+        cfg: &TraceConfig,
+        interrupted: &dyn Fn() -> bool,
+        follow: bool,
+    ) -> Result<Trace> {
+        let Some(program) = cfg.command.first() else {
+            return Err(Error::usage("nothing to trace", "give a command after --"));
+        };
+        super::tracer::find_program(program)?;
+        let mut cmd = std::process::Command::new(&cfg.launcher);
+        cmd.arg("trace-exec").arg("--stop-first");
+        cmd.arg("--").args(&cfg.command);
+        if cfg.quiet {
+            use std::process::Stdio;
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+        }
+        let child = cmd.spawn().map_err(|e| {
+            let what = format!("cannot run {}", program.to_string_lossy());
+            Error::failed(what, crate::error::describe_io(&e))
+        })?;
+        let pid = child.id();
+        // The launcher stops itself; it is traced from before it execs the program.
+        crate::sys::ptrace::wait_stopped(pid as i32)
+            .map_err(|e| Error::failed("cannot start the program", e))?;
+        let mut traced: aya::maps::HashMap<_, u32, u8> = self
+            .bpf
+            .map_mut("traced")
+            .and_then(|m| m.try_into().ok())
+            .ok_or_else(|| Error::failed("eBPF", "the probes have no map `traced`"))?;
+        traced
+            .insert(pid, 1, 0)
+            .map_err(|e| Error::failed("eBPF: cannot trace the program", chain(&e)))?;
+        let mut ring = aya::maps::RingBuf::try_from(
+            self.bpf
+                .take_map("events")
+                .ok_or_else(|| Error::failed("eBPF", "the probes have no ring buffer"))?,
+        )
+        .map_err(|e| Error::failed("eBPF", chain(&e)))?;
+        let buffers_before = crate::cache::meminfo::read().buffers;
+        let t0 = crate::sys::monotonic_ns();
+        let mut conv = convert::Convert::new(pid, t0);
+        let started = Instant::now();
+        let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGCONT);
+        let mut ended = Ended {
+            code: None,
+            signal: None,
+        };
+        // Readable when the program's first process ends: the loop wakes for that as for
+        // events.
+        let pidfd = rustix::process::Pid::from_raw(pid as i32).and_then(|p| {
+            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
+        });
+        let mut root_done = false;
+        let mut stop_at: Option<Instant> = None;
+        let mut signalled = 0;
+        let mut wall = None;
+        loop {
+            use rustix::event::{PollFd, PollFlags};
+            let mut fds = vec![PollFd::new(&ring, PollFlags::IN)];
+            if let (Some(p), false) = (&pidfd, root_done) {
+                fds.push(PollFd::new(p, PollFlags::IN));
+            }
+            let timeout = rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: 5_000_000,
+            };
+            let _ = rustix::event::poll(&mut fds, Some(&timeout));
+            while let Some(item) = ring.next() {
+                conv.take(&item);
+            }
+            if !root_done && let Some(w) = crate::sys::ptrace::reap(pid as i32) {
+                root_done = true;
+                wall = Some(started.elapsed());
+                (ended.code, ended.signal) = w;
+            }
+            if root_done && (!follow || conv.live.is_empty()) {
+                // The exit events are in the ring before the parent hears of the exit.
+                while let Some(item) = ring.next() {
+                    conv.take(&item);
+                }
+                break;
+            }
+            if interrupted() && stop_at.is_none() {
+                stop_at = Some(Instant::now());
+            }
+            if let Some(at) = stop_at {
+                // As the ptrace tracer: the terminal's Ctrl-C reaches the program too; if it
+                // still runs after a second, it is asked to stop, then made to.
+                let waited = at.elapsed();
+                let sig = if signalled == 0 && waited > Duration::from_secs(1) {
+                    Some(crate::sys::interrupting_signal().unwrap_or(libc::SIGINT))
+                } else if signalled == 1 && waited > Duration::from_secs(3) {
+                    Some(libc::SIGKILL)
+                } else {
+                    None
+                };
+                if let Some(sig) = sig {
+                    for &p in &conv.live {
+                        let _ = crate::sys::ptrace::kill(p as i32, sig);
+                    }
+                    signalled += 1;
+                }
+            }
+        }
+        // The program's own end as the kernel timed it (the loop hears of it a little later).
+        let wall = match conv.root_ended {
+            Some(ns) => Duration::from_nanos(ns),
+            None => wall.unwrap_or_else(|| started.elapsed()),
+        };
+        let lost = counter(&self.bpf, 0);
+        let unattributed = counter(&self.bpf, 2);
+        drop(ring);
+        drop(self);
+        let mut st = std::mem::replace(&mut conv.st, super::ops::State::new(0));
+        st.kernel.buffers_growth = crate::cache::meminfo::read()
+            .buffers
+            .saturating_sub(buffers_before);
+        if lost > 0 {
+            st.note(&format!(
+                "{lost} events were lost (the kernel's ring buffer was full): calls and faults are undercounted"
+            ));
+        }
+        if unattributed > 0 {
+            st.note(&format!(
+                "{unattributed} page faults came while the program's mappings were changing and were not attributed to a file"
+            ));
+        }
+        if conv.unreadable > 0 {
+            st.note(&format!(
+                "{} events could not be read ({})",
+                conv.unreadable,
+                conv.unreadable_why.as_deref().unwrap_or("")
+            ));
+        }
+        if conv.uring_enters > 0 {
+            st.note("the program used io_uring: the eBPF tracer does not read its requests yet (--tracer ptrace does)");
+        }
+        if !follow && !conv.live.is_empty() {
+            st.note(&format!(
+                "{} process(es) the program started were still running when it ended: left running, unrecorded from then on (--follow waits for them)",
+                conv.live.len()
+            ));
+        }
+        // Calls from several CPUs reach the ring in nearly, not exactly, the order they ended.
+        st.ops.sort_by_key(|o| o.t + o.dur);
+        let mut faults = std::mem::take(&mut conv.faults);
+        faults.sort_by_key(|f| f.t);
+        let seen = super::finish::FaultsSeen {
+            faults,
+            lost: 0,
+            unavailable: (!cfg.faults).then(|| "not asked for (--no-faults)".to_string()),
+        };
+        let mut t = super::finish::finish(cfg, st, seen, ended, stop_at.is_some(), wall);
+        t.tracer = Some(super::Tracer::Ebpf);
+        Ok(t)
+    }
+}
