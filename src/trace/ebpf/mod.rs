@@ -147,6 +147,23 @@ fn counter(bpf: &aya::Ebpf, i: u32) -> u64 {
 }
 
 impl Loaded {
+    /// Adds process `pid` to the traced set; the ring buffer to read its events from.
+    fn follow(&mut self, pid: u32) -> Result<aya::maps::RingBuf<aya::maps::MapData>> {
+        let mut traced: aya::maps::HashMap<_, u32, u8> = self
+            .bpf
+            .map_mut("traced")
+            .and_then(|m| m.try_into().ok())
+            .ok_or_else(|| Error::failed("eBPF", "the probes have no map `traced`"))?;
+        traced
+            .insert(pid, 1, 0)
+            .map_err(|e| Error::failed("eBPF: cannot trace the program", chain(&e)))?;
+        let map = self
+            .bpf
+            .take_map("events")
+            .ok_or_else(|| Error::failed("eBPF", "the probes have no ring buffer"))?;
+        aya::maps::RingBuf::try_from(map).map_err(|e| Error::failed("eBPF", chain(&e)))
+    }
+
     /// Runs `cfg.command` under the probes until it ends (with `follow`, until every process
     /// it started has ended too), or `interrupted` says to stop it.
     pub fn run(
@@ -176,20 +193,15 @@ impl Loaded {
         // The launcher stops itself; it is traced from before it execs the program.
         crate::sys::ptrace::wait_stopped(pid as i32)
             .map_err(|e| Error::failed("cannot start the program", e))?;
-        let mut traced: aya::maps::HashMap<_, u32, u8> = self
-            .bpf
-            .map_mut("traced")
-            .and_then(|m| m.try_into().ok())
-            .ok_or_else(|| Error::failed("eBPF", "the probes have no map `traced`"))?;
-        traced
-            .insert(pid, 1, 0)
-            .map_err(|e| Error::failed("eBPF: cannot trace the program", chain(&e)))?;
-        let mut ring = aya::maps::RingBuf::try_from(
-            self.bpf
-                .take_map("events")
-                .ok_or_else(|| Error::failed("eBPF", "the probes have no ring buffer"))?,
-        )
-        .map_err(|e| Error::failed("eBPF", chain(&e)))?;
+        // The launcher is stopped: whatever fails from here ends it, never leaves it so.
+        let ring = self.follow(pid).inspect_err(|_| {
+            let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGKILL);
+            let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGCONT);
+            while crate::sys::ptrace::reap(pid as i32).is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })?;
+        let mut ring = ring;
         let buffers_before = crate::cache::meminfo::read().buffers;
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::new(pid, t0);
