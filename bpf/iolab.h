@@ -15,7 +15,10 @@ struct super_block {
 	unsigned int s_dev;
 } __attribute__((preserve_access_index));
 
+struct inode;
+
 struct address_space {
+	struct inode *host;
 	unsigned long nrpages;
 } __attribute__((preserve_access_index));
 
@@ -102,12 +105,6 @@ struct task_struct {
 	char comm[16];
 } __attribute__((preserve_access_index));
 
-struct vm_area_struct {
-	unsigned long vm_start;
-	unsigned long vm_pgoff;
-	unsigned long vm_flags;
-	struct file *vm_file;
-} __attribute__((preserve_access_index));
 
 struct linux_binprm;
 
@@ -208,12 +205,10 @@ struct ev_task {
 };
 
 struct ev_fault {
-	__u32 kind, pid, tid, pad;
+	__u32 kind, pid, tid;
+	__u32 pad;
 	__u64 t;
-	__u64 addr;
-	__u64 off;      // the file offset of the faulting address
-	__u64 vm_flags; // the mapping's
-	struct fileid f; // the mapped file
+	__u64 addr; // the faulting address
 };
 
 #endif

@@ -6,8 +6,9 @@
 
 use super::events::{CallEv, FaultEv, FileId, Record, TaskEv, user_dev};
 use crate::trace::calls::{Call, Calls};
+use crate::trace::faults::FaultSample;
 use crate::trace::ops::State;
-use crate::trace::{Fault, FileInfo, FileKind, KernelIo, Op};
+use crate::trace::{FileInfo, FileKind, KernelIo, Op};
 use std::collections::{BTreeSet, HashMap};
 
 /// mmap's failure values: -4095..-1 as an address.
@@ -30,8 +31,8 @@ pub struct Convert {
     pub live: BTreeSet<u32>,
     /// Threads seen.
     tids: BTreeSet<u32>,
-    /// Faults on file mappings.
-    pub faults: Vec<Fault>,
+    /// Page faults, by address.
+    pub faults: Vec<FaultSample>,
     /// Events that could not be read.
     pub unreadable: u64,
     /// The first of those, why.
@@ -165,19 +166,11 @@ impl Convert {
         if self.st.launching && f.pid == self.root {
             return;
         }
-        let Some(file) = self.file_at(f.pid, None, Some(&f.f), f.f.kdev, f.f.ino, None) else {
-            return;
-        };
-        let page = crate::sys::page_size() as u64;
-        if f.vm_flags & 0x4 != 0 {
-            // VM_EXEC: code.
-            self.st.files[file as usize].code = true;
-        }
-        self.faults.push(Fault {
-            t: self.rel(f.t),
+        self.faults.push(FaultSample {
+            pid: f.pid,
             tid: f.tid,
-            file,
-            off: f.off / page * page,
+            t: f.t,
+            addr: f.addr,
         });
     }
 

@@ -93,7 +93,7 @@ pub struct TaskEv {
     pub comm: String,
 }
 
-/// A page fault at a file mapping (`struct ev_fault`).
+/// A page fault (`struct ev_fault`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaultEv {
     /// Process id.
@@ -104,12 +104,6 @@ pub struct FaultEv {
     pub t: u64,
     /// The faulting address.
     pub addr: u64,
-    /// The file offset of the faulting address.
-    pub off: u64,
-    /// The mapping's vm_flags.
-    pub vm_flags: u64,
-    /// The mapped file.
-    pub f: FileId,
 }
 
 /// One record of the ring buffer.
@@ -123,7 +117,7 @@ pub enum Record {
     Exec(TaskEv),
     /// A thread's exit.
     Exit(TaskEv),
-    /// A fault on a file mapping.
+    /// A page fault.
     Fault(FaultEv),
 }
 
@@ -146,7 +140,7 @@ const PATH: usize = 256;
 /// `struct ev_task`'s size.
 pub const TASK: usize = 120;
 /// `struct ev_fault`'s size.
-pub const FAULT: usize = 48 + FILEID;
+pub const FAULT: usize = 32;
 
 struct Rd<'a>(&'a [u8]);
 
@@ -247,18 +241,12 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
         EV_FORK => Record::Fork(r.task()),
         EV_EXEC => Record::Exec(r.task()),
         EV_EXIT => Record::Exit(r.task()),
-        _ => match r.file(48) {
-            Some(f) => Record::Fault(FaultEv {
-                pid: r.u32(4),
-                tid: r.u32(8),
-                t: r.u64(16),
-                addr: r.u64(24),
-                off: r.u64(32),
-                vm_flags: r.u64(40),
-                f,
-            }),
-            None => return Err("a fault without its file".into()),
-        },
+        _ => Record::Fault(FaultEv {
+            pid: r.u32(4),
+            tid: r.u32(8),
+            t: r.u64(16),
+            addr: r.u64(24),
+        }),
     })
 }
 

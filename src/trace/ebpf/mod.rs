@@ -274,7 +274,6 @@ impl Loaded {
             None => wall.unwrap_or_else(|| started.elapsed()),
         };
         let lost = counter(&self.bpf, 0);
-        let unattributed = counter(&self.bpf, 2);
         drop(ring);
         drop(self);
         let mut st = std::mem::replace(&mut conv.st, super::ops::State::new(0));
@@ -284,11 +283,6 @@ impl Loaded {
         if lost > 0 {
             st.note(&format!(
                 "{lost} events were lost (the kernel's ring buffer was full): calls and faults are undercounted"
-            ));
-        }
-        if unattributed > 0 {
-            st.note(&format!(
-                "{unattributed} page faults came while the program's mappings were changing and were not attributed to a file"
             ));
         }
         if conv.unreadable > 0 {
@@ -309,13 +303,14 @@ impl Loaded {
         }
         // Calls from several CPUs reach the ring in nearly, not exactly, the order they ended.
         st.ops.sort_by_key(|o| o.t + o.dur);
-        let mut faults = std::mem::take(&mut conv.faults);
-        faults.sort_by_key(|f| f.t);
-        let seen = super::finish::FaultsSeen {
-            faults,
+        // Fault addresses become files and offsets through the mappings the program made,
+        // as the ptrace tracer's samples do.
+        let samples = super::faults::Samples {
+            samples: std::mem::take(&mut conv.faults),
             lost: 0,
-            unavailable: (!cfg.faults).then(|| "not asked for (--no-faults)".to_string()),
         };
+        let unavailable = (!cfg.faults).then(|| "not asked for (--no-faults)".to_string());
+        let seen = super::finish::sampled(&st, cfg.faults.then_some(samples), unavailable);
         let mut t = super::finish::finish(cfg, st, seen, ended, stop_at.is_some(), wall);
         t.tracer = Some(super::Tracer::Ebpf);
         Ok(t)
