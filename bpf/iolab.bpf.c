@@ -422,6 +422,34 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+// A process or thread event of thread `tid` of process `tgid`, zeroed, or NULL (counted).
+static __always_inline struct ev_task *task_event(__u32 kind, __u32 tgid, __u32 tid)
+{
+	struct ev_task *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(0);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->pid = tgid;
+	e->tid = tid;
+	e->t = bpf_ktime_get_ns();
+	return e;
+}
+
+// Task `p`'s I/O counters so far (`/proc/PID/task/TID/io`'s).
+static __always_inline void task_io(struct ev_task *e, struct task_struct *p)
+{
+	e->rchar = BPF_CORE_READ(p, ioac.rchar);
+	e->wchar = BPF_CORE_READ(p, ioac.wchar);
+	e->syscr = BPF_CORE_READ(p, ioac.syscr);
+	e->syscw = BPF_CORE_READ(p, ioac.syscw);
+	e->read_bytes = BPF_CORE_READ(p, ioac.read_bytes);
+	e->write_bytes = BPF_CORE_READ(p, ioac.write_bytes);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -432,16 +460,9 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	if (!is_traced(ptgid))
 		return 0;
 	bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(0);
+	e = task_event(EV_FORK, ptgid, BPF_CORE_READ(parent, pid));
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = EV_FORK;
-	e->pid = ptgid;
-	e->tid = BPF_CORE_READ(parent, pid);
-	e->t = bpf_ktime_get_ns();
 	e->other_pid = ctgid;
 	e->other_tid = BPF_CORE_READ(child, pid);
 	bpf_ringbuf_submit(e, wakeup());
@@ -451,29 +472,17 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid), old = old_pid;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct ev_task *e;
 
 	if (!is_traced(tgid))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(0);
+	e = task_event(EV_EXEC, tgid, BPF_CORE_READ(p, pid));
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = EV_EXEC;
-	e->pid = tgid;
-	e->tid = tid;
-	e->t = bpf_ktime_get_ns();
-	e->other_tid = old;
+	e->other_tid = old_pid;
 	// The counters so far (the launcher's, at the program's exec).
-	e->rchar = BPF_CORE_READ(p, ioac.rchar);
-	e->wchar = BPF_CORE_READ(p, ioac.wchar);
-	e->syscr = BPF_CORE_READ(p, ioac.syscr);
-	e->syscw = BPF_CORE_READ(p, ioac.syscw);
-	e->read_bytes = BPF_CORE_READ(p, ioac.read_bytes);
-	e->write_bytes = BPF_CORE_READ(p, ioac.write_bytes);
+	task_io(e, p);
 	bpf_ringbuf_submit(e, wakeup());
 	return 0;
 }
@@ -481,7 +490,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct ev_task *e;
 	int live;
 
@@ -490,24 +499,12 @@ int BPF_PROG(sched_exit, struct task_struct *p)
 	live = BPF_CORE_READ(p, signal, live.counter);
 	if (live == 0)
 		bpf_map_delete_elem(&traced, &tgid);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(0);
+	e = task_event(EV_EXIT, tgid, BPF_CORE_READ(p, pid));
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = EV_EXIT;
-	e->pid = tgid;
-	e->tid = tid;
-	e->t = bpf_ktime_get_ns();
 	e->group_dead = live == 0;
 	e->exit_code = BPF_CORE_READ(p, exit_code);
-	e->rchar = BPF_CORE_READ(p, ioac.rchar);
-	e->wchar = BPF_CORE_READ(p, ioac.wchar);
-	e->syscr = BPF_CORE_READ(p, ioac.syscr);
-	e->syscw = BPF_CORE_READ(p, ioac.syscw);
-	e->read_bytes = BPF_CORE_READ(p, ioac.read_bytes);
-	e->write_bytes = BPF_CORE_READ(p, ioac.write_bytes);
+	task_io(e, p);
 	e->cpu_ns = BPF_CORE_READ(p, se.sum_exec_runtime);
 	e->runq_ns = BPF_CORE_READ(p, sched_info.run_delay);
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
