@@ -4,7 +4,7 @@
 mod common;
 use common::{Lack, skip};
 
-use common::iolab;
+use common::{iolab, iolab_as_nobody};
 
 use common::{bytes, check_csv, fs_type, is_root, plain_xor, write_file};
 use predicates::prelude::*;
@@ -659,12 +659,7 @@ fn permission_denied_is_a_clear_error() {
         return;
     }
     // Root reads anything: drop to nobody with setpriv (util-linux) to prove the message.
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
-    let o = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&bin)
-        .args(["fast", s(&f)])
-        .output();
+    let o = iolab_as_nobody().args(["fast", s(&f)]).output();
     match o {
         Ok(o) if o.status.code() == Some(1) => {
             let err = String::from_utf8_lossy(&o.stderr);
@@ -1207,11 +1202,8 @@ fn hidden_residency_is_judged_from_the_device() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let f = write_file(dir.path(), "theirs", &bytes(16 << 20, 31));
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
     for cache in ["cold", "warm"] {
-        let o = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
+        let o = iolab_as_nobody()
             .args([
                 "read",
                 s(&f),
@@ -1379,10 +1371,7 @@ fn cache_status_of_a_directory_goes_on_past_unreadable_entries() {
     let run = |args: &[&str]| {
         let mut c = if is_root() {
             // Root reads anything: as nobody (setpriv, util-linux).
-            let mut c = std::process::Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(&bin);
-            c
+            iolab_as_nobody()
         } else {
             std::process::Command::new(&bin)
         };

@@ -250,11 +250,8 @@ fn without_root_auto_falls_back_to_ptrace_and_ebpf_says_why() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let f = write_file(dir.path(), "f", &bytes(1 << 16, 5));
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
     let run = |tracer: &str| {
-        std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
+        iolab_as_nobody()
             .args(["trace", "--tracer", tracer, "--format", "json", "--", "cat"])
             .arg(&f)
             .output()

@@ -15,15 +15,8 @@ fn s(p: &Path) -> &str {
 
 /// Runs `sh -c script` as nobody; false when privileges cannot be dropped here.
 fn as_nobody(script: &str) -> bool {
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-            script,
-        ])
+    common::as_nobody("sh")
+        .args(["-c", script])
         .status()
         .is_ok_and(|st| st.success())
 }

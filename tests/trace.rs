@@ -417,10 +417,7 @@ fn a_user_without_root_traces_too() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let f = write_file(dir.path(), "f", &bytes(1 << 20, 5));
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
-    let o = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&bin)
+    let o = iolab_as_nobody()
         .args(["trace", "--format", "json", "--", "cat"])
         .arg(&f)
         .output();

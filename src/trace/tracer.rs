@@ -198,6 +198,41 @@ pub(super) fn find_program(program: &std::ffi::OsStr) -> Result<()> {
 /// How long a program may take to end after an interruption before it is killed.
 const GRACE: Duration = Duration::from_secs(2);
 
+/// How a traced program is stopped after iolab was interrupted: the terminal's Ctrl-C reaches
+/// the program too; if it still runs a second later (or only iolab was signalled), it is sent
+/// the signal iolab got, as a shell passes it to its job (SIGHUP when the terminal closed,
+/// SIGTERM, else SIGINT); after [`GRACE`] more, SIGKILL. Both tracers' loops step it.
+#[derive(Debug, Default)]
+pub(super) struct Escalation {
+    at: Option<Instant>,
+    signalled: u8,
+}
+
+impl Escalation {
+    /// One turn of a tracer's loop, `interrupted` whether iolab was: the signal to send every
+    /// traced process now, if any.
+    pub(super) fn step(&mut self, interrupted: bool) -> Option<i32> {
+        if interrupted && self.at.is_none() {
+            self.at = Some(Instant::now());
+        }
+        let waited = self.at?.elapsed();
+        let sig = match self.signalled {
+            0 if waited > Duration::from_secs(1) => {
+                crate::sys::interrupting_signal().unwrap_or(libc::SIGINT)
+            }
+            1 if waited > GRACE + Duration::from_secs(1) => libc::SIGKILL,
+            _ => return None,
+        };
+        self.signalled += 1;
+        Some(sig)
+    }
+
+    /// Whether iolab was interrupted (the program is being stopped).
+    pub(super) fn asked(&self) -> bool {
+        self.at.is_some()
+    }
+}
+
 /// Answers stops until the program ends (`follow`: until every traced thread has), or until an
 /// interruption has stopped it.
 fn wait_loop(
@@ -211,35 +246,16 @@ fn wait_loop(
         code: None,
         signal: None,
     };
-    let mut stop_at: Option<Instant> = None;
-    let mut signalled = 0;
+    let mut stop = Escalation::default();
     loop {
-        if interrupted() && stop_at.is_none() {
-            stop_at = Some(Instant::now());
-        }
-        if let Some(at) = stop_at {
-            // The terminal's Ctrl-C reaches the program too; if it is still running after a
-            // second (or only iolab was signalled), ask it to stop, then make it.
-            // Every traced process, as the terminal signals its whole foreground group.
-            let waited = at.elapsed();
-            let every = |sig| {
-                let pids: std::collections::BTreeSet<u32> =
-                    st.tasks.values().map(|t| t.pid).collect();
-                for p in pids {
-                    let _ = ptrace::kill(p as i32, sig);
-                }
-            };
-            if signalled == 0 && waited > Duration::from_secs(1) {
-                // The signal iolab got, as a shell passes it to its job (SIGHUP when the
-                // terminal closed, SIGTERM, else SIGINT).
-                every(crate::sys::interrupting_signal().unwrap_or(libc::SIGINT));
-                signalled = 1;
-            } else if signalled == 1 && waited > GRACE + Duration::from_secs(1) {
-                every(libc::SIGKILL);
-                signalled = 2;
+        // Every traced process, as the terminal signals its whole foreground group.
+        if let Some(sig) = stop.step(interrupted()) {
+            let pids: std::collections::BTreeSet<u32> = st.tasks.values().map(|t| t.pid).collect();
+            for p in pids {
+                let _ = ptrace::kill(p as i32, sig);
             }
         }
-        let w = if stop_at.is_some() {
+        let w = if stop.asked() {
             match ptrace::wait_nohang() {
                 Ok(Some(w)) => Ok(Some(w)),
                 Ok(None) => {
@@ -278,7 +294,7 @@ fn wait_loop(
             }
         }
     }
-    (ended, stop_at.is_some())
+    (ended, stop.asked())
 }
 
 fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {

@@ -114,6 +114,21 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// `program`, to be run as user nobody (setpriv, util-linux): the path of a user without root
+/// that tests of the unprivileged path take. Running it fails (or exits 127) where setpriv is
+/// missing; callers skip then.
+pub fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(program);
+    c
+}
+
+/// iolab's binary, to be run as user nobody (see [`as_nobody`]).
+pub fn iolab_as_nobody() -> std::process::Command {
+    as_nobody(assert_cmd::cargo::cargo_bin("iolab"))
+}
+
 /// The filesystem type of a path, from /proc/self/mountinfo.
 pub fn fs_type(path: &Path) -> String {
     let abs = std::fs::canonicalize(path).unwrap();

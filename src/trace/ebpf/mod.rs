@@ -194,14 +194,13 @@ impl Loaded {
         crate::sys::ptrace::wait_stopped(pid as i32)
             .map_err(|e| Error::failed("cannot start the program", e))?;
         // The launcher is stopped: whatever fails from here ends it, never leaves it so.
-        let ring = self.follow(pid).inspect_err(|_| {
+        let mut ring = self.follow(pid).inspect_err(|_| {
             let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGKILL);
             let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGCONT);
             while crate::sys::ptrace::reap(pid as i32).is_none() {
                 std::thread::sleep(Duration::from_millis(1));
             }
         })?;
-        let mut ring = ring;
         let buffers_before = crate::cache::meminfo::read().buffers;
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::new(pid, t0);
@@ -217,8 +216,7 @@ impl Loaded {
             rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
         });
         let mut root_done = false;
-        let mut stop_at: Option<Instant> = None;
-        let mut signalled = 0;
+        let mut stop = super::tracer::Escalation::default();
         let mut wall = None;
         loop {
             use rustix::event::{PollFd, PollFlags};
@@ -246,25 +244,9 @@ impl Loaded {
                 }
                 break;
             }
-            if interrupted() && stop_at.is_none() {
-                stop_at = Some(Instant::now());
-            }
-            if let Some(at) = stop_at {
-                // As the ptrace tracer: the terminal's Ctrl-C reaches the program too; if it
-                // still runs after a second, it is asked to stop, then made to.
-                let waited = at.elapsed();
-                let sig = if signalled == 0 && waited > Duration::from_secs(1) {
-                    Some(crate::sys::interrupting_signal().unwrap_or(libc::SIGINT))
-                } else if signalled == 1 && waited > Duration::from_secs(3) {
-                    Some(libc::SIGKILL)
-                } else {
-                    None
-                };
-                if let Some(sig) = sig {
-                    for &p in &conv.live {
-                        let _ = crate::sys::ptrace::kill(p as i32, sig);
-                    }
-                    signalled += 1;
+            if let Some(sig) = stop.step(interrupted()) {
+                for &p in &conv.live {
+                    let _ = crate::sys::ptrace::kill(p as i32, sig);
                 }
             }
         }
@@ -311,7 +293,7 @@ impl Loaded {
         };
         let unavailable = (!cfg.faults).then(|| "not asked for (--no-faults)".to_string());
         let seen = super::finish::sampled(&st, cfg.faults.then_some(samples), unavailable);
-        let mut t = super::finish::finish(cfg, st, seen, ended, stop_at.is_some(), wall);
+        let mut t = super::finish::finish(cfg, st, seen, ended, stop.asked(), wall);
         t.tracer = Some(super::Tracer::Ebpf);
         Ok(t)
     }
