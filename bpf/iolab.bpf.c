@@ -60,10 +60,29 @@ struct {
 	__type(value, struct walk);
 } pathbuf SEC(".maps");
 
-// Counters: [0] events the ring buffer had no room for.
+// io_uring reads and writes submitted by the traced program, by request, until completed.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct ureq);
+} ureqs SEC(".maps");
+
+// The page cache's work for the traced program: pages brought in and dirtied, per file and
+// per system call (read by iolab at the end).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct cache_key);
+	__type(value, struct cache_val);
+} cache SEC(".maps");
+
+// Counters: [0] events the ring buffer had no room for; [1] io_uring requests the program
+// submitted, [2] of them neither reads nor writes, [3] reads and writes; [4] files the
+// `cache` map had no room for.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, 8);
 	__type(key, __u32);
 	__type(value, __u64);
 } counts SEC(".maps");
@@ -304,6 +323,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		if (!en)
 			return 0;
 	}
+	// Which call the thread is in, for the page cache's work during it.
+	en->cur = nr;
+	en->added = 0;
 	want = bpf_map_lookup_elem(&wanted, &nr);
 	if (!want || !*want)
 		return 0;
@@ -314,8 +336,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		identify_slow(&en->f, regs->di);
 		en->last_file = 0;
 	}
-	else if (*want == K_EXEC)
+	else if (*want == K_EXEC) {
 		en->extra = rchar_now();
+		en->extra2 = BPF_CORE_READ(task, ioac.read_bytes);
+	}
 	return 0;
 }
 
@@ -332,7 +356,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u32 kind, nr;
 
 	en = bpf_task_storage_get(&entries, bpf_get_current_task_btf(), 0, 0);
-	if (!en || !en->live)
+	if (!en)
+		return 0;
+	en->cur = NR_FAULT;
+	if (!en->live)
 		return 0;
 	en->live = 0;
 	nr = en->nr;
@@ -351,7 +378,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	e->kind = o ? EV_OPEN : EV_CALL;
 	e->pid = tgid;
 	e->tid = tid;
-	e->pad = 0;
+	e->added = en->added;
 	e->t1 = bpf_ktime_get_ns();
 	e->ret = ret;
 	e->pos_exit = 0;
@@ -415,6 +442,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case K_EXEC:
 		p->extra = en->extra;
+		p->extra2 = en->extra2;
 		e->rchar = rchar_now();
 		break;
 	}
@@ -535,6 +563,154 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 	e->tid = (__u32)pid_tgid;
 	e->t = bpf_ktime_get_ns();
 	e->addr = address;
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+// Pages of folio `folio` (a large folio's order is in its second page's flags).
+static __always_inline __u64 folio_pages(struct folio *folio)
+{
+	__u64 flags = 0;
+
+	bpf_probe_read_kernel(&flags, sizeof(flags), folio);
+	if (!(flags & (1UL << PG_HEAD)))
+		return 1;
+	return 1UL << (BPF_CORE_READ(folio, _flags_1) & 63);
+}
+
+// The page cache's work for a traced thread on `mapping`: `pages` brought in (`dirtied` 0) or
+// dirtied (1), under the call the thread is in (NR_FAULT outside one: a fault; NR_URING: one
+// of io_uring's workers).
+static __always_inline void cache_note(struct address_space *mapping, __u64 pages, int dirtied)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct entry *en = bpf_task_storage_get(&entries, task, 0, 0);
+	struct cache_key k = {};
+	struct cache_val *v;
+	struct inode *host;
+
+	if (!mapping)
+		return;
+	if (en) {
+		k.nr = en->cur;
+		if (!dirtied && k.nr != NR_FAULT)
+			en->added += pages;
+	} else {
+		if (!is_traced(bpf_get_current_pid_tgid() >> 32))
+			return;
+		k.nr = task->flags & PF_IO_WORKER ? NR_URING : NR_FAULT;
+	}
+	host = BPF_CORE_READ(mapping, host);
+	if (!host)
+		return;
+	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
+	k.ino = BPF_CORE_READ(host, i_ino);
+	v = bpf_map_lookup_elem(&cache, &k);
+	if (!v) {
+		struct cache_val z = {};
+
+		z.mode = BPF_CORE_READ(host, i_mode);
+		z.rdev = BPF_CORE_READ(host, i_rdev);
+		bpf_map_update_elem(&cache, &k, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&cache, &k);
+		if (!v) {
+			count(4);
+			return;
+		}
+	}
+	if (dirtied)
+		__sync_fetch_and_add(&v->dirtied, pages);
+	else
+		__sync_fetch_and_add(&v->added, pages);
+}
+
+// A folio added to a file's page cache by a traced thread: read from storage (or made by a
+// write, told apart by the call it happened in).
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(cache_add, struct folio *folio)
+{
+	cache_note(BPF_CORE_READ(folio, mapping), folio_pages(folio), 0);
+	return 0;
+}
+
+// A folio of a file dirtied by a traced thread (the kernel counts its pages in write_bytes).
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(cache_dirty, struct folio *folio, struct address_space *mapping)
+{
+	cache_note(mapping, folio_pages(folio), 1);
+	return 0;
+}
+
+// An io_uring request the traced program submitted: a read or write is kept until its
+// completion (its file is known then: a registered file's too).
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(uring_submit, struct io_kiocb *req)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), key = (__u64)req, cut = 0;
+	struct io_rw *rw = (struct io_rw *)req;
+	struct io_cqe c = {};
+	struct ureq u = {};
+	__u8 op;
+
+	if (!is_traced(pid_tgid >> 32))
+		return 0;
+	count(1);
+	op = BPF_CORE_READ(req, opcode);
+	if (op != OP_READ && op != OP_READV && op != OP_READ_FIXED && op != OP_WRITE &&
+	    op != OP_WRITEV && op != OP_WRITE_FIXED) {
+		count(2);
+		return 0;
+	}
+	count(3);
+	bpf_core_read(&c, sizeof(c), &req->cqe);
+	u.t = bpf_ktime_get_ns();
+	u.off = BPF_CORE_READ(rw, kiocb.ki_pos);
+	u.len = BPF_CORE_READ(rw, len);
+	if (op == OP_READV || op == OP_WRITEV)
+		u.len = iov_sum(BPF_CORE_READ(rw, addr), u.len, &cut);
+	u.fd = c.fd;
+	u.fixed = BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE;
+	u.pid = pid_tgid >> 32;
+	u.tid = (__u32)pid_tgid;
+	u.opcode = op;
+	bpf_map_update_elem(&ureqs, &key, &u, BPF_ANY);
+	return 0;
+}
+
+// A request's completion: one event with its submission, its file and its result.
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	__u64 key = (__u64)req;
+	struct ureq *u = bpf_map_lookup_elem(&ureqs, &key);
+	struct io_cqe c = {};
+	struct file *f = NULL;
+	struct ev_uring *e;
+
+	if (!u)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(0);
+		bpf_map_delete_elem(&ureqs, &key);
+		return 0;
+	}
+	bpf_probe_read_kernel(&c, sizeof(c), cqe);
+	bpf_probe_read_kernel(&f, sizeof(f), req);
+	e->kind = EV_URING;
+	e->pid = u->pid;
+	e->tid = u->tid;
+	e->opcode = u->opcode;
+	e->t0 = u->t;
+	e->t1 = bpf_ktime_get_ns();
+	e->res = c.res;
+	e->off = u->off;
+	e->pos = BPF_CORE_READ((struct io_rw *)req, kiocb.ki_pos);
+	e->len = u->len;
+	e->fd = u->fd;
+	e->fixed = u->fixed;
+	describe(&e->f, f);
+	bpf_map_delete_elem(&ureqs, &key);
 	bpf_ringbuf_submit(e, wakeup());
 	return 0;
 }

@@ -24,6 +24,7 @@ struct address_space {
 
 struct inode {
 	unsigned short i_mode;
+	unsigned int i_rdev;
 	unsigned long i_ino;
 	struct super_block *i_sb;
 	struct address_space *i_mapping;
@@ -95,6 +96,7 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int flags;
 	pid_t pid, tgid;
 	struct files_struct *files;
 	struct task_io_accounting ioac;
@@ -107,6 +109,53 @@ struct task_struct {
 
 
 struct linux_binprm;
+
+#define PF_IO_WORKER 0x10
+
+// A folio of the page cache: its first word (its flags, read raw: a struct in the kernel), the
+// file it caches, its index there, and the order of a large one (in its second page's flags).
+struct folio {
+	struct address_space *mapping;
+	unsigned long index;
+	unsigned long _flags_1;
+} __attribute__((preserve_access_index));
+
+#define PG_HEAD 6
+
+// io_uring (io_uring/*.h): a request, its read/write command, its completion.
+struct io_cqe {
+	__u64 user_data;
+	__s32 res;
+	__s32 fd; // at submission: the request's descriptor (or registered index)
+};
+
+struct io_kiocb {
+	// its first word is the file (`file`, in a union with the command): read raw
+	__u8 opcode;
+	__u64 flags;
+	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+
+struct kiocb {
+	long long ki_pos;
+} __attribute__((preserve_access_index));
+
+struct io_rw {
+	struct kiocb kiocb;
+	__u64 addr;
+	__u32 len;
+} __attribute__((preserve_access_index));
+
+struct io_ring_ctx;
+struct io_uring_cqe;
+
+#define REQ_F_FIXED_FILE 1
+#define OP_READV 1
+#define OP_WRITEV 2
+#define OP_READ_FIXED 4
+#define OP_WRITE_FIXED 5
+#define OP_READ 22
+#define OP_WRITE 23
 
 // How a call's entry is read (the `wanted` map's values).
 #define K_PLAIN 1    // the arguments are all
@@ -131,6 +180,7 @@ struct linux_binprm;
 #define EV_EXEC 4
 #define EV_EXIT 5
 #define EV_FAULT 6
+#define EV_URING 7
 
 // A descriptor's file as the kernel has it at a call's entry.
 struct fileid {
@@ -156,7 +206,10 @@ struct fileid {
 struct entry {
 	__u64 nr;
 	__u64 t;
+	__u64 added; // pages brought into the page cache during the call
+	__u64 cur;   // the call the thread is in (any call; NR_FAULT between calls)
 	__u64 extra; // rchar at an exec's entry
+	__u64 extra2; // read_bytes at an exec's entry
 	__u64 live;  // entered and not yet left
 	struct fileid f; // close: the descriptor's file
 	__u64 last_file; // the open file of the thread's last call on one
@@ -169,13 +222,14 @@ struct pending {
 	__u64 t;
 	__u64 args[6];
 	__u64 extra;  // an iovec's sum; sendfile/splice's source offset; openat2's flags; rchar
-	__u64 extra2; // the iovec was cut; splice's destination offset
+	__u64 extra2; // the iovec was cut; splice's destination offset; read_bytes at an exec's entry
 	struct fileid f;
 	struct fileid g; // the destination of a copy
 };
 
 struct ev_call {
-	__u32 kind, pid, tid, pad;
+	__u32 kind, pid, tid;
+	__u32 added; // pages the call brought into the page cache (read from storage, or made)
 	__u64 t1;
 	__s64 ret;
 	__u64 pos_exit; // the descriptor's (a copy's destination's) position after the call
@@ -210,5 +264,42 @@ struct ev_fault {
 	__u64 t;
 	__u64 addr; // the faulting address
 };
+
+// An io_uring read or write, from its submission to its completion.
+struct ev_uring {
+	__u32 kind, pid, tid, opcode;
+	__u64 t0;    // submitted
+	__u64 t1;    // completed
+	__s64 res;   // the completion's result
+	__s64 off;   // the request's offset (-1: the file's position)
+	__u64 pos;   // the request's position at its completion
+	__u64 len;   // bytes asked for (a vector's: summed at submission)
+	__s64 fd;    // its descriptor, or registered file's index (`fixed`)
+	__u64 fixed;
+	struct fileid f; // its file, at the completion
+};
+
+// A submitted request, kept until its completion.
+struct ureq {
+	__u64 t, off, len, fixed;
+	__s64 fd;
+	__u32 pid, tid, opcode, pad;
+};
+
+// The page cache's work for the traced program, per file and per cause (`cache` map).
+struct cache_key {
+	__u64 dev, ino;
+	__u64 nr; // the system call it happened in; NR_FAULT outside one, NR_URING in io_uring's workers
+};
+
+struct cache_val {
+	__u64 added;   // pages brought into the cache (read from storage, or made by a write)
+	__u64 dirtied; // pages dirtied
+	__u64 mode;    // the inode's type and permissions
+	__u64 rdev;    // a block device's number (its metadata pages)
+};
+
+#define NR_FAULT 0xffff
+#define NR_URING 0xfffe
 
 #endif

@@ -282,3 +282,135 @@ fn without_root_auto_falls_back_to_ptrace_and_ebpf_says_why() {
     assert!(err.contains("root or CAP_BPF"), "{err}");
     assert!(o.stdout.is_empty(), "the program did not run: {err}");
 }
+
+/// Regular files whose path starts with `under`: their page cache work (`cache`), by path.
+fn cache_of(t: &Value, under: &Path) -> BTreeMap<String, Value> {
+    t["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "file" && f["path"].as_str().unwrap().starts_with(s(under)))
+        .map(|f| (f["path"].as_str().unwrap().to_string(), f["cache"].clone()))
+        .collect()
+}
+
+fn from_storage(c: &Value) -> u64 {
+    ["by_reads", "by_faults", "by_uring", "by_other"]
+        .iter()
+        .map(|k| c[k].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn the_page_cache_work_per_file_adds_up_to_the_kernels_read_bytes_cold_and_warm() {
+    if !can_load() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    for i in 0..300usize {
+        let sub = tree.join(format!("d{}", i % 12));
+        std::fs::create_dir_all(&sub).unwrap();
+        write_file(&sub, &format!("f{i}"), &bytes(1_000 + 397 * i, i as u64));
+    }
+    // Cold: the tree's own pages evicted (not the machine's cache), by iolab cache evict.
+    iolab()
+        .args(["-q", "cache", "evict"])
+        .arg(&tree)
+        .assert()
+        .success();
+    // grep, a program nobody here wrote, reading each file once (a match: exit 0).
+    let cmd = ["grep", "-rc", "a", "tree"];
+    let cold = trace(dir.path(), "ebpf", &cmd);
+    let per = cache_of(&cold, &tree);
+    assert_eq!(
+        per.len(),
+        300,
+        "every file of the tree has its page cache work"
+    );
+    let page = 4096u64;
+    for (path, c) in &per {
+        let size = std::fs::metadata(path).unwrap().len();
+        // Each file was read from storage whole, in whole pages (readahead stops at its end).
+        assert_eq!(from_storage(c), size.div_ceil(page) * page, "{path}: {c}");
+        assert!(c["reads_missed"].as_u64().unwrap() >= 1, "{path}: {c}");
+    }
+    // The program's bytes from storage, per file (every file, the tree's and its libraries',
+    // and file-system metadata and its own program, which it did not open) against the
+    // kernel's read_bytes: within 2%.
+    let all: u64 = cold["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["cache"].is_null())
+        .map(|f| from_storage(&f["cache"]))
+        .sum();
+    let c = &cold["cache"];
+    let counted = all + c["metadata"].as_u64().unwrap() + c["unnamed"].as_u64().unwrap();
+    let read_bytes = cold["kernel"]["read_bytes"].as_u64().unwrap();
+    assert!(read_bytes > 0, "{}", cold["kernel"]);
+    let off = (counted as f64 / read_bytes as f64 - 1.0).abs();
+    assert!(
+        off <= 0.02,
+        "per file {counted} B against read_bytes {read_bytes} B: {:.2}%",
+        off * 100.0
+    );
+    // Warm: the cache served every read of the tree.
+    let warm = trace(dir.path(), "ebpf", &cmd);
+    let per = cache_of(&warm, &tree);
+    assert_eq!(per.len(), 300);
+    let brought: u64 = per.values().map(from_storage).sum();
+    let read: u64 = bytes_per_file(&warm, &tree).values().map(|b| b.0).sum();
+    assert!(read > 100 * 300, "{read}");
+    let hit = 1.0 - brought.min(read) as f64 / read as f64;
+    assert!(hit >= 0.99, "warm hit ratio {hit}");
+}
+
+#[test]
+fn fio_io_uring_reads_are_its_requests_byte_for_byte() {
+    if !can_load() {
+        return;
+    }
+    if !have("fio") {
+        return skip(Lack::Setup, "fio is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "data", &bytes(16 << 20, 3));
+    let out = dir.path().join("fio.json");
+    let cmd = [
+        "fio",
+        "--name=r",
+        "--filename=data",
+        "--ioengine=io_uring",
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=8",
+        "--size=16M",
+        "--io_size=6M",
+        "--output-format=json",
+    ];
+    let mut cmd: Vec<&str> = cmd.to_vec();
+    let o = format!("--output={}", s(&out));
+    cmd.push(&o);
+    let t = trace(dir.path(), "ebpf", &cmd);
+    let fio: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let fio_bytes = fio["jobs"][0]["read"]["io_bytes"].as_u64().unwrap();
+    assert_eq!(fio_bytes, 6 << 20);
+    let files = t["files"].as_array().unwrap();
+    let (mut bytes, mut requests) = (0u64, 0u64);
+    for op in t["ops"].as_array().unwrap() {
+        let on_data = op["file"]
+            .as_u64()
+            .is_some_and(|i| files[i as usize]["path"] == s(&f));
+        if op["call"] == "uring_read" && on_data {
+            bytes += op["ret"].as_u64().unwrap();
+            requests += 1;
+            let off = op["off"].as_u64().unwrap();
+            assert!(off % 4096 == 0 && off < 16 << 20, "{op}");
+        }
+    }
+    assert_eq!(bytes, fio_bytes, "io_uring reads of fio's file");
+    assert_eq!(requests, (6 << 20) / 4096);
+    assert_eq!(t["uring"]["unseen"], 0, "{}", t["uring"]);
+    assert_eq!(t["uring"]["reads"].as_u64().unwrap(), requests);
+}

@@ -113,6 +113,9 @@ pub fn summary(p: &Profile) -> Vec<String> {
             }
         ));
     }
+    if let Some(c) = &p.cache {
+        l.push(page_cache_line(p, c));
+    }
     l.push(format!(
         "time in traced calls: {} of the wall time (tracer-side, so each call includes ~2 stops){}",
         pct(p.io_share).shown(),
@@ -159,7 +162,9 @@ pub fn summary(p: &Profile) -> Vec<String> {
 
 /// The files table (regular files, most bytes first; at most `limit` rows).
 pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
-    let mut t = Table::titled(&[
+    // The kernel tracer's view of the page cache, where it was taken.
+    let kernel = files.iter().any(|f| f.cache.is_some());
+    let mut titles = vec![
         "file",
         "size",
         "reads",
@@ -170,12 +175,14 @@ pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
         "typical",
         "res before",
         "res after",
-        "faults",
-        "writes",
-        "xor",
-    ]);
+    ];
+    if kernel {
+        titles.extend(["from storage", "cache served"]);
+    }
+    titles.extend(["faults", "writes", "xor"]);
+    let mut t = Table::titled(&titles);
     for f in files.iter().take(limit) {
-        t.row(vec![
+        let mut row = vec![
             Value::text(&f.path),
             Value::Bytes(f.size),
             Value::Count(f.reads.calls),
@@ -190,6 +197,13 @@ pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
             },
             opt_size(f.resident_before),
             opt_size(f.resident_after),
+        ];
+        if kernel {
+            let c = f.cache.as_ref();
+            row.push(c.map_or(Value::Missing, |c| Value::Bytes(c.from_storage())));
+            row.push(crate::trace::hit_ratio([(f.reads.bytes, c)]).map_or(Value::Missing, pct));
+        }
+        row.extend([
             if f.mapped || f.faults > 0 {
                 Value::text(format!("{} ({} pages)", f.faults, f.fault_pages))
             } else {
@@ -198,8 +212,47 @@ pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
             Value::Bytes(f.writes.bytes),
             f.xor.as_ref().map_or(Value::Missing, Value::text),
         ]);
+        t.row(row);
     }
     t
+}
+
+/// What the kernel tracer saw the page cache do: bytes from storage, set beside the kernel's
+/// read_bytes; the share of the file reads the cache served; pages dirtied beside
+/// write_bytes.
+fn page_cache_line(p: &Profile, c: &crate::trace::CacheSeen) -> String {
+    let k = &p.kernel;
+    let versus = |ours: u64, kernel: u64| {
+        if kernel > 0 {
+            format!("{:+.1}%", 100.0 * (ours as f64 / kernel as f64 - 1.0))
+        } else if ours == 0 {
+            "equal".to_string()
+        } else {
+            "the kernel counted none".to_string()
+        }
+    };
+    let files = p.files.iter().chain(&p.code_files);
+    let hits = crate::trace::hit_ratio(files.map(|f| (f.reads.bytes, f.cache.as_ref())));
+    format!(
+        "page cache (kernel tracer): {} read from storage into it for the program ({} of file-system metadata, {} of files it did not open, such as its program loaded by exec), the kernel's read_bytes {} ({}); file reads served by the cache: {}; dirtied {}, the kernel's write_bytes {} ({}){}",
+        format_size(c.from_storage()),
+        format_size(c.metadata),
+        format_size(c.unnamed),
+        format_size(k.read_bytes),
+        versus(c.from_storage(), k.read_bytes),
+        hits.map_or("none read".to_string(), |h| format!("{:.1}%", 100.0 * h)),
+        format_size(c.dirtied),
+        format_size(k.write_bytes),
+        versus(c.dirtied, k.write_bytes),
+        if c.files_lost > 0 {
+            format!(
+                "; {} file(s) not counted (the probes' table was full)",
+                c.files_lost
+            )
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// The calls table.

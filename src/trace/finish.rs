@@ -96,6 +96,7 @@ pub fn finish(
         procs: st.procs.into_values().collect(),
         stop_cost: st.stop_cost,
         uring: (st.uring.seen.requests + st.uring.seen.unseen > 0).then_some(st.uring.seen),
+        cache: st.cache,
         tracer: Some(super::Tracer::Ptrace),
     }
 }

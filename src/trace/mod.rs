@@ -5,6 +5,7 @@
 //! versioned JSON (`docs/trace.schema.md`); [`profile`] reduces it to what the user reads, and
 //! [`iolog`] writes fio's iolog version 3 so that fio can replay it too.
 
+mod cachework;
 pub mod calls;
 pub mod ebpf;
 mod faults;
@@ -21,6 +22,7 @@ pub mod time;
 pub mod timeline;
 mod tracer;
 mod uring;
+pub use cachework::{CacheSeen, CacheWork, hit_ratio};
 
 pub use calls::Call;
 use serde::{Deserialize, Serialize};
@@ -126,6 +128,9 @@ pub struct FileInfo {
     /// it faulted, re-read after the run; None when not computed, none, or the file changed.
     #[serde(default)]
     pub mapped_xor: Option<String>,
+    /// The page cache's work for the program on it (the kernel tracer's; None with ptrace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheWork>,
 }
 
 impl FileInfo {
@@ -417,6 +422,9 @@ pub struct TraceOf<O> {
     /// they were read; then what io_uring moved is not in `ops`).
     #[serde(default)]
     pub uring: Option<UringSeen>,
+    /// The page cache's work for the whole run (the kernel tracer's; None with ptrace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSeen>,
     /// The tracer that recorded it (None in traces from before there were two).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracer: Option<Tracer>,

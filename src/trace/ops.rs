@@ -81,6 +81,8 @@ pub struct State {
     pub stops: u64,
     /// The program's io_uring rings and what was seen of them.
     pub uring: super::uring::Rings,
+    /// The page cache's work for the whole run (the kernel tracer fills it).
+    pub cache: Option<super::CacheSeen>,
     /// Notes, each once.
     pub notes: BTreeSet<String>,
     /// The launcher (`iolab trace-exec`) has not exec'd the program yet.
@@ -111,6 +113,7 @@ impl State {
             threads: 0,
             stops: 0,
             uring: Default::default(),
+            cache: None,
             notes: BTreeSet::new(),
             launching: true,
             baseline: None,
@@ -172,6 +175,7 @@ impl State {
             xor: None,
             code: false,
             mapped_xor: None,
+            cache: None,
         });
         let i = (self.files.len() - 1) as u32;
         self.by_id.insert(key, i);

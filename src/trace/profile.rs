@@ -60,6 +60,9 @@ pub struct FileProfile {
     pub code: bool,
     /// XOR of the bytes its reads returned.
     pub xor: Option<String>,
+    /// The page cache's work for it (the kernel tracer's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<super::CacheWork>,
 }
 
 /// One system call's count and time.
@@ -115,6 +118,9 @@ pub struct Profile {
     #[serde(default)]
     #[allow(missing_docs)]
     pub uring: Option<super::UringSeen>,
+    /// The page cache's work for the whole run (the kernel tracer's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<super::CacheSeen>,
     /// Time in all traced calls over the wall time (threads add up, so it can pass 1).
     pub io_share: f64,
     /// The kernel's accounting.
@@ -400,6 +406,7 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
             dropped: a.dropped,
             code: info.code,
             xor: info.xor.clone(),
+            cache: info.cache,
         };
         if info.code && p.writes.calls == 0 {
             code_files.push(p);
@@ -499,6 +506,7 @@ pub fn profile(t: &Trace) -> Profile {
         uring_reads,
         uring_writes,
         uring: t.uring.clone(),
+        cache: t.cache,
         io_share: if t.wall_ns > 0 {
             io_ns as f64 / t.wall_ns as f64
         } else {

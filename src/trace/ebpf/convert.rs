@@ -4,6 +4,9 @@
 //! descriptor's position, so no model of descriptors is needed here; files are named from
 //! /proc while their descriptors are open, else from the path an open was given.
 
+mod kernel;
+pub use kernel::CacheEntry;
+
 use super::events::{CallEv, FaultEv, FileId, Record, TaskEv, user_dev};
 use crate::trace::calls::{Call, Calls};
 use crate::trace::faults::FaultSample;
@@ -37,8 +40,12 @@ pub struct Convert {
     pub unreadable: u64,
     /// The first of those, why.
     pub unreadable_why: Option<String>,
-    /// io_uring_enter calls (their requests are not read by this tracer yet).
+    /// io_uring_enter calls.
     pub uring_enters: u64,
+    /// io_uring completions not yet seen by their thread, by thread.
+    completed: HashMap<u32, Vec<Op>>,
+    /// Read-like calls that brought pages into the page cache, by file.
+    missed_reads: HashMap<u32, u64>,
     /// The launcher's exec has been seen, its execve's return not yet: the baseline's rchar
     /// is then taken at that call's entry.
     baseline_rchar_due: bool,
@@ -72,6 +79,8 @@ impl Convert {
             unreadable: 0,
             unreadable_why: None,
             uring_enters: 0,
+            completed: HashMap::new(),
+            missed_reads: HashMap::new(),
             baseline_rchar_due: false,
             root_ended: None,
             streams: HashMap::new(),
@@ -90,6 +99,7 @@ impl Convert {
             Ok(Record::Exec(e)) => self.exec(&e),
             Ok(Record::Exit(e)) => self.exit(&e),
             Ok(Record::Fault(f)) => self.fault(&f),
+            Ok(Record::Uring(u)) => self.uring(&u),
             Err(why) => {
                 self.unreadable += 1;
                 self.unreadable_why.get_or_insert(why);
@@ -222,6 +232,7 @@ impl Convert {
             xor: None,
             code: false,
             mapped_xor: None,
+            cache: None,
         });
         let i = (self.st.files.len() - 1) as u32;
         self.by_id.insert((kdev, ino), i);
@@ -243,8 +254,11 @@ impl Convert {
         }
         if call == Exec && c.ret == 0 && c.pid == self.root && self.baseline_rchar_due {
             self.baseline_rchar_due = false;
+            // What the exec itself read (the program's header and first pages) is the
+            // program's, in read_bytes as in rchar.
             if let Some(b) = self.st.baseline.as_mut() {
                 b.rchar = c.entry.extra;
+                b.read_bytes = c.entry.extra2;
             }
         }
         let a = c.entry.args;
@@ -380,9 +394,12 @@ impl Convert {
             }
             CloseRange | Dup | Fcntl | UringRead | UringWrite => false,
         };
+        self.missed(&c, call, op.file);
+        let after = self.seen(&c);
         if keep {
             self.st.ops.push(op);
         }
+        self.st.ops.extend(after);
     }
 
     /// Reads, writes and the calls on one descriptor: where they worked. `pos` is the

@@ -58,6 +58,8 @@ pub struct CallEv {
     pub pos_exit: u64,
     /// rchar at an exec's return.
     pub rchar: u64,
+    /// Pages it brought into the page cache (read from storage, or made by a write).
+    pub added: u32,
     /// Its entry.
     pub entry: CallArgs,
     /// An open's path, as the program gave it.
@@ -106,6 +108,35 @@ pub struct FaultEv {
     pub addr: u64,
 }
 
+/// An io_uring read or write, submitted and completed (`struct ev_uring`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UringEv {
+    /// Process id.
+    pub pid: u32,
+    /// The thread that submitted it.
+    pub tid: u32,
+    /// Its opcode (IORING_OP_*).
+    pub opcode: u32,
+    /// When it was submitted and completed.
+    pub t0: u64,
+    /// When it completed.
+    pub t1: u64,
+    /// The completion's result: bytes, or -errno.
+    pub res: i64,
+    /// Its offset (-1: the file's position).
+    pub off: i64,
+    /// Its position at the completion (after the bytes it moved, where the kernel moves it).
+    pub pos: u64,
+    /// Bytes asked for.
+    pub len: u64,
+    /// Its descriptor, or its registered file's index (`fixed`).
+    pub fd: i64,
+    /// `fd` is a registered file's index.
+    pub fixed: bool,
+    /// Its file.
+    pub f: Option<FileId>,
+}
+
 /// One record of the ring buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -119,6 +150,8 @@ pub enum Record {
     Exit(TaskEv),
     /// A page fault.
     Fault(FaultEv),
+    /// An io_uring request.
+    Uring(UringEv),
 }
 
 const EV_CALL: u32 = 1;
@@ -127,6 +160,7 @@ const EV_FORK: u32 = 3;
 const EV_EXEC: u32 = 4;
 const EV_EXIT: u32 = 5;
 const EV_FAULT: u32 = 6;
+const EV_URING: u32 = 7;
 
 const FILEID: usize = 80;
 const PENDING: usize = 64 + 16 + 2 * FILEID;
@@ -141,6 +175,8 @@ const PATH: usize = 256;
 pub const TASK: usize = 120;
 /// `struct ev_fault`'s size.
 pub const FAULT: usize = 32;
+/// `struct ev_uring`'s size.
+pub const URING: usize = 80 + FILEID;
 
 struct Rd<'a>(&'a [u8]);
 
@@ -216,6 +252,7 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
         EV_OPEN => OPEN,
         EV_FORK | EV_EXEC | EV_EXIT => TASK,
         EV_FAULT => FAULT,
+        EV_URING => URING,
         k => return Err(format!("an event of kind {k}")),
     };
     if bytes.len() < want {
@@ -232,6 +269,7 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
             ret: r.u64(24) as i64,
             pos_exit: r.u64(32),
             rchar: r.u64(40),
+            added: r.u32(12),
             entry: r.entry(48),
             path: (kind == EV_OPEN).then(|| r.path(CALL)),
             kpath: (kind == EV_OPEN)
@@ -241,6 +279,20 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
         EV_FORK => Record::Fork(r.task()),
         EV_EXEC => Record::Exec(r.task()),
         EV_EXIT => Record::Exit(r.task()),
+        EV_URING => Record::Uring(UringEv {
+            pid: r.u32(4),
+            tid: r.u32(8),
+            opcode: r.u32(12),
+            t0: r.u64(16),
+            t1: r.u64(24),
+            res: r.u64(32) as i64,
+            off: r.u64(40) as i64,
+            pos: r.u64(48),
+            len: r.u64(56),
+            fd: r.u64(64) as i64,
+            fixed: r.u64(72) != 0,
+            f: r.file(80),
+        }),
         _ => Record::Fault(FaultEv {
             pid: r.u32(4),
             tid: r.u32(8),

@@ -47,6 +47,8 @@ fn kind_of(call: Call, nr: i64) -> u8 {
 /// The probes, loaded and attached, ready to trace a program.
 pub struct Loaded {
     bpf: aya::Ebpf,
+    /// Why a probe beyond the calls could not be attached (its view is then missing).
+    missing: Vec<String>,
 }
 
 /// Whether this process may load eBPF programs: root, or CAP_BPF and CAP_PERFMON.
@@ -109,15 +111,24 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
         probes.push(("page_fault", "page_fault_user"));
     }
     for (name, tp) in probes {
-        let p: &mut BtfTracePoint = bpf
-            .program_mut(name)
-            .ok_or_else(|| format!("the probes have no program {name}"))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| chain(&e))?;
-        p.load(tp, &btf)
-            .map_err(|e| format!("cannot load the probe on {tp}: {}", chain(&e)))?;
-        p.attach()
-            .map_err(|e| format!("cannot attach to the tracepoint {tp}: {}", chain(&e)))?;
+        attach(&mut bpf, &btf, name, tp)?;
+    }
+    // What only the kernel sees: a kernel without io_uring, or whose page cache's tracepoints
+    // differ, is traced without it, and the trace says so.
+    let mut missing = Vec::new();
+    for (name, tp, what) in [
+        ("uring_submit", "io_uring_submit_req", "io_uring requests"),
+        ("uring_complete", "io_uring_complete", "io_uring requests"),
+        (
+            "cache_add",
+            "mm_filemap_add_to_page_cache",
+            "the page cache's reads",
+        ),
+        ("cache_dirty", "writeback_dirty_folio", "pages dirtied"),
+    ] {
+        if let Err(e) = attach(&mut bpf, &btf, name, tp) {
+            missing.push(format!("{what} are not traced: {e}"));
+        }
     }
     let mut wanted: aya::maps::Array<_, u8> = bpf
         .map_mut("wanted")
@@ -135,7 +146,32 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
                 .map_err(|e| format!("cannot fill the probes' table of calls: {}", chain(&e)))?;
         }
     }
-    Ok(Loaded { bpf })
+    Ok(Loaded { bpf, missing })
+}
+
+/// Loads program `name` of the probes and attaches it to the BTF tracepoint `tp`.
+fn attach(bpf: &mut aya::Ebpf, btf: &aya::Btf, name: &str, tp: &str) -> Result<(), String> {
+    let p: &mut BtfTracePoint = bpf
+        .program_mut(name)
+        .ok_or_else(|| format!("the probes have no program {name}"))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+    p.load(tp, btf)
+        .map_err(|e| format!("cannot load the probe on {tp}: {}", chain(&e)))?;
+    p.attach()
+        .map_err(|e| format!("cannot attach to the tracepoint {tp}: {}", chain(&e)))?;
+    Ok(())
+}
+
+/// The probes' `cache` map: the page cache's work per (file, call).
+fn cache_entries(bpf: &aya::Ebpf) -> Vec<convert::CacheEntry> {
+    let Some(m) = bpf.map("cache") else {
+        return Vec::new();
+    };
+    let Ok(h) = aya::maps::HashMap::<_, [u64; 3], [u64; 4]>::try_from(m) else {
+        return Vec::new();
+    };
+    h.iter().filter_map(|r| r.ok()).collect()
 }
 
 /// Counters the probes keep (bpf/iolab.bpf.c's `counts`).
@@ -256,6 +292,18 @@ impl Loaded {
             None => wall.unwrap_or_else(|| started.elapsed()),
         };
         let lost = counter(&self.bpf, 0);
+        let missing = std::mem::take(&mut self.missing);
+        conv.flush_completed();
+        if !missing.iter().any(|m| m.starts_with("the page cache")) {
+            conv.cache_work(&cache_entries(&self.bpf), counter(&self.bpf, 4));
+        }
+        let uring = &mut conv.st.uring.seen;
+        uring.requests = counter(&self.bpf, 1);
+        uring.other = counter(&self.bpf, 2);
+        uring.unseen = counter(&self.bpf, 3).saturating_sub(uring.reads + uring.writes);
+        if uring.unseen > 0 {
+            uring.why = Some("their completion was not seen (a request without one, or the ring buffer was full)".into());
+        }
         drop(ring);
         drop(self);
         let mut st = std::mem::replace(&mut conv.st, super::ops::State::new(0));
@@ -274,8 +322,10 @@ impl Loaded {
                 conv.unreadable_why.as_deref().unwrap_or("")
             ));
         }
-        if conv.uring_enters > 0 {
-            st.note("the program used io_uring: the eBPF tracer does not read its requests yet (--tracer ptrace does)");
+        for m in missing {
+            if conv.uring_enters > 0 || !m.starts_with("io_uring") {
+                st.note(&m);
+            }
         }
         if !follow && !conv.live.is_empty() {
             st.note(&format!(
@@ -284,7 +334,14 @@ impl Loaded {
             ));
         }
         // Calls from several CPUs reach the ring in nearly, not exactly, the order they ended.
-        st.ops.sort_by_key(|o| o.t + o.dur);
+        // A request's op is when its thread saw it complete.
+        st.ops.sort_by_key(|o| {
+            if o.call.is_request() {
+                o.t
+            } else {
+                o.t + o.dur
+            }
+        });
         // Fault addresses become files and offsets through the mappings the program made,
         // as the ptrace tracer's samples do.
         let samples = super::faults::Samples {

@@ -1,0 +1,163 @@
+//! What only the kernel tracer sees: the program's io_uring requests (from their submission
+//! to their completion, whatever thread or worker ran them) and the page cache's work for it
+//! per file (pages read into the cache, made by writes, dirtied), from the probes' `cache` map.
+
+use super::{Convert, before};
+use crate::trace::calls::Call;
+use crate::trace::ebpf::events::{CallEv, UringEv};
+use crate::trace::{CacheSeen, CacheWork, FileKind, Op};
+
+/// IORING_OP_READV, READ_FIXED, READ.
+const URING_READS: [u32; 3] = [1, 4, 22];
+/// The probes' `nr` for pages brought in outside any call (a fault) and by io_uring's workers.
+pub const NR_FAULT: u64 = 0xffff;
+pub const NR_URING: u64 = 0xfffe;
+
+/// One entry of the probes' `cache` map: (kernel device, inode, call number) and (pages
+/// added, pages dirtied, mode, rdev).
+pub type CacheEntry = ([u64; 3], [u64; 4]);
+
+impl Convert {
+    /// A request's completion: an op of the thread that submitted it, held until that thread's
+    /// next call shows when the thread saw it ([`Convert::seen`]).
+    pub(super) fn uring(&mut self, u: &UringEv) {
+        if self.st.launching && u.pid == self.root {
+            return;
+        }
+        let read = URING_READS.contains(&u.opcode);
+        let fd = if u.fixed { -1 } else { u.fd as i32 };
+        let file = u.f.and_then(|f| {
+            let fd = (!u.fixed).then_some(fd);
+            self.file_at(u.pid, fd, Some(&f), f.kdev, f.ino, None)
+        });
+        // An offset of -1 is the file's position, which the request moved.
+        let off = if u.off >= 0 {
+            Some(u.off as u64)
+        } else if self.is_regular(file) {
+            Some(before(u.pos, u.res))
+        } else {
+            None
+        };
+        let t = self.rel(u.t1);
+        let op = Op {
+            t,
+            dur: u.t1.saturating_sub(u.t0),
+            pid: u.pid,
+            tid: u.tid,
+            call: if read {
+                Call::UringRead
+            } else {
+                Call::UringWrite
+            },
+            fd,
+            file,
+            off,
+            len: u.len,
+            ret: u.res,
+            arg: Some(u.opcode as u64),
+            to_file: None,
+            to_off: None,
+            held: 0,
+            held_exit: 0,
+            stops: 0,
+        };
+        if read {
+            self.st.uring.seen.reads += 1;
+        } else {
+            self.st.uring.seen.writes += 1;
+        }
+        self.completed.entry(u.tid).or_default().push(op);
+    }
+
+    /// Thread `c.tid`'s call `c` has ended: its completions held so far were seen by it, at
+    /// the call's return if they came during the call (as the ptrace tracer sees them when
+    /// io_uring_enter returns), else when they came. Returns those that come after the call.
+    pub(super) fn seen(&mut self, c: &CallEv) -> Vec<Op> {
+        let Some(held) = self.completed.remove(&c.tid) else {
+            return Vec::new();
+        };
+        let (entry, exit) = (self.rel(c.entry.t), self.rel(c.t1));
+        let mut after = Vec::new();
+        for mut op in held {
+            if op.t >= entry {
+                op.dur += exit - op.t.min(exit);
+                op.t = exit;
+                after.push(op);
+            } else {
+                self.st.ops.push(op);
+            }
+        }
+        after
+    }
+
+    /// Completions no later call of their thread saw: as they came.
+    pub fn flush_completed(&mut self) {
+        for (_, ops) in std::mem::take(&mut self.completed) {
+            self.st.ops.extend(ops);
+        }
+    }
+
+    /// A read-like call that brought pages into the cache: counted against its file.
+    pub(super) fn missed(&mut self, c: &CallEv, call: Call, file: Option<u32>) {
+        if c.added == 0 || !call.reads() {
+            return;
+        }
+        if let Some(i) = file {
+            *self.missed_reads.entry(i).or_insert(0) += 1;
+        }
+    }
+
+    /// The page cache's work per file, from the probes' map: each file's [`CacheWork`]; what
+    /// went to files not otherwise in the trace (file-system metadata on a block device's own
+    /// cache, files the program never opened) summed in the trace's [`CacheSeen`].
+    pub fn cache_work(&mut self, entries: &[CacheEntry], files_lost: u64) {
+        let page = crate::sys::page_size() as u64;
+        // A regular file with no entry had nothing brought in: the cache served it whole.
+        for f in &mut self.st.files {
+            if f.kind == FileKind::File {
+                f.cache = Some(CacheWork::default());
+            }
+        }
+        let mut seen = CacheSeen {
+            files_lost,
+            ..CacheSeen::default()
+        };
+        for &([kdev, ino, nr], [added, dirtied, mode, _rdev]) in entries {
+            let (added, dirtied) = (added * page, dirtied * page);
+            let call = self.calls.get(nr as i64);
+            let by_write = call.is_some_and(|c| c.writes_file() || c == Call::Ftruncate);
+            seen.added += added;
+            seen.dirtied += dirtied;
+            if by_write {
+                seen.by_writes += added;
+            }
+            let Some(&i) = self.by_id.get(&(kdev, ino)) else {
+                if (mode as u32) & libc::S_IFMT == libc::S_IFBLK {
+                    seen.metadata += added;
+                } else {
+                    seen.unnamed += added;
+                }
+                continue;
+            };
+            let info = &mut self.st.files[i as usize];
+            if !matches!(info.kind, FileKind::File | FileKind::Device | FileKind::Dir) {
+                continue;
+            }
+            let w = info.cache.get_or_insert_with(CacheWork::default);
+            w.dirtied += dirtied;
+            match (nr, call) {
+                _ if by_write => w.by_writes += added,
+                (NR_FAULT, _) => w.by_faults += added,
+                (NR_URING, _) | (_, Some(Call::UringEnter)) => w.by_uring += added,
+                (_, Some(c)) if c.reads() => w.by_reads += added,
+                _ => w.by_other += added,
+            }
+        }
+        for (&i, &n) in &self.missed_reads {
+            if let Some(f) = self.st.files.get_mut(i as usize) {
+                f.cache.get_or_insert_with(CacheWork::default).reads_missed = n;
+            }
+        }
+        self.st.cache = Some(seen);
+    }
+}
