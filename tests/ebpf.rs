@@ -281,6 +281,15 @@ fn without_root_auto_falls_back_to_ptrace_and_ebpf_says_why() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("root or CAP_BPF"), "{err}");
     assert!(o.stdout.is_empty(), "the program did not run: {err}");
+    // Attaching to a running process needs the kernel tracer: no fallback, one line.
+    let o = iolab_as_nobody()
+        .args(["trace", "--pid", "1", "--seconds", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("root or CAP_BPF"), "{err}");
 }
 
 /// Regular files whose path starts with `under`: their page cache work (`cache`), by path.
@@ -413,4 +422,123 @@ fn fio_io_uring_reads_are_its_requests_byte_for_byte() {
     assert_eq!(requests, (6 << 20) / 4096);
     assert_eq!(t["uring"]["unseen"], 0, "{}", t["uring"]);
     assert_eq!(t["uring"]["reads"].as_u64().unwrap(), requests);
+}
+
+/// The bytes the trace's `read` calls of /dev/zero returned.
+fn read_bytes_of(t: &Value) -> u64 {
+    let files = t["files"].as_array().unwrap();
+    t["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["call"] == "read")
+        .filter(|o| {
+            o["file"]
+                .as_u64()
+                .is_some_and(|i| files[i as usize]["path"] == "/dev/zero")
+        })
+        .map(|o| o["ret"].as_i64().unwrap().max(0) as u64)
+        .sum()
+}
+
+/// `iolab trace --pid PID ARGS --out T`: the trace and iolab's stderr.
+fn attach(dir: &Path, pid: u32, args: &[&str]) -> (Value, String) {
+    let out = dir.join(format!("{pid}.trace.json"));
+    let o = iolab()
+        .args(["trace", "--pid", &pid.to_string(), "--out"])
+        .arg(&out)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    (
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap(),
+        err,
+    )
+}
+
+#[test]
+fn trace_pid_follows_a_running_dd_from_the_attach_on() {
+    if !can_load() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // dd, running before iolab starts, and still running after it stops.
+    let mut dd = std::process::Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=4k"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (t, err) = attach(dir.path(), dd.id(), &["--seconds", "1"]);
+    let still = dd.try_wait().unwrap().is_none();
+    let _ = dd.kill();
+    let _ = dd.wait();
+    assert!(still, "dd was left running");
+    assert!(err.contains("tracing process"), "{err}");
+    assert_eq!(t["command"][0], "dd");
+    assert!(t["ended"]["code"].is_null(), "{}", t["ended"]);
+    assert!(
+        t["notes"].to_string().contains("attached to process"),
+        "{}",
+        t["notes"]
+    );
+    // Its reads from the attach on: the kernel's rchar over the same time, within 1% (the
+    // calls in flight at either end).
+    let read = read_bytes_of(&t);
+    let rchar = t["kernel"]["rchar"].as_u64().unwrap();
+    assert!(read > 1 << 20, "{read}");
+    let off = (read as f64 / rchar as f64 - 1.0).abs();
+    assert!(off < 0.01, "reads {read} against rchar {rchar}");
+}
+
+#[test]
+fn trace_pid_sees_everything_started_after_the_attach_and_the_end() {
+    if !can_load() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sh = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "sleep 1; dd if=/dev/zero of=/dev/null bs=4k count=5000 2>/dev/null; exit 4",
+        ])
+        .spawn()
+        .unwrap();
+    let pid = sh.id();
+    let reaper = std::thread::spawn(move || {
+        let mut sh = sh;
+        sh.wait().unwrap()
+    });
+    let (t, _) = attach(dir.path(), pid, &["--seconds", "60"]);
+    let status = reaper.join().unwrap();
+    assert_eq!(status.code(), Some(4));
+    // It ended on its own, long before the limit, with its exit code; dd, started after
+    // the attach, was seen whole.
+    assert_eq!(t["ended"]["code"], 4, "{}", t["ended"]);
+    assert!(t["wall_ns"].as_u64().unwrap() < 30_000_000_000);
+    assert!(t["processes"].as_u64().unwrap() >= 2, "{}", t["processes"]);
+    assert_eq!(read_bytes_of(&t), 5000 * 4096);
+}
+
+#[test]
+fn trace_pid_refuses_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // No such process (pid_max is at most 4194304).
+    let o = iolab()
+        .args(["trace", "--pid", "4194305", "--seconds", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no such process"), "{err}");
+    let o = iolab()
+        .args(["trace", "--pid", "1", "--seconds", "0"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("positive number"));
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ebpf -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -67,9 +67,17 @@ pub struct TraceArgs {
     /// auto (ebpf where it can run, else ptrace, saying why)
     #[arg(long, value_enum, default_value_t = TracerArg::Ptrace)]
     pub tracer: TracerArg,
+    /// Trace a running process instead of a command, and what it starts from then on, until
+    /// --seconds pass, Ctrl-C, or it ends; it is never stopped or signalled. Always the eBPF
+    /// tracer (root or CAP_BPF+CAP_PERFMON); what it did before is not in the trace
+    #[arg(long, value_name = "PID", conflicts_with_all = ["command", "overhead", "follow"])]
+    pub pid: Option<u32>,
+    /// With --pid: how long to trace, in seconds (default: until Ctrl-C or the process ends)
+    #[arg(long, value_name = "N", requires = "pid")]
+    pub seconds: Option<f64>,
     /// The program and its arguments (after --)
     #[arg(
-        required = true,
+        required_unless_present = "pid",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -104,7 +112,32 @@ impl TraceArgs {
             quiet: false,
             tracer: self.tracer.into(),
         };
-        let t = if self.follow || cfg.tracer != trace::TracerChoice::Ptrace {
+        let t = if let Some(pid) = self.pid {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() || pid == 0 {
+                return Err(super::usage(format!("trace: --pid {pid}: no such process")));
+            }
+            let limit = match self.seconds {
+                Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
+                    Some(std::time::Duration::from_secs_f64(s))
+                }
+                Some(s) => {
+                    return Err(super::usage(format!(
+                        "trace: --seconds {s}: give a positive number of seconds"
+                    )));
+                }
+                None => None,
+            };
+            let announce = || {
+                super::talk(format!(
+                    "iolab: tracing process {pid} {} (Ctrl-C stops the trace, not the process)",
+                    limit.map_or("until it ends".to_string(), |l| format!(
+                        "for {} s or until it ends",
+                        l.as_secs_f64()
+                    ))
+                ));
+            };
+            trace::attach(&cfg, pid, limit, &iolab::sys::interrupted, &announce)?
+        } else if self.follow || cfg.tracer != trace::TracerChoice::Ptrace {
             // The kernel tracer holds nothing the program's processes need: it runs here,
             // and what the program leaves running runs on untraced.
             trace::run(&cfg, &iolab::sys::interrupted)?
@@ -200,8 +233,12 @@ impl TraceArgs {
             eprintln!("iolab: {}", iolab::shown::line(&e.to_string()));
         }
         // The program's exit code, as a shell gives it; 1 for a lost output of a program that
-        // succeeded.
-        let code = match t.ended.shell_code() {
+        // succeeded. A process attached to is not iolab's: its end is in the profile.
+        let code = match if self.pid.is_some() {
+            0
+        } else {
+            t.ended.shell_code()
+        } {
             0 if !failed.is_empty() => 1,
             c => c,
         };

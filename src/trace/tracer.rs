@@ -554,7 +554,7 @@ impl State {
 }
 
 /// Thread `tid`'s I/O counters so far (/proc/PID/task/TID/io).
-fn io_of(pid: u32, tid: i32) -> Option<KernelIo> {
+pub(super) fn io_of(pid: u32, tid: i32) -> Option<KernelIo> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
     let field = |name| crate::measure::parse_io_field(&text, name).unwrap_or(0);
     Some(KernelIo {

@@ -4,6 +4,7 @@
 //! descriptor's position, so no model of descriptors is needed here; files are named from
 //! /proc while their descriptors are open, else from the path an open was given.
 
+mod attached;
 mod kernel;
 pub use kernel::CacheEntry;
 
@@ -46,11 +47,15 @@ pub struct Convert {
     completed: HashMap<u32, Vec<Op>>,
     /// Read-like calls that brought pages into the page cache, by file.
     missed_reads: HashMap<u32, u64>,
+    /// A process traced from the middle of its run: its threads' counters at the attach.
+    io_before: HashMap<u32, [u64; 6]>,
     /// The launcher's exec has been seen, its execve's return not yet: the baseline's rchar
     /// is then taken at that call's entry.
     baseline_rchar_due: bool,
     /// When the program's first process ended, ns from the start.
     pub root_ended: Option<u64>,
+    /// Its exit status then, as wait gives it.
+    pub root_exit: Option<i32>,
     /// Bytes moved so far through each pipe, socket or device, each way.
     streams: HashMap<(u32, bool), u64>,
 }
@@ -81,8 +86,10 @@ impl Convert {
             uring_enters: 0,
             completed: HashMap::new(),
             missed_reads: HashMap::new(),
+            io_before: HashMap::new(),
             baseline_rchar_due: false,
             root_ended: None,
+            root_exit: None,
             streams: HashMap::new(),
         }
     }
@@ -148,14 +155,8 @@ impl Convert {
 
     fn exit(&mut self, e: &TaskEv) {
         let t = self.rel(e.t);
-        let k = &mut self.st.kernel;
-        k.rchar += e.io[0];
-        k.wchar += e.io[1];
-        k.syscr += e.io[2];
-        k.syscw += e.io[3];
-        k.read_bytes += e.io[4];
-        k.write_bytes += e.io[5];
-        k.threads += 1;
+        let io = self.since_attach(e.tid, e.io);
+        self.add_io(&io);
         let born = self.born.get(&e.tid).copied().unwrap_or(0);
         let p = self.st.procs.entry(e.pid).or_default();
         p.pid = e.pid;
@@ -168,6 +169,7 @@ impl Convert {
             self.live.remove(&e.pid);
             if e.pid == self.root {
                 self.root_ended = Some(t);
+                self.root_exit = Some(e.exit_code);
             }
         }
     }

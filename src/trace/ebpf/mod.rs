@@ -5,6 +5,7 @@
 //! no clang) and loaded with aya (a pure-Rust loader, no libbpf or libelf to install).
 //! It needs root, or CAP_BPF with CAP_PERFMON; [`prepare`] says why it cannot run.
 
+mod attach;
 mod convert;
 pub mod events;
 mod names;
@@ -42,6 +43,17 @@ fn kind_of(call: Call, nr: i64) -> u8 {
         Munmap | Mremap | Madvise | Msync | UringSetup | UringEnter | UringRegister | Wait => 1,
         CloseRange | Dup | Fcntl | UringRead | UringWrite => 0,
     }
+}
+
+/// How a traced run ended.
+struct RunEnd {
+    ended: Ended,
+    /// iolab was interrupted.
+    interrupted: bool,
+    /// The run's wall time.
+    wall: Duration,
+    /// Processes the program started that were still running and were left so.
+    left: Option<usize>,
 }
 
 /// The probes, loaded and attached, ready to trace a program.
@@ -240,6 +252,8 @@ impl Loaded {
         let buffers_before = crate::cache::meminfo::read().buffers;
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::new(pid, t0);
+        // The block devices' cache before the run (its growth is taken at the end).
+        conv.st.kernel.buffers_growth = buffers_before;
         let started = Instant::now();
         let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGCONT);
         let mut ended = Ended {
@@ -291,6 +305,30 @@ impl Loaded {
             Some(ns) => Duration::from_nanos(ns),
             None => wall.unwrap_or_else(|| started.elapsed()),
         };
+        let end = RunEnd {
+            ended,
+            interrupted: stop.asked(),
+            wall,
+            left: (!follow && !conv.live.is_empty()).then_some(conv.live.len()),
+        };
+        self.conclude(cfg, conv, ring, end)
+    }
+
+    /// The trace from what the probes saw: requests, the page cache's work and counters
+    /// taken from the probes' maps, then finished as the ptrace tracer's is.
+    fn conclude(
+        mut self,
+        cfg: &TraceConfig,
+        mut conv: convert::Convert,
+        ring: aya::maps::RingBuf<aya::maps::MapData>,
+        end: RunEnd,
+    ) -> Result<Trace> {
+        let RunEnd {
+            ended,
+            interrupted,
+            wall,
+            left,
+        } = end;
         let lost = counter(&self.bpf, 0);
         let missing = std::mem::take(&mut self.missing);
         conv.flush_completed();
@@ -309,7 +347,7 @@ impl Loaded {
         let mut st = std::mem::replace(&mut conv.st, super::ops::State::new(0));
         st.kernel.buffers_growth = crate::cache::meminfo::read()
             .buffers
-            .saturating_sub(buffers_before);
+            .saturating_sub(st.kernel.buffers_growth);
         if lost > 0 {
             st.note(&format!(
                 "{lost} events were lost (the kernel's ring buffer was full): calls and faults are undercounted"
@@ -327,10 +365,9 @@ impl Loaded {
                 st.note(&m);
             }
         }
-        if !follow && !conv.live.is_empty() {
+        if let Some(n) = left {
             st.note(&format!(
-                "{} process(es) the program started were still running when it ended: left running, unrecorded from then on (--follow waits for them)",
-                conv.live.len()
+                "{n} process(es) the program started were still running when it ended: left running, unrecorded from then on (--follow waits for them)"
             ));
         }
         // Calls from several CPUs reach the ring in nearly, not exactly, the order they ended.
@@ -350,7 +387,7 @@ impl Loaded {
         };
         let unavailable = (!cfg.faults).then(|| "not asked for (--no-faults)".to_string());
         let seen = super::finish::sampled(&st, cfg.faults.then_some(samples), unavailable);
-        let mut t = super::finish::finish(cfg, st, seen, ended, stop.asked(), wall);
+        let mut t = super::finish::finish(cfg, st, seen, ended, interrupted, wall);
         t.tracer = Some(super::Tracer::Ebpf);
         Ok(t)
     }

@@ -1,0 +1,123 @@
+//! `iolab trace --pid PID`: a running process traced from now on, for a while or until
+//! Ctrl-C or its end, without stopping it or starting anything (only a kernel tracer can do it
+//! cheaply). What it did before the attach is not in the trace; the files it had open are
+//! known from the kernel at their next call, the mappings it had made from /proc/PID/maps.
+
+use super::{Loaded, RunEnd, convert};
+use crate::trace::{Ended, Trace, TraceConfig};
+use crate::{Error, Result};
+use std::time::{Duration, Instant};
+
+/// The command line of process `pid` (/proc/PID/cmdline), or its name for a kernel thread.
+fn command_of(pid: u32) -> Result<Vec<std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStringExt;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).map_err(|e| {
+        Error::usage(
+            format!("no process {pid} to trace"),
+            crate::error::describe_io(&e),
+        )
+    })?;
+    let args: Vec<_> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| std::ffi::OsString::from_vec(a.to_vec()))
+        .collect();
+    if args.is_empty() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        return Ok(vec![format!("[{}]", comm.trim()).into()]);
+    }
+    Ok(args)
+}
+
+impl Loaded {
+    /// Traces process `pid` (and what it starts from now on) for `limit`, or until it ends or
+    /// `interrupted` says to stop; the process is never signalled.
+    pub fn attach(
+        mut self,
+        cfg: &TraceConfig,
+        pid: u32,
+        limit: Option<Duration>,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<Trace> {
+        if pid == std::process::id() {
+            return Err(Error::usage(
+                "cannot trace iolab itself",
+                "give another process's id",
+            ));
+        }
+        let command = command_of(pid)?;
+        let pidfd = rustix::process::Pid::from_raw(pid as i32)
+            .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+            .ok_or_else(|| Error::usage(format!("no process {pid} to trace"), "it has ended"))?;
+        let t0 = crate::sys::monotonic_ns();
+        let mut conv = convert::Convert::attached(pid, t0);
+        conv.st.kernel.buffers_growth = crate::cache::meminfo::read().buffers;
+        let mut ring = self.follow(pid)?;
+        let started = Instant::now();
+        let mut gone = false;
+        let mut stopped = false;
+        loop {
+            use rustix::event::{PollFd, PollFlags};
+            let mut fds = vec![PollFd::new(&ring, PollFlags::IN)];
+            if !gone {
+                fds.push(PollFd::new(&pidfd, PollFlags::IN));
+            }
+            let timeout = rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: 5_000_000,
+            };
+            let _ = rustix::event::poll(&mut fds, Some(&timeout));
+            while let Some(item) = ring.next() {
+                conv.take(&item);
+            }
+            gone = gone || conv.root_ended.is_some();
+            if gone && conv.live.is_empty() {
+                break;
+            }
+            if interrupted() {
+                stopped = true;
+                break;
+            }
+            if limit.is_some_and(|l| started.elapsed() >= l) {
+                break;
+            }
+        }
+        // What reached the ring before the probes are detached.
+        while let Some(item) = ring.next() {
+            conv.take(&item);
+        }
+        let wall = match conv.root_ended {
+            Some(ns) => Duration::from_nanos(ns),
+            None => started.elapsed(),
+        };
+        conv.still_running(pid);
+        let ended = match conv.root_exit {
+            Some(status) => Ended {
+                code: (status & 0x7f == 0).then_some((status >> 8) & 0xff),
+                signal: (status & 0x7f != 0).then_some(status & 0x7f),
+            },
+            None => Ended {
+                code: None,
+                signal: None,
+            },
+        };
+        conv.st.note(&format!(
+            "attached to process {pid} for {:.1} s{}: what it did before is not in the trace",
+            wall.as_secs_f64(),
+            if conv.root_exit.is_some() {
+                " (until it ended)"
+            } else {
+                ", and left it running"
+            }
+        ));
+        let mut cfg = cfg.clone();
+        cfg.command = command;
+        let end = RunEnd {
+            ended,
+            interrupted: stopped,
+            wall,
+            left: None,
+        };
+        self.conclude(&cfg, conv, ring, end)
+    }
+}

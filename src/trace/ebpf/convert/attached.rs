@@ -1,0 +1,133 @@
+//! A process traced from the middle of its run (`iolab trace --pid`): its threads' counters
+//! at the attach are subtracted from theirs at the end (at their exit, or read from /proc when
+//! they still run), and the file mappings it had made are taken from /proc/PID/maps, so that
+//! its faults on them are placed.
+
+use super::Convert;
+use crate::trace::KernelIo;
+
+fn io_array(k: &KernelIo) -> [u64; 6] {
+    [
+        k.rchar,
+        k.wchar,
+        k.syscr,
+        k.syscw,
+        k.read_bytes,
+        k.write_bytes,
+    ]
+}
+
+impl Convert {
+    /// Process `pid`, running, traced from `t0` on: its threads as /proc has them now.
+    pub fn attached(pid: u32, t0: u64) -> Self {
+        let mut c = Convert::new(pid, t0);
+        c.st.launching = false;
+        let tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for &tid in &tids {
+            c.tids.insert(tid);
+            c.born.insert(tid, 0);
+            if let Some(k) = crate::trace::tracer::io_of(pid, tid as i32) {
+                c.io_before.insert(tid, io_array(&k));
+            }
+        }
+        c.st.threads = tids.len().max(1) as u32;
+        c.mappings_of(pid);
+        c
+    }
+
+    /// The file mappings process `pid` has now (/proc/PID/maps).
+    fn mappings_of(&mut self, pid: u32) {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            return;
+        };
+        let Some(&mm) = self.mm.get(&pid) else {
+            return;
+        };
+        for line in text.lines() {
+            // start-end perms offset major:minor inode path
+            let mut w = line.split_whitespace();
+            let (Some(range), Some(perms), Some(off), Some(dev), Some(ino)) =
+                (w.next(), w.next(), w.next(), w.next(), w.next())
+            else {
+                continue;
+            };
+            let path: String = w.collect::<Vec<_>>().join(" ");
+            let ino: u64 = ino.parse().unwrap_or(0);
+            if ino == 0 || !path.starts_with('/') {
+                continue;
+            }
+            let Some((start, end)) = range.split_once('-') else {
+                continue;
+            };
+            let (Ok(start), Ok(end), Ok(off)) = (
+                u64::from_str_radix(start, 16),
+                u64::from_str_radix(end, 16),
+                u64::from_str_radix(off, 16),
+            ) else {
+                continue;
+            };
+            let Some((major, minor)) = dev.split_once(':') else {
+                continue;
+            };
+            let (Ok(major), Ok(minor)) = (
+                u64::from_str_radix(major, 16),
+                u64::from_str_radix(minor, 16),
+            ) else {
+                continue;
+            };
+            let kdev = (major << 20) | minor;
+            let name = path.strip_suffix(" (deleted)").unwrap_or(&path);
+            let file = self.file_at(
+                pid,
+                None,
+                None,
+                kdev,
+                ino,
+                Some((name.as_bytes(), libc::AT_FDCWD)),
+            );
+            if let Some(f) = file {
+                if perms.contains('x') {
+                    self.st.files[f as usize].code = true;
+                }
+                self.st.spaces.map(mm, start, end - start, Some(f), off, 0);
+            }
+        }
+    }
+
+    /// Thread `tid`'s counters from the attach on, given its counters now.
+    pub(super) fn since_attach(&mut self, tid: u32, io: [u64; 6]) -> [u64; 6] {
+        match self.io_before.remove(&tid) {
+            Some(b) => std::array::from_fn(|i| io[i].saturating_sub(b[i])),
+            None => io,
+        }
+    }
+
+    /// Threads that were running at the attach and still are: their counters now, less
+    /// theirs then, into the trace's kernel counts.
+    pub fn still_running(&mut self, pid: u32) {
+        let left: Vec<u32> = self.io_before.keys().copied().collect();
+        for tid in left {
+            let Some(k) = crate::trace::tracer::io_of(pid, tid as i32) else {
+                continue;
+            };
+            let io = self.since_attach(tid, io_array(&k));
+            self.add_io(&io);
+        }
+    }
+
+    pub(super) fn add_io(&mut self, io: &[u64; 6]) {
+        let k = &mut self.st.kernel;
+        k.rchar += io[0];
+        k.wchar += io[1];
+        k.syscr += io[2];
+        k.syscw += io[3];
+        k.read_bytes += io[4];
+        k.write_bytes += io[5];
+        k.threads += 1;
+    }
+}
