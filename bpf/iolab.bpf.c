@@ -43,9 +43,12 @@ struct {
 	__uint(max_entries, 32 << 20);
 } events SEC(".maps");
 
-// Per-CPU room to build a path from its last component to its first, and the walk's state.
-// The state lives in the map, not in registers: the verifier then sees every step alike and
-// checks one, where forty steps of registers each a little different would be checked apart.
+// Each thread's room to build a path from its last component to its first, and the walk's
+// state. The state lives in the map, not in registers: the verifier then sees every step alike
+// and checks one, where forty steps of registers each a little different would be checked
+// apart. Per thread, not per CPU: a probe can be preempted in the middle of a walk, and a
+// thread opening a file on the same CPU meanwhile would write its path over this one's (rg's
+// threads did: one file named as another).
 #define SCRATCH 4096
 struct walk {
 	__u64 d, m;     // the dentry and its mount being walked
@@ -54,9 +57,9 @@ struct walk {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct walk);
 } pathbuf SEC(".maps");
 
@@ -203,12 +206,13 @@ struct kpath {
 // function: the verifier checks it once, on its own, not inside every path of sys_exit.
 __attribute__((noinline)) __u64 walk_path(__u64 file, struct kpath *out)
 {
-	__u32 zero = 0, len;
+	__u32 len;
 	struct dentry *d, *parent, *root;
 	struct mount *m, *mp;
 	__u64 hash_len, n, off;
 	const unsigned char *name;
-	struct walk *w = bpf_map_lookup_elem(&pathbuf, &zero);
+	struct walk *w = bpf_task_storage_get(&pathbuf, bpf_get_current_task_btf(), 0,
+					      BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct qstr_raw q;
 
 	if (!w || !file || !out)

@@ -542,3 +542,33 @@ fn trace_pid_refuses_in_one_line() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("positive number"));
 }
+
+#[test]
+fn rg_threads_over_a_thousand_files_each_named_right() {
+    if !can_load() {
+        return;
+    }
+    if !have("rg") {
+        return skip(Lack::Setup, "ripgrep is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    // Files in one folder with names alike: a file named as the one opened after it on the same
+    // descriptor number would show here.
+    for i in 0..1200usize {
+        let sub = tree.join(format!("d{}", i % 20));
+        std::fs::create_dir_all(&sub).unwrap();
+        write_file(&sub, &format!("f{i}.txt"), &bytes(200 + 61 * i, i as u64));
+    }
+    let cmd = ["rg", "-c", "--no-ignore", "-a", "x", "tree"];
+    for round in 0..3 {
+        let e = trace(dir.path(), "ebpf", &cmd);
+        let p = trace(dir.path(), "ptrace", &cmd);
+        let (be, bp) = (bytes_per_file(&e, &tree), bytes_per_file(&p, &tree));
+        assert_eq!(be.len(), 1200, "round {round}: files read under eBPF");
+        assert_eq!(be, bp, "round {round}: bytes per file, eBPF against ptrace");
+        for (path, (read, _)) in &be {
+            assert_eq!(*read, std::fs::metadata(path).unwrap().len(), "{path}");
+        }
+    }
+}

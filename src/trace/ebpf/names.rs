@@ -3,9 +3,11 @@
 use crate::trace::FileKind;
 use std::os::unix::fs::MetadataExt;
 
-/// A file's name: the link of its descriptor while it is open (checked to be the same file),
-/// else the path an open was given (made absolute), else the mapping of it the process has,
-/// else its device and inode.
+/// A file's name: an absolute path given (the kernel's own walk of an open) that names it
+/// still, else the link of its descriptor while it is open, else the path an open was given
+/// (made absolute), else the mapping of it the process has, else its device and inode. Each
+/// name is checked to be this file's when it is read: the program runs on meanwhile and may
+/// have closed the descriptor and opened another file on its number (rg did).
 pub(super) fn name_of(
     pid: u32,
     fd: Option<i32>,
@@ -17,12 +19,22 @@ pub(super) fn name_of(
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
     let same = |p: &Path| std::fs::metadata(p).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino));
+    if let Some((p, _)) = path {
+        let p = Path::new(std::ffi::OsStr::from_bytes(p));
+        if p.is_absolute() && same(p) {
+            return p.to_path_buf();
+        }
+    }
     if let Some(fd) = fd {
         let link = format!("/proc/{pid}/fd/{fd}");
-        if same(Path::new(&link))
-            && let Ok(p) = std::fs::read_link(&link)
-        {
-            return p;
+        if let Ok(p) = std::fs::read_link(&link) {
+            // The link's target names the file; or (a file since deleted: "... (deleted)")
+            // the descriptor is the file's, and its link did not change while checked.
+            let steady =
+                || same(Path::new(&link)) && std::fs::read_link(&link).ok() == Some(p.clone());
+            if same(&p) || steady() {
+                return p;
+            }
         }
     }
     match kind {
