@@ -572,3 +572,89 @@ fn rg_threads_over_a_thousand_files_each_named_right() {
         }
     }
 }
+
+/// A cgroup made for a test, its processes killed and itself removed when dropped.
+struct Cgroup(std::path::PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let procs = std::fs::read_to_string(self.0.join("cgroup.procs")).unwrap_or_default();
+        for p in procs.lines() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", p])
+                .status();
+        }
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn trace_cgroup_follows_each_process_in_it() {
+    if !can_load() {
+        return;
+    }
+    let base = [
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup",
+    ]
+    .into_iter()
+    .map(Path::new)
+    .find(|p| p.join("cgroup.procs").exists());
+    let Some(base) = base else {
+        return skip(Lack::Setup, "no cgroup hierarchy to make a cgroup in");
+    };
+    let cg = Cgroup(base.join(format!("iolab-test-{}", std::process::id())));
+    if std::fs::create_dir(&cg.0).is_err() {
+        return skip(Lack::Setup, "cannot make a cgroup here");
+    }
+    let procs = cg.0.join("cgroup.procs");
+    let mut kids = Vec::new();
+    for bs in ["4k", "64k"] {
+        let script = format!(
+            "echo $$ > {}; exec dd if=/dev/zero of=/dev/null bs={bs}",
+            s(&procs)
+        );
+        kids.push(
+            std::process::Command::new("sh")
+                .args(["-c", &script])
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    wait_until(
+        std::time::Duration::from_secs(10),
+        "both in the cgroup",
+        || std::fs::read_to_string(&procs).is_ok_and(|t| t.lines().count() == 2),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cg.json");
+    let o = iolab()
+        .args(["trace", "--cgroup", s(&cg.0), "--seconds", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let alive = kids.iter_mut().all(|k| k.try_wait().unwrap().is_none());
+    for k in &mut kids {
+        let _ = k.kill();
+        let _ = k.wait();
+    }
+    drop(cg);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(alive, "the processes were left running");
+    let t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(t["processes"], 2, "{}", t["notes"]);
+    let read = read_bytes_of(&t);
+    let rchar = t["kernel"]["rchar"].as_u64().unwrap();
+    assert!(read > 1 << 20);
+    let off = (read as f64 / rchar as f64 - 1.0).abs();
+    assert!(off < 0.01, "reads {read} against rchar {rchar}");
+}

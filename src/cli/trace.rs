@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ebpf -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ebpf -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  iolab trace --cgroup /sys/fs/cgroup/memory/db --seconds 30\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -70,14 +70,20 @@ pub struct TraceArgs {
     /// Trace a running process instead of a command, and what it starts from then on, until
     /// --seconds pass, Ctrl-C, or it ends; it is never stopped or signalled. Always the eBPF
     /// tracer (root or CAP_BPF+CAP_PERFMON); what it did before is not in the trace
-    #[arg(long, value_name = "PID", conflicts_with_all = ["command", "overhead", "follow"])]
+    #[arg(long, value_name = "PID", conflicts_with_all = ["command", "overhead", "follow", "cgroup"])]
     pub pid: Option<u32>,
-    /// With --pid: how long to trace, in seconds (default: until Ctrl-C or the process ends)
-    #[arg(long, value_name = "N", requires = "pid")]
+    /// As --pid, for every process of a cgroup (its folder, such as
+    /// /sys/fs/cgroup/memory/NAME) and what they start; processes that join it later are not
+    /// followed
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["command", "overhead", "follow"])]
+    pub cgroup: Option<PathBuf>,
+    /// With --pid or --cgroup: how long to trace, in seconds (default: until Ctrl-C or the
+    /// processes end)
+    #[arg(long, value_name = "N")]
     pub seconds: Option<f64>,
     /// The program and its arguments (after --)
     #[arg(
-        required_unless_present = "pid",
+        required_unless_present_any = ["pid", "cgroup"],
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -112,10 +118,24 @@ impl TraceArgs {
             quiet: false,
             tracer: self.tracer.into(),
         };
-        let t = if let Some(pid) = self.pid {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() || pid == 0 {
-                return Err(super::usage(format!("trace: --pid {pid}: no such process")));
+        let target = match (self.pid, &self.cgroup) {
+            (Some(pid), _) => {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() || pid == 0 {
+                    return Err(super::usage(format!("trace: --pid {pid}: no such process")));
+                }
+                Some(trace::Target::Pid(pid))
             }
+            (None, Some(dir)) => Some(trace::Target::Cgroup(dir.clone())),
+            (None, None) => {
+                if self.seconds.is_some() {
+                    return Err(super::usage(
+                        "trace: --seconds is for --pid or --cgroup (a command is traced until it ends)".into(),
+                    ));
+                }
+                None
+            }
+        };
+        let t = if let Some(target) = &target {
             let limit = match self.seconds {
                 Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
                     Some(std::time::Duration::from_secs_f64(s))
@@ -127,16 +147,20 @@ impl TraceArgs {
                 }
                 None => None,
             };
+            let who = match target {
+                trace::Target::Pid(pid) => format!("process {pid}"),
+                trace::Target::Cgroup(dir) => format!("cgroup {}", dir.display()),
+            };
             let announce = || {
                 super::talk(format!(
-                    "iolab: tracing process {pid} {} (Ctrl-C stops the trace, not the process)",
+                    "iolab: tracing {who} {} (Ctrl-C stops the trace, not the process)",
                     limit.map_or("until it ends".to_string(), |l| format!(
                         "for {} s or until it ends",
                         l.as_secs_f64()
                     ))
                 ));
             };
-            trace::attach(&cfg, pid, limit, &iolab::sys::interrupted, &announce)?
+            trace::attach(&cfg, target, limit, &iolab::sys::interrupted, &announce)?
         } else if self.follow || cfg.tracer != trace::TracerChoice::Ptrace {
             // The kernel tracer holds nothing the program's processes need: it runs here,
             // and what the program leaves running runs on untraced.
@@ -234,7 +258,7 @@ impl TraceArgs {
         }
         // The program's exit code, as a shell gives it; 1 for a lost output of a program that
         // succeeded. A process attached to is not iolab's: its end is in the profile.
-        let code = match if self.pid.is_some() {
+        let code = match if target.is_some() {
             0
         } else {
             t.ended.shell_code()

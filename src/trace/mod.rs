@@ -6,6 +6,8 @@
 //! [`iolog`] writes fio's iolog version 3 so that fio can replay it too.
 
 mod cachework;
+mod target;
+pub use target::{Target, attach};
 pub mod calls;
 pub mod ebpf;
 mod faults;
@@ -489,23 +491,6 @@ pub fn run_for(
             .insert(0, format!("traced with ptrace, not eBPF: {why}"));
     }
     Ok((t, lingering))
-}
-
-/// Traces running process `pid` (and what it starts from then on) for `limit`, or until it
-/// ends or `interrupted` says to stop: the kernel tracer only (ptrace would stop it; the
-/// kernel tracer only adds it to the set it follows). `cfg.command` is not used; `started` is
-/// called once the probes are in place.
-pub fn attach(
-    cfg: &TraceConfig,
-    pid: u32,
-    limit: Option<std::time::Duration>,
-    interrupted: &dyn Fn() -> bool,
-    started: &dyn Fn(),
-) -> crate::Result<Trace> {
-    let loaded = ebpf::prepare(cfg)
-        .map_err(|why| crate::Error::unsupported("cannot trace a running process", why))?;
-    started();
-    loaded.attach(cfg, pid, limit, interrupted)
 }
 
 /// Traces made by hand for tests: JSON parts, as `iolab trace --out` writes them.

@@ -30,28 +30,35 @@ fn command_of(pid: u32) -> Result<Vec<std::ffi::OsString>> {
 }
 
 impl Loaded {
-    /// Traces process `pid` (and what it starts from now on) for `limit`, or until it ends or
-    /// `interrupted` says to stop; the process is never signalled.
+    /// Traces processes `pids` (and what they start from now on) for `limit`, or until they
+    /// end or `interrupted` says to stop; they are never signalled. `what` names them in the
+    /// trace's note ("process 42", "the 3 processes of cgroup /x").
     pub fn attach(
         mut self,
         cfg: &TraceConfig,
-        pid: u32,
+        pids: &[u32],
+        what: &str,
         limit: Option<Duration>,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<Trace> {
-        if pid == std::process::id() {
+        let me = std::process::id();
+        let pids: Vec<u32> = pids.iter().copied().filter(|&p| p != me).collect();
+        let Some(&pid) = pids.first() else {
             return Err(Error::usage(
-                "cannot trace iolab itself",
-                "give another process's id",
+                format!("{what}: no process to trace"),
+                "iolab does not trace itself",
             ));
-        }
+        };
         let command = command_of(pid)?;
         let pidfd = rustix::process::Pid::from_raw(pid as i32)
             .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
             .ok_or_else(|| Error::usage(format!("no process {pid} to trace"), "it has ended"))?;
         let t0 = crate::sys::monotonic_ns();
-        let mut conv = convert::Convert::attached(pid, t0);
+        let mut conv = convert::Convert::attached(&pids, t0);
         conv.st.kernel.buffers_growth = crate::cache::meminfo::read().buffers;
+        for &p in &pids[1..] {
+            self.also(p)?;
+        }
         let mut ring = self.follow(pid)?;
         let started = Instant::now();
         let mut gone = false;
@@ -70,7 +77,7 @@ impl Loaded {
             while let Some(item) = ring.next() {
                 conv.take(&item);
             }
-            gone = gone || conv.root_ended.is_some();
+            gone = gone || conv.root_ended.is_some() || conv.live.is_empty();
             if gone && conv.live.is_empty() {
                 break;
             }
@@ -90,7 +97,7 @@ impl Loaded {
             Some(ns) => Duration::from_nanos(ns),
             None => started.elapsed(),
         };
-        conv.still_running(pid);
+        conv.still_running();
         let ended = match conv.root_exit {
             Some(status) => Ended {
                 code: (status & 0x7f == 0).then_some((status >> 8) & 0xff),
@@ -102,9 +109,9 @@ impl Loaded {
             },
         };
         conv.st.note(&format!(
-            "attached to process {pid} for {:.1} s{}: what it did before is not in the trace",
+            "attached to {what} for {:.1} s{}: what it did before is not in the trace",
             wall.as_secs_f64(),
-            if conv.root_exit.is_some() {
+            if conv.live.is_empty() {
                 " (until it ended)"
             } else {
                 ", and left it running"

@@ -197,6 +197,16 @@ fn counter(bpf: &aya::Ebpf, i: u32) -> u64 {
 impl Loaded {
     /// Adds process `pid` to the traced set; the ring buffer to read its events from.
     fn follow(&mut self, pid: u32) -> Result<aya::maps::RingBuf<aya::maps::MapData>> {
+        self.also(pid)?;
+        let map = self
+            .bpf
+            .take_map("events")
+            .ok_or_else(|| Error::failed("eBPF", "the probes have no ring buffer"))?;
+        aya::maps::RingBuf::try_from(map).map_err(|e| Error::failed("eBPF", chain(&e)))
+    }
+
+    /// Adds process `pid` to the traced set.
+    fn also(&mut self, pid: u32) -> Result<()> {
         let mut traced: aya::maps::HashMap<_, u32, u8> = self
             .bpf
             .map_mut("traced")
@@ -204,12 +214,7 @@ impl Loaded {
             .ok_or_else(|| Error::failed("eBPF", "the probes have no map `traced`"))?;
         traced
             .insert(pid, 1, 0)
-            .map_err(|e| Error::failed("eBPF: cannot trace the program", chain(&e)))?;
-        let map = self
-            .bpf
-            .take_map("events")
-            .ok_or_else(|| Error::failed("eBPF", "the probes have no ring buffer"))?;
-        aya::maps::RingBuf::try_from(map).map_err(|e| Error::failed("eBPF", chain(&e)))
+            .map_err(|e| Error::failed("eBPF: cannot trace the program", chain(&e)))
     }
 
     /// Runs `cfg.command` under the probes until it ends (with `follow`, until every process

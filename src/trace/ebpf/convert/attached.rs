@@ -18,10 +18,25 @@ fn io_array(k: &KernelIo) -> [u64; 6] {
 }
 
 impl Convert {
-    /// Process `pid`, running, traced from `t0` on: its threads as /proc has them now.
-    pub fn attached(pid: u32, t0: u64) -> Self {
-        let mut c = Convert::new(pid, t0);
+    /// Processes `pids` (the first one the trace's own), running, traced from `t0` on: their
+    /// threads as /proc has them now.
+    pub fn attached(pids: &[u32], t0: u64) -> Self {
+        let root = pids.first().copied().unwrap_or(0);
+        let mut c = Convert::new(root, t0);
         c.st.launching = false;
+        c.st.threads = 0;
+        c.st.processes = 0;
+        c.tids.clear();
+        for &pid in pids {
+            c.adopt(pid);
+        }
+        c.st.threads = c.st.threads.max(1);
+        c.st.processes = c.st.processes.max(1);
+        c
+    }
+
+    /// Process `pid`, running: its threads and counters now, its file mappings.
+    fn adopt(&mut self, pid: u32) {
         let tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
             .map(|d| {
                 d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -29,15 +44,22 @@ impl Convert {
             })
             .unwrap_or_default();
         for &tid in &tids {
-            c.tids.insert(tid);
-            c.born.insert(tid, 0);
+            if self.tids.insert(tid) {
+                self.st.threads += 1;
+            }
+            self.born.insert(tid, 0);
             if let Some(k) = crate::trace::tracer::io_of(pid, tid as i32) {
-                c.io_before.insert(tid, io_array(&k));
+                self.io_before.insert(tid, io_array(&k));
             }
         }
-        c.st.threads = tids.len().max(1) as u32;
-        c.mappings_of(pid);
-        c
+        if self.live.insert(pid) || pid == self.root {
+            self.st.processes += 1;
+        }
+        if !self.mm.contains_key(&pid) {
+            let mm = self.st.spaces.fresh(pid, 0);
+            self.mm.insert(pid, mm);
+        }
+        self.mappings_of(pid);
     }
 
     /// The file mappings process `pid` has now (/proc/PID/maps).
@@ -109,10 +131,11 @@ impl Convert {
 
     /// Threads that were running at the attach and still are: their counters now, less
     /// theirs then, into the trace's kernel counts.
-    pub fn still_running(&mut self, pid: u32) {
+    pub fn still_running(&mut self) {
         let left: Vec<u32> = self.io_before.keys().copied().collect();
         for tid in left {
-            let Some(k) = crate::trace::tracer::io_of(pid, tid as i32) else {
+            // /proc/TID/io is the thread's, whichever its process.
+            let Some(k) = crate::trace::tracer::io_of(tid, tid as i32) else {
                 continue;
             };
             let io = self.since_attach(tid, io_array(&k));
