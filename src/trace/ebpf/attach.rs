@@ -64,19 +64,7 @@ impl Loaded {
         let mut gone = false;
         let mut stopped = false;
         loop {
-            use rustix::event::{PollFd, PollFlags};
-            let mut fds = vec![PollFd::new(&ring, PollFlags::IN)];
-            if !gone {
-                fds.push(PollFd::new(&pidfd, PollFlags::IN));
-            }
-            let timeout = rustix::time::Timespec {
-                tv_sec: 0,
-                tv_nsec: 5_000_000,
-            };
-            let _ = rustix::event::poll(&mut fds, Some(&timeout));
-            while let Some(item) = ring.next() {
-                conv.take(&item);
-            }
+            super::take_events(&mut ring, Some(&pidfd).filter(|_| !gone), &mut conv);
             gone = gone || conv.root_ended.is_some() || conv.live.is_empty();
             if gone && conv.live.is_empty() {
                 break;

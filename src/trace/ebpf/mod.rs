@@ -186,6 +186,28 @@ fn cache_entries(bpf: &aya::Ebpf) -> Vec<convert::CacheEntry> {
     h.iter().filter_map(|r| r.ok()).collect()
 }
 
+/// Waits up to 5 ms for events (or for `pidfd`, a process's end), then takes every event
+/// waiting in the ring.
+fn take_events(
+    ring: &mut aya::maps::RingBuf<aya::maps::MapData>,
+    pidfd: Option<&rustix::fd::OwnedFd>,
+    conv: &mut convert::Convert,
+) {
+    use rustix::event::{PollFd, PollFlags};
+    let mut fds = vec![PollFd::new(&*ring, PollFlags::IN)];
+    if let Some(p) = pidfd {
+        fds.push(PollFd::new(p, PollFlags::IN));
+    }
+    let timeout = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 5_000_000,
+    };
+    let _ = rustix::event::poll(&mut fds, Some(&timeout));
+    while let Some(item) = ring.next() {
+        conv.take(&item);
+    }
+}
+
 /// Counters the probes keep (bpf/iolab.bpf.c's `counts`).
 fn counter(bpf: &aya::Ebpf, i: u32) -> u64 {
     bpf.map("counts")
@@ -274,19 +296,7 @@ impl Loaded {
         let mut stop = super::tracer::Escalation::default();
         let mut wall = None;
         loop {
-            use rustix::event::{PollFd, PollFlags};
-            let mut fds = vec![PollFd::new(&ring, PollFlags::IN)];
-            if let (Some(p), false) = (&pidfd, root_done) {
-                fds.push(PollFd::new(p, PollFlags::IN));
-            }
-            let timeout = rustix::time::Timespec {
-                tv_sec: 0,
-                tv_nsec: 5_000_000,
-            };
-            let _ = rustix::event::poll(&mut fds, Some(&timeout));
-            while let Some(item) = ring.next() {
-                conv.take(&item);
-            }
+            take_events(&mut ring, pidfd.as_ref().filter(|_| !root_done), &mut conv);
             if !root_done && let Some(w) = crate::sys::ptrace::reap(pid as i32) {
                 root_done = true;
                 wall = Some(started.elapsed());
