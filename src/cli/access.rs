@@ -47,8 +47,9 @@ pub struct AccessArgs {
     /// Operations per run (default: every block once)
     #[arg(long, value_parser = args::count)]
     pub ops: Option<u64>,
-    /// Each run stops after this long (cold random reads are slow) [default: 10s; the classic
-    /// form: none, every block is read]
+    /// Each run stops after this long (cold random reads are slow) [default: with --budget, a
+    /// share of it (about 0.1 s in a minute); with --repeat, 10s; the classic form: none, every
+    /// block is read]
     #[arg(long, value_parser = args::duration)]
     pub duration: Option<Duration>,
     /// What each block is used for: xor every word, touch one byte as the classic benchmark
@@ -63,11 +64,12 @@ pub struct AccessArgs {
     /// run, it shows what timing the blocks costs
     #[arg(long)]
     pub no_latency: bool,
-    /// Counted runs per cell
-    #[arg(long, default_value_t = AccessConfig::ROUNDS.repeat, value_parser = args::positive)]
-    pub repeat: usize,
-    /// Instead of --repeat: add rounds until each method is told apart from the first at 95%
-    /// in every pattern and cache state, for at most this long (e.g. 2m)
+    /// Exactly this many counted runs per cell, instead of --budget
+    #[arg(long, value_parser = args::positive, conflicts_with = "budget")]
+    pub repeat: Option<usize>,
+    /// Wall time the whole measurement may take, a cap: rounds go on until each method is told
+    /// apart from the first at 95% in every pattern and cache state, and no run starts that
+    /// would end past it. Without --duration, each run lasts a share of it [default: 1m]
     #[arg(long, value_parser = args::duration)]
     pub budget: Option<Duration>,
     /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
@@ -104,11 +106,13 @@ impl AccessArgs {
             threads: self.engine.threads,
             depth: self.engine.depth,
             ops: self.ops,
-            duration: Some(self.duration.unwrap_or(Duration::from_secs(10))),
-            rounds: Rounds {
-                repeat: self.repeat,
-                warmup: self.warmup,
-                budget: self.budget,
+            duration: self.duration,
+            rounds: match self.repeat {
+                Some(repeat) => Rounds::fixed(repeat, self.warmup),
+                None => Rounds {
+                    warmup: self.warmup,
+                    ..Rounds::adaptive(self.budget.unwrap_or(AccessConfig::BUDGET))
+                },
             },
             seed: self.seed,
             drop_all: self.drop_all,
@@ -116,6 +120,7 @@ impl AccessArgs {
             untimed: self.no_latency,
             ..AccessConfig::new(self.file.clone())
         };
+        cfg.duration = Some(self.duration.unwrap_or_else(|| cfg.run_length()));
         if !self.classic.is_empty() {
             let words: Vec<&str> = self.classic.iter().map(|s| s.as_str()).collect();
             let (pattern, method, advice) = match words.as_slice() {

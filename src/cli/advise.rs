@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// Which method for this file and access pattern, here: measured, warm and cold.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab advise big.bin --pattern random --bs 4K\n  iolab advise big.bin --pattern seq --bs 1M --threads 2"
+    after_help = "Examples:\n  iolab advise big.bin --pattern random --bs 4K\n  iolab advise big.bin --pattern seq --bs 1M --threads 2\n  iolab advise big.bin --budget 10s"
 )]
 pub struct AdviseArgs {
     /// A regular file
@@ -26,6 +26,9 @@ pub struct AdviseArgs {
     /// Threads
     #[arg(long, default_value = "1", value_parser = args::threads)]
     pub threads: usize,
+    /// Wall time the measurement may take, a cap: no run starts that would end past it
+    #[arg(long, default_value = "30s", value_parser = args::duration)]
+    pub budget: std::time::Duration,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -38,6 +41,7 @@ impl AdviseArgs {
             self.pattern,
             self.bs,
             self.threads,
+            self.budget,
             &ctx.command_line,
             &ctx.progress,
         )?;

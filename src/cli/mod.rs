@@ -9,6 +9,7 @@ mod cache;
 mod classic_net;
 mod clean;
 mod document;
+mod eta;
 use document::Envelope;
 pub use document::Enveloped;
 mod fast;
@@ -247,14 +248,14 @@ impl Ctx {
         }
         // One spelling of warnings on stderr; the suite's own hint (--wait-quiet) only where
         // the command has it.
-        if let Some(w) = interference.busy_line() {
+        if let Some(w) = interference.busy_line().filter(|_| T::TIMED) {
             talk(format!("iolab: warning: {w}"));
         }
         Ok(())
     }
 }
 
-/// Runs the subcommand./// Runs the subcommand.
+/// Runs the subcommand.
 pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
     match command {
         Command::Suite(a) => a.run(ctx),
@@ -312,6 +313,9 @@ struct ProgressBars {
     stage: Option<(String, Instant)>,
     /// `--progress always` off a terminal: the subject last printed and when.
     line: Option<(String, Instant)>,
+    /// The measurement under way: its subject, when it started and its cap, from
+    /// [`Observer::plan`].
+    plan: Option<(String, Instant, Option<std::time::Duration>)>,
 }
 
 impl Progress {
@@ -377,7 +381,7 @@ fn bar(len: usize, template: &str) -> indicatif::ProgressBar {
 // No time left is shown: a rate-based guess said "about 5h left" for a suite that took 105 s
 // (its steps differ by 100x in length); steps done and time elapsed are known.
 const SUITE_BAR: &str = "suite: {pos} of {len} steps done, now {msg} [{bar:20}] {elapsed}";
-const WORK_BAR: &str = "{msg} {pos}/{len} [{bar:20}] {elapsed}";
+const WORK_BAR: &str = "{msg} {pos}/{len} [{bar:20}] {elapsed}{prefix}";
 
 impl ProgressBars {
     /// The terminal's bar set, made on first use.
@@ -428,6 +432,22 @@ impl Observer for Progress {
         }
     }
 
+    fn plan(&self, what: &str, line: &str, cap: Option<std::time::Duration>) {
+        let Ok(mut bars) = self.state.lock() else {
+            return;
+        };
+        bars.plan = Some((what.to_string(), Instant::now(), cap));
+        // A suite says its plan once, for all its steps.
+        let in_suite = bars.suite.is_some() || bars.stage.is_some();
+        drop(bars);
+        // Off a terminal only when asked (--progress always): a log gets warnings and errors.
+        let shown =
+            self.tty && self.mode != ProgressMode::Never || self.mode == ProgressMode::Always;
+        if shown && !in_suite {
+            self.note(line);
+        }
+    }
+
     fn progress(&self, what: &str, done: usize, total: usize) {
         if self.mode == ProgressMode::Never || (!self.tty && self.mode == ProgressMode::Auto) {
             return;
@@ -435,6 +455,13 @@ impl Observer for Progress {
         let Ok(mut bars) = self.state.lock() else {
             return;
         };
+        let left = bars
+            .plan
+            .as_ref()
+            .filter(|(w, _, _)| w == what)
+            .and_then(|(_, t0, cap)| eta::time_left(*t0, *cap, done, total.max(done)))
+            .map(|d| format!(", about {} left", iolab::measure::secs::human(d)))
+            .unwrap_or_default();
         if !self.tty {
             // A line when a subject starts or a second after the last, not one per step.
             let due = bars
@@ -442,7 +469,7 @@ impl Observer for Progress {
                 .as_ref()
                 .is_none_or(|(w, t)| w != what || t.elapsed().as_secs_f64() >= 1.0);
             if due {
-                eprintln!("iolab: {what}: {done} of {total}");
+                eprintln!("iolab: {what}: {done} of {total}{left}");
                 bars.line = Some((what.to_string(), Instant::now()));
             }
             return;
@@ -460,6 +487,7 @@ impl Observer for Progress {
             }
             b.set_length(total.max(done) as u64);
             b.set_position(done as u64);
+            b.set_prefix(left);
         }
         if let Some(s) = &bars.suite {
             s.tick();

@@ -45,8 +45,9 @@ pub struct SweepArgs {
     /// each method is told apart from the first at 95% (or --budget ends)
     #[arg(long, value_parser = args::positive)]
     pub repeat: Option<usize>,
-    /// Wall time the adaptive rounds may take
-    #[arg(long, default_value = "2m", value_parser = args::duration, conflicts_with = "repeat")]
+    /// Wall time the sweep may take, a cap: no run starts that would end past it. Without
+    /// --size, each run reads 1 MiB per second of it (at least 16 MiB) of the file
+    #[arg(long, default_value = "1m", value_parser = args::duration, conflicts_with = "repeat")]
     pub budget: Duration,
     /// Seed of the written data
     #[arg(long, default_value_t = 1)]

@@ -42,6 +42,10 @@ pub trait Observer {
     fn stage(&self, _k: usize, _n: usize, _name: &str) {}
     /// Something the user should hear now (a wait that ended, a wait given up), as one line.
     fn note(&self, _line: &str) {}
+    /// A measurement of `what` is about to start: `line` says what will run and for how long
+    /// at most; `cap`, when the rounds have one, is the wall time they may take from now (a
+    /// progress display counts the time left from it).
+    fn plan(&self, _what: &str, _line: &str, _cap: Option<Duration>) {}
 }
 
 /// An observer that ignores everything.
@@ -252,23 +256,6 @@ pub fn run<C: Cells>(
     run_plan(what, cells, &rounds.plan(), comparisons, obs)
 }
 
-/// [`run`] with the budget as a cap ([`Plan::capped`]): for work whose first look alone can
-/// pass any budget (a replay of a long trace).
-pub fn run_capped<C: Cells>(
-    what: &str,
-    cells: &mut C,
-    rounds: &Rounds,
-    comparisons: &[Comparison],
-    obs: &dyn Observer,
-) -> Result<Measurement<C::Extra>> {
-    rounds.check()?;
-    let plan = Plan {
-        capped: rounds.budget.is_some(),
-        ..rounds.plan()
-    };
-    run_plan(what, cells, &plan, comparisons, obs)
-}
-
 /// [`run`] under a plan made by hand (the harness's own tests).
 fn run_plan<C: Cells>(
     what: &str,
@@ -295,6 +282,11 @@ fn run_plan<C: Cells>(
     let mut looks = 0;
     let mut verdicts: Vec<Option<Verdict>> = vec![None; comparisons.len()];
     let mut capped = false;
+    obs.plan(
+        what,
+        &plan.line(what, n),
+        plan.capped.then_some(plan.budget),
+    );
     let stop = loop {
         while round < target {
             let counted = round >= plan.warmup;

@@ -18,7 +18,8 @@ pub struct Rounds {
     #[serde(default)]
     pub warmup: usize,
     /// Adaptive rounds: they go on, look by look, until every comparison asked is decided at
-    /// 95%, as long as the next look fits in this wall time. `None`: exactly `repeat`.
+    /// 95%, as long as the next look fits in this wall time, a cap: no run starts that would
+    /// end past it, the first look's too. `None`: exactly `repeat`.
     #[serde(default, with = "crate::measure::secs::option")]
     #[schemars(with = "Option<f64>")]
     pub budget: Option<Duration>,
@@ -74,7 +75,7 @@ impl Rounds {
                 looks: LOOKS.to_vec(),
                 floor: self.repeat.clamp(1, LOOKS[0]),
                 budget,
-                capped: false,
+                capped: true,
             },
             None => Plan {
                 warmup: self.warmup,
@@ -97,13 +98,14 @@ pub enum BudgetClass {
     /// A ratio of two medians: each side's median interval at 97.5% (8 rounds, quick; 12, full),
     /// so that their ratio holds at 95%.
     Ratio,
-    /// Adaptive comparisons within 6 s (quick) or 20 s (full): a replay's few methods.
+    /// Adaptive comparisons within 5 s (quick) or 15 s (full), a cap: a replay's few methods.
     Brief,
-    /// Adaptive within 8 s or 30 s: transfers, whose rounds are long.
+    /// Adaptive within 6 s or 20 s: transfers, whose rounds are long.
     Short,
-    /// Adaptive within 12 s or 45 s: the write sweep.
+    /// Adaptive within 6 s or 30 s: the write sweep.
     Medium,
-    /// Adaptive within 15 s or 75 s: the main comparisons of read methods.
+    /// Adaptive within 9 s or 60 s: the main comparisons of read methods. With the others,
+    /// the quick suite ends in 90 s here and the full one in 6 min.
     Long,
 }
 
@@ -115,10 +117,10 @@ impl BudgetClass {
         let (repeat, budget) = match self {
             BudgetClass::Table => (pick(6, 8) as usize, None),
             BudgetClass::Ratio => (pick(8, 12) as usize, None),
-            BudgetClass::Brief => (3, Some(pick(6, 20))),
-            BudgetClass::Short => (3, Some(pick(8, 30))),
-            BudgetClass::Medium => (3, Some(pick(12, 45))),
-            BudgetClass::Long => (3, Some(pick(15, 75))),
+            BudgetClass::Brief => (3, Some(pick(5, 15))),
+            BudgetClass::Short => (3, Some(pick(6, 20))),
+            BudgetClass::Medium => (3, Some(pick(6, 30))),
+            BudgetClass::Long => (3, Some(pick(9, 60))),
         };
         Rounds {
             repeat,
@@ -155,6 +157,31 @@ impl Plan {
     pub fn min_rounds(&self) -> usize {
         self.looks.first().copied().unwrap_or(1).max(1)
     }
+
+    /// What a plan will run, in one line: `sweep: 64 cells x 8 rounds after 1 warm-up, more
+    /// while a comparison is undecided; at most 1 min` (a cap) or `read: 1 cell x 5 rounds`.
+    pub fn line(&self, what: &str, cells: usize) -> String {
+        let plan = self;
+        let mut line = format!(
+            "{what}: {cells} cell{} x {} round{}",
+            if cells == 1 { "" } else { "s" },
+            plan.min_rounds(),
+            if plan.min_rounds() == 1 { "" } else { "s" }
+        );
+        if plan.warmup > 0 {
+            line.push_str(&format!(" after {} warm-up", plan.warmup));
+        }
+        if plan.looks.len() > 1 {
+            line.push_str(", more while a comparison is undecided");
+        }
+        if plan.capped {
+            line.push_str(&format!(
+                "; at most {} (--budget, a cap)",
+                crate::measure::secs::human(plan.budget)
+            ));
+        }
+        line
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +207,19 @@ mod tests {
             ..Rounds::adaptive(Duration::from_secs(1))
         };
         assert_eq!(many.plan().floor, LOOKS[0], "never past the first look");
+    }
+
+    #[test]
+    fn the_plan_says_what_runs_and_its_cap() {
+        let capped = Rounds::adaptive(Duration::from_secs(60)).plan();
+        assert_eq!(
+            capped.line("access", 28),
+            "access: 28 cells x 8 rounds after 1 warm-up, more while a comparison is undecided; at most 1 min (--budget, a cap)"
+        );
+        assert_eq!(
+            Rounds::fixed(1, 0).plan().line("read", 1),
+            "read: 1 cell x 1 round"
+        );
     }
 
     #[test]

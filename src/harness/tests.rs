@@ -123,7 +123,11 @@ fn a_budget_ends_the_rounds_undecided() {
         })
     };
     let mut cells = Fake::new(vec![noisy(100.0, 0), noisy(100.0, 3)]);
-    let plan = Rounds::adaptive(Duration::from_millis(1)).plan();
+    // Uncapped by hand: the first look completes, the next does not fit.
+    let plan = Plan {
+        capped: false,
+        ..Rounds::adaptive(Duration::from_millis(1)).plan()
+    };
     let out = run_plan(
         "t",
         &mut cells,
@@ -176,10 +180,8 @@ fn a_capped_budget_starts_no_run_that_would_end_past_it() {
         })
     };
     let mut cells = Fake::new(vec![slow(), slow()]);
-    let plan = Plan {
-        capped: true,
-        ..Rounds::adaptive(Duration::from_millis(30)).plan()
-    };
+    let plan = Rounds::adaptive(Duration::from_millis(30)).plan();
+    assert!(plan.capped, "a budget is a cap");
     let out = run_plan(
         "t",
         &mut cells,
@@ -196,9 +198,12 @@ fn a_capped_budget_starts_no_run_that_would_end_past_it() {
         let why = c.skipped.as_ref().unwrap().to_string();
         assert!(why.contains("budget ran out"), "{why}");
     }
-    // Uncapped, the same budget still completes the first look.
+    // Uncapped (a plan made by hand), the same budget still completes the first look.
     let mut cells = Fake::new(vec![wobble(1.0), wobble(1.0)]);
-    let plan = Rounds::adaptive(Duration::from_millis(1)).plan();
+    let plan = Plan {
+        capped: false,
+        ..Rounds::adaptive(Duration::from_millis(1)).plan()
+    };
     let out = run_plan(
         "t",
         &mut cells,

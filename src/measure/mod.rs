@@ -55,6 +55,21 @@ pub mod secs {
         }
     }
 
+    /// A wall time as people say it: `0.5 s`, `45 s`, `2 min`, `1 min 30 s`.
+    pub fn human(d: Duration) -> String {
+        let s = d.as_secs_f64();
+        if s < 10.0 {
+            let v = format!("{s:.1}");
+            return format!("{} s", v.trim_end_matches('0').trim_end_matches('.'));
+        }
+        let whole = s.round() as u64;
+        match (whole / 60, whole % 60) {
+            (0, sec) => format!("{sec} s"),
+            (min, 0) => format!("{min} min"),
+            (min, sec) => format!("{min} min {sec} s"),
+        }
+    }
+
     /// As seconds.
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
@@ -157,6 +172,16 @@ pub fn parse_io_field(text: &str, field: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wall_times_read_as_people_say_them() {
+        let h = |ms: u64| secs::human(Duration::from_millis(ms));
+        assert_eq!(h(500), "0.5 s");
+        assert_eq!(h(3000), "3 s");
+        assert_eq!(h(45_000), "45 s");
+        assert_eq!(h(120_000), "2 min");
+        assert_eq!(h(90_400), "1 min 30 s");
+    }
 
     #[test]
     fn durations_are_written_as_seconds_and_both_forms_read() {

@@ -196,8 +196,12 @@ pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
             "the time budget ended them; {} of {} comparisons undecided",
             r.undecided, r.comparisons
         ),
+        crate::harness::Stop::Capped if r.rounds < crate::measure::decide::LOOKS[0] => format!(
+            "undecided: budget: the time budget (a cap) ended them before the first look was complete; {} of {} comparisons undecided",
+            r.undecided, r.comparisons
+        ),
         crate::harness::Stop::Capped => format!(
-            "the time budget (a cap) ended them before the first look was complete; {} of {} comparisons undecided",
+            "the time budget (a cap) ended them; {} of {} comparisons undecided",
             r.undecided, r.comparisons
         ),
         crate::harness::Stop::LastLook => format!(

@@ -253,6 +253,21 @@ impl AccessConfig {
         }
     }
 
+    /// The budget of `iolab access` without --repeat or --budget.
+    pub const BUDGET: Duration = Duration::from_secs(60);
+
+    /// How long each run lasts without --duration: with a budget, a third of its even share of
+    /// the first look's runs (warm-ups included; the rest is left for setting up cache states
+    /// and for later looks), between 50 ms and 10 s; with fixed rounds, 10 s.
+    pub fn run_length(&self) -> Duration {
+        let Some(budget) = self.rounds.budget else {
+            return Duration::from_secs(10);
+        };
+        let cells = self.patterns.len() * self.methods.len() * self.caches.len();
+        let runs = cells.max(1) * (crate::measure::decide::LOOKS[0] + self.rounds.warmup);
+        (budget / (3 * runs as u32)).clamp(Duration::from_millis(50), Duration::from_secs(10))
+    }
+
     /// Rounds by default: three counted after one warm-up (the first touches of fresh
     /// page-cache memory are slow).
     pub const ROUNDS: Rounds = Rounds {

@@ -81,7 +81,7 @@ fn the_course_inputs_run_with_both_methods_and_sizes() {
     let cfg = ClassicNetConfig {
         inputs: course_inputs(&files),
         sizes: vec![ChunkSizes::CLASSIC, ChunkSizes::default()],
-        rounds: crate::harness::Rounds::adaptive(Duration::from_millis(1)),
+        rounds: crate::harness::Rounds::fixed(crate::measure::decide::LOOKS[0], 0),
         program: None,
     };
     let r = run_classic_net(&cfg, &crate::experiments::Silent).unwrap();

@@ -313,7 +313,7 @@ fn replay_plan(
             .map(|b| b.saturating_sub(started.elapsed())),
         ..cfg.rounds
     };
-    let out = harness::run_capped("replay", &mut rc, &rounds, &comparisons, obs)?;
+    let out = harness::run("replay", &mut rc, &rounds, &comparisons, obs)?;
     let rounds = RoundsTaken::of(&out);
     let mut notes = plan.notes.clone();
     if cfg.keep_gaps {

@@ -295,6 +295,20 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
         Subject::Read { src, len } => (src.size, *len),
         Subject::Write { .. } => (0, 0),
     };
+    if cfg.op == SweepOp::Read && cfg.len.is_none() && read_len < file_size {
+        let shrunk = format!(
+            "each run reads the first {} of the {} file, sized to the {} budget (--size {} reads it whole)",
+            crate::size::format_size(read_len),
+            crate::size::format_size(file_size),
+            crate::measure::secs::human(cfg.rounds.budget.unwrap_or_default()),
+            match crate::size::format_size(file_size) {
+                whole if !whole.contains('.') => whole.replace(' ', ""),
+                _ => file_size.to_string(),
+            }
+        );
+        obs.plan("sweep", &format!("sweep: {shrunk}"), None);
+        warnings.push(shrunk);
+    }
     let comparisons = comparisons(&cells);
     let mut set = SweepCells {
         cfg,
@@ -339,11 +353,31 @@ pub fn run_sweep(cfg: &SweepConfig, command_line: &str, obs: &dyn Observer) -> R
 /// The read sweep's file: its first `--len` bytes (all of them by default).
 fn read_subject(cfg: &SweepConfig) -> Result<Subject> {
     let src = engine::open_source(&cfg.path)?;
-    let len = cfg.len.unwrap_or(src.size).min(src.size);
+    let len = cfg
+        .len
+        .unwrap_or_else(|| budget_len(cfg, src.size))
+        .min(src.size);
     if len == 0 {
         return Err(Error::usage("nothing to read", "the file is empty").at(&cfg.path));
     }
     Ok(Subject::Read { src, len })
+}
+
+/// Bytes a read run takes without `--size`: the whole file with fixed rounds; under a budget,
+/// 1 MiB per second of it (at least 16 MiB and four of the largest blocks), so that the first
+/// look of the default 64 cells (~3 s a round here) fits a third of it and later looks can
+/// decide: a 1 GiB file whole would take ~15 s a round, past a minute before any verdict.
+pub fn budget_len(cfg: &SweepConfig, file_size: u64) -> u64 {
+    let Some(budget) = cfg.rounds.budget else {
+        return file_size;
+    };
+    let largest = cfg.sizes.iter().copied().max().unwrap_or(0);
+    let len = ((budget.as_secs_f64() * (1 << 20) as f64) as u64)
+        .max(16 << 20)
+        .max(4 * largest);
+    // Whole blocks of the largest size, as a prefix of the file.
+    let len = len.div_ceil(largest.max(1)) * largest.max(1);
+    len.min(file_size)
 }
 
 /// The write sweep's scratch file beside the path (never kept), with room for `--len` bytes.
