@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod skip;
-pub use skip::{Lack, skip};
+#[allow(unused_imports)]
+pub use skip::{Lack, may_drop_caches, skip};
 
 /// The binary, with none of iolab's environment switches set, killed only if it outlives
 /// [`patience`] for a run of five minutes on this machine now.

@@ -51,3 +51,19 @@ pub fn skip(lack: Lack, why: &str) {
         panic!("cannot count a skip in {}: {e}", log.to_string_lossy());
     }
 }
+
+/// Whether a test may empty the whole machine's page cache (drop_caches): only when asked,
+/// with `IOLAB_TEST_DROP_CACHES=1` (as `.ci/run` sets it); otherwise the test says so through
+/// [`skip`] and leaves every other file's residency alone.
+// The unit tests (src/testutil.rs) share this file and do not drop caches.
+#[allow(dead_code)]
+pub fn may_drop_caches() -> bool {
+    if std::env::var_os("IOLAB_TEST_DROP_CACHES").is_some_and(|v| v == "1") {
+        return true;
+    }
+    skip(
+        Lack::Setup,
+        "it drops the whole machine's page cache: opt in with IOLAB_TEST_DROP_CACHES=1 (.ci/run does)",
+    );
+    false
+}
