@@ -9,6 +9,10 @@ use common::iolab;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
 /// A small well-formedness check: every tag closed in order, one root.
 fn well_formed(xml: &str) -> Result<usize, String> {
     let mut stack: Vec<String> = Vec::new();
@@ -130,10 +134,27 @@ fn check_report(dir: &Path) -> serde_json::Value {
         assert!(lo <= r && r <= hi, "{f}");
         let text = f["text"].as_str().unwrap();
         assert!(
-            text.contains("paired: median of per-round ratios")
-                || text.contains("ratio of medians"),
+            text.contains("per-round ratios (paired); for context, the medians")
+                || text.contains("(medians); their ratio")
+                || text.contains("geometric mean of independent runs' ratios")
+                || text.contains("for context, the pooled medians"),
             "{f}"
         );
+        // A ratio printed as the two medians' is their ratio, within rounding (either way round:
+        // the text puts the winner first).
+        if text.contains("(medians); their ratio") {
+            let m: Vec<f64> = f["sides"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x["median"].as_f64().unwrap())
+                .collect();
+            let q = m[0] / m[1];
+            assert!(
+                (q / r - 1.0).abs() < 0.01 || (q * r - 1.0).abs() < 0.01,
+                "{q} vs {r}: {f}"
+            );
+        }
         // A decided finding holds at 95%.
         if f["decided"] != "undecided" {
             assert!(f["level"].as_f64().unwrap() >= 0.95, "{f}");
@@ -266,6 +287,34 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
         .collect();
     let n = v["findings"].as_array().unwrap().len();
     assert!(ratio_rows.len() >= 2 * n, "{n} findings: {hosts}");
+    // A run against itself as the baseline: nothing moved, exit 0; a decided finding that names
+    // another winner in B: exit 1, said (hyperfine's and criterion's habit).
+    iolab()
+        .args(["report", "--baseline", s(&r1), s(&r1)])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("0 reversed"));
+    let decided = |winner: &str| {
+        let mut x = v.clone();
+        x["findings"][0]["decided"] = serde_json::json!("winner");
+        x["findings"][0]["winner"] = serde_json::json!(winner);
+        x
+    };
+    let (a, b) = (parent.path().join("a.json"), parent.path().join("b.json"));
+    std::fs::write(&a, decided("left").to_string()).unwrap();
+    std::fs::write(&b, decided("right").to_string()).unwrap();
+    iolab()
+        .args(["report", "--baseline", s(&a), s(&b)])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("REVERSED"));
+    iolab()
+        .args(["report", "--baseline", s(&a)])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--baseline compares two results"));
+    std::fs::remove_file(&a).unwrap();
+    std::fs::remove_file(&b).unwrap();
     // A finding whose experiment was not measured is listed as not judged, with why.
     let mut lacking = v.clone();
     lacking["access"]["result"] = serde_json::Value::Null;

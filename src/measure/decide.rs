@@ -56,6 +56,10 @@ pub enum RatioKind {
     Paired,
     /// The ratio of the two medians (cells measured apart).
     OfMedians,
+    /// The geometric mean of the ratios of several independent runs, each its own (a
+    /// squeezed or polluted cache settles differently from run to run); the interval is the
+    /// hull of theirs ([`replicated`]).
+    Replicated,
 }
 
 impl RatioKind {
@@ -64,6 +68,9 @@ impl RatioKind {
         match self {
             RatioKind::Paired => "paired: median of per-round ratios (Hodges-Lehmann)",
             RatioKind::OfMedians => "ratio of medians",
+            RatioKind::Replicated => {
+                "geometric mean of independent runs' ratios, the interval the hull of theirs"
+            }
         }
     }
 }
@@ -173,7 +180,11 @@ pub fn replicated(runs: &[Verdict]) -> Option<Verdict> {
         ci: [lo, hi],
         level,
         rounds: runs.iter().map(|v| v.rounds).sum(),
-        kind: first.kind,
+        kind: if runs.len() > 1 {
+            RatioKind::Replicated
+        } else {
+            first.kind
+        },
         decided,
         a_larger,
     })

@@ -100,6 +100,46 @@ pub(crate) fn compare(
     if a.name == b.name && a.cite == b.cite {
         return None;
     }
+    // Apart, the ratio is of the medians of the samples above zero (a ratio's logarithm needs
+    // them): the medians printed are those, said when any sample was left out.
+    let mut left_out = String::new();
+    let (a, b) = if matches!(pairing, Pairing::Apart { .. }) {
+        let mut dropped = Vec::new();
+        let mut above = |side: Side| {
+            let kept: Vec<f64> = side
+                .s
+                .samples
+                .iter()
+                .copied()
+                .filter(|x| *x > 0.0 && x.is_finite())
+                .collect();
+            if kept.len() < side.s.samples.len() && !kept.is_empty() {
+                dropped.push(format!(
+                    "{} {} of {}",
+                    side.name,
+                    side.s.samples.len() - kept.len(),
+                    side.s.samples.len()
+                ));
+                let median = crate::measure::stats::summarize(&kept).median;
+                Side {
+                    s: Summary { median, ..side.s },
+                    ..side
+                }
+            } else {
+                side
+            }
+        };
+        let (a, b) = (above(a), above(b));
+        if !dropped.is_empty() {
+            left_out = format!(
+                "; samples at zero left out of the medians and the ratio: {}",
+                dropped.join(", ")
+            );
+        }
+        (a, b)
+    } else {
+        (a, b)
+    };
     let v = match pairing {
         Pairing::Paired { looks } => {
             let m = a.s.samples.len().min(b.s.samples.len());
@@ -128,15 +168,8 @@ pub(crate) fn compare(
     } else {
         format!("only {:.0}%", 100.0 * v.level)
     };
-    let figures = format!(
-        "{} {:.1} vs {} {:.1} {unit} (medians); {}: {x:.2}x, interval {lo:.2}-{hi:.2}x at {level} over {} rounds",
-        first.name,
-        first.s.median,
-        second.name,
-        second.s.median,
-        v.kind.says(),
-        v.rounds
-    );
+    let figures =
+        figures_text((first, second), unit, (x, lo, hi), &level, v.rounds, v.kind) + &left_out;
     let how = match better {
         Better::Higher => "faster than",
         Better::Lower => "cheaper than",
@@ -177,6 +210,56 @@ pub(crate) fn compare(
         cites: vec![a.cite, b.cite],
         sides,
     })
+}
+
+/// A figure as the report prints it, to at least three significant digits (`0.0412`, `4.12`,
+/// `41.2`, `412`, `4120`): never `0.0` beside a ratio.
+pub fn sig(v: f64) -> String {
+    let a = v.abs();
+    let decimals = if a == 0.0 || !a.is_finite() || a >= 100.0 {
+        1
+    } else {
+        (2 - a.log10().floor() as i32).clamp(1, 9) as usize
+    };
+    format!("{v:.decimals$}")
+}
+
+/// The figures of a finding, each labelled as what it is: the ratio with its interval and what
+/// kind it is; the sides' medians either as the ratio's own sides (a ratio of medians equal to
+/// theirs, within rounding) or as context (a paired ratio, or one computed another way).
+fn figures_text(
+    (first, second): (&Side, &Side),
+    unit: &str,
+    (x, lo, hi): (f64, f64, f64),
+    level: &str,
+    rounds: usize,
+    kind: RatioKind,
+) -> String {
+    let theirs = second.s.median != 0.0 && {
+        let m = first.s.median / second.s.median;
+        // The medians' ratio to the shown precision, or the ratio's, either way round.
+        let shown = |r: f64| (r * 100.0).round() / 100.0;
+        shown(m) == shown(x) || shown(1.0 / m) == shown(x) || (m / x - 1.0).abs() < 0.005
+    };
+    let medians = format!(
+        "{} {} vs {} {} {unit}",
+        first.name,
+        sig(first.s.median),
+        second.name,
+        sig(second.s.median)
+    );
+    match kind {
+        RatioKind::OfMedians if theirs => format!(
+            "{medians} (medians); their ratio {x:.2}x, interval {lo:.2}-{hi:.2}x at {level} over {rounds} rounds"
+        ),
+        RatioKind::Paired => format!(
+            "{x:.2}x, interval {lo:.2}-{hi:.2}x at {level}: the median of {rounds} per-round ratios (paired); for context, the medians: {medians}"
+        ),
+        RatioKind::OfMedians | RatioKind::Replicated => format!(
+            "{x:.2}x, interval {lo:.2}-{hi:.2}x at {level} over {rounds} rounds ({}); for context, the pooled medians: {medians}",
+            kind.says()
+        ),
+    }
 }
 
 /// A figure there is to compare: measured, on a method this machine runs.

@@ -83,10 +83,35 @@ const GLOSSARY: &[(&str, &str)] = &[
         "the two sides were measured apart: the ratio is one side's median over the other's, with the interval the two medians' own intervals allow",
     ),
     (
+        "geometric mean of independent runs' ratios",
+        "each of several independent runs (a squeezed or polluted cache settles differently from run to run) gave its own ratio and interval: the ratio is their geometric mean and the interval the hull of theirs, so a winner is named only when every run names it; the pooled medians printed after it are context",
+    ),
+    (
         "busy",
         "other processes, the kernel or the hypervisor used the CPU or the disk while this was measured; such figures are marked",
     ),
 ];
+
+/// The box above the findings: the verdict rule and the kinds of ratio, in plain words (the
+/// rule [`crate::measure::decide`] applies; tested against it).
+pub const HOW_TO_READ: &str = "How to read a finding: it compares two sides by a ratio (the first named over the second) with its 95% interval. It names a winner only when the whole interval lies outside 1/1.05 .. 1.05 (one side at least 5% ahead), says `within 5%` only when the whole interval lies inside that band, and says `undecided` otherwise (more rounds or a quieter machine might decide it). The ratio says what it is: `paired` is the median of per-round ratios of two sides measured in the same rounds (the medians printed after it are context); `ratio of medians` is the quotient of the two medians printed; a `geometric mean of independent runs' ratios` comes from several runs, its interval the hull of theirs. Method: docs/methodology.md.";
+
+/// Text escaped for HTML, its `code` spans as code.
+fn with_code(text: &str) -> String {
+    if text.matches('`').count() % 2 == 1 {
+        return esc(text);
+    }
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{}</code>", esc(part))
+            } else {
+                esc(part)
+            }
+        })
+        .collect()
+}
 
 /// `1048576` -> `1 MiB` in a citation; other words as they are.
 fn readable(cite_rest: &str) -> String {
@@ -162,11 +187,13 @@ const STYLE: &str = concat!(
     "h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2rem}",
     "nav ol{columns:2;font-size:.9rem;padding-left:1.4rem}@media (max-width:40rem){nav ol{columns:1}}",
     "pre{overflow-x:auto;background:#f6f6f6;padding:.6rem;font-size:.75rem;border:1px solid #ddd;white-space:pre}",
-    "figure{margin:.5rem 0;width:100%;max-width:44rem;overflow-x:auto}figure svg{width:100%;min-width:34rem;height:auto;display:block}",
+    "figure{margin:.5rem 0;width:100%;max-width:44rem}figure svg{width:100%;max-width:100%;height:auto;display:block}",
     ".cite{color:#555;font-size:.85em}.err,.warn{color:#a00}",
     ".tw{overflow-x:auto;max-width:100%;margin:.5rem 0}",
     "table{border-collapse:collapse;font-size:.8rem;font-variant-numeric:tabular-nums}",
-    "td,th{border:1px solid #ccc;padding:.2rem .45rem;vertical-align:top;text-align:left;white-space:nowrap;overflow-wrap:normal}",
+    "td,th{border:1px solid #ccc;padding:.2rem .45rem;vertical-align:top;text-align:left;white-space:normal;overflow-wrap:normal;min-width:3.5rem}td.num{white-space:nowrap;min-width:0}",
+    "code{background:#f0f0f0;padding:0 .2em;border-radius:3px;font-size:.9em}",
+    ".how{border:1px solid #99c;background:#f5f5ff;padding:.4rem .8rem;margin:.6rem 0;font-size:.9rem}",
     "th{background:#eef}td.num{text-align:right}td.bad{background:#fdd;color:#900;font-weight:bold}",
     ".tw th:first-child,.tw td:first-child{position:sticky;left:0;background:#fff;z-index:1}.tw th:first-child{background:#eef}",
     "table.host td{white-space:normal}table.host td:first-child{font-weight:bold;white-space:nowrap}",
@@ -247,6 +274,7 @@ fn markdown(results: &[SuiteResult], secs: &[Section]) -> String {
             .collect::<Vec<_>>(),
     );
     md += "\n## Findings\n\n";
+    md += &format!("> {HOW_TO_READ}\n\n");
     for f in &r.findings {
         md.push_str(&format!(
             "- {} _(from {})_\n",
@@ -317,11 +345,15 @@ fn html(results: &[SuiteResult], secs: &[Section], plots: &[(String, String)]) -
         ));
     }
     html.push_str("<li><a href=\"#glossary\">Glossary</a></li></ol></nav>");
-    html.push_str("<h2 id=\"findings\">Findings</h2><ul>");
+    html.push_str("<h2 id=\"findings\">Findings</h2>");
+    html.push_str(&format!(
+        "<div class=\"how\">{}</div><ul>",
+        with_code(HOW_TO_READ)
+    ));
     for f in &r.findings {
         html.push_str(&format!(
             "<li>{} <span class=\"cite\">(from {})</span></li>",
-            esc(&f.text),
+            with_code(&f.text),
             cites_html(&f.cites, secs)
         ));
     }
@@ -356,7 +388,7 @@ fn html_section(s: &Section, plots: &[(String, String)]) -> String {
         "<section id=\"{}\"><h2>{}</h2><p>{}</p>",
         s.name,
         esc(s.title),
-        esc(&s.why)
+        with_code(&s.why)
     ));
     if let Some(b) = &s.busy {
         html.push_str(&format!(

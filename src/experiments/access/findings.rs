@@ -106,11 +106,7 @@ mod tests {
         );
         // The ratio printed is the one whose interval is printed.
         assert!(f.ci[0] <= f.ratio && f.ratio <= f.ci[1], "{f:?}");
-        assert!(
-            f.text.contains("paired: median of per-round ratios"),
-            "{}",
-            f.text
-        );
+        assert!(f.text.contains("per-round ratios (paired)"), "{}", f.text);
         // Three rounds (what --quick used to take) decide nothing.
         let three: Vec<AccessRow> = rows
             .iter()

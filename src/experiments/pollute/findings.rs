@@ -142,8 +142,11 @@ fn pollute_pair(
     // hull of each run's.
     let n_runs = chosen.passes.len().min(base.passes.len());
     f.text = f.text.replace(
-        " rounds)",
-        &format!(" ticks, {n_runs} runs of each, every run's interval within it)"),
+        &format!("over {} rounds", f.rounds),
+        &format!(
+            "over {} ticks, {n_runs} runs of each, every run's interval within it",
+            f.rounds
+        ),
     );
     let more = notes(chosen, base, best, &tied, plain);
     f.text = format!("{}; {}", f.text, more.join("; "));

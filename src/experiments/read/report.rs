@@ -235,8 +235,22 @@ pub(crate) fn document(set: &RunSet) -> Document {
         .para(config_line(set))
         .table(people_table(set))
         .para(format!(
-            "median {:.1} MiB/s (min {:.1}, max {:.1}, mean {:.1}, stddev {:.1}) over {} runs; time median {:.4} s",
-            r.median, r.min, r.max, r.mean, r.stddev, r.n, s.median
+            "median {:.1} MiB/s, interval {:.1}-{:.1} at {:.0}%{} (min {:.1}, max {:.1}, mean {:.1}, stddev {:.1}) over {} runs; time median {:.4} s",
+            r.median,
+            r.ci[0],
+            r.ci[1],
+            100.0 * r.ci_level,
+            if r.ci_level < 0.95 {
+                " (too few runs for 95%: --repeat 6 or more)"
+            } else {
+                ""
+            },
+            r.min,
+            r.max,
+            r.mean,
+            r.stddev,
+            r.n,
+            s.median
         ))
         .para(if set.misses {
             "missed: blocks (or 64 MiB pieces) the page cache could not serve without waiting (RWF_NOWAIT said EAGAIN); a plain pread read them"
