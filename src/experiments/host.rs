@@ -43,6 +43,10 @@ pub struct Host {
     /// becomes partly cold, whatever the cache state a run started from.
     #[serde(default)]
     pub idle_reclaim: Option<String>,
+    /// What decides I/O beside the machine: the device's read-ahead, scheduler and model, the
+    /// mount's options, THP, the CPU governor.
+    #[serde(default, flatten)]
+    pub io: super::host_io::IoFacts,
 }
 
 /// The host facts, with the filesystem and device of `path` when given.
@@ -87,6 +91,11 @@ pub fn host_facts(path: Option<&Path>, command_line: &str) -> Host {
             .map(String::from),
         free_page_reporting: free_page_reporting(),
         idle_reclaim: idle_reclaim(Path::new("/sys")),
+        io: super::host_io::io_facts(
+            path,
+            Path::new("/sys"),
+            &std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
+        ),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod dataset;
 pub mod entry;
 pub mod fast;
 pub mod host;
+pub mod host_io;
 pub mod ior;
 pub mod page_cache;
 pub mod partb;

@@ -6,6 +6,7 @@
 //! one line in [`REGISTRY`]; docs/results.schema.json is generated from the types
 //! ([`results_schema`]).
 
+pub mod baseline;
 mod render;
 mod schema;
 pub use schema::results_schema;

@@ -68,7 +68,29 @@ pub(super) fn host_rows(r: &SuiteResult) -> Vec<(&'static str, String)> {
             .map(|s| ("free page reporting", s)),
     )
     .chain(h.idle_reclaim.clone().map(|s| ("idle reclaim", s)))
+    .chain(io_rows(&h.io))
     .collect()
+}
+
+/// The facts that decide I/O, one per row; one said as unknown where sysfs has none.
+pub(super) fn io_rows(io: &crate::experiments::host_io::IoFacts) -> Vec<(&'static str, String)> {
+    let or = |v: &Option<String>, none: &str| v.clone().unwrap_or_else(|| none.to_string());
+    vec![
+        ("device", or(&io.device_model, "? (no model in sysfs)")),
+        (
+            "read-ahead",
+            io.read_ahead_kb
+                .map(|k| format!("{k} KiB (read_ahead_kb)"))
+                .unwrap_or_else(|| "? (no block device)".into()),
+        ),
+        ("I/O scheduler", or(&io.scheduler, "? (no block device)")),
+        ("mount options", or(&io.mount_options, "?")),
+        ("transparent huge pages", or(&io.thp, "? (no THP in sysfs)")),
+        (
+            "CPU governor",
+            or(&io.governor, "none (no cpufreq: fixed by the host)"),
+        ),
+    ]
 }
 
 /// The column heading of one host among several: its name, date and kind of run.
@@ -86,7 +108,8 @@ pub(super) fn host_heading(i: usize, r: &SuiteResult) -> String {
         if h.date.is_empty() {
             String::new()
         } else {
-            format!(" {}", &h.date[..h.date.len().min(10)])
+            // Date and time: two runs of one host on one day are told apart.
+            format!(" {} UTC", h.date[..h.date.len().min(16)].replace('T', " "))
         },
         if r.config.quick { "quick" } else { "full" }
     )
@@ -116,6 +139,12 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
             .collect::<Vec<_>>(),
     );
     md.push('\n');
+    if results
+        .iter()
+        .any(|r| r.config.quick != results[0].config.quick)
+    {
+        md.push_str("**Configs differ:** quick and full suites measure some findings with other data, rounds or settings; their ratios are set side by side, not compared (`iolab report --baseline` refuses them).\n\n");
+    }
     md.push_str(&crate::report::markdown_table(&finding_rows(
         results, &keys, &names,
     )));
@@ -124,7 +153,7 @@ pub(super) fn comparison(results: &[SuiteResult]) -> String {
         md.push('\n');
         md.push_str(&crate::report::markdown_table(&rows));
     }
-    md.push_str("\nratio: the finding's first side over its second (medians, or the median of per-round ratios when paired); verdict: the side named the winner, `=` within 5%, `?` undecided; host N / host 1: that host's figure over the first host's.\n");
+    md.push_str("\nratio: the finding's first side over its second (medians, or the median of per-round ratios when paired); verdict: the side named the winner, `=` within 5%, `?` undecided; host N / host 1: that host's figure over the first host's, [its interval from both intervals' ends].\n");
     md
 }
 
@@ -180,10 +209,22 @@ fn finding_rows(results: &[SuiteResult], keys: &[&str], names: &[String]) -> Vec
                 None => row.extend(["-".to_string(), "-".into(), "not judged".into()]),
             }
         }
-        let first = per[0].as_ref().map(|f| f.ratio);
         for f in per.iter().skip(1) {
-            row.push(match (first, f) {
-                (Some(a), Some(f)) if a > 0.0 => num(f.ratio / a),
+            row.push(match (&per[0], f) {
+                (Some(a), Some(b)) if a.ratio > 0.0 && b.ratio > 0.0 => {
+                    let x = b.ratio / a.ratio;
+                    if a.ci[0] > 0.0 && b.ci[0] > 0.0 {
+                        // The widest the two intervals allow.
+                        format!(
+                            "{} [{:.3}-{:.3}]",
+                            num(x),
+                            b.ci[0] / a.ci[1],
+                            b.ci[1] / a.ci[0]
+                        )
+                    } else {
+                        num(x)
+                    }
+                }
                 _ => "-".into(),
             });
         }
