@@ -12,10 +12,19 @@ use std::path::PathBuf;
 pub enum CacheCommand {
     /// Resident pages per file (directories are walked, as vmtouch does), a total, and the
     /// page-cache size
+    #[command(
+        after_help = "Examples:\n  iolab cache status big.bin\n  iolab cache status /usr/lib/x86_64-linux-gnu --map\n  iolab cache status big.bin --format csv\n\nThe kernel shows residency only to who may write a file (or root): for anyone else\nit is said to be hidden, never printed (mincore and cachestat would say all resident)."
+    )]
     Status(CacheFiles),
     /// Evict files from the page cache (fdatasync + fadvise DONTNEED)
+    #[command(
+        after_help = "Examples:\n  iolab cache evict big.bin\n  iolab cache evict ./data --map\n  sudo iolab cache evict big.bin --drop-all    # also every clean page of the machine"
+    )]
     Evict(EvictArgs),
     /// Load files into the page cache
+    #[command(
+        after_help = "Examples:\n  iolab cache load big.bin\n  iolab cache load ./data --map"
+    )]
     Load(CacheFiles),
     /// The page-cache figures of /proc/meminfo: Cached, Buffers, Dirty, Writeback, (in)active file
     Meminfo(OutputArgs),

@@ -8,6 +8,9 @@ pub trait Enveloped: serde::Serialize {
     /// It records the machine it measured in a `host` field of its own (the envelope then adds
     /// none).
     const OWN_HOST: bool = false;
+    /// It times something, so a busy machine is worth a warning (not so for a look at the
+    /// page cache or /proc/meminfo).
+    const TIMED: bool = true;
 }
 
 /// Every JSON output: the result's fields, then what else the machine was doing, what the
@@ -24,16 +27,16 @@ pub(super) struct Envelope<'a, T: serde::Serialize> {
 
 /// The results the commands print, and which of them record their own host.
 macro_rules! documents {
-    ($($t:ty),* $(,)?; own host: $($h:ty),* $(,)?) => {
+    ($($t:ty),* $(,)?; own host: $($h:ty),* $(,)?; untimed: $($u:ty),* $(,)?) => {
         $(impl Enveloped for $t {})*
         $(impl Enveloped for $h { const OWN_HOST: bool = true; })*
+        $(impl Enveloped for $u { const TIMED: bool = false; })*
     };
 }
 
 documents!(
     iolab::experiments::access::AccessResult,
     iolab::experiments::advise::AdviseResult,
-    iolab::experiments::page_cache::CacheReport,
     iolab::experiments::run::ClassicResult,
     iolab::experiments::fast::FastResult,
     iolab::experiments::ior::IorResult,
@@ -44,15 +47,18 @@ documents!(
     iolab::experiments::squeeze::SqueezeResult,
     iolab::experiments::transfer::TransferResult,
     iolab::experiments::vm::VmResult,
-    iolab::transfer::SideReport,
-    iolab::cache::meminfo::PageCache;
+    iolab::transfer::SideReport;
     own host:
     iolab::experiments::read::ReadResult,
     iolab::experiments::sweep::SweepResult,
     iolab::experiments::syscalls::SyscallsResult,
-    iolab::experiments::write::WriteResult,
+    iolab::experiments::write::WriteResult;
+    untimed:
+    iolab::experiments::page_cache::CacheReport,
+    iolab::cache::meminfo::PageCache,
 );
 
 impl<T: Enveloped> Enveloped for iolab::report::WithFindings<'_, T> {
     const OWN_HOST: bool = T::OWN_HOST;
+    const TIMED: bool = T::TIMED;
 }

@@ -247,6 +247,12 @@ impl TraceArgs {
             }
             None => super::talk(text.trim_end()),
         }
+        // On a terminal's stderr, after a profile in words (not into a JSON profile's stream).
+        if self.out.is_none() && self.format == Format::Text {
+            super::talk(
+                "iolab: note: the trace itself was not kept: --out FILE.json keeps it for `iolab replay FILE.json`",
+            );
+        }
         if let Some(o) = overhead.as_ref().filter(|o| o.interrupted) {
             super::talk(format!(
                 "iolab: note: --overhead interrupted after {} complete round(s)",

@@ -173,7 +173,7 @@ pub fn advice_lines(r: &crate::experiments::advise::AdviseResult) -> String {
             )
         } else {
             format!(
-                "Advice, {} cache: no method is clearly faster than {} for {what} (best {} at {:.2}x, interval {:.2}-{:.2})",
+                "Advice, {} cache: no method is clearly faster than {} for {what} (the fastest of the others, {}, at {:.2}x it, interval {:.2}-{:.2})",
                 a.cache.name(),
                 a.versus.name(),
                 a.best.name(),

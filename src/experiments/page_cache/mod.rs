@@ -34,6 +34,11 @@ pub struct FileResidency {
     /// Resident fraction of each slice of the file, with `--map`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub map: Option<Vec<f64>>,
+    /// Whether the kernel shows this user the file's residency: it hides it (mincore and
+    /// cachestat say every page is resident) from who cannot write the file. When false,
+    /// `residency` is what the kernel said, not what is cached, and is never shown as such.
+    #[serde(default = "crate::cache::visible_by_default")]
+    pub visible: bool,
 }
 
 /// What `iolab cache` did and found.
@@ -133,7 +138,8 @@ pub fn run_cache(
     }
     if action == CacheAction::Evict {
         for f in &files {
-            if f.residency.fraction() > cache::COLD_MAX && f.residency.total_pages > 0 {
+            if f.visible && f.residency.fraction() > cache::COLD_MAX && f.residency.total_pages > 0
+            {
                 notes.push(format!(
                     "{}: still {:.1}% resident (the filesystem may ignore fadvise, e.g. tmpfs, or another process maps it)",
                     crate::shown::path(&f.path),
@@ -141,6 +147,13 @@ pub fn run_cache(
                 ));
             }
         }
+    }
+    let hidden = files.iter().filter(|f| !f.visible).count();
+    if hidden > 0 {
+        notes.push(format!(
+            "residency of {hidden} file{} is hidden from this user (no write access): the kernel's mincore and cachestat show every page as resident to who cannot write a file; run as its owner or root to see it",
+            if hidden == 1 { "" } else { "s" }
+        ));
     }
     Ok(CacheReport {
         action,
@@ -225,6 +238,7 @@ pub fn total(files: &[FileResidency]) -> (usize, u64, u64, u64) {
 
 fn status(path: &Path, src: &engine::Source, map_width: Option<usize>) -> Result<FileResidency> {
     Ok(FileResidency {
+        visible: cache::residency_visible(&src.file, path),
         path: path.to_path_buf(),
         size: src.size,
         residency: cache::residency_of(&src.file, src.size, path)?,

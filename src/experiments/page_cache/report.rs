@@ -13,49 +13,72 @@ pub fn cache_document(r: &CacheReport) -> Document {
         Column::new("resident pages"),
         Column::new("total pages"),
         Column::new("resident %").csv("resident_pct"),
+        Column::new("visible"),
     ]);
     let mut t = Table::titled(&["file", "size", "resident pages", "resident"]);
     for f in &r.files {
+        // A residency the kernel hides is never printed as one (it says "all resident").
+        let seen = |v: Value| if f.visible { v } else { Value::Missing };
         data.row(vec![
             Value::text(crate::shown::path(&f.path).into_owned()),
             Value::Bytes(f.size),
-            Value::Count(f.residency.resident_pages),
+            seen(Value::Count(f.residency.resident_pages)),
             Value::Count(f.residency.total_pages),
-            Value::Fixed(f.residency.percent(), 2),
+            seen(Value::Fixed(f.residency.percent(), 2)),
+            Value::Flag(f.visible),
         ]);
+        let (pages, pct) = if f.visible {
+            (
+                format!("{}/{}", f.residency.resident_pages, f.residency.total_pages),
+                format!("{:.1}%", f.residency.percent()),
+            )
+        } else {
+            (format!("?/{}", f.residency.total_pages), HIDDEN.to_string())
+        };
         t.row(vec![
             Value::text(crate::shown::path(&f.path).into_owned()),
             Value::Bytes(f.size),
-            Value::text(format!(
-                "{}/{}",
-                f.residency.resident_pages, f.residency.total_pages
-            )),
-            Value::text(format!("{:.1}%", f.residency.percent())),
+            Value::text(pages),
+            Value::text(pct),
         ]);
     }
+    let seen: Vec<super::FileResidency> = r.files.iter().filter(|f| f.visible).cloned().collect();
+    let hidden = r.files.len() - seen.len();
     if r.files.len() > 1 || !r.unreadable.is_empty() {
-        let (n, bytes, res, pages) = super::total(&r.files);
-        let pct = if pages == 0 {
-            100.0
+        let (n, bytes, _, _) = super::total(&r.files);
+        // Residency sums only what the kernel shows this user.
+        let (_, _, res, pages) = super::total(&seen);
+        let mut what = format!("total ({n} files");
+        if !r.unreadable.is_empty() {
+            what += &format!(", {} unreadable left out", r.unreadable.len());
+        }
+        if hidden > 0 {
+            what += &format!(", {hidden} hidden");
+        }
+        what.push(')');
+        let (res, pct) = if seen.is_empty() && hidden > 0 {
+            ("?".to_string(), HIDDEN.to_string())
+        } else if pages == 0 {
+            (res.to_string(), "100.0%".to_string())
         } else {
-            100.0 * res as f64 / pages as f64
-        };
-        let unreadable = if r.unreadable.is_empty() {
-            String::new()
-        } else {
-            format!(", {} unreadable left out", r.unreadable.len())
+            let of_seen = if hidden > 0 { " of those shown" } else { "" };
+            (
+                res.to_string(),
+                format!("{:.1}%{of_seen}", 100.0 * res as f64 / pages as f64),
+            )
         };
         t.row(vec![
-            Value::text(format!("total ({n} files{unreadable})")),
+            Value::text(what),
             Value::Bytes(bytes),
             Value::text(format!("{res}/{pages}")),
-            Value::text(format!("{pct:.1}%")),
+            Value::text(pct),
         ]);
     }
     let p = &r.page_cache;
     let bars: String = r
         .files
         .iter()
+        .filter(|f| f.visible)
         .filter_map(|f| {
             f.map.as_ref().map(|m| {
                 format!(
@@ -84,6 +107,9 @@ pub fn cache_document(r: &CacheReport) -> Document {
             format_size(p.mem_available)
         ))
 }
+
+/// What a table shows for a residency the kernel hides from this user.
+pub const HIDDEN: &str = "hidden (no write access)";
 
 /// One character per slice: `#` all resident, `o` half or more, `.` some, ` ` none.
 pub fn residency_bar(map: &[f64]) -> String {

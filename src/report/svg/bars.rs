@@ -25,9 +25,10 @@ pub struct Bars {
 
 const HATCH: [&str; 4] = ["", "url(#h1)", "url(#h2)", "url(#h3)"];
 /// A bar's note: its text size, and the narrowest bar it is written on (upright, a line of
-/// text is about this wide).
-const NOTE_FONT: f64 = 11.0;
-const NOTE_MIN_BAR: f64 = 13.0;
+/// text is about this wide). The plot is scaled to its box: at a phone's 358 px, 600 units
+/// are 0.6 of a pixel, and a note of 15 stays 10 px high.
+const NOTE_FONT: f64 = 15.0;
+const NOTE_MIN_BAR: f64 = 17.0;
 
 /// Renders a grouped bar chart; series differ by colour and by hatching for grey-scale print.
 pub fn bar_chart(b: &Bars) -> String {
@@ -120,7 +121,7 @@ pub fn bar_chart(b: &Bars) -> String {
     );
     legend(&mut o, &b.series);
     o.push_str("</svg>\n");
-    o
+    unique_ids(&o, &b.title, &b.series.join("\u{1f}"))
 }
 
 /// Bar `s` of a group, its top left at `(x, y)`, `bw` wide, with its note above it (or inside
@@ -161,6 +162,23 @@ fn bar(o: &mut String, s: usize, (x, y): (f64, f64), bw: f64, note: Option<&str>
         );
     }
     o.push_str("</g>");
+}
+
+/// The hatch patterns' ids made this plot's own (`p1a2b3c4d-h1`), from its title and series:
+/// several plots inline in one HTML page must not share ids, or each takes the first's.
+fn unique_ids(svg: &str, title: &str, series: &str) -> String {
+    // FNV-1a, 32 bits: stable across runs and builds, unlike the std hasher.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in title.bytes().chain([0]).chain(series.bytes()) {
+        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    }
+    let mut out = svg.to_string();
+    for k in 1..HATCH.len() {
+        out = out
+            .replace(&format!("id=\"h{k}\""), &format!("id=\"p{h:08x}-h{k}\""))
+            .replace(&format!("url(#h{k})"), &format!("url(#p{h:08x}-h{k})"));
+    }
+    out
 }
 
 /// The series' legend under the plot: a swatch (hatched as its bars) and the name.
