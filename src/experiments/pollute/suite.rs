@@ -58,9 +58,9 @@ impl Entry for Pollute {
         // a stream started. Two runs of each: within one run the ticks share its state (the
         // hot set under a read stream ran at 5, 56 and 35 KIOPS in three runs, and with one
         // run the written streams' finding named `write` once and `uncached` once).
-        cfg.before = ctx.scale(0.4, 1.5);
-        cfg.seconds = ctx.scale(1.3, 6.0);
-        cfg.tick = ctx.scale(0.08, 0.375);
+        cfg.before = ctx.scale(0.4, 1.0);
+        cfg.seconds = ctx.scale(1.3, 5.0);
+        cfg.tick = ctx.scale(0.08, 0.3125);
         cfg.passes = 2;
         if ctx.cfg.quick {
             cfg.reads = vec![StreamMethod::Read, StreamMethod::Uncached];
