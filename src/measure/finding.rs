@@ -275,3 +275,45 @@ pub(crate) fn eight(v: &[f64]) -> Vec<f64> {
         .map(|i| v[i % v.len()] * (1.0 + 0.002 * (i / v.len()) as f64))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::stats::summarize;
+
+    #[test]
+    fn figures_keep_three_significant_digits() {
+        assert_eq!(sig(0.0800048), "0.0800");
+        assert_eq!(sig(4.123), "4.12");
+        assert_eq!(sig(41.23), "41.2");
+        assert_eq!(sig(4123.4), "4123.4");
+        assert_eq!(sig(0.0), "0.0");
+    }
+
+    #[test]
+    fn apart_the_medians_printed_are_the_ones_the_ratio_divides() {
+        // A side whose samples include zero ticks (a stalled mapping under eviction): the ratio
+        // of medians is of the samples above zero, and so are the medians printed.
+        let side = |name: &str, v: &[f64]| Side {
+            name: name.into(),
+            s: summarize(v),
+            cite: format!("t: {name}"),
+        };
+        let fast = side("direct", &[20.0, 21.0, 19.0, 20.5, 20.2, 19.8, 20.1, 20.3]);
+        let slow = side("mmap", &[0.0, 0.0, 0.0, 0.1, 0.08, 0.0, 0.12, 0.09, 0.0]);
+        let f = compare(
+            "k",
+            "t",
+            "KIOPS",
+            Better::Higher,
+            Pairing::Apart { looks: 1 },
+            fast,
+            slow,
+        )
+        .unwrap();
+        let q = f.sides[0].median / f.sides[1].median;
+        assert!((q / f.ratio - 1.0).abs() < 1e-9, "{q} {}", f.ratio);
+        assert!(f.text.contains("(medians); their ratio"), "{}", f.text);
+        assert!(f.text.contains("mmap 5 of 9"), "{}", f.text);
+    }
+}
