@@ -93,7 +93,13 @@ fn both_tracers_see_the_same_bytes_per_file_and_the_kernel_agrees() {
             "cat big.bin | gzip -1 -c > big.gz && cp src/f2 copy",
         ],
         vec![
-            "python3",
+            // Debian's python3 itself: a `python3` earlier in PATH may be a shim (pyenv's is a
+            // bash script of ~40 processes whose count varies from run to run).
+            if std::path::Path::new("/usr/bin/python3").exists() {
+                "/usr/bin/python3"
+            } else {
+                "python3"
+            },
             "-S",
             "-I",
             "-c",
