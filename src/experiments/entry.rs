@@ -178,6 +178,21 @@ impl SuiteContext<'_> {
     pub fn scale<T>(&self, quick: T, full: T) -> T {
         if self.cfg.quick { quick } else { full }
     }
+
+    /// A whole file of `len` random bytes (from `seed`) for one experiment, named `name` in
+    /// the data directory and on the device; the random data file itself when it is no longer.
+    /// Whole, not the data file's start: cold, the kernel reads ahead past the end of what is
+    /// measured, device time a run pays for and does not count.
+    pub fn file_of(&self, name: &str, len: u64, seed: u64) -> Result<PathBuf> {
+        if len >= self.data.random_size {
+            return Ok(self.file().to_path_buf());
+        }
+        let p = self.dir.scratch(name)?;
+        crate::workload::write_random(&p, len, seed)?;
+        let f = std::fs::File::open(&p).map_err(|e| Error::io("cannot open", &p, &e))?;
+        crate::sys::syncfs(&f).map_err(|e| Error::io("cannot write data", &p, &e))?;
+        Ok(p)
+    }
 }
 
 /// A section of the report: an experiment's table and plot, or why it has none.

@@ -224,7 +224,14 @@ fn cpu_numbers(t: &str) -> Option<String> {
 
 /// `(fstype, source)` of the mount holding `path`.
 fn mount_of(path: &Path) -> Option<(String, String)> {
-    let abs = std::fs::canonicalize(path)
+    let abs = resolved(path)?;
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mount_for(&text, &abs.to_string_lossy())
+}
+
+/// `path` made absolute, or its folder when it does not exist yet (an output to be made).
+pub(crate) fn resolved(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path)
         .or_else(|_| {
             std::fs::canonicalize(
                 path.parent()
@@ -232,30 +239,52 @@ fn mount_of(path: &Path) -> Option<(String, String)> {
                     .unwrap_or(Path::new(".")),
             )
         })
-        .ok()?;
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mount_for(&text, &abs.to_string_lossy())
+        .ok()
 }
 
 /// Picks the longest mount point that contains `abs` from mountinfo text.
 pub fn mount_for(mountinfo: &str, abs: &str) -> Option<(String, String)> {
-    let mut best: Option<(usize, String, String)> = None;
+    mount_line(mountinfo, abs).map(|m| (m.fstype, m.source))
+}
+
+/// One mount of mountinfo.
+pub(crate) struct Mount {
+    pub(crate) fstype: String,
+    pub(crate) source: String,
+    /// The mount's options (`rw,relatime`).
+    pub(crate) options: String,
+    /// The superblock's options (`rw,errors=remount-ro`).
+    pub(crate) super_options: String,
+}
+
+/// The mount holding `abs` in mountinfo text: the longest mount point that contains it.
+pub(crate) fn mount_line(mountinfo: &str, abs: &str) -> Option<Mount> {
+    let mut best: Option<(usize, Mount)> = None;
     for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let Some(dash) = fields.iter().position(|f| *f == "-") else {
             continue;
         };
-        let (Some(mp), Some(fstype), Some(source)) =
-            (fields.get(4), fields.get(dash + 1), fields.get(dash + 2))
-        else {
+        let (Some(mp), Some(options), Some(fstype), Some(source)) = (
+            fields.get(4),
+            fields.get(5),
+            fields.get(dash + 1),
+            fields.get(dash + 2),
+        ) else {
             continue;
         };
         let inside = *mp == "/" || abs == *mp || abs.starts_with(&format!("{mp}/"));
         if inside && best.as_ref().is_none_or(|b| mp.len() >= b.0) {
-            best = Some((mp.len(), fstype.to_string(), source.to_string()));
+            let mount = Mount {
+                fstype: fstype.to_string(),
+                source: source.to_string(),
+                options: options.to_string(),
+                super_options: fields.get(dash + 3).unwrap_or(&"").to_string(),
+            };
+            best = Some((mp.len(), mount));
         }
     }
-    best.map(|(_, f, s)| (f, s))
+    best.map(|(_, m)| m)
 }
 
 #[cfg(test)]

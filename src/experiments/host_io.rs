@@ -47,15 +47,7 @@ pub fn io_facts(path: Option<&Path>, sys: &Path, mountinfo: &str) -> IoFacts {
     let Some(path) = path else {
         return f;
     };
-    let abs = std::fs::canonicalize(path)
-        .or_else(|_| {
-            std::fs::canonicalize(
-                path.parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new(".")),
-            )
-        })
-        .ok();
+    let abs = super::host::resolved(path);
     if let Some(abs) = &abs {
         f.mount_options = options_for(mountinfo, &abs.to_string_lossy());
     }
@@ -110,25 +102,14 @@ fn disk_of(abs: &Path, sys: &Path) -> Option<PathBuf> {
 /// The options of the mount holding `abs` in mountinfo text: the mount's, then the
 /// superblock's when they add anything (`rw,relatime / rw,errors=remount-ro`).
 pub fn options_for(mountinfo: &str, abs: &str) -> Option<String> {
-    let mut best: Option<(usize, String)> = None;
-    for line in mountinfo.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
-            continue;
-        };
-        let (Some(mp), Some(own)) = (fields.get(4), fields.get(5)) else {
-            continue;
-        };
-        let inside = *mp == "/" || abs == *mp || abs.starts_with(&format!("{mp}/"));
-        if inside && best.as_ref().is_none_or(|b| mp.len() >= b.0) {
-            let opts = match fields.get(dash + 3) {
-                Some(sb) if sb != own => format!("{own} / {sb}"),
-                _ => own.to_string(),
-            };
-            best = Some((mp.len(), opts));
-        }
-    }
-    best.map(|(_, o)| o)
+    let m = super::host::mount_line(mountinfo, abs)?;
+    Some(
+        if m.super_options.is_empty() || m.super_options == m.options {
+            m.options
+        } else {
+            format!("{} / {}", m.options, m.super_options)
+        },
+    )
 }
 
 #[cfg(test)]

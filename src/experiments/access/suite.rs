@@ -4,7 +4,7 @@ use super::findings::random_warm;
 use super::{AccessConfig, AccessResult, run_access};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
@@ -35,17 +35,7 @@ impl Entry for Access {
         // A 256 MiB file of its own, quick and full alike (one comparison under one key): every
         // round's warm cells load their file again after its cold cells (1.4 s for 1 GiB here,
         // a round's largest cost), which left a quick budget no room for the first look.
-        let size = ctx.data.random_size;
-        let len = size.min(ACCESS_FILE);
-        let file = if len < size {
-            let p = ctx.dir.scratch("access.bin")?;
-            crate::workload::write_random(&p, len, 12)?;
-            let f = std::fs::File::open(&p).map_err(|e| Error::io("cannot open", &p, &e))?;
-            crate::sys::syncfs(&f).map_err(|e| Error::io("cannot write data", &p, &e))?;
-            p
-        } else {
-            ctx.file().to_path_buf()
-        };
+        let file = ctx.file_of("access.bin", ACCESS_FILE, 12)?;
         let cfg = AccessConfig {
             methods: ctx
                 .scale(&quick_methods[..], &AccessConfig::DEFAULT_METHODS[..])

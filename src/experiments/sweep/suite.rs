@@ -5,7 +5,7 @@ use super::{SweepConfig, SweepOp, SweepResult, parse_sizes, run_sweep};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
@@ -67,18 +67,9 @@ impl Entry for SweepRead {
         let len = ctx.scale(size.min(128 * MB), size.min(256 * MB));
         let sizes = ctx.scale("4K,64K,1M", "4K,16K,64K,256K,1M,4M,16M");
         let budget = BudgetClass::Long;
-        // A whole file of that size, not the start of the data file: cold, the kernel reads
-        // ahead past the end of what is measured (read's window is twice mmap's), and that
-        // wasted device time was counted against read.
-        let file = if len < size {
-            let p = ctx.dir.scratch("sweep-read.bin")?;
-            crate::workload::write_random(&p, len, 11)?;
-            let f = std::fs::File::open(&p).map_err(|e| Error::io("cannot open", &p, &e))?;
-            crate::sys::syncfs(&f).map_err(|e| Error::io("cannot write data", &p, &e))?;
-            p
-        } else {
-            ctx.file().to_path_buf()
-        };
+        // A whole file of that size, not the start of the data file: cold, read's readahead
+        // window (twice mmap's) past the end was counted against read.
+        let file = ctx.file_of("sweep-read.bin", len, 11)?;
         sweep(ctx, obs, SweepOp::Read, file, sizes, len, budget)
     }
 
