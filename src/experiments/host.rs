@@ -248,7 +248,7 @@ pub fn mount_for(mountinfo: &str, abs: &str) -> Option<(String, String)> {
 }
 
 /// One mount of mountinfo.
-pub(crate) struct Mount {
+pub(crate) struct MountEntry {
     pub(crate) fstype: String,
     pub(crate) source: String,
     /// The mount's options (`rw,relatime`).
@@ -258,8 +258,8 @@ pub(crate) struct Mount {
 }
 
 /// The mount holding `abs` in mountinfo text: the longest mount point that contains it.
-pub(crate) fn mount_line(mountinfo: &str, abs: &str) -> Option<Mount> {
-    let mut best: Option<(usize, Mount)> = None;
+pub(crate) fn mount_line(mountinfo: &str, abs: &str) -> Option<MountEntry> {
+    let mut best: Option<(usize, MountEntry)> = None;
     for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let Some(dash) = fields.iter().position(|f| *f == "-") else {
@@ -275,7 +275,7 @@ pub(crate) fn mount_line(mountinfo: &str, abs: &str) -> Option<Mount> {
         };
         let inside = *mp == "/" || abs == *mp || abs.starts_with(&format!("{mp}/"));
         if inside && best.as_ref().is_none_or(|b| mp.len() >= b.0) {
-            let mount = Mount {
+            let mount = MountEntry {
                 fstype: fstype.to_string(),
                 source: source.to_string(),
                 options: options.to_string(),
