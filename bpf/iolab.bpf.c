@@ -80,9 +80,18 @@ struct {
 	__type(value, struct cache_val);
 } cache SEC(".maps");
 
+// The calls timed only (not recorded one by one), per thread and call: their count and time.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 262144);
+	__type(key, struct call_key);
+	__type(value, struct call_val);
+} calltime SEC(".maps");
+
 // Counters: [0] events the ring buffer had no room for; [1] io_uring requests the program
 // submitted, [2] of them neither reads nor writes, [3] reads and writes; [4] files the
-// `cache` map had no room for.
+// `cache` map had no room for; [5] calls the `calltime` map had no room for.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 8);
@@ -331,11 +340,15 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	en->cur = nr;
 	en->added = 0;
 	want = bpf_map_lookup_elem(&wanted, &nr);
-	if (!want || !*want)
+	if (want && *want == K_UNTIMED)
 		return 0;
 	en->nr = nr;
 	en->t = bpf_ktime_get_ns();
 	en->live = 1;
+	en->off0 = en->off;
+	en->runq0 = task->sched_info.run_delay;
+	if (!want)
+		return 0;
 	if (*want == K_CLOSE) {
 		identify_slow(&en->f, regs->di);
 		en->last_file = 0;
@@ -347,28 +360,82 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+// A call timed only: added to its thread's sums, and an event when it lasted SPAN_NS or more.
+static __always_inline void timed(__u32 tgid, __u32 tid, struct entry *en, __u64 t1, long ret,
+				  __u64 off, __u64 runq)
+{
+	struct call_key k = { .tid = tid, .nr = en->nr };
+	struct call_val *v = bpf_map_lookup_elem(&calltime, &k);
+	__u64 dur = t1 - en->t;
+	struct ev_span *e;
+
+	if (!v) {
+		struct call_val z = {};
+
+		bpf_map_update_elem(&calltime, &k, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&calltime, &k);
+	}
+	if (v) {
+		__sync_fetch_and_add(&v->calls, 1);
+		if (ret < 0 && ret > -4096)
+			__sync_fetch_and_add(&v->errors, 1);
+		__sync_fetch_and_add(&v->ns, dur);
+		__sync_fetch_and_add(&v->off, off);
+		__sync_fetch_and_add(&v->runq, runq);
+	} else {
+		count(5);
+	}
+	if (dur < SPAN_NS)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(0);
+		return;
+	}
+	e->kind = EV_SPAN;
+	e->pid = tgid;
+	e->tid = tid;
+	e->nr = en->nr;
+	e->t0 = en->t;
+	e->t1 = t1;
+	e->off = off;
+	e->runq = runq;
+	e->ret = ret;
+	bpf_ringbuf_submit(e, wakeup());
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct ev_open *o = NULL;
+	__u64 t1, off, runq;
 	struct pending *p;
 	struct ev_call *e;
 	struct entry *en;
 	__u8 *want;
 	__u32 kind, nr;
 
-	en = bpf_task_storage_get(&entries, bpf_get_current_task_btf(), 0, 0);
+	en = bpf_task_storage_get(&entries, task, 0, 0);
 	if (!en)
 		return 0;
 	en->cur = NR_FAULT;
 	if (!en->live)
 		return 0;
 	en->live = 0;
+	t1 = bpf_ktime_get_ns();
+	// On the CPU now: every stretch off it during the call is in `off`.
+	off = en->off - en->off0;
+	runq = task->sched_info.run_delay - en->runq0;
 	nr = en->nr;
 	want = bpf_map_lookup_elem(&wanted, &nr);
 	kind = want ? *want : 0;
+	if (kind == 0) {
+		timed(tgid, tid, en, t1, ret, off, runq);
+		return 0;
+	}
 	if (kind == K_OPEN || kind == K_OPEN2) {
 		o = bpf_ringbuf_reserve(&events, sizeof(*o), 0);
 		e = o ? &o->c : NULL;
@@ -383,10 +450,12 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	e->pid = tgid;
 	e->tid = tid;
 	e->added = en->added;
-	e->t1 = bpf_ktime_get_ns();
+	e->t1 = t1;
 	e->ret = ret;
 	e->pos_exit = 0;
 	e->rchar = 0;
+	e->off = off;
+	e->runq = runq;
 	p = &e->p;
 	p->nr = nr;
 	p->t = en->t;
@@ -451,6 +520,34 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		break;
 	}
 	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+// A context switch: a traced thread leaving the CPU starts a stretch off it, and its return
+// ends one (`off`: so a call's time splits into on and off the CPU, and off it into waiting
+// for a CPU, the kernel's run_delay, and blocked). Every switch of the machine comes here;
+// for threads not traced it is two pointer loads.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct entry *out = bpf_task_storage_get(&entries, prev, 0, 0);
+	struct entry *in = bpf_task_storage_get(&entries, next, 0, 0);
+	__u64 now;
+
+	if (out) {
+		now = bpf_ktime_get_ns();
+		out->out_t = now;
+		if (in && in->out_t) {
+			in->off += now - in->out_t;
+			in->out_t = 0;
+		}
+		return 0;
+	}
+	if (in && in->out_t) {
+		now = bpf_ktime_get_ns();
+		in->off += now - in->out_t;
+		in->out_t = 0;
+	}
 	return 0;
 }
 

@@ -168,6 +168,11 @@ struct io_uring_cqe;
 #define K_OPEN 7     // open, openat, creat: the path, the opened file
 #define K_OPEN2 8    // openat2: also the flags behind the third argument
 #define K_EXEC 9     // execve(at): rchar before and after (what the kernel read for it)
+#define K_UNTIMED 11 // a call that never waits: neither timed nor recorded
+// 0 (the value of a call not in the table): timed only, summed per thread in `calltime`, and
+// a span event when it lasts SPAN_NS or more.
+
+#define SPAN_NS 1000000ULL
 
 #define IOV_MAX_SEEN 64
 
@@ -181,6 +186,7 @@ struct io_uring_cqe;
 #define EV_EXIT 5
 #define EV_FAULT 6
 #define EV_URING 7
+#define EV_SPAN 8
 
 // A descriptor's file as the kernel has it at a call's entry.
 struct fileid {
@@ -214,6 +220,10 @@ struct entry {
 	struct fileid f; // close: the descriptor's file
 	__u64 last_file; // the open file of the thread's last call on one
 	struct fileid last; // what describe found of it
+	__u64 off;   // time off the CPU so far (from leaving it to running again), ns
+	__u64 out_t; // when it last left the CPU (0: on it now)
+	__u64 off0;  // `off` at the call's entry
+	__u64 runq0; // run_delay (time runnable, waiting for a CPU) at the call's entry
 };
 
 // A call as its exit sees it: positions are those after the call.
@@ -234,7 +244,26 @@ struct ev_call {
 	__s64 ret;
 	__u64 pos_exit; // the descriptor's (a copy's destination's) position after the call
 	__u64 rchar;    // execve: the thread's rchar at its exit
+	__u64 off;      // time off the CPU during the call, ns
+	__u64 runq;     // of it, runnable and waiting for a CPU
 	struct pending p;
+};
+
+// A call timed only that lasted SPAN_NS or more.
+struct ev_span {
+	__u32 kind, pid, tid, nr;
+	__u64 t0, t1;
+	__u64 off, runq;
+	__s64 ret;
+};
+
+// Calls timed only, per thread and call (`calltime` map).
+struct call_key {
+	__u32 tid, nr;
+};
+
+struct call_val {
+	__u64 calls, errors, ns, off, runq;
 };
 
 #define PATH_BYTES 256

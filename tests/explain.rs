@@ -142,30 +142,14 @@ fn a_copy_tool_shows_its_writes_as_the_kernel_counts_them() {
     }
 }
 
-/// The verdict's claim holds on its own figures: the kind of work it names is at least 1.5x
-/// each other kind of work, and the tracer took at most half the threads' time.
-fn holds(time: &Value) {
-    let total = &time["total"];
-    let ns = |k: &str| total[k].as_u64().unwrap() as f64;
-    let went = time["went_to"].as_str().unwrap();
-    let key = |w: &str| match w {
-        "cpu" => "cpu_ns",
-        "files" => "files_ns",
-        "metadata" => "metadata_ns",
-        "unseen" => "unseen_ns",
-        "runq" => "runq_ns",
-        "pipes" => "pipes_ns",
-        _ => "devices_ns",
-    };
-    for other in ["cpu", "files", "metadata", "unseen", "runq"] {
-        if other != went {
-            assert!(
-                ns(key(went)) >= 1.5 * ns(key(other)),
-                "{went} against {other}: {time}"
-            );
-        }
-    }
-    assert!(ns("tracer_ns") <= 0.5 * ns("alive_ns"), "{time}");
+/// A thread's time in `cause`, ns.
+fn thread_ns(m: &Value, cause: &str) -> u64 {
+    m["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == cause)
+        .map_or(0, |c| c["ns"].as_u64().unwrap())
 }
 
 #[test]
@@ -175,41 +159,37 @@ fn a_pipeline_into_gzip_is_said_to_wait_on_the_cpu_not_on_files() {
     write_file(dir.path(), "r.bin", &bytes(24 << 20, 5));
     let p = trace_sh(dir.path(), &[], "tar cf - r.bin | gzip > /dev/null");
     let time = &p["time"];
-    let procs = time["procs"].as_array().unwrap();
+    verdict_holds(time);
+    let threads = time["threads"].as_array().unwrap();
     let by = |name: &str| {
-        procs
+        threads
             .iter()
             .find(|x| x["name"] == name)
             .unwrap_or_else(|| panic!("{name}: {time}"))
     };
     // gzip did the work; tar waited on the pipe into it.
     assert!(
-        by("gzip")["cpu_ns"].as_u64() > by("tar")["cpu_ns"].as_u64(),
+        thread_ns(by("gzip"), "cpu") > thread_ns(by("tar"), "cpu"),
         "{time}"
     );
     assert!(
-        by("tar")["pipes_ns"].as_u64() > by("tar")["files_ns"].as_u64(),
+        thread_ns(by("tar"), "pipes") > thread_ns(by("tar"), "file_data"),
         "{time}"
     );
-    match time["went_to"].as_str() {
-        Some("cpu") => holds(time),
-        // On a busy machine, waiting for a CPU can match the CPU time itself.
-        other => {
-            let t = &time["total"];
-            assert!(
-                t["runq_ns"].as_u64().unwrap() * 3 >= t["cpu_ns"].as_u64().unwrap()
-                    || other.is_none(),
-                "{time}"
-            );
-            assert_ne!(other, Some("files"), "{time}");
-            assert_ne!(other, Some("pipes"), "{time}");
+    // The shell waited for both: its wait is put to what they did, gzip's computing first.
+    let v = &time["verdict"];
+    match v["decided"].as_str().unwrap() {
+        "bound" => {
+            // On a busy machine, waiting for a CPU can lead the CPU time itself.
+            let c = v["cause"].as_str().unwrap();
+            assert!(c == "cpu" || c == "run_queue", "{time}");
+            let first = &time["wall"]["causes"][0];
+            assert_eq!(first["threads"][0]["name"], "gzip", "{time}");
         }
+        _ => assert_ne!(v["cause"], "file_data", "{time}"),
     }
     assert!(
-        !time["verdict"]
-            .as_str()
-            .unwrap()
-            .contains("waiting on file data"),
+        !v["text"].as_str().unwrap().contains("bound by file data"),
         "{time}"
     );
 }
@@ -230,14 +210,14 @@ fn direct_reads_are_said_to_wait_on_files() {
         ),
     );
     let time = &p["time"];
-    match time["went_to"].as_str() {
-        Some(w) => {
-            assert_eq!(w, "files", "{time}");
-            holds(time);
-        }
-        None => assert!(
-            time["verdict"].as_str().unwrap().starts_with("undecided")
-                || time["verdict"].as_str().unwrap().starts_with("mixed"),
+    verdict_holds(time);
+    let v = &time["verdict"];
+    match v["decided"].as_str().unwrap() {
+        "bound" => assert_eq!(v["cause"], "file_data", "{time}"),
+        // The ptrace tracer's stops, here a large share of 64 reads, can leave it undecided.
+        _ => assert!(
+            v["text"].as_str().unwrap().starts_with("undecided")
+                || v["text"].as_str().unwrap().starts_with("mixed"),
             "{time}"
         ),
     }
@@ -249,9 +229,9 @@ fn direct_reads_are_said_to_wait_on_files() {
         .find(|x| x["path"].as_str().unwrap().ends_with("/d.bin"))
         .unwrap();
     assert_eq!(row["direct"], true, "{row}");
-    let dd = &time["procs"][0];
+    let dd = &time["threads"][0];
     assert!(
-        dd["files_ns"].as_u64() > dd["metadata_ns"].as_u64(),
+        thread_ns(dd, "file_data") > thread_ns(dd, "metadata"),
         "{time}"
     );
 }
@@ -300,7 +280,13 @@ fn a_walk_of_directories_shows_its_metadata_per_directory() {
         .map(|r| r["stat_errors"].as_u64().unwrap())
         .sum();
     assert!(errors >= 1, "{rows:?}");
-    assert!(p["time"]["total"]["metadata_ns"].as_u64().unwrap() > 0);
+    let metadata: u64 = p["time"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| thread_ns(m, "metadata"))
+        .sum();
+    assert!(metadata > 0, "{}", p["time"]);
 }
 
 /// `iolab replay TRACE --cache warm --budget 3s --format json`, which must succeed.

@@ -10,6 +10,7 @@ mod classic_net;
 mod clean;
 mod document;
 mod eta;
+mod explain;
 use document::Envelope;
 pub use document::Enveloped;
 mod fast;
@@ -118,6 +119,7 @@ pub enum Command {
     Ior(ior::IorArgs),
     Trace(trace::TraceArgs),
     Replay(replay::ReplayArgs),
+    Explain(explain::ExplainArgs),
     Clean(clean::CleanArgs),
     Completions(shell::CompletionsArgs),
     Man(shell::ManArgs),
@@ -281,6 +283,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<(), Error> {
         Command::Ior(a) => a.run(ctx),
         Command::Trace(a) => a.run(ctx),
         Command::Replay(a) => a.run(ctx),
+        Command::Explain(a) => a.run(ctx),
         Command::TraceExec(a) => a.run(),
         Command::TraceTracer(a) => a.run(),
         Command::Clean(a) => a.run(),

@@ -19,9 +19,11 @@ between accesses (io_uring queues ahead during a wait). A page fault is replayed
 pub struct ReplayArgs {
     /// The trace file (from iolab trace --out)
     pub trace: PathBuf,
-    /// Read methods to compare with the accesses as recorded, comma-separated (default: all)
-    #[arg(long, value_delimiter = ',', value_enum)]
-    pub methods: Option<Vec<ReadMethod>>,
+    /// Read methods to compare with the accesses as recorded, comma-separated (default: all):
+    /// a read method, or `merged` (the recorded reads that follow one another merged into
+    /// reads of up to 128 KiB, with pread)
+    #[arg(long, value_delimiter = ',', value_parser = method)]
+    pub methods: Option<Vec<ReplayMethod>>,
     /// cold, warm or both
     #[arg(long, default_value = "both", value_parser = ["cold", "warm", "both"])]
     pub cache: String,
@@ -47,7 +49,7 @@ impl ReplayArgs {
         let methods = match self.methods {
             None => ReplayMethod::defaults(),
             // The accesses as recorded come first in any case.
-            Some(list) => list.into_iter().map(ReplayMethod::Method).collect(),
+            Some(list) => list,
         };
         let caches = match self.cache.as_str() {
             "cold" => vec![CacheMode::Cold],
@@ -61,8 +63,27 @@ impl ReplayArgs {
             rounds: iolab::harness::Rounds::adaptive(self.budget),
             drop_all: self.drop_all,
             keep_gaps: self.keep_gaps,
+            first: Vec::new(),
         };
         let r = run_replay(&cfg, &ctx.progress)?;
         ctx.emit(&self.output, &r, || replay_document(&r))
     }
+}
+
+/// A method of `--methods`: a read method's name, or `merged`.
+fn method(s: &str) -> Result<ReplayMethod, String> {
+    if s == "merged" {
+        return Ok(ReplayMethod::Merged(128 << 10));
+    }
+    <ReadMethod as clap::ValueEnum>::from_str(s, false)
+        .map(ReplayMethod::Method)
+        .map_err(|_| {
+            let names: Vec<String> = <ReadMethod as clap::ValueEnum>::value_variants()
+                .iter()
+                .filter_map(|m| {
+                    clap::ValueEnum::to_possible_value(m).map(|v| v.get_name().to_string())
+                })
+                .collect();
+            format!("expected one of {}, merged", names.join(", "))
+        })
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ebpf -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  iolab trace --cgroup /sys/fs/cgroup/memory/db --seconds 30\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --advise -- python3 load.py\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ebpf -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  iolab trace --cgroup /sys/fs/cgroup/memory/db --seconds 30\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -55,6 +55,11 @@ pub struct TraceArgs {
     /// and print the tracing overhead (it must be safe to run again)
     #[arg(long, value_name = "N")]
     pub overhead: Option<usize>,
+    /// Then measure the advice's changes on this machine: replay the program's reads with each
+    /// change against the reads as recorded, within BUDGET (default 30s), and put the gain with
+    /// its interval on the advice
+    #[arg(long, value_name = "BUDGET", num_args = 0..=1, default_missing_value = "30s", value_parser = super::args::duration)]
+    pub advise: Option<std::time::Duration>,
     /// Replace existing output files
     #[arg(long)]
     pub force: bool,
@@ -93,7 +98,7 @@ pub struct TraceArgs {
 
 impl TraceArgs {
     /// Runs it; exits with the program's exit code.
-    pub fn run(self, _ctx: &Ctx) -> Result<(), Error> {
+    pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         // Every output is proved writable before the program runs: a run is not to be repeated
         // for a typo in a path.
         for p in [&self.out, &self.profile, &self.fio_iolog, &self.svg]
@@ -175,7 +180,11 @@ impl TraceArgs {
         {
             super::talk(format!("iolab: note: {n}"));
         }
-        let p = trace::profile::profile(&t);
+        let name = self
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("(the trace)"));
+        let p = super::explain::explained(&t, &name, self.advise, ctx)?;
         let overhead = match self
             .overhead
             .filter(|_| !t.interrupted && !iolab::sys::interrupted())

@@ -29,6 +29,10 @@ pub struct CacheSpec<'a> {
     pub drop_all: bool,
     /// Each file, and how many of its bytes from offset 0 the state is about.
     pub files: Vec<(&'a Source, u64)>,
+    /// Files put in the state as well as can be, not verified: a replay's small incidental
+    /// files (the loader's cache, a locale file) that other processes keep mapped, so that
+    /// no eviction makes them cold. The state's note says which stayed.
+    pub incidental: Vec<(&'a Source, u64)>,
 }
 
 impl<'a> CacheSpec<'a> {
@@ -38,6 +42,7 @@ impl<'a> CacheSpec<'a> {
             mode,
             drop_all,
             files: vec![(src, len)],
+            incidental: Vec::new(),
         }
     }
 }
@@ -183,6 +188,14 @@ impl<E> CellRun<E> {
 /// Puts every file of `spec` into its state (evicting each, then dropping every cache once
 /// when asked) and verifies it; one state for all of them.
 pub(super) fn prepare(spec: &CacheSpec<'_>) -> Result<CacheState> {
+    // The incidental files first: the data files' state is the last word.
+    let mut stayed = Vec::new();
+    for (src, len) in &spec.incidental {
+        let s = cache::prepare(&src.file, *len, &src.path, spec.mode, false)?;
+        if !s.verified {
+            stayed.push(crate::shown::path(&src.path));
+        }
+    }
     let mut all: Option<CacheState> = None;
     let last = spec.files.len().saturating_sub(1);
     for (k, (src, len)) in spec.files.iter().enumerate() {
@@ -194,7 +207,24 @@ pub(super) fn prepare(spec: &CacheSpec<'_>) -> Result<CacheState> {
             Some(a) => a.and(s),
         });
     }
-    Ok(all.unwrap_or_else(|| CacheState::nothing(spec.mode)))
+    let mut state = all.unwrap_or_else(|| CacheState::nothing(spec.mode));
+    if let Some(first) = stayed.first() {
+        let note = format!(
+            "{} small file(s) the program also read stayed {} (other processes keep them mapped; the first: {first}); the data files are {}",
+            stayed.len(),
+            if spec.mode == CacheMode::Cold {
+                "cached"
+            } else {
+                "as they were"
+            },
+            spec.mode.name()
+        );
+        state.note = Some(match state.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+    Ok(state)
 }
 
 /// One run of a declared cell whose work is an engine's: the whole protocol of the module's

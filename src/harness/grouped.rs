@@ -74,6 +74,7 @@ impl Groups<'_> {
                 mode: CacheMode::Cold,
                 drop_all: false,
                 files: self.cold.iter().map(|s| (*s, s.size)).collect(),
+                incidental: Vec::new(),
             })?;
             let group = MemoryGroup::create(self.controller, self.memory)?;
             let limit = group.files().limit().unwrap_or(self.memory);

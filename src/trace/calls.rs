@@ -1,5 +1,7 @@
-//! Which system calls `iolab trace` stops a program at, and the seccomp filter that stops it at
-//! those alone (every other call runs at full speed).
+//! Which system calls `iolab trace` keeps one by one ([`Call`]), which it only times (every
+//! other call that can block: futex, poll, nanosleep, recv, unlink, wait4, ...), and which it
+//! leaves alone ([`UNTIMED`]: calls that never wait, whose time is the thread's CPU); and the
+//! seccomp filter that stops a program at the first two kinds only.
 
 use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
 use serde::{Deserialize, Serialize};
@@ -66,8 +68,6 @@ pub enum Call {
     /// An io_uring write request (write, writev, write_fixed) and its completion, as `UringRead`.
     UringWrite,
     Exec,
-    /// wait4 and waitid: timed (waiting for a child), never kept as a call.
-    Wait,
     /// newfstatat, statx (and stat, lstat, fstat): `fd` is the directory descriptor a
     /// relative path starts from, or the file itself; -1 for the working directory.
     Stat,
@@ -118,8 +118,6 @@ pub(crate) fn table() -> Vec<(i64, Call)> {
         (libc::SYS_io_uring_register, UringRegister),
         (libc::SYS_execve, Exec),
         (libc::SYS_execveat, Exec),
-        (libc::SYS_wait4, Wait),
-        (libc::SYS_waitid, Wait),
         (libc::SYS_newfstatat, Stat),
         (libc::SYS_statx, Stat),
         (libc::SYS_getdents64, Getdents),
@@ -158,18 +156,137 @@ impl Default for Calls {
     }
 }
 
-/// The seccomp program: stop (SECCOMP_RET_TRACE) at the traced calls, allow every other;
-/// without `metadata`, stat and getdents run without a stop.
+/// Calls that never wait (or only as a CPU would): not stopped at by the ptrace tracer, not
+/// timed by the kernel tracer; their time is in the thread's CPU time. Every call not listed
+/// here is timed, and its cause comes from its name ([`super::cause::of_call_name`]).
+pub const UNTIMED: &[i64] = &[
+    libc::SYS_brk,
+    libc::SYS_mprotect,
+    libc::SYS_pkey_mprotect,
+    libc::SYS_mincore,
+    libc::SYS_mlock,
+    libc::SYS_munlock,
+    libc::SYS_mlockall,
+    libc::SYS_munlockall,
+    libc::SYS_membarrier,
+    libc::SYS_getpid,
+    libc::SYS_gettid,
+    libc::SYS_getppid,
+    libc::SYS_getuid,
+    libc::SYS_geteuid,
+    libc::SYS_getgid,
+    libc::SYS_getegid,
+    libc::SYS_getgroups,
+    libc::SYS_getresuid,
+    libc::SYS_getresgid,
+    libc::SYS_getpgid,
+    libc::SYS_getsid,
+    libc::SYS_getcwd,
+    libc::SYS_uname,
+    libc::SYS_umask,
+    libc::SYS_set_tid_address,
+    libc::SYS_set_robust_list,
+    libc::SYS_get_robust_list,
+    libc::SYS_rseq,
+    libc::SYS_prlimit64,
+    libc::SYS_getrlimit,
+    libc::SYS_setrlimit,
+    libc::SYS_rt_sigaction,
+    libc::SYS_rt_sigprocmask,
+    libc::SYS_rt_sigreturn,
+    libc::SYS_sigaltstack,
+    libc::SYS_sched_getaffinity,
+    libc::SYS_sched_setaffinity,
+    libc::SYS_sched_yield,
+    libc::SYS_sched_getparam,
+    libc::SYS_sched_getscheduler,
+    libc::SYS_sched_get_priority_max,
+    libc::SYS_sched_get_priority_min,
+    libc::SYS_getpriority,
+    libc::SYS_setpriority,
+    libc::SYS_capget,
+    libc::SYS_prctl,
+    libc::SYS_clock_gettime,
+    libc::SYS_clock_getres,
+    libc::SYS_gettimeofday,
+    libc::SYS_times,
+    libc::SYS_getrusage,
+    libc::SYS_sysinfo,
+    libc::SYS_getrandom,
+    libc::SYS_personality,
+    libc::SYS_kill,
+    libc::SYS_tgkill,
+    libc::SYS_tkill,
+    libc::SYS_exit,
+    libc::SYS_exit_group,
+    libc::SYS_eventfd2,
+    libc::SYS_epoll_create1,
+    libc::SYS_epoll_ctl,
+    libc::SYS_pipe2,
+    libc::SYS_socket,
+    libc::SYS_socketpair,
+    libc::SYS_bind,
+    libc::SYS_listen,
+    libc::SYS_setsockopt,
+    libc::SYS_getsockopt,
+    libc::SYS_getsockname,
+    libc::SYS_getpeername,
+    libc::SYS_timerfd_create,
+    libc::SYS_timerfd_settime,
+    libc::SYS_timerfd_gettime,
+    libc::SYS_signalfd4,
+    libc::SYS_inotify_init1,
+    libc::SYS_memfd_create,
+    libc::SYS_setitimer,
+    libc::SYS_getitimer,
+    libc::SYS_timer_create,
+    libc::SYS_timer_settime,
+    libc::SYS_timer_gettime,
+    libc::SYS_timer_delete,
+    libc::SYS_set_mempolicy,
+    libc::SYS_get_mempolicy,
+    libc::SYS_getcpu,
+    libc::SYS_ioprio_get,
+    libc::SYS_ioprio_set,
+    libc::SYS_pidfd_open,
+    libc::SYS_pidfd_send_signal,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_arch_prctl,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_getpgrp,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_time,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_alarm,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_eventfd,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_epoll_create,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_pipe,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_signalfd,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_inotify_init,
+];
+
+/// The seccomp program: stop (SECCOMP_RET_TRACE) at every call but the [`UNTIMED`] ones;
+/// without `metadata`, stat and getdents run without a stop too.
 pub fn filter(metadata: bool) -> Result<BpfProgram, String> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| format!("no seccomp filter for {}", std::env::consts::ARCH))?;
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = table()
+    let quiet = table()
         .into_iter()
-        .filter(|(_, c)| metadata || !matches!(c, Call::Stat | Call::Getdents))
-        .map(|(nr, _)| (nr, Vec::new()))
+        .filter(|(_, c)| !metadata && matches!(c, Call::Stat | Call::Getdents))
+        .map(|(nr, _)| nr);
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = UNTIMED
+        .iter()
+        .copied()
+        .chain(quiet)
+        .map(|nr| (nr, Vec::new()))
         .collect();
-    let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(1), arch)
+    let f = SeccompFilter::new(rules, SeccompAction::Trace(1), SeccompAction::Allow, arch)
         .map_err(|e| e.to_string())?;
     BpfProgram::try_from(f).map_err(|e| e.to_string())
 }
@@ -281,7 +398,6 @@ impl Call {
             UringRead => "uring_read",
             UringWrite => "uring_write",
             Exec => "execve",
-            Wait => "wait",
             Stat => "stat",
             Getdents => "getdents",
         }
@@ -295,7 +411,11 @@ mod tests {
     #[test]
     fn every_call_is_in_the_filter_and_the_filter_builds() {
         let prog = filter(true).unwrap();
-        assert!(prog.len() > table().len());
+        assert!(prog.len() > UNTIMED.len());
+        // No call is both kept and untimed.
+        for (nr, c) in table() {
+            assert!(!UNTIMED.contains(&nr), "{c:?}");
+        }
         let calls = Calls::new();
         assert_eq!(calls.get(libc::SYS_pread64), Some(Call::Pread));
         assert_eq!(calls.get(libc::SYS_getpid), None);

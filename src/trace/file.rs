@@ -51,10 +51,18 @@ impl<O: DeserializeOwned> TraceOf<O> {
                 struct Head {
                     #[serde(default)]
                     schema: String,
+                    /// A profile has it (`iolab trace --format json`), a trace has not.
+                    #[serde(default)]
+                    wall_s: Option<f64>,
                 }
                 file.seek(std::io::SeekFrom::Start(0))
                     .map_err(|e| Error::io("cannot read the trace", path, &e))?;
                 match serde_json::from_reader::<_, Head>(BufReader::with_capacity(BUFFER, file)) {
+                    Ok(h) if h.schema.is_empty() && h.wall_s.is_some() => Err(Error::usage(
+                        "a profile, not a trace",
+                        "`iolab trace --format json` prints a profile; `--out FILE` keeps the trace itself",
+                    )
+                    .at(path)),
                     Ok(h) if h.schema != SCHEMA => Err(schema_error(path, &h.schema)),
                     Ok(_) => Err(Error::usage("not a trace file", e.to_string()).at(path)),
                     Err(j) => {

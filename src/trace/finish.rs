@@ -93,7 +93,18 @@ pub fn finish(
         faults_unavailable,
         kernel: st.kernel,
         notes: st.notes.into_iter().collect(),
-        procs: st.procs.into_values().collect(),
+        procs: Vec::new(),
+        root: st.root,
+        thread_times: {
+            let mut v = st.thread_times;
+            v.sort_by_key(|t| (t.born, t.tid));
+            v
+        },
+        spans: {
+            let mut v = st.spans;
+            v.sort_by_key(|s| s.t + s.dur);
+            v
+        },
         stop_cost: st.stop_cost,
         uring: (st.uring.seen.requests + st.uring.seen.unseen > 0).then_some(st.uring.seen),
         cache: st.cache,

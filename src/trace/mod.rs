@@ -5,14 +5,22 @@
 //! versioned JSON (`docs/trace.schema.md`); [`profile`] reduces it to what the user reads, and
 //! [`iolog`] writes fio's iolog version 3 so that fio can replay it too.
 
+pub mod advice;
 mod cachework;
 mod target;
+mod threads;
+mod timing;
 pub use target::{Target, attach};
+pub use threads::{
+    CALIBRATION_CALLS, CallTime, ProcTimes, SPAN_NS, Span, StopCost, ThreadTimes, calibrate,
+};
 pub mod calls;
+pub mod cause;
 pub mod ebpf;
 mod faults;
 mod file;
 mod finish;
+mod identify;
 pub mod iolog;
 mod mapcalls;
 mod model;
@@ -260,6 +268,20 @@ pub struct Op {
     /// keeps or not, events, signals).
     #[serde(default)]
     pub stops: u64,
+    /// Of `dur`, the time the thread ran on a CPU inside the call, ns (0 where not measured:
+    /// traces from before it was, a call of one stop, an io_uring request). The kernel's own
+    /// accounting: the thread's schedstat at the ptrace tracer's two stops, its time off the
+    /// CPU (context switches) for the kernel tracer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpu: u64,
+    /// Of `dur`, the time the thread was runnable and waited for a CPU inside the call (after
+    /// its wake-up, say), ns: what a busy machine added to it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runq: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// A page fault on a file mapping, from the perf sample's address and the mappings iolab saw.
@@ -273,32 +295,6 @@ pub struct Fault {
     pub file: u32,
     /// The file offset of the faulting page.
     pub off: u64,
-}
-
-/// Where one traced process's time went outside its traced calls, from the kernel's own
-/// accounting of its threads (`/proc/PID/task/TID/schedstat`, read as each thread exited).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ProcTimes {
-    /// Process id.
-    pub pid: u32,
-    /// Its name (`comm`) when its last thread exited.
-    pub name: String,
-    /// Threads whose times were read.
-    pub threads: u32,
-    /// Its threads' lifetimes added up, ns (from when the tracer saw each one to its exit).
-    pub alive_ns: u64,
-    /// Time its threads ran on a CPU, ns (user and system).
-    pub cpu_ns: u64,
-    /// Time its threads were runnable and waited for a CPU, ns.
-    pub runq_ns: u64,
-    /// Time the tracer held its threads at their stops, ns.
-    pub held_ns: u64,
-    /// Time its threads were blocked in wait4/waitid (waiting for a child), ns, the tracer's
-    /// share taken off.
-    pub children_ns: u64,
-    /// Its threads' stops for the tracer.
-    #[serde(default)]
-    pub stops: u64,
 }
 
 /// What iolab saw of the program's io_uring requests, read from its rings.
@@ -316,31 +312,6 @@ pub struct UringSeen {
     pub unseen: u64,
     /// Why, for the first of those.
     pub why: Option<String>,
-}
-
-/// What one traced call costs the program by being traced, measured at the start on calls
-/// whose own cost is about a microsecond (the launcher stats `/` [`CALIBRATION_CALLS`] times
-/// under the filter before it runs the program).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StopCost {
-    /// Calls measured.
-    pub calls: u32,
-    /// The median time from a call's entry stop to its exit stop, the tracer's held share off,
-    /// ns: the wall time a traced call gains.
-    pub wall_ns: u64,
-    /// CPU time the thread spent per stop (the kernel's side of stopping and resuming it), ns.
-    pub cpu_ns: u64,
-}
-
-/// How many calls the launcher makes for [`StopCost`].
-pub const CALIBRATION_CALLS: u32 = 200;
-
-/// The launcher's calibration: [`CALIBRATION_CALLS`] stats of `/`, under the filter, before the
-/// program is exec'd.
-pub fn calibrate() {
-    for _ in 0..CALIBRATION_CALLS {
-        let _ = std::fs::metadata("/");
-    }
 }
 
 /// Sums of `/proc/PID/task/TID/io` over every traced thread, read as each one exited: the
@@ -413,10 +384,20 @@ pub struct TraceOf<O> {
     pub kernel: KernelIo,
     /// What the trace cannot see or may have got wrong, one sentence each.
     pub notes: Vec<String>,
-    /// Per process, where its time went outside its traced calls (empty in traces from before
-    /// it was recorded).
-    #[serde(default)]
+    /// Per process, where its time went outside its traced calls (traces from before per-thread
+    /// times were recorded; empty in newer ones, which have `thread_times`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub procs: Vec<ProcTimes>,
+    /// The program's first process (the command's, or the first one attached to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<u32>,
+    /// Per thread, its life as the kernel accounted it and the calls not kept in `ops` (empty
+    /// in traces from before it was recorded).
+    #[serde(default)]
+    pub thread_times: Vec<ThreadTimes>,
+    /// Calls not kept in `ops` that lasted at least [`SPAN_NS`], in the order they ended.
+    #[serde(default)]
+    pub spans: Vec<Span>,
     /// What a traced call costs by being traced, measured at the start.
     #[serde(default)]
     pub stop_cost: Option<StopCost>,
@@ -523,7 +504,9 @@ pub(crate) mod fixture {
             "faults": faults, "faults_lost": 0, "faults_unavailable": null,
             "kernel": {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, "read_bytes": 0,
                        "write_bytes": 0, "threads": 1, "exec_rchar": 0},
-            "notes": [], "procs": []
+            "notes": [], "procs": [], "root": 7,
+            "thread_times": [{"pid": 7, "tid": 7, "name": "x", "born": 0, "end": 1_000_000,
+                "cpu_ns": 0, "runq_ns": 0}]
         }))
         .unwrap()
     }

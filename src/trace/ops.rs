@@ -4,11 +4,10 @@
 
 use super::calls::Call;
 use super::model::{Desc, Fds, Slot, Spaces};
-use super::{FileInfo, FileKind, KernelIo, Op, ProcTimes};
+use super::{CallTime, FileInfo, FileKind, KernelIo, Op, Span, ThreadTimes};
 use crate::sys::ptrace::{self, Regs};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::rc::Rc;
 
 /// A traced thread.
@@ -22,6 +21,8 @@ pub struct Task {
     pub mm: u32,
     /// The call it is in, between its entry and exit stops.
     pub pending: Option<Pending>,
+    /// A call the trace only times ([`super::CallTime`]), between its entry and exit stops.
+    pub other: Option<super::timing::Other>,
     /// It has stopped once (its first stop, ptrace's SIGSTOP, is swallowed).
     pub started: bool,
     /// Time the tracer has held it at its stops so far, ns.
@@ -30,6 +31,8 @@ pub struct Task {
     pub stops: u64,
     /// When the tracer first saw it, ns.
     pub born: u64,
+    /// Its life and calls are in the trace's threads already.
+    pub done: bool,
 }
 
 /// A call entered and not yet left.
@@ -47,6 +50,8 @@ pub struct Pending {
     to: Option<(u32, Option<u64>)>,
     held: u64,
     stops: u64,
+    /// The thread's CPU and run-queue time at the entry stop (its schedstat), ns.
+    pub(super) sched: Option<(u64, u64)>,
 }
 
 impl Pending {
@@ -66,7 +71,7 @@ pub struct State {
     pub files: Vec<FileInfo>,
     /// Files by device, inode and birth time: an inode number a deleted file freed and a new
     /// file took is a new file (its birth time differs).
-    by_id: HashMap<(u64, u64, Option<std::time::SystemTime>), u32>,
+    pub(super) by_id: HashMap<(u64, u64, Option<std::time::SystemTime>), u32>,
     /// Calls recorded.
     pub ops: Vec<Op>,
     /// File mappings over time.
@@ -89,11 +94,20 @@ pub struct State {
     pub launching: bool,
     /// The launcher's counts at the program's execve, taken off the kernel's sums.
     pub baseline: Option<KernelIo>,
-    /// Per process, its threads' times (read as each exited).
-    pub procs: std::collections::BTreeMap<u32, ProcTimes>,
-    /// The launcher's calibration stats: each one's own time, ns; its thread's CPU time at the
-    /// first one's entry.
-    pub calibration: (Vec<u64>, Option<u64>),
+    /// The program's first process.
+    pub root: Option<u32>,
+    /// Per thread, its life and the calls only timed (as each thread exited).
+    pub thread_times: Vec<ThreadTimes>,
+    /// Per live thread, the calls only timed so far, by number.
+    pub timed: HashMap<i32, std::collections::BTreeMap<i64, CallTime>>,
+    /// Timed calls that lasted [`super::SPAN_NS`] or more.
+    pub spans: Vec<Span>,
+    /// Each live thread's schedstat, open, and what it said last (a thread killed outright is
+    /// gone before its times can be read again).
+    pub(super) sched_files: HashMap<i32, (std::fs::File, (u64, u64))>,
+    /// The launcher's calibration stats: each one's own time, run-queue wait, and the thread's
+    /// CPU time at its entry, ns.
+    pub calibration: Vec<(u64, u64, u64)>,
     /// What a traced call costs, from the calibration.
     pub stop_cost: Option<super::StopCost>,
 }
@@ -117,8 +131,12 @@ impl State {
             notes: BTreeSet::new(),
             launching: true,
             baseline: None,
-            procs: Default::default(),
-            calibration: (Vec::new(), None),
+            root: None,
+            thread_times: Vec::new(),
+            timed: HashMap::new(),
+            spans: Vec::new(),
+            sched_files: HashMap::new(),
+            calibration: Vec::new(),
             stop_cost: None,
         }
     }
@@ -128,58 +146,6 @@ impl State {
         if !self.notes.contains(text) {
             self.notes.insert(text.to_string());
         }
-    }
-
-    /// The file behind descriptor `fd` of process `pid`, registered on first sight.
-    pub(super) fn identify(&mut self, pid: u32, fd: i32) -> Option<u32> {
-        let link = format!("/proc/{pid}/fd/{fd}");
-        let meta = std::fs::metadata(&link).ok()?;
-        let key = (meta.dev(), meta.ino(), meta.created().ok());
-        if let Some(&i) = self.by_id.get(&key) {
-            return Some(i);
-        }
-        let (path, path_hex) = std::fs::read_link(&link)
-            .map(|p| FileInfo::path_fields(&p))
-            .unwrap_or_else(|_| (link.clone(), None));
-        let ft = meta.file_type();
-        let kind = if ft.is_file() {
-            FileKind::File
-        } else if ft.is_dir() {
-            FileKind::Dir
-        } else if ft.is_fifo() {
-            FileKind::Pipe
-        } else if ft.is_socket() {
-            FileKind::Socket
-        } else if ft.is_char_device() || ft.is_block_device() {
-            FileKind::Device
-        } else {
-            FileKind::Other
-        };
-        let resident_before = if kind == FileKind::File {
-            resident_bytes(&link, meta.len())
-        } else {
-            None
-        };
-        self.files.push(FileInfo {
-            path,
-            path_hex,
-            kind,
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.len(),
-            size_after: None,
-            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-            mtime_after_ns: None,
-            resident_before,
-            resident_after: None,
-            xor: None,
-            code: false,
-            mapped_xor: None,
-            cache: None,
-        });
-        let i = (self.files.len() - 1) as u32;
-        self.by_id.insert(key, i);
-        Some(i)
     }
 
     /// The description behind `fd` in thread `tid`'s table; one is made from /proc for a
@@ -265,6 +231,7 @@ impl State {
             to: None,
             held: self.tasks.get(&tid).map_or(0, |t| t.held),
             stops: self.tasks.get(&tid).map_or(0, |t| t.stops),
+            sched: None,
         };
         let fd0 = a[0] as i32;
         let pos_of = |st: &mut State, fd: i32| st.desc(tid, fd).map(|d| d.borrow().pos);
@@ -331,9 +298,6 @@ impl State {
             UringSetup | UringRegister => {}
             Exec => p.arg = rchar_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid),
             Stat => {
-                if self.launching && self.calibration.1.is_none() {
-                    self.calibration.1 = cpu_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid);
-                }
                 p.fd = match regs.nr {
                     #[cfg(target_arch = "x86_64")]
                     libc::SYS_stat | libc::SYS_lstat => -1,
@@ -400,35 +364,21 @@ fn from_args(p: &mut Pending) {
     }
 }
 
-/// Thread `tid`'s time on a CPU so far, ns (/proc/PID/task/TID/schedstat).
-pub fn cpu_of(pid: u32, tid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
-    text.split_whitespace().next()?.parse().ok()
-}
-
 /// Thread `tid`'s rchar so far (/proc/PID/task/TID/io).
 pub fn rchar_of(pid: u32, tid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
     crate::measure::parse_io_field(&text, "rchar")
 }
 
-fn resident_bytes(link: &str, size: u64) -> Option<u64> {
-    let f = std::fs::File::open(link).ok()?;
-    let path = std::path::Path::new(link);
-    if !crate::cache::residency_visible(&f, path) {
-        return None;
-    }
-    let r = crate::cache::residency_of(&f, size, path).ok()?;
-    Some((r.resident_pages * r.page_size).min(size))
-}
-
 impl State {
-    /// Call `p` of `tid` returned `ret` at `t`: the model follows it, and its [`Op`] is kept.
-    pub fn exit(&mut self, tid: i32, p: Pending, ret: i64, t: u64) {
+    /// Call `p` of `tid` returned `ret` at `t`, the thread's schedstat then `sched`: the model
+    /// follows it, and its [`Op`] is kept.
+    pub fn exit(&mut self, tid: i32, p: Pending, ret: i64, t: u64, sched: Option<(u64, u64)>) {
         use Call::*;
         let Some(task) = self.tasks.get(&tid).cloned() else {
             return;
         };
+        let (cpu, runq) = super::timing::sched_delta(p.sched, sched);
         let mut op = Op {
             t: p.t,
             dur: t.saturating_sub(p.t),
@@ -446,23 +396,26 @@ impl State {
             held: p.held,
             held_exit: task.held,
             stops: p.stops,
+            cpu,
+            runq,
         };
         let keep = match p.call {
             Stat if self.launching => {
                 let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
-                self.calibration.0.push(own);
-                false
-            }
-            Wait => {
-                let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
-                self.procs.entry(task.pid).or_default().children_ns += own;
+                self.calibration
+                    .push((own, runq, p.sched.map_or(0, |s| s.0)));
                 false
             }
             Open | Close | CloseRange | Dup | Fcntl => {
                 self.descriptors(&task, tid, &p, ret, &mut op)
             }
             Mmap | Munmap | Mremap | Madvise | Msync => self.memory(&task, &p, ret, t, &mut op),
-            Exec => false,
+            Exec => {
+                // Timed as the calls that are not kept (its exit is seen only when it fails).
+                let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
+                self.timed(tid, libc::SYS_execve, op.t, own, (cpu, runq), ret < 0);
+                false
+            }
             _ => {
                 self.positions(&task, tid, &p, ret, &mut op);
                 true

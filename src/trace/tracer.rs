@@ -5,6 +5,7 @@
 use super::calls::Calls;
 use super::model::Fds;
 use super::ops::{Pending, State, Task, rchar_of};
+use super::timing::Other;
 use super::{Ended, KernelIo, Trace, TraceConfig};
 use crate::sys::ptrace::{self, Wait};
 use crate::{Error, Result};
@@ -124,6 +125,7 @@ pub fn run_for(
         None
     };
     let mut st = State::new(monotonic_ns());
+    st.root = Some(pid as u32);
     st.add_process(
         pid as u32,
         pid as u32,
@@ -138,6 +140,7 @@ pub fn run_for(
     ptrace::cont(pid, 0).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
     let (ended, was_interrupted) = wait_loop(&mut st, pid, interrupted, follow);
     let wall = started.elapsed();
+    st.close_running();
     let lingering = Lingering {
         started: st.tasks.iter().map(|(&tid, t)| (tid, t.started)).collect(),
     };
@@ -271,7 +274,7 @@ fn wait_loop(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) | Ok(None) => break,
             Ok(Some(Wait::Exited(tid, code))) => {
-                st.tasks.remove(&tid);
+                st.gone(tid);
                 if tid == pid {
                     ended.code = Some(code);
                     if !follow {
@@ -280,7 +283,7 @@ fn wait_loop(
                 }
             }
             Ok(Some(Wait::Killed(tid, sig))) => {
-                st.tasks.remove(&tid);
+                st.gone(tid);
                 if tid == pid {
                     ended.signal = Some(sig);
                     if !follow {
@@ -308,32 +311,66 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
     });
     let now = monotonic_ns().saturating_sub(st.t0);
     let resume_sig = if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-        if let Ok(regs) = ptrace::regs(tid)
-            && let Some(call) = calls.get(regs.nr)
-        {
-            let p: Pending = st.enter(tid, call, &regs, now);
-            if !call.needs_result(&regs.args) {
-                // Taken as done at its entry: one stop instead of two.
-                st.exit(tid, p, 0, now);
-            } else {
-                if let Some(t) = st.tasks.get_mut(&tid) {
-                    t.pending = Some(p);
+        if let Ok(regs) = ptrace::regs(tid) {
+            let sched = st.sched(tid);
+            match calls.get(regs.nr) {
+                Some(call) => {
+                    let mut p: Pending = st.enter(tid, call, &regs, now);
+                    p.sched = sched;
+                    if !call.needs_result(&regs.args) {
+                        // Taken as done at its entry: one stop instead of two.
+                        st.exit(tid, p, 0, now, sched);
+                    } else {
+                        if let Some(t) = st.tasks.get_mut(&tid) {
+                            t.pending = Some(p);
+                        }
+                        if ptrace::to_syscall_exit(tid).is_ok() {
+                            st.held(tid, now);
+                            return;
+                        }
+                    }
                 }
-                if ptrace::to_syscall_exit(tid).is_ok() {
-                    st.held(tid, now);
-                    return;
+                None => {
+                    // A call the trace only times: its exit stop too.
+                    if let Some(t) = st.tasks.get_mut(&tid) {
+                        t.other = Some(Other {
+                            nr: regs.nr,
+                            t: now,
+                            held: t.held,
+                            sched,
+                        });
+                    }
+                    if ptrace::to_syscall_exit(tid).is_ok() {
+                        st.held(tid, now);
+                        return;
+                    }
                 }
             }
         }
         0
     } else if sig == (libc::SIGTRAP | 0x80) {
-        let pending = st.tasks.get_mut(&tid).and_then(|t| t.pending.take());
-        if let (Some(p), Ok(regs)) = (pending, ptrace::regs(tid)) {
-            st.exit(tid, p, regs.ret, now);
+        let sched = st.sched(tid);
+        let (pending, other) = st
+            .tasks
+            .get_mut(&tid)
+            .map_or((None, None), |t| (t.pending.take(), t.other.take()));
+        if let Ok(regs) = ptrace::regs(tid) {
+            if let Some(p) = pending {
+                st.exit(tid, p, regs.ret, now, sched);
+            } else if let Some(o) = other {
+                st.other_exit(tid, o, regs.ret, now, sched);
+            }
         }
         0
     } else if sig == libc::SIGTRAP && event != 0 {
         on_event(st, tid, event, now);
+        // A timed call that made the event (fork, vfork, clone) goes on to its exit stop.
+        if st.tasks.get(&tid).is_some_and(|t| t.other.is_some())
+            && ptrace::to_syscall_exit(tid).is_ok()
+        {
+            st.held(tid, now);
+            return;
+        }
         0
     } else if sig == libc::SIGSTOP && fresh {
         0
@@ -365,7 +402,7 @@ fn on_event(st: &mut State, tid: i32, event: i32, now: u64) {
                 .and_then(|t| t.pending.as_ref())
                 .and_then(|p| p.exec_rchar());
             if st.launching {
-                st.calibrated(tid);
+                st.calibrated();
                 // The launcher's own counts (iolab starting up) are not the program's.
                 st.launching = false;
                 st.baseline = io_of(tid as u32, tid).map(|io| KernelIo {
@@ -407,10 +444,12 @@ impl State {
                 tid,
                 Task {
                     pending: None,
+                    other: None,
                     started: false,
                     held: 0,
                     stops: 0,
                     born: monotonic_ns().saturating_sub(self.t0),
+                    done: false,
                     ..s
                 },
             );
@@ -448,10 +487,12 @@ impl State {
                 fds,
                 mm,
                 pending: None,
+                other: None,
                 started: false,
                 held: 0,
                 stops: 0,
                 born: now,
+                done: false,
             },
         );
     }
@@ -466,6 +507,12 @@ impl State {
         if former != tid
             && let Some(t) = self.tasks.remove(&former)
         {
+            // The exec'ing thread took the leader's id; the leader is gone.
+            self.forget_sched(former);
+            self.forget_sched(tid);
+            if let Some(calls) = self.timed.remove(&former) {
+                self.timed.insert(tid, calls);
+            }
             self.tasks.insert(tid, t);
         }
         let Some(t) = self.tasks.get(&tid).cloned() else {
@@ -482,74 +529,14 @@ impl State {
                 fds: Rc::new(RefCell::new(fds)),
                 mm,
                 pending: None,
+                other: None,
                 started: true,
                 held: t.held,
                 stops: t.stops,
                 born: t.born,
+                done: false,
             },
         );
-    }
-
-    /// The launcher thread `tid` exec'd the program: its calibration calls are done.
-    fn calibrated(&mut self, tid: i32) {
-        let (mut walls, cpu0) = std::mem::take(&mut self.calibration);
-        let n = walls.len();
-        if n < 2 {
-            return;
-        }
-        walls.sort_unstable();
-        let cpu = cpu0
-            .zip(super::ops::cpu_of(tid as u32, tid))
-            .map_or(0, |(a, b)| b.saturating_sub(a) / (2 * n as u64));
-        self.stop_cost = Some(super::StopCost {
-            calls: n as u32,
-            wall_ns: walls[n / 2],
-            cpu_ns: cpu,
-        });
-    }
-
-    /// Thread `tid` is about to exit: its I/O counters and its times, final now, join the sums.
-    fn exiting(&mut self, tid: i32) {
-        let Some(t) = self.tasks.get(&tid) else {
-            return;
-        };
-        let now = monotonic_ns().saturating_sub(self.t0);
-        let (pid, last) = (
-            t.pid,
-            self.tasks.values().filter(|x| x.pid == t.pid).count() == 1,
-        );
-        // Completions the program reaped without a call since its last io_uring_enter.
-        self.uring_leave(pid, tid, now, last);
-        let Some(t) = self.tasks.get(&tid) else {
-            return;
-        };
-        let p = self.procs.entry(t.pid).or_default();
-        p.pid = t.pid;
-        if let Ok(name) = std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", t.pid)) {
-            p.name = name.trim_end().to_string();
-        }
-        // schedstat: ns on a CPU, ns waiting on a run queue, time slices.
-        if let Ok(text) = std::fs::read_to_string(format!("/proc/{}/task/{tid}/schedstat", t.pid)) {
-            let mut f = text
-                .split_whitespace()
-                .map(|x| x.parse::<u64>().unwrap_or(0));
-            p.cpu_ns += f.next().unwrap_or(0);
-            p.runq_ns += f.next().unwrap_or(0);
-            p.threads += 1;
-            p.alive_ns += now.saturating_sub(t.born);
-            p.held_ns += t.held;
-            p.stops += t.stops;
-        }
-        if let Some(io) = io_of(t.pid, tid) {
-            let k = &mut self.kernel;
-            k.rchar += io.rchar;
-            k.wchar += io.wchar;
-            k.syscr += io.syscr;
-            k.syscw += io.syscw;
-            k.read_bytes += io.read_bytes;
-            k.write_bytes += io.write_bytes;
-            k.threads += 1;
-        }
     }
 }
 

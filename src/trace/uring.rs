@@ -347,6 +347,8 @@ impl State {
             held: 0,
             held_exit: 0,
             stops: 0,
+            cpu: 0,
+            runq: 0,
         });
         if r.call == Call::UringRead {
             self.uring.seen.reads += 1;

@@ -198,3 +198,49 @@ pub fn check_csv(label: &str, out: &[u8]) {
         String::from_utf8_lossy(out)
     );
 }
+
+/// The verdict's claim holds on its own figures: a cause it names made at least 1.5x the wall
+/// time of each other (the tracer's share apart), its seconds never exceed the wall time, and
+/// every thread named for a cause spent at least that long in it.
+pub fn verdict_holds(time: &serde_json::Value) {
+    let v = &time["verdict"];
+    let wall = &time["wall"];
+    let causes = wall["causes"].as_array().unwrap();
+    let ns = |c: &serde_json::Value| c["ns"].as_u64().unwrap();
+    assert!(
+        v["ns"].as_u64().unwrap() <= v["wall_ns"].as_u64().unwrap(),
+        "{time}"
+    );
+    let sum: u64 = causes.iter().map(ns).sum();
+    assert!(
+        sum <= wall["wall_ns"].as_u64().unwrap() + 1000,
+        "the causes add up to more than the wall time: {time}"
+    );
+    if v["decided"] == "bound" {
+        let named = v["cause"].as_str().unwrap();
+        let lead = causes.iter().find(|c| c["cause"] == named).unwrap();
+        for c in causes
+            .iter()
+            .filter(|c| c["cause"] != named && c["cause"] != "tracer")
+        {
+            assert!(ns(lead) as f64 >= 1.5 * ns(c) as f64, "{named}: {time}");
+        }
+    }
+    let threads = time["threads"].as_array().unwrap();
+    for c in causes {
+        for s in c["threads"].as_array().unwrap() {
+            let m = threads.iter().find(|m| m["tid"] == s["tid"]).unwrap();
+            let own = m["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["cause"] == c["cause"])
+                .map_or(0, ns);
+            assert!(s["ns"].as_u64().unwrap() <= own + 1000, "{s} {m}");
+            assert!(
+                s["ns"].as_u64().unwrap() <= m["alive_ns"].as_u64().unwrap(),
+                "{s}"
+            );
+        }
+    }
+}

@@ -30,12 +30,69 @@ pub(super) struct ReplayCells<'a> {
     pub(super) drop_all: bool,
     pub(super) depth: u32,
     pub(super) keep_gaps: bool,
-    /// The budget's end, and each cell's even share of the budget: a cell's first run still
-    /// going after its share (or any run at the end) is cut short, and the method left out,
-    /// said: one slow method (mmap-random, cold) does not take the others' time.
-    pub(super) deadline: Option<(std::time::Instant, std::time::Duration)>,
+    /// The budget's end, and what a cell's first run may take: a cell's first run still going
+    /// after its share (or any run at the end) is cut short, and the method left out, said:
+    /// one slow method (uring-direct of 4 KiB reads, mmap-random cold) does not take the
+    /// others' rounds. The recorded accesses' share is an even share of the budget; every
+    /// other method's, a share of the rounds a first verdict needs ([`Share`]).
+    pub(super) deadline: Option<(std::time::Instant, Share)>,
     /// Cells that have run once.
     pub(super) ran: Vec<bool>,
+    /// Per source, whether it is incidental: under [`INCIDENTAL`] of the replayed bytes (the
+    /// loader's cache, a locale file), put in the cell's state as well as can be, not verified.
+    pub(super) incidental: Vec<bool>,
+}
+
+/// What a cell's first run may take: the recorded accesses (every comparison needs them) an
+/// even share of the budget; every other method what is left of the time one round may take
+/// for the rounds of a first verdict to fit, once the methods that ran before it took theirs.
+/// So the methods that come first (the advised ones) keep their rounds, and one slow method
+/// does not take the others'.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Share {
+    /// The recorded accesses' share.
+    pub(super) recorded: std::time::Duration,
+    /// The time one round may take.
+    pub(super) round: std::time::Duration,
+    /// The rounds of a first verdict (its warm-up included).
+    pub(super) rounds: usize,
+    /// The first runs' time so far.
+    pub(super) spent: std::time::Duration,
+}
+
+impl Share {
+    /// The shares of `budget` among `cells`.
+    pub(super) fn of(budget: std::time::Duration, cells: usize) -> Share {
+        let rounds = crate::measure::decide::LOOKS[0] + 1;
+        Share {
+            recorded: budget / cells.max(1) as u32,
+            round: budget / rounds as u32,
+            rounds,
+            spent: std::time::Duration::ZERO,
+        }
+    }
+
+    /// What a first run may take now.
+    fn now(&self, recorded: bool) -> std::time::Duration {
+        if recorded {
+            self.recorded
+        } else {
+            self.round.saturating_sub(self.spent)
+        }
+    }
+}
+
+/// The share of the replayed bytes under which a file is incidental to a cell's cache state.
+pub(super) const INCIDENTAL: f64 = 0.01;
+
+/// Which of `plan`'s files are incidental ([`INCIDENTAL`]).
+pub(super) fn incidental(plan: &ReplayPlan) -> Vec<bool> {
+    let bytes = plan.bytes_per_file();
+    let total = bytes.iter().sum::<u64>().max(1) as f64;
+    bytes
+        .iter()
+        .map(|&b| (b as f64) < INCIDENTAL * total)
+        .collect()
 }
 /// The blocks of `s` as method `m` reads them, and the gap before each.
 fn blocks_for(m: ReplayMethod, s: &Segment, size: u64) -> (Arc<[Block]>, Arc<[u64]>) {
@@ -140,11 +197,17 @@ impl Cells for ReplayCells<'_> {
     /// they agree among themselves.
     fn cell(&self, i: usize) -> Cell<'_> {
         let ReplayCell { method, cache } = self.cells[i];
+        let (small, data): (Vec<_>, Vec<_>) = self
+            .sources
+            .iter()
+            .zip(&self.incidental)
+            .partition(|(_, small)| **small);
         Cell {
             cache: Some(CacheSpec {
                 mode: cache,
                 drop_all: self.drop_all,
-                files: self.sources.iter().map(|(s, _)| (s, s.size)).collect(),
+                files: data.into_iter().map(|((s, _), _)| (s, s.size)).collect(),
+                incidental: small.into_iter().map(|((s, _), _)| (s, s.size)).collect(),
             }),
             work: CellWork::Own,
             xor: Some(XorCheck::group(method.direct() as u64)),
@@ -154,9 +217,15 @@ impl Cells for ReplayCells<'_> {
     fn own(&mut self, i: usize) -> Result<Timed<()>> {
         let method = self.cells[i].method;
         let first = !std::mem::replace(&mut self.ran[i], true);
-        let deadline = self.deadline.map(|(end, share)| {
-            let now = std::time::Instant::now();
-            if first { end.min(now + share) } else { end }
+        let recorded = matches!(method, ReplayMethod::Recorded(_));
+        let share = self.deadline.map(|(_, s)| s.now(recorded));
+        let began = std::time::Instant::now();
+        let deadline = self.deadline.map(|(end, s)| {
+            if first {
+                end.min(began + s.now(recorded))
+            } else {
+                end
+            }
         });
         let opts = EngineOptions::with_depth(self.depth);
         let sources: Vec<&Source> = self.sources.iter().map(|(s, _)| s).collect();
@@ -183,10 +252,49 @@ impl Cells for ReplayCells<'_> {
                     .collect()
             })
         });
+        // A method that stays takes its place in every round; one cut short leaves them.
+        let cut = done.iter().any(|d| d.is_err());
+        if first
+            && !cut
+            && let Some((_, s)) = self.deadline.as_mut()
+        {
+            s.spent += began.elapsed();
+        }
         let mut moved = Moved::default();
         let mut xors = vec![0u32; sources.len()];
         for d in done {
-            let (m, x) = d?;
+            let (m, x) = d.map_err(|e| match (e.kind, share, self.deadline) {
+                (crate::ErrorKind::Unsuited, Some(share), Some((_, s)))
+                    if first && share.is_zero() =>
+                {
+                    Error::new(
+                        crate::ErrorKind::Unsuited,
+                        "cut short",
+                        format!(
+                            "not measured: the methods before it fill the time a round may take ({:.2} s, for the {} rounds a first verdict needs; a larger --budget measures it)",
+                            s.round.as_secs_f64(),
+                            s.rounds
+                        ),
+                    )
+                }
+                (crate::ErrorKind::Unsuited, Some(share), Some((_, s))) if first => Error::new(
+                    crate::ErrorKind::Unsuited,
+                    "cut short",
+                    format!(
+                        "not measured: one run takes more than its share of the budget, {:.2} s ({}; a larger --budget measures it)",
+                        share.as_secs_f64(),
+                        if recorded {
+                            "an even share among the methods".to_string()
+                        } else {
+                            format!(
+                                "what is left of a round once the methods before it ran, for the {} rounds a first verdict needs",
+                                s.rounds
+                            )
+                        }
+                    ),
+                ),
+                _ => e,
+            })?;
             moved.add(m);
             for (a, b) in xors.iter_mut().zip(x) {
                 *a ^= b;

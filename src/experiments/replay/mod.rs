@@ -5,7 +5,9 @@
 //! trace's per file (checked at every run), so a file that changed since the trace is caught.
 //! Direct methods read the reads aligned out to 4 KiB; the extra bytes are counted.
 
+pub mod advised;
 mod cells;
+mod phases;
 mod plan;
 #[cfg(test)]
 mod reference;
@@ -17,12 +19,12 @@ pub use report::{replay_document, replay_table};
 use crate::cache::CacheMode;
 use crate::engine::{self, ReadMethod};
 use crate::error::{Error, Result};
-use crate::harness::{self, CellRun, Comparison, Observer, Rounds, RoundsTaken};
+use crate::harness::{CellRun, Observer, Rounds, RoundsTaken};
 use crate::measure::finding::Finding;
 use crate::measure::stats::{Summary, summarize};
 use crate::trace::Trace;
 use crate::workload::Block;
-use cells::{ReplayCell, ReplayCells, open_sources};
+use cells::{ReplayCell, open_sources};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,6 +47,11 @@ pub struct ReplayConfig {
     /// Wait before each access the program's time since its previous one (its computing).
     #[serde(default)]
     pub keep_gaps: bool,
+    /// Methods measured first, each in a cache state, against the accesses as recorded (the
+    /// advice's changes); the other methods and cache states get what is left of the budget.
+    /// Empty: what the trace's shape suggests comes first.
+    #[serde(default)]
+    pub first: Vec<(ReplayMethod, CacheMode)>,
 }
 
 /// A way to replay the reads.
@@ -148,6 +155,27 @@ pub struct ReplayResult {
     /// in a run, seconds (threads wait at once).
     #[serde(default)]
     pub kept_gaps_s: Option<f64>,
+    /// The time the traced program's threads spent in the read calls replayed, seconds (the
+    /// tracer's share off): what any method could save at most.
+    #[serde(default)]
+    pub traced_read_s: f64,
+    /// The traced program's wall time, seconds.
+    #[serde(default)]
+    pub traced_wall_s: f64,
+    /// Each method against the accesses as recorded in its cache state, the first part's first.
+    #[serde(default)]
+    pub gains: Vec<MethodGain>,
+}
+
+/// One method against the accesses as recorded, in one cache state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MethodGain {
+    /// The method, as the table names it.
+    pub method: String,
+    /// The cache state.
+    pub cache: CacheMode,
+    /// Its verdict against the accesses as recorded (None: a side has no run).
+    pub verdict: Option<crate::measure::decide::Verdict>,
 }
 
 /// Reads merged where one continues the previous, up to `max` bytes; a merged read's gap is
@@ -251,97 +279,24 @@ pub fn run_replay(cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult
         .at(&cfg.trace));
     }
     let plan = b.finish().with_uring(t.uring.as_ref());
-    replay_plan(plan, &t.command, &t.files, cfg, obs, started)
+    let traced = phases::Traced {
+        command: &t.command,
+        files: &t.files,
+        wall_ns: t.wall_ns,
+    };
+    phases::replay_plan(plan, traced, cfg, obs, started)
 }
 
 /// Replays trace `t` (`cfg.trace` names it in messages).
 pub fn replay_trace(t: &Trace, cfg: &ReplayConfig, obs: &dyn Observer) -> Result<ReplayResult> {
     let started = std::time::Instant::now();
     let plan = plan::plan(t, cfg.keep_gaps).map_err(|e| e.at(&cfg.trace))?;
-    replay_plan(plan, &t.command, &t.files, cfg, obs, started)
-}
-
-/// Replays `plan`, of a trace of `command` that used `files`, within what is left at `started`
-/// of the budget, a cap: reading and planning the trace count, and no run starts that would
-/// end past it.
-fn replay_plan(
-    mut plan: plan::ReplayPlan,
-    command: &[String],
-    files: &[crate::trace::FileInfo],
-    cfg: &ReplayConfig,
-    obs: &dyn Observer,
-    started: std::time::Instant,
-) -> Result<ReplayResult> {
-    plan::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
-    check_unchanged(files, &mut plan)?;
-    let methods = methods_for(&cfg.methods, &plan);
-    let asked: u64 = plan.blocks().map(|b| b.len).sum();
-    let per_cache = methods.len();
-    let mut cells = Vec::new();
-    for &cache in &cfg.caches {
-        cells.extend(methods.iter().map(|&method| ReplayCell { method, cache }));
-    }
-    let comparisons: Vec<Comparison> = (0..cfg.caches.len())
-        .flat_map(|c| {
-            (1..per_cache).map(move |k| Comparison {
-                a: c * per_cache + k,
-                b: c * per_cache,
-            })
-        })
-        .collect();
-    let sources = open_sources(&plan)?;
-    within_files(&plan, &sources)?;
-    let n_cells = cells.len();
-    let mut rc = ReplayCells {
-        plan: &plan,
-        sources,
-        cells,
-        asked,
-        drop_all: cfg.drop_all,
-        depth: depth_of(&plan),
-        keep_gaps: cfg.keep_gaps,
-        deadline: cfg
-            .rounds
-            .budget
-            .map(|b| (started + b, b / n_cells.max(1) as u32)),
-        ran: vec![false; n_cells],
+    let traced = phases::Traced {
+        command: &t.command,
+        files: &t.files,
+        wall_ns: t.wall_ns,
     };
-    let rounds = harness::Rounds {
-        budget: cfg
-            .rounds
-            .budget
-            .map(|b| b.saturating_sub(started.elapsed())),
-        ..cfg.rounds
-    };
-    let out = harness::run("replay", &mut rc, &rounds, &comparisons, obs)?;
-    let rounds = RoundsTaken::of(&out);
-    let mut notes = plan.notes.clone();
-    if cfg.keep_gaps {
-        notes.push(gaps_note(&plan));
-    }
-    notes.extend(out.warnings.iter().cloned());
-    notes.push(report::verified(&plan, &rc.cells, &out.cells));
-    let rows: Vec<ReplayRow> = rc
-        .cells
-        .iter()
-        .zip(&out.cells)
-        .map(|(cell, runs)| row(cell, &runs.runs, runs.skipped.as_ref(), asked))
-        .collect();
-    let findings = report::findings(&rows, &cfg.caches, per_cache, &out.verdicts, &comparisons);
-    let (sequential, typical_read) = shape(&plan);
-    Ok(ReplayResult {
-        command: command.to_vec(),
-        files: plan.files.len(),
-        reads: plan.blocks().count() as u64,
-        bytes: asked,
-        sequential,
-        typical_read,
-        rows,
-        findings,
-        rounds,
-        notes,
-        kept_gaps_s: cfg.keep_gaps.then(|| plan.gaps_ns as f64 / 1e9),
-    })
+    phases::replay_plan(plan, traced, cfg, obs, started)
 }
 
 /// What `--keep-gaps` keeps: the program's time between accesses, and what was taken out.

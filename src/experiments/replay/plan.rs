@@ -60,6 +60,9 @@ pub(super) struct ReplayPlan {
     pub(super) gaps_ns: u64,
     pub(super) gaps_unknown: usize,
     pub(super) stop_ns: u64,
+    /// The time the program's threads spent in the read calls replayed (the tracer's share
+    /// off), ns: what the replay's methods could save at most.
+    pub(super) read_ns: u64,
 }
 
 impl ReplayPlan {
@@ -389,6 +392,11 @@ impl<'t> Builder<'t> {
                 self.plan.direct_bytes += block.len;
             }
             self.read.insert(f);
+            if op.call != Call::UringRead {
+                let held = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
+                let cost = if op.stops > 0 { self.plan.stop_ns } else { 0 };
+                self.plan.read_ns += held.saturating_sub(cost);
+            }
             th.access(PlannedAccess {
                 t: op.t,
                 end: Some(op.t.saturating_add(op.dur)),

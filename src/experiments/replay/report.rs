@@ -3,7 +3,6 @@
 
 use super::{ReplayResult, ReplayRow};
 use crate::cache::CacheMode;
-use crate::harness::Comparison;
 use crate::measure::decide::{Decided, Verdict};
 use crate::measure::finding::{Better, Finding, Pairing, Side, compare};
 use crate::report::{Column, Document, Table, Value};
@@ -21,34 +20,31 @@ pub const OTHER: &str = "another method";
 pub(super) fn findings(
     rows: &[ReplayRow],
     caches: &[CacheMode],
-    per_cache: usize,
-    verdicts: &[Option<Verdict>],
-    comparisons: &[Comparison],
+    pairs: &[(usize, usize, Option<Verdict>)],
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (c, cache) in caches.iter().enumerate() {
-        let base = c * per_cache;
-        let mine: Vec<(usize, Verdict)> = comparisons
+    for cache in caches {
+        // Each pair of this cache state: a method (its row) against the recorded accesses.
+        let mine: Vec<(usize, usize, Verdict)> = pairs
             .iter()
-            .zip(verdicts)
-            .enumerate()
-            .filter(|(_, (cmp, _))| cmp.b == base)
-            .filter_map(|(k, (_, v))| v.map(|v| (k, v)))
+            .filter(|(_, b, _)| rows[*b].cache == *cache)
+            .filter_map(|&(a, b, v)| v.map(|v| (a, b, v)))
             .collect();
         let won = |v: &Verdict| v.decided == Decided::Winner && v.a_larger == Some(true);
         // The first decided winner in the methods' order, not the largest ratio: methods of
         // one family (the mapping hints) often beat the recorded reads by overlapping margins,
         // and which of them is largest changes from run to run; the others are named after it.
-        let winners: Vec<&(usize, Verdict)> = mine.iter().filter(|(_, v)| won(v)).collect();
+        let winners: Vec<&(usize, usize, Verdict)> =
+            mine.iter().filter(|(_, _, v)| won(v)).collect();
         let best = winners
             .first()
             .copied()
-            .or_else(|| mine.iter().max_by(|a, b| a.1.ratio.total_cmp(&b.1.ratio)));
-        let Some(&(k, v)) = best else {
+            .or_else(|| mine.iter().max_by(|a, b| a.2.ratio.total_cmp(&b.2.ratio)));
+        let Some(&(ka, kb, v)) = best else {
             continue;
         };
-        let a = &rows[comparisons[k].a];
-        let b = &rows[base];
+        let a = &rows[ka];
+        let b = &rows[kb];
         let side = |r: &ReplayRow| Side {
             name: r.method.clone(),
             s: r.mib_s.clone(),
@@ -68,8 +64,8 @@ pub(super) fn findings(
             let also: Vec<String> = winners
                 .iter()
                 .skip(1)
-                .map(|(k, v)| {
-                    let m = &rows[comparisons[*k].a].method;
+                .map(|(k, _, v)| {
+                    let m = &rows[*k].method;
                     format!("{m} {:.2}x ({:.2}-{:.2})", v.ratio, v.ci[0], v.ci[1])
                 })
                 .collect();
@@ -324,13 +320,18 @@ mod tests {
             row("mmap-willneed", &[170.0; 8]),
             row("direct", &[50.0; 8]),
         ];
-        let cmps: Vec<Comparison> = (1..4).map(|a| Comparison { a, b: 0 }).collect();
+        let pairs = |vs: [Option<Verdict>; 3]| -> Vec<(usize, usize, Option<Verdict>)> {
+            vs.into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, 0, v))
+                .collect()
+        };
         let vs = [
             verdict(1.5, Decided::Winner),
             verdict(1.7, Decided::Winner),
             verdict(0.5, Decided::Winner),
         ];
-        let f = findings(&rows, &[CacheMode::Warm], 4, &vs, &cmps);
+        let f = findings(&rows, &[CacheMode::Warm], &pairs(vs));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].winner.as_deref(), Some(OTHER), "{}", f[0].text);
         assert!(f[0].text.contains(": mmap 1.50x faster"), "{}", f[0].text);
@@ -340,7 +341,7 @@ mod tests {
             verdict(1.7, Decided::Winner),
             verdict(0.5, Decided::Winner),
         ];
-        let g = findings(&rows, &[CacheMode::Warm], 4, &vs2, &cmps);
+        let g = findings(&rows, &[CacheMode::Warm], &pairs(vs2));
         assert_eq!(g[0].winner.as_deref(), Some(OTHER), "{}", g[0].text);
         // Another family decided alone (a merged pread, as in a quick suite of 2026-11-28):
         // the same winner, so two runs cannot name two.
@@ -351,18 +352,14 @@ mod tests {
         let h = findings(
             &rows3,
             &[CacheMode::Warm],
-            2,
-            &[verdict(1.2, Decided::Winner)],
-            &[Comparison { a: 1, b: 0 }],
+            &[(1, 0, verdict(1.2, Decided::Winner))],
         );
         assert_eq!(h[0].winner.as_deref(), Some(OTHER), "{}", h[0].text);
         // The recorded reads faster than all: they are named.
         let k = findings(
             &rows3,
             &[CacheMode::Warm],
-            2,
-            &[verdict(0.7, Decided::Winner)],
-            &[Comparison { a: 1, b: 0 }],
+            &[(1, 0, verdict(0.7, Decided::Winner))],
         );
         assert_eq!(
             k[0].winner.as_deref(),
@@ -384,7 +381,7 @@ mod tests {
             verdict(1.2, Decided::Undecided),
             verdict(0.5, Decided::Winner),
         ];
-        let f = findings(&rows, &[CacheMode::Warm], 4, &vs, &cmps);
+        let f = findings(&rows, &[CacheMode::Warm], &pairs(vs));
         assert_eq!(f[0].winner, None, "{}", f[0].text);
     }
 }

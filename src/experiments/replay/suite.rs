@@ -80,6 +80,7 @@ impl Entry for YourProgramEntry {
             rounds: ctx.rounds(BudgetClass::Brief),
             drop_all: false,
             keep_gaps: false,
+            first: Vec::new(),
         };
         let replay = replay_trace(&t, &rcfg, obs)?;
         Ok(YourProgram {

@@ -29,8 +29,12 @@ pub struct Convert {
     by_id: HashMap<(u64, u64), u32>,
     /// Each process's address space (in `st.spaces`).
     mm: HashMap<u32, u32>,
-    /// When each thread was first seen, ns from the start.
+    /// When each thread was first seen, ns from the start, and its process.
     born: HashMap<u32, u64>,
+    /// Each thread's process.
+    pid_of: HashMap<u32, u32>,
+    /// A thread running at the attach: its CPU and run-queue times then.
+    sched_before: HashMap<u32, (u64, u64)>,
     /// Processes whose last thread has not exited.
     pub live: BTreeSet<u32>,
     /// Threads seen.
@@ -65,6 +69,7 @@ impl Convert {
     /// (CLOCK_MONOTONIC ns).
     pub fn new(root: u32, t0: u64) -> Self {
         let mut st = State::new(t0);
+        st.root = Some(root);
         let mut mm = HashMap::new();
         mm.insert(root, st.spaces.fresh(root, 0));
         st.processes = 1;
@@ -78,6 +83,8 @@ impl Convert {
             by_id: HashMap::new(),
             mm,
             born,
+            pid_of: [(root, root)].into(),
+            sched_before: HashMap::new(),
             live: [root].into(),
             tids: [root].into(),
             faults: Vec::new(),
@@ -107,6 +114,7 @@ impl Convert {
             Ok(Record::Exit(e)) => self.exit(&e),
             Ok(Record::Fault(f)) => self.fault(&f),
             Ok(Record::Uring(u)) => self.uring(&u),
+            Ok(Record::Span(e)) => self.span(&e),
             Err(why) => {
                 self.unreadable += 1;
                 self.unreadable_why.get_or_insert(why);
@@ -120,6 +128,7 @@ impl Convert {
             self.st.threads += 1;
         }
         self.born.insert(e.other_tid, t);
+        self.pid_of.insert(e.other_tid, e.other_pid);
         if e.other_pid != e.pid && self.live.insert(e.other_pid) {
             self.st.processes += 1;
             let parent = self.mm.get(&e.pid).copied();
@@ -157,14 +166,19 @@ impl Convert {
         let t = self.rel(e.t);
         let io = self.since_attach(e.tid, e.io);
         self.add_io(&io);
-        let born = self.born.get(&e.tid).copied().unwrap_or(0);
-        let p = self.st.procs.entry(e.pid).or_default();
-        p.pid = e.pid;
-        p.name = e.comm.clone();
-        p.threads += 1;
-        p.alive_ns += t.saturating_sub(born);
-        p.cpu_ns += e.cpu_ns;
-        p.runq_ns += e.runq_ns;
+        let born = self.born.remove(&e.tid).unwrap_or(0);
+        let (cpu0, runq0) = self.sched_before.remove(&e.tid).unwrap_or((0, 0));
+        self.st.thread_times.push(crate::trace::ThreadTimes {
+            pid: e.pid,
+            tid: e.tid,
+            name: e.comm.clone(),
+            born,
+            end: t,
+            running: false,
+            cpu_ns: e.cpu_ns.saturating_sub(cpu0),
+            runq_ns: e.runq_ns.saturating_sub(runq0),
+            ..Default::default()
+        });
         if e.group_dead {
             self.live.remove(&e.pid);
             if e.pid == self.root {
@@ -282,7 +296,10 @@ impl Convert {
             held: 0,
             held_exit: 0,
             stops: 0,
+            cpu: c.t1.saturating_sub(c.entry.t).saturating_sub(c.off),
+            runq: c.runq,
         };
+        self.pid_of.insert(c.tid, c.pid);
         let f = c.entry.f;
         // The kernel's positions are those after the call.
         let pos = f.map(|f| f.pos);
@@ -379,10 +396,6 @@ impl Convert {
                 }
                 true
             }
-            Wait => {
-                self.st.procs.entry(c.pid).or_default().children_ns += op.dur;
-                false
-            }
             UringEnter => {
                 self.uring_enters += 1;
                 true
@@ -392,6 +405,10 @@ impl Convert {
                 if c.ret == 0 {
                     self.st.kernel.exec_rchar += c.rchar.saturating_sub(c.entry.extra);
                 }
+                let sched = (op.cpu, op.runq);
+                let nr = c.entry.nr as i64;
+                self.st
+                    .timed(c.tid as i32, nr, op.t, op.dur, sched, c.ret < 0);
                 false
             }
             CloseRange | Dup | Fcntl | UringRead | UringWrite => false,

@@ -60,6 +60,10 @@ pub struct CallEv {
     pub rchar: u64,
     /// Pages it brought into the page cache (read from storage, or made by a write).
     pub added: u32,
+    /// Time off the CPU during the call, ns.
+    pub off: u64,
+    /// Of it, runnable and waiting for a CPU, ns.
+    pub runq: u64,
     /// Its entry.
     pub entry: CallArgs,
     /// An open's path, as the program gave it.
@@ -137,6 +141,27 @@ pub struct UringEv {
     pub f: Option<FileId>,
 }
 
+/// A call timed only that lasted [`crate::trace::SPAN_NS`] or more (`struct ev_span`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanEv {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// System-call number.
+    pub nr: u32,
+    /// When it was entered and left (CLOCK_MONOTONIC, ns).
+    pub t0: u64,
+    /// When it returned.
+    pub t1: u64,
+    /// Time off the CPU during it, ns.
+    pub off: u64,
+    /// Of it, waiting for a CPU.
+    pub runq: u64,
+    /// Its result.
+    pub ret: i64,
+}
+
 /// One record of the ring buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -152,6 +177,8 @@ pub enum Record {
     Fault(FaultEv),
     /// An io_uring request.
     Uring(UringEv),
+    /// A long call timed only.
+    Span(SpanEv),
 }
 
 const EV_CALL: u32 = 1;
@@ -161,11 +188,12 @@ const EV_EXEC: u32 = 4;
 const EV_EXIT: u32 = 5;
 const EV_FAULT: u32 = 6;
 const EV_URING: u32 = 7;
+const EV_SPAN: u32 = 8;
 
 const FILEID: usize = 80;
 const PENDING: usize = 64 + 16 + 2 * FILEID;
 /// `struct ev_call`'s size.
-pub const CALL: usize = 48 + PENDING;
+pub const CALL: usize = 64 + PENDING;
 /// `struct ev_open`'s size.
 pub const OPEN: usize = CALL + 2 * (8 + PATH);
 
@@ -177,6 +205,8 @@ pub const TASK: usize = 120;
 pub const FAULT: usize = 32;
 /// `struct ev_uring`'s size.
 pub const URING: usize = 80 + FILEID;
+/// `struct ev_span`'s size.
+pub const SPAN: usize = 56;
 
 struct Rd<'a>(&'a [u8]);
 
@@ -253,6 +283,7 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
         EV_FORK | EV_EXEC | EV_EXIT => TASK,
         EV_FAULT => FAULT,
         EV_URING => URING,
+        EV_SPAN => SPAN,
         k => return Err(format!("an event of kind {k}")),
     };
     if bytes.len() < want {
@@ -270,7 +301,9 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
             pos_exit: r.u64(32),
             rchar: r.u64(40),
             added: r.u32(12),
-            entry: r.entry(48),
+            off: r.u64(48),
+            runq: r.u64(56),
+            entry: r.entry(64),
             path: (kind == EV_OPEN).then(|| r.path(CALL)),
             kpath: (kind == EV_OPEN)
                 .then(|| r.path(CALL + 8 + PATH))
@@ -292,6 +325,16 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
             fd: r.u64(64) as i64,
             fixed: r.u64(72) != 0,
             f: r.file(80),
+        }),
+        EV_SPAN => Record::Span(SpanEv {
+            pid: r.u32(4),
+            tid: r.u32(8),
+            nr: r.u32(12),
+            t0: r.u64(16),
+            t1: r.u64(24),
+            off: r.u64(32),
+            runq: r.u64(40),
+            ret: r.u64(48) as i64,
         }),
         _ => Record::Fault(FaultEv {
             pid: r.u32(4),

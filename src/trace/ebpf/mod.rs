@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 /// The compiled probes.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/iolab.bpf.o");
 
-/// How the probe reads a call's entry (bpf/iolab.h's `K_*`).
+/// A call that never waits: neither timed nor recorded (bpf/iolab.h's `K_UNTIMED`).
+const K_UNTIMED: u8 = 11;
+
+/// How the probe reads a call's entry (bpf/iolab.h's `K_*`); 0: timed only.
 fn kind_of(call: Call, nr: i64) -> u8 {
     use Call::*;
     match call {
@@ -40,7 +43,7 @@ fn kind_of(call: Call, nr: i64) -> u8 {
             }
             2
         }
-        Munmap | Mremap | Madvise | Msync | UringSetup | UringEnter | UringRegister | Wait => 1,
+        Munmap | Mremap | Madvise | Msync | UringSetup | UringEnter | UringRegister => 1,
         CloseRange | Dup | Fcntl | UringRead | UringWrite => 0,
     }
 }
@@ -129,6 +132,11 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
     // differ, is traced without it, and the trace says so.
     let mut missing = Vec::new();
     for (name, tp, what) in [
+        (
+            "sched_switch",
+            "sched_switch",
+            "the calls' time on and off the CPU (all of it is taken as off)",
+        ),
         ("uring_submit", "io_uring_submit_req", "io_uring requests"),
         ("uring_complete", "io_uring_complete", "io_uring requests"),
         (
@@ -158,6 +166,11 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
                 .map_err(|e| format!("cannot fill the probes' table of calls: {}", chain(&e)))?;
         }
     }
+    for &nr in super::calls::UNTIMED {
+        wanted
+            .set(nr as u32, K_UNTIMED, 0)
+            .map_err(|e| format!("cannot fill the probes' table of calls: {}", chain(&e)))?;
+    }
     Ok(Loaded { bpf, missing })
 }
 
@@ -181,6 +194,17 @@ fn cache_entries(bpf: &aya::Ebpf) -> Vec<convert::CacheEntry> {
         return Vec::new();
     };
     let Ok(h) = aya::maps::HashMap::<_, [u64; 3], [u64; 4]>::try_from(m) else {
+        return Vec::new();
+    };
+    h.iter().filter_map(|r| r.ok()).collect()
+}
+
+/// The probes' `calltime` map: the calls timed only, per thread and call.
+fn timed_entries(bpf: &aya::Ebpf) -> Vec<([u32; 2], [u64; 5])> {
+    let Some(m) = bpf.map("calltime") else {
+        return Vec::new();
+    };
+    let Ok(h) = aya::maps::HashMap::<_, [u32; 2], [u64; 5]>::try_from(m) else {
         return Vec::new();
     };
     h.iter().filter_map(|r| r.ok()).collect()
@@ -350,6 +374,8 @@ impl Loaded {
         if !missing.iter().any(|m| m.starts_with("the page cache")) {
             conv.cache_work(&cache_entries(&self.bpf), counter(&self.bpf, 4));
         }
+        conv.timed_calls(&timed_entries(&self.bpf), wall.as_nanos() as u64);
+        let timed_lost = counter(&self.bpf, 5);
         let uring = &mut conv.st.uring.seen;
         uring.requests = counter(&self.bpf, 1);
         uring.other = counter(&self.bpf, 2);
@@ -366,6 +392,11 @@ impl Loaded {
         if lost > 0 {
             st.note(&format!(
                 "{lost} events were lost (the kernel's ring buffer was full): calls and faults are undercounted"
+            ));
+        }
+        if timed_lost > 0 {
+            st.note(&format!(
+                "{timed_lost} calls were not timed (the probes' table of timed calls was full): their time shows as page faults"
             ));
         }
         if conv.unreadable > 0 {

@@ -48,6 +48,13 @@ impl Convert {
                 self.st.threads += 1;
             }
             self.born.insert(tid, 0);
+            self.pid_of.insert(tid, pid);
+            if let Some(s) = std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat"))
+                .ok()
+                .and_then(|b| crate::trace::timing::parse_schedstat(&b))
+            {
+                self.sched_before.insert(tid, s);
+            }
             if let Some(k) = crate::trace::tracer::io_of(pid, tid as i32) {
                 self.io_before.insert(tid, io_array(&k));
             }

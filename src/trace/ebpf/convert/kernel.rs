@@ -1,11 +1,13 @@
 //! What only the kernel tracer sees: the program's io_uring requests (from their submission
 //! to their completion, whatever thread or worker ran them) and the page cache's work for it
-//! per file (pages read into the cache, made by writes, dirtied), from the probes' `cache` map.
+//! per file (pages read into the cache, made by writes, dirtied), from the probes' `cache` map;
+//! and the calls it times without keeping them (the `calltime` map, long ones as spans).
 
 use super::{Convert, before};
 use crate::trace::calls::Call;
-use crate::trace::ebpf::events::{CallEv, UringEv};
+use crate::trace::ebpf::events::{CallEv, SpanEv, UringEv};
 use crate::trace::{CacheSeen, CacheWork, FileKind, Op};
+use std::collections::HashMap;
 
 /// IORING_OP_READV, READ_FIXED, READ.
 const URING_READS: [u32; 3] = [1, 4, 22];
@@ -60,6 +62,8 @@ impl Convert {
             held: 0,
             held_exit: 0,
             stops: 0,
+            cpu: 0,
+            runq: 0,
         };
         if read {
             self.st.uring.seen.reads += 1;
@@ -159,5 +163,81 @@ impl Convert {
             }
         }
         self.st.cache = Some(seen);
+    }
+}
+
+impl Convert {
+    /// A long call timed only: when the thread waited in it.
+    pub(super) fn span(&mut self, e: &SpanEv) {
+        if self.st.launching && e.pid == self.root {
+            return;
+        }
+        let dur = e.t1.saturating_sub(e.t0);
+        self.st.spans.push(crate::trace::Span {
+            t: self.rel(e.t0),
+            dur,
+            tid: e.tid,
+            call: crate::trace::cause::call_name(e.nr as i64),
+            cpu: dur.saturating_sub(e.off),
+            runq: e.runq,
+        });
+    }
+
+    /// The calls timed only, from the probes' map (`(tid, nr)` to count, errors, ns, ns off
+    /// the CPU, ns waiting for one), and those timed here (exec), given to their threads;
+    /// threads still running get their times so far (from /proc), marked running.
+    pub fn timed_calls(&mut self, entries: &[([u32; 2], [u64; 5])], end: u64) {
+        use crate::trace::CallTime;
+        let mut by_tid: HashMap<u32, Vec<CallTime>> = HashMap::new();
+        for &([tid, nr], [calls, errors, ns, off, runq]) in entries {
+            by_tid.entry(tid).or_default().push(CallTime {
+                call: crate::trace::cause::call_name(nr as i64),
+                calls,
+                errors,
+                ns,
+                cpu_ns: ns.saturating_sub(off),
+                runq_ns: runq,
+            });
+        }
+        for (tid, calls) in std::mem::take(&mut self.st.timed) {
+            by_tid
+                .entry(tid as u32)
+                .or_default()
+                .extend(calls.into_values());
+        }
+        // Threads still running: their times so far.
+        let mut live: Vec<(u32, u64)> = self.born.iter().map(|(&t, &b)| (t, b)).collect();
+        live.sort_unstable();
+        for (tid, born) in live {
+            let pid = self.pid_of.get(&tid).copied().unwrap_or(tid);
+            let Some((cpu, runq)) = std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat"))
+                .ok()
+                .and_then(|b| crate::trace::timing::parse_schedstat(&b))
+            else {
+                continue;
+            };
+            let (cpu0, runq0) = self.sched_before.get(&tid).copied().unwrap_or((0, 0));
+            let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .map(|n| n.trim_end().to_string())
+                .unwrap_or_default();
+            self.st.thread_times.push(crate::trace::ThreadTimes {
+                pid,
+                tid,
+                name,
+                born,
+                end,
+                running: true,
+                cpu_ns: cpu.saturating_sub(cpu0),
+                runq_ns: runq.saturating_sub(runq0),
+                ..Default::default()
+            });
+        }
+        for th in &mut self.st.thread_times {
+            if let Some(mut calls) = by_tid.remove(&th.tid) {
+                calls.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.call.cmp(&b.call)));
+                th.calls = calls;
+            }
+        }
+        self.st.thread_times.sort_by_key(|t| (t.born, t.tid));
     }
 }

@@ -3,8 +3,11 @@
 //! count and time; the trace's byte totals beside the kernel's own accounting.
 
 use super::{Call, Ended, FileKind, KernelIo, Trace};
+mod tally;
+
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use tally::{Acc, Tally, tally};
 
 /// Byte and call totals of one kind of access.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -186,16 +189,9 @@ pub struct Profile {
     /// Opens that failed: calls and time, ns.
     #[serde(default)]
     pub failed_opens: (u64, u64),
-}
-
-fn add(t: &mut Totals, asked: u64, ret: i64, dur: u64) {
-    // Saturating: a copy_file_range asks for SSIZE_MAX bytes, and a trace is input.
-    t.calls += 1;
-    t.asked = t.asked.saturating_add(asked);
-    t.time_ns = t.time_ns.saturating_add(dur);
-    if ret > 0 {
-        t.bytes = t.bytes.saturating_add(ret as u64);
-    }
+    /// What to change, most pressing first ([`super::advice::RULES`]).
+    #[serde(default)]
+    pub advice: Vec<super::advice::Recommendation>,
 }
 
 /// Total length of the union of `ranges` (start, len).
@@ -218,135 +214,6 @@ pub fn union_len(ranges: &mut [(u64, u64)]) -> u64 {
         total += ce - cs;
     }
     total
-}
-
-#[derive(Default)]
-struct Acc {
-    reads: Totals,
-    writes: Totals,
-    ranges: Vec<(u64, u64)>,
-    seq: u64,
-    next: Option<u64>,
-    sizes: HashMap<u64, u64>,
-    fault_pages: HashSet<u64>,
-    faults: u64,
-    mapped: bool,
-    direct: bool,
-    dropped: bool,
-}
-
-/// The calls of a trace added up: overall, per call, per file.
-#[derive(Default)]
-struct Tally<'a> {
-    acc: BTreeMap<u32, Acc>,
-    reads: Totals,
-    file_reads: Totals,
-    writes: Totals,
-    file_writes: Totals,
-    uring_reads: Totals,
-    uring_writes: Totals,
-    calls: BTreeMap<&'a str, CallRow>,
-    sizes: BTreeMap<u64, u64>,
-    io_ns: u64,
-}
-
-/// The kind of file index `f` names.
-fn kind(t: &Trace, f: Option<u32>) -> Option<FileKind> {
-    t.files.get(f? as usize).map(|x| x.kind)
-}
-
-fn tally(t: &Trace) -> Tally<'static> {
-    let mut y = Tally::default();
-    let Tally {
-        acc,
-        reads,
-        file_reads,
-        writes,
-        file_writes,
-        uring_reads,
-        uring_writes,
-        calls,
-        sizes,
-        io_ns,
-    } = &mut y;
-    for op in &t.ops {
-        if !op.call.is_request() {
-            *io_ns += op.dur;
-        }
-        let row = calls.entry(op.call.name()).or_insert_with(|| CallRow {
-            call: op.call.name().to_string(),
-            calls: 0,
-            errors: 0,
-            bytes: 0,
-            time_ns: 0,
-        });
-        row.calls += 1;
-        row.time_ns += op.dur;
-        if op.ret < 0 {
-            row.errors += 1;
-        }
-        let is_file = kind(t, op.file) == Some(FileKind::File);
-        if op.call.reads() || op.call.writes() || op.call.copies() || op.call.is_request() {
-            row.bytes += op.ret.max(0) as u64;
-        }
-        if op.call.reads() {
-            add(reads, op.len, op.ret, op.dur);
-        }
-        match op.call {
-            Call::UringRead => add(uring_reads, op.len, op.ret, op.dur),
-            Call::UringWrite => add(uring_writes, op.len, op.ret, op.dur),
-            _ => {}
-        }
-        if op.call.counts_wchar() {
-            add(writes, op.len, op.ret, op.dur);
-        }
-        // A copy's destination file: written, by the kernel (its time is the source's row's).
-        if op.call.copies()
-            && let Some(to) = op
-                .to_file
-                .filter(|&f| kind(t, Some(f)) == Some(FileKind::File))
-        {
-            add(&mut acc.entry(to).or_default().writes, op.len, op.ret, 0);
-            add(file_writes, op.len, op.ret, op.dur);
-        }
-        let (Some(f), true) = (op.file, is_file) else {
-            continue;
-        };
-        let a = acc.entry(f).or_default();
-        if op.call.reads_file() {
-            add(&mut a.reads, op.len, op.ret, op.dur);
-            add(file_reads, op.len, op.ret, op.dur);
-            if op.ret > 0 {
-                let got = op.ret as u64;
-                *sizes.entry(got.next_power_of_two()).or_default() += 1;
-                *a.sizes.entry(got).or_default() += 1;
-            }
-            if let Some(off) = op.off {
-                if a.next.unwrap_or(0) == off {
-                    a.seq += 1;
-                }
-                if op.ret > 0 {
-                    a.ranges.push((off, op.ret as u64));
-                    a.next = Some(off + op.ret as u64);
-                }
-            }
-        } else if op.call.writes_file() {
-            add(&mut a.writes, op.len, op.ret, op.dur);
-            add(file_writes, op.len, op.ret, op.dur);
-        } else if op.call == Call::Mmap {
-            a.mapped = true;
-        } else if op.call == Call::Open && op.ret >= 0 {
-            a.direct |= op.arg.unwrap_or(0) & libc::O_DIRECT as u64 != 0;
-        } else if op.call == Call::Fadvise && op.arg == Some(libc::POSIX_FADV_DONTNEED as u64) {
-            a.dropped = true;
-        }
-    }
-    for fault in &t.faults {
-        let a = acc.entry(fault.file).or_default();
-        a.faults += 1;
-        a.fault_pages.insert(fault.off);
-    }
-    y
 }
 
 /// The byte-weighted median of `sizes` (length -> calls): the smallest length such that reads
@@ -491,7 +358,7 @@ pub fn profile(t: &Trace) -> Profile {
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
-    Profile {
+    let mut p = Profile {
         command: t.command.clone(),
         wall_s,
         ended: t.ended,
@@ -540,7 +407,17 @@ pub fn profile(t: &Trace) -> Profile {
         timeline: super::timeline::timeline(t),
         metadata_dirs,
         failed_opens,
+        advice: Vec::new(),
+    };
+    if let Some(time) = &p.time {
+        p.advice = super::advice::advise(&super::advice::Evidence {
+            t,
+            p: &p,
+            time,
+            available: crate::cache::meminfo::read().mem_available,
+        });
     }
+    p
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! `iolab trace`'s profile as text and Markdown: a summary, the files table, the calls table.
 
+mod answer;
+
+pub use answer::{advice_document, gain_text, threads_table, wall_table};
+
 use super::{Document, Table, Value};
 use crate::size::format_size;
 use crate::trace::profile::{FileProfile, Profile};
-use crate::trace::time::TimeProfile;
 use crate::trace::timeline::Timeline;
 
 fn pct(x: f64) -> Value {
@@ -36,6 +39,25 @@ fn own_cache_use(p: &Profile) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The command, how long it ran and how it ended, before the verdict.
+pub fn headline(p: &Profile) -> String {
+    let how = match (p.ended.code, p.ended.signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => "end unknown".into(),
+    };
+    format!(
+        "{} ({:.3} s, {how}{}):",
+        p.command
+            .iter()
+            .map(|a| crate::shown::word(std::ffi::OsStr::new(a)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        p.wall_s,
+        if p.interrupted { ", interrupted" } else { "" },
+    )
 }
 
 /// The summary lines.
@@ -271,47 +293,6 @@ pub fn calls_table(p: &Profile) -> Table {
     t
 }
 
-/// Where each process's time went, seconds (threads added up; at most `limit` processes, most
-/// time alive first).
-pub fn time_table(t: &TimeProfile, limit: usize) -> Table {
-    let mut tab = Table::titled(&[
-        "process",
-        "alive s",
-        "CPU s",
-        "file data s",
-        "metadata s",
-        "pipes s",
-        "devices s",
-        "children s",
-        "unseen s",
-        "run queue s",
-        "tracer s",
-    ]);
-    let s = |ns: u64| Value::Fixed(ns as f64 / 1e9, 3);
-    let mut row = |name: String, p: &crate::trace::time::ProcTime| {
-        tab.row(vec![
-            Value::text(name),
-            s(p.alive_ns),
-            s(p.cpu_ns),
-            s(p.files_ns),
-            s(p.metadata_ns),
-            s(p.pipes_ns),
-            s(p.devices_ns),
-            s(p.children_ns),
-            s(p.unseen_ns),
-            s(p.runq_ns),
-            s(p.tracer_ns),
-        ]);
-    };
-    for p in t.procs.iter().take(limit) {
-        row(format!("{} ({})", crate::shown::line(&p.name), p.pid), p);
-    }
-    if t.procs.len() > 1 {
-        row(format!("all {} processes", t.procs.len()), &t.total);
-    }
-    tab
-}
-
 /// The timeline: bytes and calls per interval of the run.
 pub fn timeline_table(tl: &Timeline) -> Table {
     let mut t = Table::titled(&[
@@ -428,15 +409,29 @@ pub fn profile_document(p: &Profile, limit: usize) -> Document {
             p.code_files.len()
         ));
     }
-    let doc = Document::new()
+    // The answer first: what the program was bound by; then where each thread's time went;
+    // then the details.
+    let doc = match &p.time {
+        Some(t) => {
+            let doc = Document::new().para(format!("{} {}", headline(p), t.verdict.text));
+            let doc = match &t.wall {
+                Some(w) => doc.table(wall_table(w)),
+                None => doc,
+            };
+            doc.then(advice_document(&p.advice))
+                .para(format!("per thread ({})", t.tracer_note))
+                .table(threads_table(t, limit))
+        }
+        None => Document::new().para(format!(
+            "{} where the time went is not known: this trace has no per-thread times (recorded by an older iolab); trace the program again",
+            headline(p)
+        )),
+    };
+    let doc = doc
         .items(summary(p))
         .table(files_table(&used, limit))
         .para(after.join("\n"))
         .table(calls_table(p));
-    let doc = match &p.time {
-        Some(t) => doc.para(t.verdict.clone()).table(time_table(t, limit)),
-        None => doc,
-    };
     let doc = if p.timeline.rows.len() > 1 {
         doc.para(format!(
             "timeline: every {:.3} s (--svg FILE plots it)",

@@ -1,0 +1,176 @@
+//! The answer's part of `iolab trace`'s profile: the wall clock by cause, each thread's life by
+//! cause, and the advice with its gain.
+
+use super::pct;
+use crate::report::{Document, Table, Value};
+use crate::trace::advice::{Level, Recommendation, Remedy};
+use crate::trace::time::{TimeProfile, WallTime};
+
+/// What a piece of advice's gain is here: measured by replay, how to measure it, or why it
+/// cannot be.
+pub fn gain_text(a: &Recommendation) -> String {
+    match (&a.measured, a.remedy, &a.unmeasured) {
+        (Some(g), Some(r), _) => format!(
+            "measured here by replay ({}, {}): {}: {:.2}x the recorded reads' speed, interval {:.2}-{:.2}x at {:.0}% over {} rounds",
+            r.name(),
+            a.cache.map_or("", |c| c.name()),
+            g.decided,
+            g.ratio,
+            g.ci[0],
+            g.ci[1],
+            100.0 * g.level,
+            g.rounds
+        ),
+        (None, Some(r), _) => format!(
+            "measure it here: `iolab trace --advise` does, or `iolab replay TRACE --cache {} --methods {}` on the trace --out kept",
+            a.cache.map_or("both", |c| c.name()),
+            match r {
+                Remedy::Merged => "merged",
+                Remedy::Buffered => "pread",
+                other => other.name(),
+            }
+        ),
+        (_, None, Some(why)) => format!("not measured: {why}"),
+        _ => String::new(),
+    }
+}
+
+/// The advice, most pressing first: the evidence, the change, the gain.
+pub fn advice_document(advice: &[Recommendation]) -> Document {
+    if advice.is_empty() {
+        return Document::new()
+            .para("what to change: no rule fired (none of their evidence is in this trace)");
+    }
+    let items = advice
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let level = match a.level {
+                Level::High => "high",
+                Level::Warn => "warn",
+                Level::Info => "info",
+            };
+            format!(
+                "{}. [{level}] {}: {}. Change: {}. {}",
+                i + 1,
+                a.title,
+                a.evidence,
+                a.change,
+                gain_text(a)
+            )
+        })
+        .collect();
+    Document::new().para("what to change:").items(items)
+}
+
+/// The wall clock by cause: what made the main thread's life, with the threads each cause was
+/// spent in.
+pub fn wall_table(w: &WallTime) -> Table {
+    let mut tab = Table::titled(&["cause", "s", "share", "waiting for a CPU s", "threads"]);
+    // Causes under a thousandth of the wall time say nothing at this table's precision.
+    for c in w.causes.iter().filter(|c| c.ns * 1000 >= w.wall_ns) {
+        let who: Vec<String> = c
+            .threads
+            .iter()
+            .take(3)
+            .map(|t| {
+                format!(
+                    "{} ({}) {:.3}",
+                    crate::shown::line(&t.name),
+                    t.tid,
+                    t.ns as f64 / 1e9
+                )
+            })
+            .collect();
+        tab.row(vec![
+            Value::text(c.cause.label()),
+            Value::Fixed(c.ns as f64 / 1e9, 3),
+            pct(c.ns as f64 / w.wall_ns.max(1) as f64),
+            Value::Fixed(c.runq_ns as f64 / 1e9, 3),
+            Value::text(who.join(", ")),
+        ]);
+    }
+    tab
+}
+
+/// Each thread's life by cause, seconds (at most `limit` rows; idle threads in one row): the
+/// columns are the causes any row has.
+pub fn threads_table(t: &TimeProfile, limit: usize) -> Table {
+    use crate::trace::cause::Cause;
+    use crate::trace::time::{CauseTime, Role, ThreadModel};
+    let (idle, shown): (Vec<&ThreadModel>, Vec<&ThreadModel>) =
+        t.threads.iter().partition(|m| m.role == Role::Idle);
+    let more = shown.len().saturating_sub(limit);
+    let mut rows: Vec<(String, String, u64, Vec<CauseTime>)> = shown
+        .iter()
+        .take(limit)
+        .map(|m| {
+            let role = match m.role {
+                Role::Main => "main",
+                _ => "working",
+            };
+            (
+                format!("{} ({}/{})", crate::shown::line(&m.name), m.pid, m.tid),
+                role.to_string() + if m.running { ", running" } else { "" },
+                m.alive_ns,
+                m.causes.clone(),
+            )
+        })
+        .collect();
+    let group = |ms: &[&ThreadModel]| -> Vec<CauseTime> {
+        Cause::ALL
+            .iter()
+            .map(|&c| CauseTime {
+                cause: c,
+                ns: ms.iter().map(|m| m.ns(c)).sum(),
+                cpu_ns: 0,
+                runq_ns: 0,
+                calls: Vec::new(),
+            })
+            .filter(|x| x.ns > 0)
+            .collect()
+    };
+    if more > 0 {
+        let rest: Vec<&ThreadModel> = shown.iter().skip(limit).copied().collect();
+        rows.push((
+            format!("{more} more working thread(s)"),
+            "working".into(),
+            rest.iter().map(|m| m.alive_ns).sum(),
+            group(&rest),
+        ));
+    }
+    if !idle.is_empty() {
+        rows.push((
+            format!("{} idle thread(s)", idle.len()),
+            "idle".into(),
+            idle.iter().map(|m| m.alive_ns).sum(),
+            group(&idle),
+        ));
+    }
+    let used: Vec<Cause> = Cause::ALL
+        .iter()
+        .copied()
+        .filter(|c| {
+            rows.iter()
+                .any(|r| r.3.iter().any(|x| x.cause == *c && x.ns >= 1_000_000))
+        })
+        .collect();
+    let mut titles = vec![
+        "thread (pid/tid)".to_string(),
+        "role".into(),
+        "alive s".into(),
+    ];
+    titles.extend(used.iter().map(|c| format!("{} s", c.short())));
+    let titles: Vec<&str> = titles.iter().map(|s| s.as_str()).collect();
+    let mut tab = Table::titled(&titles);
+    let s = |ns: u64| Value::Fixed(ns as f64 / 1e9, 3);
+    for (name, role, alive, causes) in rows {
+        let mut row = vec![Value::text(name), Value::text(role), s(alive)];
+        row.extend(
+            used.iter()
+                .map(|c| s(causes.iter().find(|x| x.cause == *c).map_or(0, |x| x.ns))),
+        );
+        tab.row(row);
+    }
+    tab
+}

@@ -1,0 +1,154 @@
+//! The trace's record of each thread's time: its life and CPU as the kernel accounted it
+//! ([`ThreadTimes`]), the calls it made that are timed but not kept ([`CallTime`], long ones as
+//! [`Span`]s), what a traced call costs by being traced ([`StopCost`]), and the per-process times
+//! of traces from before threads were recorded ([`ProcTimes`]).
+
+use serde::{Deserialize, Serialize};
+
+/// A system call the trace times but does not keep one by one (futex, poll, nanosleep, recv,
+/// unlink, wait4, ...): per thread and call, its count and time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CallTime {
+    /// The system call's name (as strace names it: `futex`, `clock_nanosleep`, `recvfrom`).
+    pub call: String,
+    /// Times called.
+    pub calls: u64,
+    /// Calls that failed.
+    #[serde(default)]
+    pub errors: u64,
+    /// Time in them, ns, the tracer's hold at their stops off (the ptrace tracer's stops' own
+    /// cost is in it: [`StopCost`] says how much a call).
+    pub ns: u64,
+    /// Of it, on a CPU.
+    pub cpu_ns: u64,
+    /// Of it, runnable and waiting for a CPU.
+    pub runq_ns: u64,
+}
+
+impl CallTime {
+    /// Adds one call of `ns` (`cpu` and `runq` of it), failed or not.
+    pub fn add(&mut self, ns: u64, cpu: u64, runq: u64, failed: bool) {
+        self.calls += 1;
+        self.errors += failed as u64;
+        self.ns = self.ns.saturating_add(ns);
+        self.cpu_ns = self.cpu_ns.saturating_add(cpu);
+        self.runq_ns = self.runq_ns.saturating_add(runq);
+    }
+}
+
+/// A call of the kind [`CallTime`] sums that lasted at least [`SPAN_NS`]: when a thread
+/// waited, so that the time model can tell what the other threads did meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Span {
+    /// When it was entered, ns from the start.
+    pub t: u64,
+    /// How long it lasted, ns (the tracer's hold off).
+    pub dur: u64,
+    /// The thread.
+    pub tid: u32,
+    /// The system call's name.
+    pub call: String,
+    /// Of `dur`, on a CPU.
+    #[serde(default)]
+    pub cpu: u64,
+    /// Of `dur`, waiting for a CPU.
+    #[serde(default)]
+    pub runq: u64,
+}
+
+/// The shortest call kept as a [`Span`]: a thousand a second at most per thread.
+pub const SPAN_NS: u64 = 1_000_000;
+
+/// One thread's life as the kernel accounted it (`/proc/PID/task/TID/schedstat` as it ended,
+/// or when the trace did), and the calls it made that the trace times but does not keep.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ThreadTimes {
+    /// Its process.
+    pub pid: u32,
+    /// Its thread id.
+    pub tid: u32,
+    /// Its name (`comm`: a thread's own, such as `rocksdb:low0`).
+    pub name: String,
+    /// When the tracer first saw it, ns from the start.
+    pub born: u64,
+    /// When it exited, or when the trace ended for one still running, ns from the start.
+    pub end: u64,
+    /// It was still running when the trace ended.
+    #[serde(default)]
+    pub running: bool,
+    /// Time on a CPU (user and system) while traced, ns.
+    pub cpu_ns: u64,
+    /// Time runnable, waiting for a CPU, while traced, ns.
+    pub runq_ns: u64,
+    /// Time the tracer held it at its stops, ns (ptrace).
+    #[serde(default)]
+    pub held_ns: u64,
+    /// Its stops for the tracer (ptrace).
+    #[serde(default)]
+    pub stops: u64,
+    /// The calls it made that are not in the trace's `ops`, by call.
+    #[serde(default)]
+    pub calls: Vec<CallTime>,
+}
+
+impl ThreadTimes {
+    /// Its life while traced, ns.
+    pub fn alive_ns(&self) -> u64 {
+        self.end.saturating_sub(self.born)
+    }
+}
+
+/// Where one traced process's time went outside its traced calls, from the kernel's own
+/// accounting of its threads (`/proc/PID/task/TID/schedstat`, read as each thread exited).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProcTimes {
+    /// Process id.
+    pub pid: u32,
+    /// Its name (`comm`) when its last thread exited.
+    pub name: String,
+    /// Threads whose times were read.
+    pub threads: u32,
+    /// Its threads' lifetimes added up, ns (from when the tracer saw each one to its exit).
+    pub alive_ns: u64,
+    /// Time its threads ran on a CPU, ns (user and system).
+    pub cpu_ns: u64,
+    /// Time its threads were runnable and waited for a CPU, ns.
+    pub runq_ns: u64,
+    /// Time the tracer held its threads at their stops, ns.
+    pub held_ns: u64,
+    /// Time its threads were blocked in wait4/waitid (waiting for a child), ns, the tracer's
+    /// share taken off.
+    pub children_ns: u64,
+    /// Its threads' stops for the tracer.
+    #[serde(default)]
+    pub stops: u64,
+}
+
+/// What one traced call costs the program by being traced, measured at the start on calls
+/// whose own cost is about a microsecond (the launcher stats `/` [`CALIBRATION_CALLS`] times
+/// under the filter before it runs the program).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StopCost {
+    /// Calls measured.
+    pub calls: u32,
+    /// The median time from a call's entry stop to its exit stop, the tracer's held share off,
+    /// ns: the wall time a traced call gains.
+    pub wall_ns: u64,
+    /// CPU time the thread spent per stop (the kernel's side of stopping and resuming it), ns.
+    pub cpu_ns: u64,
+    /// The median time such a call waited for a CPU (resumed by the tracer, the thread waits
+    /// to run again), ns.
+    #[serde(default)]
+    pub runq_ns: u64,
+}
+
+/// How many calls the launcher makes for [`StopCost`].
+pub const CALIBRATION_CALLS: u32 = 200;
+
+/// The launcher's calibration: [`CALIBRATION_CALLS`] stats of `/`, under the filter, before the
+/// program is exec'd.
+pub fn calibrate() {
+    for _ in 0..CALIBRATION_CALLS {
+        let _ = std::fs::metadata("/");
+    }
+}

@@ -1,0 +1,357 @@
+//! What made the wall clock: the main thread's life, moment by moment, put to a cause. While
+//! the main thread works, sleeps or waits on storage, that is its own cause; while it waits on
+//! others (a lock, a child, a pipe, a socket, a poll), the moment goes to what the other traced
+//! threads were doing then (their work first; then their own waits on pipes, sockets and
+//! polls), and only when none was doing anything to the main thread's wait itself. Idle threads
+//! (a pool that waited for work all its life) take no part. So the causes add up to the main
+//! thread's life, never more, and a thread is named for a cause only for time it spent in it.
+//!
+//! "Moment by moment" is at the resolution of the calls each thread made: each kept call and
+//! each long timed call ([`crate::trace::Span`]) is placed where it happened; what a thread did
+//! between them (its CPU, short waits, faults) is spread over those gaps evenly.
+
+use super::model::{Role, Split, ThreadModel, op_split, timed_split};
+use crate::trace::cause::{self, Cause};
+use crate::trace::{CallTime, StopCost, Trace};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+const NC: usize = Cause::ALL.len();
+
+/// One thread's share of a cause of the wall time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ThreadShare {
+    /// Its process.
+    pub pid: u32,
+    /// Its thread id.
+    pub tid: u32,
+    /// Its name.
+    pub name: String,
+    /// The wall time it made, ns (never more than it spent in the cause).
+    pub ns: u64,
+}
+
+/// One cause of the wall time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WallCause {
+    /// The cause.
+    pub cause: Cause,
+    /// Wall time, ns.
+    pub ns: u64,
+    /// Of it, waiting for a CPU after wake-ups inside calls, ns.
+    pub runq_ns: u64,
+    /// The threads it was spent in, most first (at most five).
+    pub threads: Vec<ThreadShare>,
+}
+
+/// The wall time the main thread lived, by cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WallTime {
+    /// The main thread's life, ns: what the causes add up to.
+    pub wall_ns: u64,
+    /// The main thread.
+    pub main_tid: u32,
+    /// Of the main thread's life, time it waited on others that was put to what they did.
+    pub handed_ns: u64,
+    /// By cause, most first.
+    pub causes: Vec<WallCause>,
+}
+
+impl WallTime {
+    /// Its time in `c`, ns.
+    pub fn ns(&self, c: Cause) -> u64 {
+        self.causes
+            .iter()
+            .find(|x| x.cause == c)
+            .map_or(0, |x| x.ns)
+    }
+}
+
+/// What each thread's calls were, placed in time: `(start, end, split)`.
+struct Placed<'a> {
+    t: &'a Trace,
+    ops: HashMap<u32, Vec<usize>>,
+    spans: HashMap<u32, Vec<usize>>,
+    cost: StopCost,
+    synced: std::collections::HashSet<u32>,
+}
+
+impl Placed<'_> {
+    fn intervals(&self, tid: u32) -> Vec<(u64, u64, Split)> {
+        let mut v = Vec::new();
+        for &i in self.ops.get(&tid).into_iter().flatten() {
+            let op = &self.t.ops[i];
+            if op.dur == 0 {
+                continue;
+            }
+            if let Some(s) = op_split(self.t, op, &self.synced, &self.cost) {
+                v.push((op.t, op.t + op.dur, s));
+            }
+        }
+        for &i in self.spans.get(&tid).into_iter().flatten() {
+            let sp = &self.t.spans[i];
+            let c = CallTime {
+                call: sp.call.clone(),
+                calls: 1,
+                errors: 0,
+                ns: sp.dur,
+                cpu_ns: sp.cpu,
+                runq_ns: sp.runq,
+            };
+            v.push((sp.t, sp.t + sp.dur, timed_split(&c, &self.cost)));
+        }
+        v
+    }
+}
+
+/// Time bins over `[lo, hi)`.
+struct Bins {
+    lo: f64,
+    width: f64,
+    n: usize,
+}
+
+impl Bins {
+    /// Adds `amount` spread evenly over `[a, b)` into `out`, and the overlap into `cover`.
+    fn spread(&self, a: u64, b: u64, mut add: impl FnMut(usize, f64)) {
+        let (a, b) = (a as f64, b as f64);
+        if b <= a {
+            return;
+        }
+        let first = (((a - self.lo) / self.width).floor().max(0.0)) as usize;
+        let last = ((((b - self.lo) / self.width).ceil()) as usize).min(self.n);
+        for i in first..last {
+            let s = self.lo + i as f64 * self.width;
+            let e = s + self.width;
+            let overlap = (b.min(e) - a.max(s)).max(0.0);
+            if overlap > 0.0 {
+                add(i, overlap / (b - a));
+            }
+        }
+    }
+}
+
+/// One thread's causes per bin, ns.
+fn thread_bins(m: &ThreadModel, placed: &Placed<'_>, bins: &Bins) -> Vec<[f64; NC]> {
+    let mut out = vec![[0.0f64; NC]; bins.n];
+    let mut cover = vec![0.0f64; bins.n];
+    let intervals = placed.intervals(m.tid);
+    let mut put = [0.0f64; NC];
+    for (_, _, s) in &intervals {
+        if let Some(c) = s.cause {
+            put[c.index()] += s.own as f64;
+            put[Cause::Tracer.index()] += s.tracer as f64;
+        }
+    }
+    // The calls placed never hold more of a cause than the thread's model has of it (the model
+    // scales a life's causes down when clocks read at different moments overshoot it).
+    let mut scale = [1.0f64; NC];
+    for c in 0..NC {
+        let have = m.ns(Cause::ALL[c]) as f64;
+        if put[c] > have {
+            scale[c] = have / put[c];
+            put[c] = have;
+        }
+    }
+    for (a, b, s) in intervals {
+        let len = (b - a) as f64;
+        let Some(c) = s.cause else {
+            continue;
+        };
+        let (own, tracer) = (
+            s.own as f64 * scale[c.index()],
+            s.tracer as f64 * scale[Cause::Tracer.index()],
+        );
+        bins.spread(a, b, |i, f| {
+            out[i][c.index()] += own * f;
+            out[i][Cause::Tracer.index()] += tracer * f;
+            cover[i] += len * f;
+        });
+    }
+    // What the calls placed do not account for, spread over the gaps between them.
+    let mut rest = [0.0f64; NC];
+    for c in &m.causes {
+        rest[c.cause.index()] = (c.ns as f64 - put[c.cause.index()]).max(0.0);
+    }
+    let mut gap = vec![0.0f64; bins.n];
+    let end = m.born_ns + m.alive_ns;
+    bins.spread(m.born_ns, end, |i, f| {
+        gap[i] = (m.alive_ns as f64 * f - cover[i]).max(0.0);
+    });
+    let total: f64 = gap.iter().sum();
+    if total > 0.0 {
+        for (i, g) in gap.iter().enumerate() {
+            for c in 0..NC {
+                out[i][c] += rest[c] * g / total;
+            }
+        }
+    }
+    out
+}
+
+/// Whether another thread's time in `c` is work the main thread's wait can be put to.
+fn is_work(c: usize) -> bool {
+    !Cause::ALL[c].waits_on_others()
+}
+
+/// Whether it is another thread's wait on the world outside (a pipe, a socket, a poll).
+fn is_outside(c: usize) -> bool {
+    matches!(Cause::ALL[c], Cause::Pipes | Cause::Sockets | Cause::Polls)
+}
+
+/// How many bins: fine enough to tell phases apart, few enough for many threads.
+fn bin_count(threads: usize) -> usize {
+    (4_000_000 / (threads.max(1) * NC)).clamp(50, 2000)
+}
+
+/// The main thread's life by cause, a traced call's stops costing `cost`, or None when the
+/// trace has no main thread.
+pub fn wall_time(t: &Trace, models: &[ThreadModel], cost: &StopCost) -> Option<WallTime> {
+    let main = models.iter().position(|m| m.role == Role::Main)?;
+    let root = &models[main];
+    if root.alive_ns == 0 {
+        return None;
+    }
+    let mut ops: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, op) in t.ops.iter().enumerate() {
+        ops.entry(op.tid).or_default().push(i);
+    }
+    let mut spans: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, s) in t.spans.iter().enumerate() {
+        spans.entry(s.tid).or_default().push(i);
+    }
+    let placed = Placed {
+        t,
+        ops,
+        spans,
+        cost: *cost,
+        synced: cause::synced_files(t),
+    };
+    let n = bin_count(models.len());
+    let bins = Bins {
+        lo: root.born_ns as f64,
+        width: (root.alive_ns as f64 / n as f64).max(1.0),
+        n,
+    };
+    let others: Vec<usize> = (0..models.len())
+        .filter(|&i| i != main && models[i].role == Role::Working)
+        .collect();
+    let r = thread_bins(root, &placed, &bins);
+    let mut work = vec![[0.0f64; NC]; n];
+    let mut outside = vec![[0.0f64; NC]; n];
+    for &j in &others {
+        for (i, b) in thread_bins(&models[j], &placed, &bins).iter().enumerate() {
+            for c in 0..NC {
+                if is_work(c) {
+                    work[i][c] += b[c];
+                } else if is_outside(c) {
+                    outside[i][c] += b[c];
+                }
+            }
+        }
+    }
+    // Per bin: how much of the main thread's wait went to the others' work, and to their waits
+    // on the world outside.
+    let mut total = [0.0f64; NC];
+    let mut credit: HashMap<usize, [f64; NC]> = HashMap::new();
+    let mut to_work = vec![(0.0, 0.0); n];
+    let mut to_outside = vec![(0.0, 0.0); n];
+    let mut handed = 0.0;
+    for i in 0..n {
+        let wait: f64 = (0..NC)
+            .filter(|&c| Cause::ALL[c].waits_on_others())
+            .map(|c| r[i][c])
+            .sum();
+        let own = credit.entry(main).or_insert([0.0; NC]);
+        for c in 0..NC {
+            if !Cause::ALL[c].waits_on_others() {
+                total[c] += r[i][c];
+                own[c] += r[i][c];
+            }
+        }
+        let w: f64 = work[i].iter().sum();
+        let a = wait.min(w);
+        let o: f64 = outside[i].iter().sum();
+        let e = (wait - a).min(o);
+        for c in 0..NC {
+            if w > 0.0 {
+                total[c] += a * work[i][c] / w;
+            }
+            if o > 0.0 {
+                total[c] += e * outside[i][c] / o;
+            }
+        }
+        // Nothing else was doing anything: the main thread's own wait.
+        let left = wait - a - e;
+        if wait > 0.0 {
+            for c in 0..NC {
+                if Cause::ALL[c].waits_on_others() {
+                    let x = left * r[i][c] / wait;
+                    total[c] += x;
+                    own[c] += x;
+                }
+            }
+        }
+        handed += a + e;
+        to_work[i] = (a, w);
+        to_outside[i] = (e, o);
+    }
+    // Each other thread's share of what was handed to the others, bin by bin.
+    for &j in &others {
+        let b = thread_bins(&models[j], &placed, &bins);
+        let mine = credit.entry(j).or_insert([0.0; NC]);
+        for i in 0..n {
+            for c in 0..NC {
+                if is_work(c) && to_work[i].1 > 0.0 {
+                    mine[c] += to_work[i].0 * b[i][c] / to_work[i].1;
+                } else if is_outside(c) && to_outside[i].1 > 0.0 {
+                    mine[c] += to_outside[i].0 * b[i][c] / to_outside[i].1;
+                }
+            }
+        }
+    }
+    let mut causes: Vec<WallCause> = (0..NC)
+        .filter(|&c| total[c] >= 0.5)
+        .map(|c| {
+            let cause = Cause::ALL[c];
+            let mut threads: Vec<(ThreadShare, u64)> = credit
+                .iter()
+                .filter(|(_, v)| v[c] >= 0.5)
+                .map(|(&j, v)| {
+                    let m = &models[j];
+                    // Its runq share of the cause, as in its whole life.
+                    let ct = m.causes.iter().find(|x| x.cause == cause);
+                    let runq = ct.map_or(0.0, |x| v[c] * x.runq_ns as f64 / (x.ns.max(1)) as f64);
+                    (
+                        ThreadShare {
+                            pid: m.pid,
+                            tid: m.tid,
+                            name: m.name.clone(),
+                            ns: v[c] as u64,
+                        },
+                        runq as u64,
+                    )
+                })
+                .collect();
+            threads.sort_by(|a, b| b.0.ns.cmp(&a.0.ns).then(a.0.tid.cmp(&b.0.tid)));
+            let runq_ns = threads
+                .iter()
+                .map(|x| x.1)
+                .sum::<u64>()
+                .min(total[c] as u64);
+            WallCause {
+                cause,
+                ns: total[c] as u64,
+                runq_ns,
+                threads: threads.into_iter().take(5).map(|x| x.0).collect(),
+            }
+        })
+        .collect();
+    causes.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
+    Some(WallTime {
+        wall_ns: root.alive_ns,
+        main_tid: root.tid,
+        handed_ns: handed as u64,
+        causes,
+    })
+}
