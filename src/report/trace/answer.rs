@@ -69,9 +69,13 @@ pub fn wall_table(w: &WallTime) -> Table {
     let mut tab = Table::titled(&["cause", "s", "share", "waiting for a CPU s", "threads"]);
     // Causes under a thousandth of the wall time say nothing at this table's precision.
     for c in w.causes.iter().filter(|c| c.ns * 1000 >= w.wall_ns) {
+        // The threads with a twentieth of the cause or more (the first in any case).
         let who: Vec<String> = c
             .threads
             .iter()
+            .enumerate()
+            .filter(|(i, t)| *i == 0 || t.ns * 20 >= c.ns)
+            .map(|(_, t)| t)
             .take(3)
             .map(|t| {
                 format!(
@@ -98,8 +102,14 @@ pub fn wall_table(w: &WallTime) -> Table {
 pub fn threads_table(t: &TimeProfile, limit: usize) -> Table {
     use crate::trace::cause::Cause;
     use crate::trace::time::{CauseTime, Role, ThreadModel};
-    let (idle, shown): (Vec<&ThreadModel>, Vec<&ThreadModel>) =
+    let (idle, rest): (Vec<&ThreadModel>, Vec<&ThreadModel>) =
         t.threads.iter().partition(|m| m.role == Role::Idle);
+    // Threads that lived under a hundredth of the wall time (a pool opening files at the start)
+    // are one row: each alone would read 0.000.
+    let wall = t.wall.as_ref().map_or(0, |w| w.wall_ns);
+    let (shown, short): (Vec<&ThreadModel>, Vec<&ThreadModel>) = rest
+        .into_iter()
+        .partition(|m| m.role == Role::Main || m.alive_ns * 100 >= wall);
     let more = shown.len().saturating_sub(limit);
     let mut rows: Vec<(String, String, u64, Vec<CauseTime>)> = shown
         .iter()
@@ -137,6 +147,14 @@ pub fn threads_table(t: &TimeProfile, limit: usize) -> Table {
             "working".into(),
             rest.iter().map(|m| m.alive_ns).sum(),
             group(&rest),
+        ));
+    }
+    if !short.is_empty() {
+        rows.push((
+            format!("{} short-lived thread(s)", short.len()),
+            "working".into(),
+            short.iter().map(|m| m.alive_ns).sum(),
+            group(&short),
         ));
     }
     if !idle.is_empty() {

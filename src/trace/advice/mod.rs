@@ -115,12 +115,16 @@ pub struct Evidence<'a> {
 }
 
 impl Evidence<'_> {
-    /// The wall time (the main thread's life), ns.
+    /// The program's own wall time: the main thread's life less the ptrace tracer's share of
+    /// it (what an untraced run takes, near enough: the shares of one tracer and the other
+    /// then agree), ns.
     fn wall(&self) -> u64 {
         self.time
             .wall
             .as_ref()
-            .map_or(self.t.wall_ns, |w| w.wall_ns)
+            .map_or(self.t.wall_ns, |w| {
+                w.wall_ns.saturating_sub(w.ns(Cause::Tracer))
+            })
             .max(1)
     }
 

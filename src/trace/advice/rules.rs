@@ -34,7 +34,7 @@ pub(super) fn sync_per_record(e: &Evidence<'_>) -> Option<Recommendation> {
         level: level(share),
         title: "make data durable once per batch, not once per record".into(),
         evidence: format!(
-            "{syncs} syncs (fsync, fdatasync, sync_file_range, msync) took {} of the {} wall time ({}): one costs {} here, and {} were written between two on average",
+            "{syncs} syncs (fsync, fdatasync, sync_file_range, msync) took {} of the program's {} ({}): one costs {} here, and {} were written between two on average",
             secs(e.wall_in(Cause::Durability)),
             secs(e.wall()),
             pct(share),
@@ -83,7 +83,7 @@ pub(super) fn small_sequential_reads(e: &Evidence<'_>) -> Option<Recommendation>
         level: level(read_ns as f64 / e.wall() as f64),
         title: "read in larger blocks".into(),
         evidence: format!(
-            "{}: {} reads of {} (typical), {} of them one after the other, {} in all; the read calls took {} of the {} wall time",
+            "{}: {} reads of {} (typical), {} of them one after the other, {} in all; the read calls took {} of the program's {}",
             crate::shown::line(&f.path),
             f.reads.calls,
             format_size(f.typical_request),
@@ -120,7 +120,7 @@ pub(super) fn direct_fits_in_memory(e: &Evidence<'_>) -> Option<Recommendation> 
         level: level(share),
         title: "read it through the page cache (or map it): it fits in memory".into(),
         evidence: format!(
-            "{}: {} O_DIRECT reads of {} (typical) of a {} file, {} sequential; file reads took {} of the {} wall time ({}), and the machine has {} available",
+            "{}: {} O_DIRECT reads of {} (typical) of a {} file, {} sequential; file reads took {} of the program's {} ({}), and the machine has {} available",
             crate::shown::line(&f.path),
             f.reads.calls,
             format_size(f.typical_request),
@@ -229,7 +229,7 @@ pub(super) fn cold_reads(e: &Evidence<'_>) -> Option<Recommendation> {
         level: level(share),
         title: "keep more requests in flight (or keep the file cached)".into(),
         evidence: format!(
-            "{}: {} read in order from storage (not cached before the run) at {:.0} MiB/s; file reads took {} of the {} wall time ({})",
+            "{}: {} read in order from storage (not cached before the run) at {:.0} MiB/s; file reads took {} of the program's {} ({})",
             crate::shown::line(&f.path),
             format_size(f.reads.bytes),
             rate,
@@ -256,7 +256,7 @@ pub(super) fn faults(e: &Evidence<'_>) -> Option<Recommendation> {
         level: level(share),
         title: "fault the mapping in ahead (or read it with calls)".into(),
         evidence: format!(
-            "the program waited {} of the {} wall time ({}) outside any call, blocked: page faults on its mappings ({} of data files faulted in) waiting for storage",
+            "the program waited {} of its {} ({}) outside any call, blocked: page faults on its mappings ({} of data files faulted in) waiting for storage",
             secs(e.wall_in(Cause::Faults)),
             secs(e.wall()),
             pct(share),
@@ -304,7 +304,7 @@ pub(super) fn metadata(e: &Evidence<'_>) -> Option<Recommendation> {
         level: level(share),
         title: "look up fewer names".into(),
         evidence: format!(
-            "file-system metadata took {} of the {} wall time ({}): {opens} opens, {stats} stats, {changes} unlinks, renames, mkdirs and attribute changes; {failed} opens and stats failed (names that were not there)",
+            "file-system metadata took {} of the program's {} ({}): {opens} opens, {stats} stats, {changes} unlinks, renames, mkdirs and attribute changes; {failed} opens and stats failed (names that were not there)",
             secs(e.wall_in(Cause::Metadata)),
             secs(e.wall()),
             pct(share)
@@ -365,7 +365,7 @@ pub(super) fn peer(e: &Evidence<'_>) -> Option<Recommendation> {
         level: Level::Info,
         title: "look at the other end".into(),
         evidence: format!(
-            "the program waited on sockets and polls for {} of the {} wall time ({}), with no traced thread working meanwhile",
+            "the program waited on sockets and polls for {} of its {} ({}), with no traced thread working meanwhile",
             secs(e.wall_in(Cause::Sockets) + e.wall_in(Cause::Polls)),
             secs(e.wall()),
             pct(share)
@@ -389,7 +389,7 @@ pub(super) fn sleep(e: &Evidence<'_>) -> Option<Recommendation> {
         level: Level::Info,
         title: "the program chose to wait".into(),
         evidence: format!(
-            "it slept {} of the {} wall time ({}): nanosleep, pause, waiting for a signal",
+            "it slept {} of its {} ({}): nanosleep, pause, waiting for a signal",
             secs(e.wall_in(Cause::Sleep)),
             secs(e.wall()),
             pct(share)
@@ -414,7 +414,7 @@ pub(super) fn computing(e: &Evidence<'_>) -> Option<Recommendation> {
         level: Level::Info,
         title: "its I/O is not the bottleneck".into(),
         evidence: format!(
-            "it computed {} of the {} wall time ({}); file data, faults and metadata took {}",
+            "it computed {} of its {} ({}); file data, faults and metadata took {}",
             secs(e.wall_in(Cause::Cpu)),
             secs(e.wall()),
             pct(share),

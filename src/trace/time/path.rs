@@ -135,7 +135,22 @@ impl Bins {
 fn thread_bins(m: &ThreadModel, placed: &Placed<'_>, bins: &Bins) -> Vec<[f64; NC]> {
     let mut out = vec![[0.0f64; NC]; bins.n];
     let mut cover = vec![0.0f64; bins.n];
-    let intervals = placed.intervals(m.tid);
+    // The model's polls may be its sockets' or pipes' (model.rs): so are their calls here.
+    let polls_to = (m.ns(Cause::Polls) == 0)
+        .then(|| {
+            [Cause::Sockets, Cause::Pipes]
+                .into_iter()
+                .find(|c| m.ns(*c) > 0)
+        })
+        .flatten();
+    let mut intervals = placed.intervals(m.tid);
+    if let Some(to) = polls_to {
+        for (_, _, s) in intervals.iter_mut() {
+            if s.cause == Some(Cause::Polls) {
+                s.cause = Some(to);
+            }
+        }
+    }
     let mut put = [0.0f64; NC];
     for (_, _, s) in &intervals {
         if let Some(c) = s.cause {
