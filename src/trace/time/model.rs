@@ -110,6 +110,9 @@ pub struct ThreadModel {
     pub running: bool,
     /// By cause, most time first; they add up to `alive_ns`.
     pub causes: Vec<CauseTime>,
+    /// What its polls count as (its sockets or its pipes), when not as polls.
+    #[serde(skip)]
+    pub polls_as: Option<Cause>,
 }
 
 impl ThreadModel {
@@ -348,6 +351,7 @@ fn model(
         alive_ns: alive,
         running: th.running,
         causes,
+        polls_as: polls_are,
     };
     m.role = if Some(th.tid) == root {
         Role::Main

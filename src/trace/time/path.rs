@@ -136,15 +136,8 @@ fn thread_bins(m: &ThreadModel, placed: &Placed<'_>, bins: &Bins) -> Vec<[f64; N
     let mut out = vec![[0.0f64; NC]; bins.n];
     let mut cover = vec![0.0f64; bins.n];
     // The model's polls may be its sockets' or pipes' (model.rs): so are their calls here.
-    let polls_to = (m.ns(Cause::Polls) == 0)
-        .then(|| {
-            [Cause::Sockets, Cause::Pipes]
-                .into_iter()
-                .find(|c| m.ns(*c) > 0)
-        })
-        .flatten();
     let mut intervals = placed.intervals(m.tid);
-    if let Some(to) = polls_to {
+    if let Some(to) = m.polls_as {
         for (_, _, s) in intervals.iter_mut() {
             if s.cause == Some(Cause::Polls) {
                 s.cause = Some(to);
@@ -177,10 +170,17 @@ fn thread_bins(m: &ThreadModel, placed: &Placed<'_>, bins: &Bins) -> Vec<[f64; N
             s.own as f64 * scale[c.index()],
             s.tracer as f64 * scale[Cause::Tracer.index()],
         );
+        // The time it covers shrinks with what it holds: the rest goes to the gaps.
+        let whole = (s.own + s.tracer) as f64;
+        let held = if whole > 0.0 {
+            (own + tracer) / whole
+        } else {
+            1.0
+        };
         bins.spread(a, b, |i, f| {
             out[i][c.index()] += own * f;
             out[i][Cause::Tracer.index()] += tracer * f;
-            cover[i] += len * f;
+            cover[i] += len * f * held;
         });
     }
     // What the calls placed do not account for, spread over the gaps between them.
