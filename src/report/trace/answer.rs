@@ -43,16 +43,14 @@ pub fn advice_document(advice: &[Recommendation]) -> Document {
     }
     let items = advice
         .iter()
-        .enumerate()
-        .map(|(i, a)| {
+        .map(|a| {
             let level = match a.level {
                 Level::High => "high",
                 Level::Warn => "warn",
                 Level::Info => "info",
             };
             format!(
-                "{}. [{level}] {}: {}. Change: {}. {}",
-                i + 1,
+                "[{level}] {}: {}. Change: {}. {}",
                 a.title,
                 a.evidence,
                 a.change,

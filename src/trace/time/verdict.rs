@@ -201,8 +201,10 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
             text: "undecided: the program's first thread was not traced (it ended before the trace began?)".to_string(),
         };
     };
-    let total = wall.wall_ns.max(1) as f64;
     let tracer = wall.ns(Cause::Tracer);
+    // Shares are of the program's own time: the wall time less the ptrace tracer's share.
+    let own = wall.wall_ns.saturating_sub(tracer).max(1);
+    let total = own as f64;
     let ranked: Vec<&WallCause> = wall
         .causes
         .iter()
@@ -210,7 +212,16 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
         .collect();
     let pct = |ns: u64| 100.0 * ns as f64 / total;
     let stopped = t.stop_cost.is_some();
-    let of = format!("the {} wall time", secs(wall.wall_ns));
+    let of = if tracer > 0 {
+        format!(
+            "the program's {} (the traced {} wall time less {} of being traced)",
+            secs(own),
+            secs(wall.wall_ns),
+            secs(tracer)
+        )
+    } else {
+        format!("the {} wall time", secs(wall.wall_ns))
+    };
     let then = |from: usize| {
         let rest: Vec<String> = ranked
             .iter()
@@ -224,15 +235,6 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
         } else {
             format!(" Then: {}.", rest.join(", "))
         }
-    };
-    let traced = if tracer as f64 > 0.1 * total {
-        format!(
-            " Being traced took {} of the wall time ({:.0}%), left out of the shares above.",
-            secs(tracer),
-            pct(tracer)
-        )
-    } else {
-        String::new()
     };
     let handed = if wall.handed_ns as f64 > 0.05 * total {
         format!(
@@ -250,7 +252,7 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
         idle_threads: idle,
         text: String::new(),
     };
-    if tracer as f64 > TRACER_MOST * total && t.stop_cost.is_none() {
+    if tracer as f64 > TRACER_MOST * wall.wall_ns as f64 && t.stop_cost.is_none() {
         let stat_calls = t
             .ops
             .iter()
@@ -263,8 +265,9 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
             .count();
         v.cause = None;
         v.text = format!(
-            "undecided: being traced took {:.0}% of {of} ({} stops), too much to split the rest reliably: try --tracer ebpf (as root), or `iolab trace --overhead 3` to measure the slowdown{}",
-            pct(tracer),
+            "undecided: being traced took {:.0}% of the {} wall time ({} stops), too much to split the rest reliably: try --tracer ebpf (as root), or `iolab trace --overhead 3` to measure the slowdown{}",
+            100.0 * tracer as f64 / wall.wall_ns.max(1) as f64,
+            secs(wall.wall_ns),
             t.stops,
             if 2 * stat_calls > t.ops.len() {
                 "; most stops were stat and getdents: --no-metadata leaves them out"
@@ -290,7 +293,7 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
     if first.ns as f64 >= LEAD * second as f64 && first.ns > 0 {
         v.decided = Decision::Bound;
         v.text = format!(
-            "bound by {}: {} of {of} ({:.0}%){}{}{runq}.{}{traced}{handed}{idle_note}",
+            "bound by {}: {} ({:.0}%) of {of}{}{}{runq}.{}{handed}{idle_note}",
             phrase_for(first.cause, stopped),
             secs(first.ns),
             pct(first.ns),
@@ -302,7 +305,7 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
         let b = ranked[1];
         v.decided = Decision::Mixed;
         v.text = format!(
-            "mixed: no cause leads by {LEAD}x: {} {} ({:.0}%){}{} and {} {} ({:.0}%){}{} of {of}.{}{traced}{handed}{idle_note}",
+            "mixed: no cause leads by {LEAD}x: {} {} ({:.0}%){}{} and {} {} ({:.0}%){}{} of {of}.{}{handed}{idle_note}",
             phrase_for(first.cause, stopped),
             secs(first.ns),
             pct(first.ns),
