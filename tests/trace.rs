@@ -757,7 +757,7 @@ fn outputs_are_proved_before_the_program_runs_and_a_full_disk_keeps_the_rest() {
     assert_eq!(o.status.code(), Some(3), "the program's code: {err}");
     assert!(err.contains("No space left"), "{err}");
     let profile_kept = fs::read_to_string(&profile).is_ok_and(|p| p.contains("traced"))
-        || err.contains("s traced, exit code 3");
+        || err.contains("s, exit code 3):");
     assert!(profile_kept, "{err}");
     // Nothing partial is left on the full disk.
     let names: Vec<_> = fs::read_dir(&small)

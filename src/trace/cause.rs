@@ -82,67 +82,25 @@ impl Cause {
         self as usize
     }
 
-    /// Its name in JSON and tables.
-    pub fn key(self) -> &'static str {
-        match self {
-            Cause::Cpu => "cpu",
-            Cause::RunQueue => "run_queue",
-            Cause::FileData => "file_data",
-            Cause::Durability => "durability",
-            Cause::Metadata => "metadata",
-            Cause::Faults => "faults",
-            Cause::Pipes => "pipes",
-            Cause::Sockets => "sockets",
-            Cause::Polls => "polls",
-            Cause::Devices => "devices",
-            Cause::Locks => "locks",
-            Cause::Sleep => "sleep",
-            Cause::Children => "children",
-            Cause::Tracer => "tracer",
-            Cause::Other => "other",
-        }
+    /// Its words: a short name for column heads, a label for tables, and how a verdict says
+    /// it.
+    fn words(self) -> &'static (&'static str, &'static str, &'static str) {
+        &WORDS[self.index()]
     }
 
-    /// What it is, in words.
-    pub fn label(self) -> &'static str {
-        match self {
-            Cause::Cpu => "computing on a CPU (outside calls)",
-            Cause::RunQueue => "waiting for a CPU (the machine was busy)",
-            Cause::FileData => "file data (reads and writes: storage, or the page cache's copies)",
-            Cause::Durability => "durability (fsync, fdatasync, sync_file_range, O_SYNC writes)",
-            Cause::Metadata => "file-system metadata (open, stat, getdents, unlink, rename, ...)",
-            Cause::Faults => "page faults waiting for storage (mapped files, swap)",
-            Cause::Pipes => "pipes (the process at the other end)",
-            Cause::Sockets => "sockets (the peer at the other end)",
-            Cause::Polls => "poll, select and epoll (sockets, pipes, events)",
-            Cause::Devices => "terminals and devices (a terminal waits for its user)",
-            Cause::Locks => "locks and other threads (futex, flock, semaphores)",
-            Cause::Sleep => "sleeping (nanosleep, pause, waiting for a signal)",
-            Cause::Children => "waiting for child processes (wait4, waitid)",
-            Cause::Tracer => "being traced (the ptrace tracer's stops)",
-            Cause::Other => "other system calls",
-        }
-    }
-
-    /// A short name for tables' column heads.
+    /// A short name, for column heads.
     pub fn short(self) -> &'static str {
-        match self {
-            Cause::Cpu => "CPU",
-            Cause::RunQueue => "run queue",
-            Cause::FileData => "file data",
-            Cause::Durability => "durability",
-            Cause::Metadata => "metadata",
-            Cause::Faults => "faults",
-            Cause::Pipes => "pipes",
-            Cause::Sockets => "sockets",
-            Cause::Polls => "polls",
-            Cause::Devices => "devices",
-            Cause::Locks => "locks",
-            Cause::Sleep => "sleep",
-            Cause::Children => "children",
-            Cause::Tracer => "tracer",
-            Cause::Other => "other",
-        }
+        self.words().0
+    }
+
+    /// What it is, in words, for tables.
+    pub fn label(self) -> &'static str {
+        self.words().1
+    }
+
+    /// What it is, as a verdict says it ("bound by ...").
+    pub fn phrase(self) -> &'static str {
+        self.words().2
     }
 
     /// Whether it is a wait on something else the program runs or talks to (another thread,
@@ -163,6 +121,81 @@ impl Cause {
         self.waits_on_others()
     }
 }
+
+/// Each cause's words, in [`Cause::ALL`]'s order: short, label, phrase.
+const WORDS: [(&str, &str, &str); Cause::ALL.len()] = [
+    (
+        "CPU",
+        "computing on a CPU (outside calls)",
+        "the CPU (computing in the program)",
+    ),
+    (
+        "run queue",
+        "waiting for a CPU (the machine was busy)",
+        "waiting for a CPU (the machine was busy)",
+    ),
+    (
+        "file data",
+        "file data (reads and writes: storage, or the page cache's copies)",
+        "file data (reads and writes of files)",
+    ),
+    (
+        "durability",
+        "durability (fsync, fdatasync, sync_file_range, O_SYNC writes)",
+        "durability (waiting for syncs to reach storage)",
+    ),
+    (
+        "metadata",
+        "file-system metadata (open, stat, getdents, unlink, rename, ...)",
+        "file-system metadata (open, stat, getdents, unlink, rename, ...)",
+    ),
+    (
+        "faults",
+        "page faults waiting for storage (mapped files, swap)",
+        "page faults waiting for storage",
+    ),
+    (
+        "pipes",
+        "pipes (the process at the other end)",
+        "pipes (the process at the other end)",
+    ),
+    (
+        "sockets",
+        "sockets (the peer at the other end)",
+        "sockets (the peer at the other end)",
+    ),
+    (
+        "polls",
+        "poll, select and epoll (sockets, pipes, events)",
+        "poll, select or epoll (waiting for sockets, pipes or events)",
+    ),
+    (
+        "devices",
+        "terminals and devices (a terminal waits for its user)",
+        "terminals and devices",
+    ),
+    (
+        "locks",
+        "locks and other threads (futex, flock, semaphores)",
+        "locks and other threads",
+    ),
+    (
+        "sleep",
+        "sleeping (nanosleep, pause, waiting for a signal)",
+        "sleeping",
+    ),
+    (
+        "children",
+        "waiting for child processes (wait4, waitid)",
+        "child processes",
+    ),
+    (
+        "tracer",
+        "being traced (the ptrace tracer's stops)",
+        "being traced",
+    ),
+    ("other", "other system calls", "other system calls"),
+];
 
 /// The cause of a system call the trace sums by name ([`super::CallTime`], [`super::Span`]).
 pub fn of_call_name(name: &str) -> Cause {

@@ -60,26 +60,12 @@ pub fn headline(p: &Profile) -> String {
     )
 }
 
-/// The summary lines.
+/// The summary lines (the headline says the command, its time and its end).
 pub fn summary(p: &Profile) -> Vec<String> {
     let mut l = Vec::new();
-    let how = match (p.ended.code, p.ended.signal) {
-        (Some(c), _) => format!("exit code {c}"),
-        (None, Some(s)) => format!("killed by signal {s}"),
-        _ => "end unknown".into(),
-    };
     l.push(format!(
-        "{}: {:.3} s traced, {how}{}; {} process(es), {} thread(s), stopped {} times for the tracer",
-        p.command
-            .iter()
-            .map(|a| crate::shown::word(std::ffi::OsStr::new(a)))
-            .collect::<Vec<_>>()
-            .join(" "),
-        p.wall_s,
-        if p.interrupted { ", interrupted" } else { "" },
-        p.processes,
-        p.threads,
-        p.stops
+        "{} process(es), {} thread(s), stopped {} times for the tracer",
+        p.processes, p.threads, p.stops
     ));
     l.push(format!(
         "reads: {} calls, {} returned ({} from regular files); writes: {} calls, {} ({} to regular files, copies included)",

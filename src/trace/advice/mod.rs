@@ -102,6 +102,42 @@ pub struct Recommendation {
     pub measured: Option<Gain>,
 }
 
+impl Recommendation {
+    /// Rule `rule`'s advice: its evidence and the change, with nothing yet on its gain.
+    pub fn new(
+        rule: &str,
+        level: Level,
+        title: impl Into<String>,
+        evidence: String,
+        change: impl Into<String>,
+    ) -> Recommendation {
+        Recommendation {
+            rule: rule.to_string(),
+            level,
+            title: title.into(),
+            evidence,
+            change: change.into(),
+            remedy: None,
+            cache: None,
+            unmeasured: None,
+            measured: None,
+        }
+    }
+
+    /// Replay measures it as `remedy` in `cache`.
+    pub fn measured_by(mut self, remedy: Remedy, cache: CacheMode) -> Recommendation {
+        self.remedy = Some(remedy);
+        self.cache = Some(cache);
+        self
+    }
+
+    /// Replay cannot measure it, for `why`.
+    pub fn unmeasurable(mut self, why: impl Into<String>) -> Recommendation {
+        self.unmeasured = Some(why.into());
+        self
+    }
+}
+
 /// What the rules look at.
 pub struct Evidence<'a> {
     /// The trace.

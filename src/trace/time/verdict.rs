@@ -81,28 +81,7 @@ pub fn phrase_for(c: Cause, stopped: bool) -> &'static str {
         Cause::Faults if stopped => {
             "time off the CPU outside calls (page faults waiting for storage, or the tracer's stops costing more than measured)"
         }
-        _ => phrase(c),
-    }
-}
-
-/// What it is, as the verdict says it.
-pub fn phrase(c: Cause) -> &'static str {
-    match c {
-        Cause::Cpu => "the CPU (computing in the program)",
-        Cause::RunQueue => "waiting for a CPU (the machine was busy)",
-        Cause::FileData => "file data (reads and writes of files)",
-        Cause::Durability => "durability (waiting for syncs to reach storage)",
-        Cause::Metadata => "file-system metadata (open, stat, getdents, unlink, rename, ...)",
-        Cause::Faults => "page faults waiting for storage",
-        Cause::Pipes => "pipes (the process at the other end)",
-        Cause::Sockets => "sockets (the peer at the other end)",
-        Cause::Polls => "poll, select or epoll (waiting for sockets, pipes or events)",
-        Cause::Devices => "terminals and devices",
-        Cause::Locks => "locks and other threads",
-        Cause::Sleep => "sleeping",
-        Cause::Children => "child processes",
-        Cause::Tracer => "being traced",
-        Cause::Other => "other system calls",
+        _ => c.phrase(),
     }
 }
 
@@ -335,7 +314,7 @@ pub fn robust(mut v: TimeVerdict, other: &[TimeVerdict]) -> TimeVerdict {
         .iter()
         .find(|o| o.decided != v.decided || o.cause != v.cause)
         .map(|o| match (o.decided, o.cause) {
-            (Decision::Bound, Some(c)) => format!("bound by {}", phrase(c)),
+            (Decision::Bound, Some(c)) => format!("bound by {}", c.phrase()),
             (Decision::Mixed, _) => "mixed".to_string(),
             _ => "undecided".to_string(),
         })
