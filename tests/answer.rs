@@ -2,7 +2,8 @@
 //! syncing every INSERT (durability; the advice: batch) and in one transaction (no such advice),
 //! dd and python3 reading 4 KiB at a time (the advice: larger reads), a pool of idle threads
 //! beside one thread reading with O_DIRECT (the reader, never the pool), a client waiting on its
-//! server (sockets), sleep (sleeping), a program killed by a signal or exiting non-zero (still
+//! server (sockets), sleep (sleeping), a script that sleeps, reads a cold tree with tar and
+//! computes (each phase its cause, put to the process that did it), a program killed by a signal or exiting non-zero (still
 //! a verdict). Every verdict's figures are checked against the verdict itself.
 
 mod common;
@@ -379,6 +380,77 @@ fn sleep_is_sleeping_and_a_program_that_dies_still_gets_its_verdict() {
         assert_eq!(st.code(), Some(128 + 9));
         assert_eq!(p["ended"]["signal"], 9);
         named_or_undecided(&p, tracer, "sleep");
+    }
+}
+
+/// A cause's row in the wall table: its seconds and the name of the thread first under it.
+fn wall_row<'a>(p: &'a Value, cause: &str) -> Option<(u64, &'a str)> {
+    p["time"]["wall"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == cause)
+        .map(|c| {
+            (
+                c["ns"].as_u64().unwrap(),
+                c["threads"][0]["name"].as_str().unwrap_or(""),
+            )
+        })
+}
+
+#[test]
+fn a_script_that_sleeps_reads_a_cold_tree_then_computes_gets_each_phase_its_cause() {
+    if !Path::new("/usr/bin/python3").exists() || !have("tar") {
+        return skip(Lack::Setup, "Debian's python3 or tar is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let files: Vec<_> = (0..8)
+        .map(|i| write_file(&tree, &format!("f{i}"), &bytes(4 << 20, 10 + i)))
+        .collect();
+    let script = "sleep 0.4; tar cf - tree > out.tar; /usr/bin/python3 -S -c 's = 0\nfor i in range(2000000): s += i * i'";
+    for tracer in tracers() {
+        // Cold: the tree's pages leave the cache (written back first).
+        iolab()
+            .args(["-q", "cache", "evict"])
+            .args(&files)
+            .assert()
+            .success();
+        let (p, st) = profile_of(dir.path(), tracer, &["sh", "-c", script], None);
+        assert!(st.success());
+        let time = &p["time"];
+        // Each phase under its own cause, put to the thread that did it.
+        let (sleep_ns, who) = wall_row(&p, "sleep").unwrap_or_else(|| panic!("{time}"));
+        assert!(
+            sleep_ns >= 350_000_000,
+            "{tracer}: sleep {sleep_ns} ns: {time}"
+        );
+        assert_eq!(who, "sleep", "{tracer}: {time}");
+        let (read_ns, who) = wall_row(&p, "file_data").unwrap_or_else(|| panic!("{time}"));
+        assert!(read_ns > 0 && who == "tar", "{tracer}: {time}");
+        let (_, who) = wall_row(&p, "cpu").unwrap_or_else(|| panic!("{time}"));
+        assert_eq!(who, "python3", "{tracer}: {time}");
+        // Nothing it did not do, and a verdict among what it did.
+        for absent in ["sockets", "locks", "durability"] {
+            assert!(
+                wall_row(&p, absent).is_none_or(|(ns, _)| ns < 20_000_000),
+                "{tracer}: {absent}: {time}"
+            );
+        }
+        let (decided, named) = verdict(&p);
+        if decided == "bound" {
+            assert!(
+                ["cpu", "sleep", "file_data"].contains(&named),
+                "{tracer}: {}",
+                time["verdict"]
+            );
+        }
+        // The script itself waited on its children: it never headlines.
+        assert!(
+            wall_row(&p, "children").is_none_or(|(ns, _)| ns < 50_000_000),
+            "{tracer}: {time}"
+        );
     }
 }
 

@@ -320,25 +320,26 @@ pub(super) fn other_process(e: &Evidence<'_>) -> Option<Recommendation> {
     if first.cause != Cause::Cpu || who.pid == e.t.root.unwrap_or(0) {
         return None;
     }
+    let share = who.ns as f64 / e.wall().max(1) as f64;
+    if share < 0.2 {
+        return None;
+    }
+    let name = crate::shown::line(&who.name);
     Some(
         Recommendation::new(
             "other-process",
-            Level::High,
+            level(share),
+            format!("speed up {name}: the rest waits for it"),
             format!(
-                "speed up {}: the rest waits for it",
-                crate::shown::line(&who.name)
-            ),
-            format!(
-                "the program's main thread waited {} on pipes and children of its {} wall time; meanwhile {} (pid {}) computed for {} of it",
+                "the program's main thread waited {} on pipes and children of its {} wall time; meanwhile {name} (pid {}) computed for {} of it ({})",
                 secs(w.handed_ns),
                 secs(w.wall_ns),
-                crate::shown::line(&who.name),
                 who.pid,
-                secs(who.ns)
+                secs(who.ns),
+                pct(share)
             ),
             format!(
-                "the pipeline runs at the pace of {}: give it less work (a faster setting: a lower compression level), or run it in parallel (pigz or zstd -T0 for gzip)",
-                crate::shown::line(&who.name)
+                "the program runs at the pace of {name}'s computing: give it less work or a faster setting (a lower compression level, say), or spread its work over the machine's cores (pigz or zstd -T0 for gzip); a faster I/O method would not help it"
             ),
         )
         .unmeasurable("replay measures file reads, not another process's computing"),
