@@ -219,6 +219,89 @@ fn bin_count(threads: usize) -> usize {
     (4_000_000 / (threads.max(1) * NC)).clamp(50, 2000)
 }
 
+impl<'a> Placed<'a> {
+    /// `t`'s calls and spans by thread, a traced call's stops costing `cost`.
+    fn new(t: &'a Trace, cost: &StopCost) -> Self {
+        let mut ops: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (i, op) in t.ops.iter().enumerate() {
+            ops.entry(op.tid).or_default().push(i);
+        }
+        let mut spans: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (i, s) in t.spans.iter().enumerate() {
+            spans.entry(s.tid).or_default().push(i);
+        }
+        Placed {
+            t,
+            ops,
+            spans,
+            cost: *cost,
+            synced: cause::synced_files(t),
+        }
+    }
+}
+
+/// The main thread's life, bin by bin, put to causes: its own time, and its waits on the others
+/// handed to what they did meanwhile.
+struct Handed {
+    /// The wall time by cause.
+    total: [f64; NC],
+    /// What stays the main thread's own.
+    own: [f64; NC],
+    /// Per bin: (the main thread's wait handed to the others' work, their work in the bin).
+    to_work: Vec<(f64, f64)>,
+    /// Per bin: (the wait handed to their waits on the world outside, those waits in the bin).
+    to_outside: Vec<(f64, f64)>,
+    /// All the wait handed to others.
+    handed: f64,
+}
+
+/// Hands the main thread's waits on others (`root`, per bin) to the others' `work`, then to
+/// their waits on the world `outside`; what nothing else covered stays the main thread's.
+fn hand(root: &[[f64; NC]], work: &[[f64; NC]], outside: &[[f64; NC]]) -> Handed {
+    let n = root.len();
+    let mut h = Handed {
+        total: [0.0; NC],
+        own: [0.0; NC],
+        to_work: vec![(0.0, 0.0); n],
+        to_outside: vec![(0.0, 0.0); n],
+        handed: 0.0,
+    };
+    let waits = |c: usize| Cause::ALL[c].waits_on_others();
+    for i in 0..n {
+        let r = &root[i];
+        let wait: f64 = (0..NC).filter(|&c| waits(c)).map(|c| r[c]).sum();
+        for c in (0..NC).filter(|&c| !waits(c)) {
+            h.total[c] += r[c];
+            h.own[c] += r[c];
+        }
+        let w: f64 = work[i].iter().sum();
+        let a = wait.min(w);
+        let o: f64 = outside[i].iter().sum();
+        let e = (wait - a).min(o);
+        for c in 0..NC {
+            if w > 0.0 {
+                h.total[c] += a * work[i][c] / w;
+            }
+            if o > 0.0 {
+                h.total[c] += e * outside[i][c] / o;
+            }
+        }
+        // Nothing else was doing anything: the main thread's own wait.
+        let left = wait - a - e;
+        if wait > 0.0 {
+            for c in (0..NC).filter(|&c| waits(c)) {
+                let x = left * r[c] / wait;
+                h.total[c] += x;
+                h.own[c] += x;
+            }
+        }
+        h.handed += a + e;
+        h.to_work[i] = (a, w);
+        h.to_outside[i] = (e, o);
+    }
+    h
+}
+
 /// The main thread's life by cause, a traced call's stops costing `cost`, or None when the
 /// trace has no main thread.
 pub fn wall_time(t: &Trace, models: &[ThreadModel], cost: &StopCost) -> Option<WallTime> {
@@ -227,35 +310,22 @@ pub fn wall_time(t: &Trace, models: &[ThreadModel], cost: &StopCost) -> Option<W
     if root.alive_ns == 0 {
         return None;
     }
-    let mut ops: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, op) in t.ops.iter().enumerate() {
-        ops.entry(op.tid).or_default().push(i);
-    }
-    let mut spans: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, s) in t.spans.iter().enumerate() {
-        spans.entry(s.tid).or_default().push(i);
-    }
-    let placed = Placed {
-        t,
-        ops,
-        spans,
-        cost: *cost,
-        synced: cause::synced_files(t),
-    };
+    let placed = Placed::new(t, cost);
     let n = bin_count(models.len());
     let bins = Bins {
         lo: root.born_ns as f64,
         width: (root.alive_ns as f64 / n as f64).max(1.0),
         n,
     };
-    let others: Vec<usize> = (0..models.len())
-        .filter(|&i| i != main && models[i].role == Role::Working)
-        .collect();
-    let r = thread_bins(root, &placed, &bins);
     let mut work = vec![[0.0f64; NC]; n];
     let mut outside = vec![[0.0f64; NC]; n];
-    for &j in &others {
-        for (i, b) in thread_bins(&models[j], &placed, &bins).iter().enumerate() {
+    let mut others = Vec::new();
+    for (j, m) in models.iter().enumerate() {
+        if j == main || m.role != Role::Working {
+            continue;
+        }
+        let b = thread_bins(m, &placed, &bins);
+        for (i, b) in b.iter().enumerate() {
             for c in 0..NC {
                 if is_work(c) {
                     work[i][c] += b[c];
@@ -264,67 +334,43 @@ pub fn wall_time(t: &Trace, models: &[ThreadModel], cost: &StopCost) -> Option<W
                 }
             }
         }
+        others.push((j, b));
     }
-    // Per bin: how much of the main thread's wait went to the others' work, and to their waits
-    // on the world outside.
-    let mut total = [0.0f64; NC];
-    let mut credit: HashMap<usize, [f64; NC]> = HashMap::new();
-    let mut to_work = vec![(0.0, 0.0); n];
-    let mut to_outside = vec![(0.0, 0.0); n];
-    let mut handed = 0.0;
-    for i in 0..n {
-        let wait: f64 = (0..NC)
-            .filter(|&c| Cause::ALL[c].waits_on_others())
-            .map(|c| r[i][c])
-            .sum();
-        let own = credit.entry(main).or_insert([0.0; NC]);
-        for c in 0..NC {
-            if !Cause::ALL[c].waits_on_others() {
-                total[c] += r[i][c];
-                own[c] += r[i][c];
-            }
-        }
-        let w: f64 = work[i].iter().sum();
-        let a = wait.min(w);
-        let o: f64 = outside[i].iter().sum();
-        let e = (wait - a).min(o);
-        for c in 0..NC {
-            if w > 0.0 {
-                total[c] += a * work[i][c] / w;
-            }
-            if o > 0.0 {
-                total[c] += e * outside[i][c] / o;
-            }
-        }
-        // Nothing else was doing anything: the main thread's own wait.
-        let left = wait - a - e;
-        if wait > 0.0 {
-            for c in 0..NC {
-                if Cause::ALL[c].waits_on_others() {
-                    let x = left * r[i][c] / wait;
-                    total[c] += x;
-                    own[c] += x;
-                }
-            }
-        }
-        handed += a + e;
-        to_work[i] = (a, w);
-        to_outside[i] = (e, o);
-    }
+    let h = hand(&thread_bins(root, &placed, &bins), &work, &outside);
     // Each other thread's share of what was handed to the others, bin by bin.
-    for &j in &others {
-        let b = thread_bins(&models[j], &placed, &bins);
+    let mut credit: HashMap<usize, [f64; NC]> = HashMap::from([(main, h.own)]);
+    for (j, b) in others {
         let mine = credit.entry(j).or_insert([0.0; NC]);
-        for i in 0..n {
+        for (i, b) in b.iter().enumerate() {
             for c in 0..NC {
-                if is_work(c) && to_work[i].1 > 0.0 {
-                    mine[c] += to_work[i].0 * b[i][c] / to_work[i].1;
-                } else if is_outside(c) && to_outside[i].1 > 0.0 {
-                    mine[c] += to_outside[i].0 * b[i][c] / to_outside[i].1;
+                let (given, of) = if is_work(c) {
+                    h.to_work[i]
+                } else if is_outside(c) {
+                    h.to_outside[i]
+                } else {
+                    continue;
+                };
+                if of > 0.0 {
+                    mine[c] += given * b[c] / of;
                 }
             }
         }
     }
+    Some(WallTime {
+        wall_ns: root.alive_ns,
+        main_tid: root.tid,
+        handed_ns: h.handed as u64,
+        causes: wall_causes(&h.total, &credit, models),
+    })
+}
+
+/// The wall table's rows: each cause's seconds (`total`) with the threads `credit`ed with it,
+/// the most first.
+fn wall_causes(
+    total: &[f64; NC],
+    credit: &HashMap<usize, [f64; NC]>,
+    models: &[ThreadModel],
+) -> Vec<WallCause> {
     let mut causes: Vec<WallCause> = (0..NC)
         .filter(|&c| total[c] >= 0.5)
         .map(|c| {
@@ -363,10 +409,5 @@ pub fn wall_time(t: &Trace, models: &[ThreadModel], cost: &StopCost) -> Option<W
         })
         .collect();
     causes.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
-    Some(WallTime {
-        wall_ns: root.alive_ns,
-        main_tid: root.tid,
-        handed_ns: handed as u64,
-        causes,
-    })
+    causes
 }

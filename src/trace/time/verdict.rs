@@ -161,6 +161,59 @@ fn who(w: &WallCause, wall: &WallTime) -> String {
     }
 }
 
+/// "undecided" when the ptrace tracer's stops took too much of `wall_ns` (`tracer` of it) to
+/// split the rest reliably, with what would trace with fewer stops.
+fn traced_too_much(t: &Trace, wall_ns: u64, tracer: u64) -> String {
+    let stat_calls = t
+        .ops
+        .iter()
+        .filter(|o| {
+            matches!(
+                o.call,
+                crate::trace::Call::Stat | crate::trace::Call::Getdents
+            )
+        })
+        .count();
+    format!(
+        "undecided: being traced took {:.0}% of the {} wall time ({} stops), too much to split the rest reliably: try --tracer ebpf (as root), or `iolab trace --overhead 3` to measure the slowdown{}",
+        100.0 * tracer as f64 / wall_ns.max(1) as f64,
+        secs(wall_ns),
+        t.stops,
+        if 2 * stat_calls > t.ops.len() {
+            "; most stops were stat and getdents: --no-metadata leaves them out"
+        } else {
+            ""
+        }
+    )
+}
+
+/// What a verdict's shares are of: the wall time, less the ptrace tracer's share when it had one.
+fn of_text(wall_ns: u64, own: u64, tracer: u64) -> String {
+    if tracer > 0 {
+        format!(
+            "the program's {} (the traced {} wall time less {} of being traced)",
+            secs(own),
+            secs(wall_ns),
+            secs(tracer)
+        )
+    } else {
+        format!("the {} wall time", secs(wall_ns))
+    }
+}
+
+/// The sentence on the main thread's waits handed to the others, when they were a twentieth of
+/// `total` or more.
+fn handed_text(handed_ns: u64, total: f64) -> String {
+    if handed_ns as f64 > 0.05 * total {
+        format!(
+            " The main thread waited on the others for {}: that time is put to what they did meanwhile.",
+            secs(handed_ns)
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// The verdict on `threads` and their wall time.
 pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> TimeVerdict {
     let idle = threads.iter().filter(|m| m.role == Role::Idle).count() as u32;
@@ -191,16 +244,7 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
         .collect();
     let pct = |ns: u64| 100.0 * ns as f64 / total;
     let stopped = t.stop_cost.is_some();
-    let of = if tracer > 0 {
-        format!(
-            "the program's {} (the traced {} wall time less {} of being traced)",
-            secs(own),
-            secs(wall.wall_ns),
-            secs(tracer)
-        )
-    } else {
-        format!("the {} wall time", secs(wall.wall_ns))
-    };
+    let of = of_text(wall.wall_ns, own, tracer);
     let then = |from: usize| {
         let rest: Vec<String> = ranked
             .iter()
@@ -215,14 +259,7 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
             format!(" Then: {}.", rest.join(", "))
         }
     };
-    let handed = if wall.handed_ns as f64 > 0.05 * total {
-        format!(
-            " The main thread waited on the others for {}: that time is put to what they did meanwhile.",
-            secs(wall.handed_ns)
-        )
-    } else {
-        String::new()
-    };
+    let handed = handed_text(wall.handed_ns, total);
     let mut v = TimeVerdict {
         decided: Decision::Undecided,
         cause: ranked.first().map(|c| c.cause),
@@ -232,28 +269,8 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
         text: String::new(),
     };
     if tracer as f64 > TRACER_MOST * wall.wall_ns as f64 && t.stop_cost.is_none() {
-        let stat_calls = t
-            .ops
-            .iter()
-            .filter(|o| {
-                matches!(
-                    o.call,
-                    crate::trace::Call::Stat | crate::trace::Call::Getdents
-                )
-            })
-            .count();
         v.cause = None;
-        v.text = format!(
-            "undecided: being traced took {:.0}% of the {} wall time ({} stops), too much to split the rest reliably: try --tracer ebpf (as root), or `iolab trace --overhead 3` to measure the slowdown{}",
-            100.0 * tracer as f64 / wall.wall_ns.max(1) as f64,
-            secs(wall.wall_ns),
-            t.stops,
-            if 2 * stat_calls > t.ops.len() {
-                "; most stops were stat and getdents: --no-metadata leaves them out"
-            } else {
-                ""
-            }
-        );
+        v.text = traced_too_much(t, wall.wall_ns, tracer);
         return v;
     }
     let Some(first) = ranked.first() else {
