@@ -149,7 +149,7 @@ static __always_inline void describe_inode(struct fileid *id, struct inode *inod
 	id->nrpages = BPF_CORE_READ(inode, i_mapping, nrpages);
 	id->mtime_sec = BPF_CORE_READ(inode, i_mtime_sec);
 	id->mtime_nsec = BPF_CORE_READ(inode, i_mtime_nsec);
-	id->pad = 0;
+	id->gen = BPF_CORE_READ(inode, i_generation);
 	id->reserved = (__u64)inode;
 	id->mode = BPF_CORE_READ(inode, i_mode);
 	id->pos = 0;
@@ -706,6 +706,7 @@ static __always_inline void cache_note(struct address_space *mapping, __u64 page
 		return;
 	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(host, i_ino);
+	k.nr |= (__u64)BPF_CORE_READ(host, i_generation) << 32;
 	v = bpf_map_lookup_elem(&cache, &k);
 	if (!v) {
 		struct cache_val z = {};

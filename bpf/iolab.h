@@ -31,6 +31,7 @@ struct inode {
 	long long i_size;
 	long long i_mtime_sec;
 	unsigned int i_mtime_nsec;
+	unsigned int i_generation;
 } __attribute__((preserve_access_index));
 
 // struct qstr, read as its 16 bytes (its fields sit in anonymous unions).
@@ -197,7 +198,7 @@ struct fileid {
 	__u64 nrpages; // pages of the file in the page cache
 	__s64 mtime_sec;
 	__u32 mtime_nsec;
-	__u32 pad;
+	__u32 gen;     // the inode's generation: a new file that reuses a freed inode number has another
 	__u32 mode;    // the inode's type and permissions
 	__u32 flags;   // the open file's flags (O_APPEND, O_DIRECT, ...)
 	__u64 reserved; // the inode's address (kept to tell a file from the one before)
@@ -318,7 +319,8 @@ struct ureq {
 // The page cache's work for the traced program, per file and per cause (`cache` map).
 struct cache_key {
 	__u64 dev, ino;
-	__u64 nr; // the system call it happened in; NR_FAULT outside one, NR_URING in io_uring's workers
+	__u64 nr; // the system call it happened in (NR_FAULT outside one, NR_URING in io_uring's
+		  // workers), the inode's generation in the upper 32 bits
 };
 
 struct cache_val {

@@ -256,13 +256,16 @@ fn without_root_auto_falls_back_to_ptrace_and_ebpf_says_why() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let f = write_file(dir.path(), "f", &bytes(1 << 16, 5));
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let run = |tracer: &str| {
+    let run = |tracer: &[&str]| {
         iolab_as_nobody()
-            .args(["trace", "--tracer", tracer, "--format", "json", "--", "cat"])
+            .arg("trace")
+            .args(tracer)
+            .args(["--format", "json", "--", "cat"])
             .arg(&f)
             .output()
     };
-    let o = match run("auto") {
+    // The default is auto: ptrace here, and why, in one line.
+    let o = match run(&[]) {
         Ok(o) if o.status.code() != Some(127) => o,
         other => {
             return skip(
@@ -281,7 +284,7 @@ fn without_root_auto_falls_back_to_ptrace_and_ebpf_says_why() {
     assert!(note.contains("root or CAP_BPF"), "{note}");
     let p: Value = serde_json::from_str(&err[err.find('{').unwrap()..]).unwrap();
     assert_eq!(p["files"][0]["reads"]["bytes"], 1 << 16);
-    let o = run("ebpf").unwrap();
+    let o = run(&["--tracer", "ebpf"]).unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
@@ -379,6 +382,52 @@ fn the_page_cache_work_per_file_adds_up_to_the_kernels_read_bytes_cold_and_warm(
     assert!(read > 100 * 300, "{read}");
     let hit = 1.0 - brought.min(read) as f64 / read as f64;
     assert!(hit >= 0.99, "warm hit ratio {hit}");
+}
+
+#[test]
+fn o_direct_reads_are_from_storage_past_the_cache_never_served_by_it() {
+    if !can_load() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if fs_type(dir.path()) == "tmpfs" {
+        return skip(Lack::Machine, "O_DIRECT: the temporary folder is on tmpfs");
+    }
+    let f = write_file(dir.path(), "direct.bin", &bytes(8 << 20, 21));
+    // Warm (written, so cached): O_DIRECT goes to storage all the same.
+    let cmd = [
+        "dd",
+        "if=direct.bin",
+        "of=/dev/null",
+        "bs=1M",
+        "iflag=direct",
+        "status=none",
+    ];
+    let t = trace(dir.path(), "ebpf", &cmd);
+    let c = &cache_of(&t, dir.path())[s(&f)];
+    assert_eq!(c["direct"], 8 << 20, "{c}");
+    assert_eq!(c["by_reads"], 0, "{c}");
+    assert_eq!(t["cache"]["direct"], 8 << 20, "{}", t["cache"]);
+    // The profile: from storage, nothing served by the cache, in the table and the summary.
+    let o = iolab()
+        .current_dir(dir.path())
+        .args(["-q", "explain", "ebpf.trace.json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("8 MiB past the cache with O_DIRECT"),
+        "{text}"
+    );
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with(s(&f)))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    // The row's last columns: cache served, faults, writes (two words), xor.
+    assert_eq!(row[row.len() - 5], "0%", "{row:?}");
 }
 
 #[test]

@@ -465,23 +465,50 @@ fn a_sparse_mapped_access_replays_what_it_touched_not_the_file() {
 
 #[test]
 fn files_that_reuse_an_inode_are_rows_of_their_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = trace_sh(
-        dir.path(),
-        &[],
-        "for i in 1 2 3; do echo hello$i > t.tmp; cat t.tmp > /dev/null; rm t.tmp; done",
-    );
-    let rows: Vec<&Value> = p["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["path"].as_str().unwrap().ends_with("/t.tmp"))
-        .collect();
-    // ext4 gives the freed inode to the next file: each is its own file, read once.
-    assert_eq!(rows.len(), 3, "{rows:?}");
-    for r in rows {
-        assert_eq!(r["reads"]["bytes"], 7, "{r}");
-        assert_eq!(r["reread"], 0.0, "{r}");
+    let tracers: &[&str] = if is_root() {
+        &["ptrace", "ebpf"]
+    } else {
+        skip(Lack::Setup, "the eBPF tracer needs root: ptrace alone");
+        &["ptrace"]
+    };
+    for &tracer in tracers {
+        let dir = tempfile::tempdir().unwrap();
+        let p = trace_sh(
+            dir.path(),
+            &["--tracer", tracer],
+            "for i in 1 2 3; do echo hello$i > t.tmp; cat t.tmp > /dev/null; rm t.tmp; done",
+        );
+        let rows: Vec<&Value> = p["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["path"].as_str().unwrap().ends_with("/t.tmp"))
+            .collect();
+        // ext4 gives the freed inode to the next file: each is its own file, read once.
+        assert_eq!(rows.len(), 3, "{tracer}: {rows:?}");
+        for r in rows {
+            assert_eq!(r["reads"]["bytes"], 7, "{tracer}: {r}");
+            assert_eq!(r["reread"], 0.0, "{tracer}: {r}");
+        }
+        // git's way: a lock file renamed over the file it replaces, whose freed inode the next
+        // lock file may get; each file keeps the name it was written under, with its bytes.
+        let p = trace_sh(
+            dir.path(),
+            &["--tracer", tracer],
+            "echo 1 > config.lock; mv config.lock config; echo 22 > config.lock; mv config.lock config; \
+             head -c 5000 /dev/zero > index.lock; cat index.lock config > /dev/null",
+        );
+        let written = |name: &str| -> u64 {
+            p["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["path"].as_str().unwrap().ends_with(name))
+                .map(|f| f["writes"]["bytes"].as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(written("/index.lock"), 5000, "{tracer}: {}", p["files"]);
+        assert_eq!(written("/config.lock"), 2 + 3, "{tracer}: {}", p["files"]);
     }
 }
 

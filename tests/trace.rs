@@ -774,6 +774,18 @@ fn outputs_are_proved_before_the_program_runs_and_a_full_disk_keeps_the_rest() {
 #[test]
 fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
     let _counters = shared();
+    let tracers: &[&str] = if is_root() {
+        &["ptrace", "ebpf"]
+    } else {
+        skip(Lack::Setup, "the eBPF tracer needs root: ptrace alone");
+        &["ptrace"]
+    };
+    for tracer in tracers {
+        ends_with_the_program(tracer);
+    }
+}
+
+fn ends_with_the_program(tracer: &str) {
     let dir = tempfile::tempdir().unwrap();
     let go = dir.path().join("go");
     let late = dir.path().join("late");
@@ -783,7 +795,16 @@ fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
         late = s(&late)
     );
     let out = dir.path().join("t.json");
-    let mut child = spawn_trace(&["--out", s(&out), "--", "sh", "-c", &script]);
+    let mut child = spawn_trace(&[
+        "--tracer",
+        tracer,
+        "--out",
+        s(&out),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
     // It cannot end by waiting for the background loop: that waits for `go`, made only after.
     let st = wait_or_fail(
         &mut child,
@@ -809,7 +830,17 @@ fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
     fs::remove_file(&late).unwrap();
     // --follow: still running while the loop waits, then the loop's write is in the trace.
     let out2 = dir.path().join("t2.json");
-    let mut child = spawn_trace(&["--follow", "--out", s(&out2), "--", "sh", "-c", &script]);
+    let mut child = spawn_trace(&[
+        "--tracer",
+        tracer,
+        "--follow",
+        "--out",
+        s(&out2),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
     wait_until(
         std::time::Duration::from_secs(10),
         "the traced program to start",
@@ -832,7 +863,10 @@ fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
         .unwrap()
         .iter()
         .position(|f| f["path"].as_str() == late.to_str());
-    assert!(late_file.is_some(), "the followed loop's write is recorded");
+    assert!(
+        late_file.is_some(),
+        "{tracer}: the followed loop's write is recorded"
+    );
 }
 
 /// Issue 53 (P13, P22): --overhead stops on Ctrl-C, and SIGHUP (the terminal closed) keeps the
@@ -841,8 +875,17 @@ fn trace_ends_with_the_program_and_follow_waits_for_what_it_left() {
 fn overhead_stops_on_ctrl_c_and_a_hangup_keeps_the_trace() {
     let _counters = shared();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn_trace(&["--overhead", "100000", "--", "sleep", "0.2"]);
-    // The traced run's sleep is the tracer helper's child; an overhead round's is iolab's own.
+    let mut child = spawn_trace(&[
+        "--tracer",
+        "ptrace",
+        "--overhead",
+        "100000",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    // The traced run's sleep is the ptrace tracer helper's child; an overhead round's is
+    // iolab's own.
     wait_until(
         std::time::Duration::from_secs(20),
         "the overhead rounds to start",

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// own counts beside. No root needed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --advise -- python3 load.py\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ebpf -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  iolab trace --cgroup /sys/fs/cgroup/memory/db --seconds 30\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). It stops the program at its file system calls only (ptrace with a\nseccomp filter) and samples its page faults with a perf event (perf_event_paranoid <= 2).\nio_uring requests are read from the program's rings (SQPOLL rings are not: said). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
+    after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --advise -- python3 load.py\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ptrace -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  iolab trace --cgroup /sys/fs/cgroup/memory/db --seconds 30\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). As root (or with CAP_BPF+CAP_PERFMON) it traces with eBPF probes on\nthe kernel's tracepoints and the program runs on unstopped; otherwise it says why in one line and\nstops the program at the calls it times (ptrace with a seccomp filter), sampling its page faults\nwith a perf event (perf_event_paranoid <= 2). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
 )]
 pub struct TraceArgs {
     /// Write the trace (versioned JSON, docs/trace.md) for `iolab replay` (a new file unless --force)
@@ -70,7 +70,7 @@ pub struct TraceArgs {
     /// Which tracer: ptrace (stops the program at each traced call; no rights needed), ebpf
     /// (probes on the kernel's tracepoints: the program runs on; root or CAP_BPF+CAP_PERFMON),
     /// auto (ebpf where it can run, else ptrace, saying why)
-    #[arg(long, value_enum, default_value_t = TracerArg::Ptrace)]
+    #[arg(long, value_enum, default_value_t = TracerArg::Auto)]
     pub tracer: TracerArg,
     /// Trace a running process instead of a command, and what it starts from then on, until
     /// --seconds pass, Ctrl-C, or it ends; it is never stopped or signalled. Always the eBPF
@@ -114,7 +114,7 @@ impl TraceArgs {
         }
         let _ = iolab::sys::cleanup::note_interrupts();
         let launcher = super::own_program()?;
-        let cfg = TraceConfig {
+        let mut cfg = TraceConfig {
             command: self.command.clone(),
             launcher,
             faults: !self.no_faults,
@@ -166,20 +166,30 @@ impl TraceArgs {
                 ));
             };
             trace::attach(&cfg, target, limit, &iolab::sys::interrupted, &announce)?
-        } else if self.follow || cfg.tracer != trace::TracerChoice::Ptrace {
-            // The kernel tracer holds nothing the program's processes need: it runs here,
-            // and what the program leaves running runs on untraced.
-            trace::run(&cfg, &iolab::sys::interrupted)?
         } else {
-            traced_by_helper(&cfg)?
+            match trace::choose(&cfg)? {
+                // The kernel tracer holds nothing the program's processes need: it runs here,
+                // and what the program leaves running runs on untraced (unless --follow).
+                trace::Chosen::Kernel(loaded) => {
+                    cfg.tracer = trace::TracerChoice::Ebpf;
+                    loaded.run(&cfg, &iolab::sys::interrupted, self.follow)?
+                }
+                trace::Chosen::Ptrace(why) => {
+                    cfg.tracer = trace::TracerChoice::Ptrace;
+                    let mut t = if self.follow {
+                        trace::run(&cfg, &iolab::sys::interrupted)?
+                    } else {
+                        traced_by_helper(&cfg)?
+                    };
+                    if let Some(why) = why {
+                        let note = trace::fallback_note(&why);
+                        super::talk(format!("iolab: note: {note}"));
+                        t.notes.insert(0, note);
+                    }
+                    t
+                }
+            }
         };
-        if let Some(n) = t
-            .notes
-            .first()
-            .filter(|n| n.starts_with("traced with ptrace"))
-        {
-            super::talk(format!("iolab: note: {n}"));
-        }
         let name = self
             .out
             .clone()

@@ -24,19 +24,23 @@ pub struct CacheWork {
     pub dirtied: u64,
     /// Read-like calls that brought pages into the cache (the others the cache served whole).
     pub reads_missed: u64,
+    /// Bytes read with O_DIRECT: from storage, bypassing the cache (never served by it).
+    #[serde(default)]
+    pub direct: u64,
 }
 
 impl CacheWork {
-    /// Bytes read from storage into the cache for the program (all but what writes made).
+    /// Bytes read from storage for the program: into the cache (all but what writes made),
+    /// and past it with O_DIRECT.
     pub fn from_storage(&self) -> u64 {
-        self.by_reads + self.by_faults + self.by_uring + self.by_other
+        self.by_reads + self.by_faults + self.by_uring + self.by_other + self.direct
     }
 
     /// Of `read` bytes its read calls and io_uring reads returned, the bytes the page cache
     /// already held: those not brought in for them (what readahead brought ahead for later
     /// reads counts once, at the read that brought it). None when nothing was read.
     pub fn served(&self, read: u64) -> Option<u64> {
-        (read > 0).then(|| read.saturating_sub(self.by_reads + self.by_uring))
+        (read > 0).then(|| read.saturating_sub(self.by_reads + self.by_uring + self.direct))
     }
 }
 
@@ -71,11 +75,15 @@ pub struct CacheSeen {
     pub dirtied: u64,
     /// Files whose work was not counted: the probes' table was full.
     pub files_lost: u64,
+    /// Bytes read with O_DIRECT, every file: from storage, past the cache.
+    #[serde(default)]
+    pub direct: u64,
 }
 
 impl CacheSeen {
-    /// Bytes read from storage into the cache for the program, every file and metadata.
+    /// Bytes read from storage for the program: into the cache, every file and metadata, and
+    /// past it with O_DIRECT.
     pub fn from_storage(&self) -> u64 {
-        self.added.saturating_sub(self.by_writes)
+        self.added.saturating_sub(self.by_writes) + self.direct
     }
 }

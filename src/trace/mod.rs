@@ -445,6 +445,34 @@ pub fn run(cfg: &TraceConfig, interrupted: &dyn Fn() -> bool) -> crate::Result<T
     run_for(cfg, interrupted, true).map(|(t, _)| t)
 }
 
+/// The tracer a [`TracerChoice`] comes to on this machine.
+pub enum Chosen {
+    /// The kernel tracer, its probes loaded.
+    Kernel(ebpf::Loaded),
+    /// ptrace; with `Auto`, why the kernel tracer could not run.
+    Ptrace(Option<String>),
+}
+
+/// The tracer `cfg.tracer` comes to here: `Auto` is the kernel tracer where its probes load,
+/// else ptrace with the reason; `Ebpf` where they cannot load is an error saying why.
+pub fn choose(cfg: &TraceConfig) -> crate::Result<Chosen> {
+    match cfg.tracer {
+        TracerChoice::Ptrace => Ok(Chosen::Ptrace(None)),
+        TracerChoice::Ebpf => ebpf::prepare(cfg)
+            .map(Chosen::Kernel)
+            .map_err(|why| crate::Error::unsupported("cannot trace with eBPF", why)),
+        TracerChoice::Auto => Ok(match ebpf::prepare(cfg) {
+            Ok(loaded) => Chosen::Kernel(loaded),
+            Err(why) => Chosen::Ptrace(Some(why)),
+        }),
+    }
+}
+
+/// The note a trace by ptrace carries when the kernel tracer could not run (`why`).
+pub fn fallback_note(why: &str) -> String {
+    format!("traced with ptrace, not eBPF: {why}")
+}
+
 /// Runs `cfg.command` traced until it ends, and with `follow` until everything it started has
 /// ended too. The ptrace tracer returns what was left running, still traced, to be served
 /// ([`Lingering::serve`]); the kernel tracer leaves it running untraced. `Auto` falls back to
@@ -454,22 +482,15 @@ pub fn run_for(
     interrupted: &dyn Fn() -> bool,
     follow: bool,
 ) -> crate::Result<(Trace, Lingering)> {
-    let fallback = match cfg.tracer {
-        TracerChoice::Ptrace => None,
-        TracerChoice::Ebpf => {
-            let loaded = ebpf::prepare(cfg)
-                .map_err(|why| crate::Error::unsupported("cannot trace with eBPF", why))?;
+    let fallback = match choose(cfg)? {
+        Chosen::Kernel(loaded) => {
             return Ok((loaded.run(cfg, interrupted, follow)?, Lingering::default()));
         }
-        TracerChoice::Auto => match ebpf::prepare(cfg) {
-            Ok(loaded) => return Ok((loaded.run(cfg, interrupted, follow)?, Lingering::default())),
-            Err(why) => Some(why),
-        },
+        Chosen::Ptrace(why) => why,
     };
     let (mut t, lingering) = tracer::run_for(cfg, interrupted, follow)?;
     if let Some(why) = fallback {
-        t.notes
-            .insert(0, format!("traced with ptrace, not eBPF: {why}"));
+        t.notes.insert(0, fallback_note(&why));
     }
     Ok((t, lingering))
 }

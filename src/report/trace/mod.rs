@@ -242,8 +242,13 @@ fn page_cache_line(p: &Profile, c: &crate::trace::CacheSeen) -> String {
     let files = p.files.iter().chain(&p.code_files);
     let hits = crate::trace::hit_ratio(files.map(|f| (f.reads.bytes, f.cache.as_ref())));
     format!(
-        "page cache (kernel tracer): {} read from storage into it for the program ({} of file-system metadata, {} of files it did not open, such as its program loaded by exec), the kernel's read_bytes {} ({}); file reads served by the cache: {}; dirtied {}, the kernel's write_bytes {} ({}){}",
+        "page cache (kernel tracer): {} read from storage for the program ({}{} of file-system metadata, {} of files it did not open, such as its program loaded by exec), the kernel's read_bytes {} ({}); file reads served by the cache: {}; dirtied {}, the kernel's write_bytes {} ({}){}",
         format_size(c.from_storage()),
+        if c.direct > 0 {
+            format!("{} past the cache with O_DIRECT, ", format_size(c.direct))
+        } else {
+            String::new()
+        },
         format_size(c.metadata),
         format_size(c.unnamed),
         format_size(k.read_bytes),

@@ -25,8 +25,11 @@ pub struct Convert {
     calls: Calls,
     /// The program's first process (the launcher until it execs the program).
     root: u32,
-    /// Files by (kernel device, inode).
-    by_id: HashMap<(u64, u64), u32>,
+    /// Files by (kernel device, inode): the latest file of that inode and its generation
+    /// (None while only its mapping at the attach was seen).
+    by_id: HashMap<(u64, u64), (Option<u32>, u32)>,
+    /// Files by (kernel device, inode, generation).
+    by_gen: HashMap<(u64, u64, u32), u32>,
     /// Each process's address space (in `st.spaces`).
     mm: HashMap<u32, u32>,
     /// When each thread was first seen, ns from the start, and its process.
@@ -51,6 +54,8 @@ pub struct Convert {
     completed: HashMap<u32, Vec<Op>>,
     /// Read-like calls that brought pages into the page cache, by file.
     missed_reads: HashMap<u32, u64>,
+    /// Bytes read with O_DIRECT, by file.
+    direct_reads: HashMap<u32, u64>,
     /// A process traced from the middle of its run: its threads' counters at the attach.
     io_before: HashMap<u32, [u64; 6]>,
     /// The launcher's exec has been seen, its execve's return not yet: the baseline's rchar
@@ -81,6 +86,7 @@ impl Convert {
             calls: Calls::new(),
             root,
             by_id: HashMap::new(),
+            by_gen: HashMap::new(),
             mm,
             born,
             pid_of: [(root, root)].into(),
@@ -93,6 +99,7 @@ impl Convert {
             uring_enters: 0,
             completed: HashMap::new(),
             missed_reads: HashMap::new(),
+            direct_reads: HashMap::new(),
             io_before: HashMap::new(),
             baseline_rchar_due: false,
             root_ended: None,
@@ -200,9 +207,10 @@ impl Convert {
         });
     }
 
-    /// The index of the file `(kdev, ino)`, registered on first sight and named from `fd`
-    /// of process `pid` (while it is open), else from `path` (an open's argument, relative
-    /// to `dirfd`), else from the process's mappings.
+    /// The index of the file `(kdev, ino)` of `id`'s generation, registered on first sight and
+    /// named from `fd` of process `pid` (while it is open), else from `path` (an open's
+    /// argument, relative to `dirfd`), else from the process's mappings. A file that reuses
+    /// the inode number of one freed before it has another generation: a row of its own.
     fn file_at(
         &mut self,
         pid: u32,
@@ -212,8 +220,22 @@ impl Convert {
         ino: u64,
         path: Option<(&[u8], i32)>,
     ) -> Option<u32> {
-        if let Some(&i) = self.by_id.get(&(kdev, ino)) {
+        let generation = id.map(|f| f.generation);
+        if let Some(g) = generation
+            && let Some(&i) = self.by_gen.get(&(kdev, ino, g))
+        {
             return Some(i);
+        }
+        match (self.by_id.get(&(kdev, ino)).copied(), generation) {
+            // Known by its mapping at the attach only: that file is this generation's.
+            (Some((None, i)), Some(g)) => {
+                self.by_id.insert((kdev, ino), (Some(g), i));
+                self.by_gen.insert((kdev, ino, g), i);
+                return Some(i);
+            }
+            (Some((_, i)), None) => return Some(i),
+            // Another generation: a new file on a freed inode number.
+            _ => {}
         }
         let dev = user_dev(kdev);
         let mode = id.map_or(libc::S_IFREG, |f| f.mode);
@@ -251,7 +273,10 @@ impl Convert {
             cache: None,
         });
         let i = (self.st.files.len() - 1) as u32;
-        self.by_id.insert((kdev, ino), i);
+        self.by_id.insert((kdev, ino), (generation, i));
+        if let Some(g) = generation {
+            self.by_gen.insert((kdev, ino, g), i);
+        }
         Some(i)
     }
 

@@ -18,6 +18,9 @@ pub struct FileId {
     pub nrpages: u64,
     /// Modification time, s and ns.
     pub mtime: (i64, u32),
+    /// The inode's generation: a file that reuses a freed inode number has another one (0
+    /// where the file system keeps none).
+    pub generation: u32,
     /// Type and permission bits.
     pub mode: u32,
     /// The open file's flags.
@@ -225,6 +228,7 @@ impl Rd<'_> {
             size: self.u64(at + 24),
             nrpages: self.u64(at + 32),
             mtime: (self.u64(at + 40) as i64, self.u32(at + 48)),
+            generation: self.u32(at + 52),
             mode: self.u32(at + 56),
             flags: self.u32(at + 60),
         })

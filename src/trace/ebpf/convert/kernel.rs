@@ -101,12 +101,20 @@ impl Convert {
         }
     }
 
-    /// A read-like call that brought pages into the cache: counted against its file.
+    /// A read-like call that brought pages into the cache, or read past it (O_DIRECT):
+    /// counted against its file.
     pub(super) fn missed(&mut self, c: &CallEv, call: Call, file: Option<u32>) {
-        if c.added == 0 || !call.reads() {
+        let (Some(i), true) = (file, call.reads()) else {
             return;
+        };
+        if c.ret > 0
+            && c.entry
+                .f
+                .is_some_and(|f| f.flags & libc::O_DIRECT as u32 != 0)
+        {
+            *self.direct_reads.entry(i).or_insert(0) += c.ret as u64;
         }
-        if let Some(i) = file {
+        if c.added > 0 {
             *self.missed_reads.entry(i).or_insert(0) += 1;
         }
     }
@@ -126,7 +134,8 @@ impl Convert {
             files_lost,
             ..CacheSeen::default()
         };
-        for &([kdev, ino, nr], [added, dirtied, mode, _rdev]) in entries {
+        for &([kdev, ino, nr_gen], [added, dirtied, mode, _rdev]) in entries {
+            let (nr, generation) = (nr_gen & 0xffff_ffff, (nr_gen >> 32) as u32);
             let (added, dirtied) = (added * page, dirtied * page);
             let call = self.calls.get(nr as i64);
             let by_write = call.is_some_and(|c| c.writes_file() || c == Call::Ftruncate);
@@ -135,7 +144,9 @@ impl Convert {
             if by_write {
                 seen.by_writes += added;
             }
-            let Some(&i) = self.by_id.get(&(kdev, ino)) else {
+            let file = (self.by_gen.get(&(kdev, ino, generation)).copied())
+                .or_else(|| self.by_id.get(&(kdev, ino)).map(|&(_, i)| i));
+            let Some(i) = file else {
                 if (mode as u32) & libc::S_IFMT == libc::S_IFBLK {
                     seen.metadata += added;
                 } else {
@@ -160,6 +171,12 @@ impl Convert {
         for (&i, &n) in &self.missed_reads {
             if let Some(f) = self.st.files.get_mut(i as usize) {
                 f.cache.get_or_insert_with(CacheWork::default).reads_missed = n;
+            }
+        }
+        for (&i, &n) in &self.direct_reads {
+            if let Some(f) = self.st.files.get_mut(i as usize) {
+                f.cache.get_or_insert_with(CacheWork::default).direct = n;
+                seen.direct += n;
             }
         }
         self.st.cache = Some(seen);
