@@ -549,6 +549,56 @@ fn trace_pid_follows_a_running_dd_from_the_attach_on() {
 }
 
 #[test]
+fn trace_pid_of_a_server_traces_the_workers_it_had_started() {
+    if !can_load() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A server's shape: a parent waiting on workers started before the attach, one of them
+    // a grandchild, each writing its own file (one syncing it, as a WAL writer does).
+    let script = "sh -c 'while :; do echo x >> a.log; sync a.log; sleep 0.05; done' & \
+                  sh -c '(while :; do echo x >> b.log; sleep 0.05; done) & wait' & \
+                  (while :; do echo y >> c.log; sleep 0.05; done) & wait";
+    use std::os::unix::process::CommandExt;
+    let mut server = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir.path())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // The workers are running (each has written) before the attach.
+    wait_until(
+        std::time::Duration::from_secs(10),
+        "the workers to start",
+        || {
+            ["a.log", "b.log", "c.log"]
+                .iter()
+                .all(|f| dir.path().join(f).exists())
+        },
+    );
+    let (t, err) = attach(dir.path(), server.id(), &["--seconds", "1"]);
+    // Stop the whole tree, its process group (the workers are the server's subshells).
+    let _ = std::process::Command::new("kill")
+        .args(["-9", "--", &format!("-{}", server.id())])
+        .status();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(err.contains("it had started"), "{err}");
+    let written = bytes_per_file(&t, dir.path());
+    for f in ["a.log", "b.log", "c.log"] {
+        let w = written.get(s(&dir.path().join(f))).map_or(0, |b| b.1);
+        assert!(w > 0, "{f}: {written:?}");
+    }
+    assert!(
+        t["notes"]
+            .to_string()
+            .contains("process(es) it had started"),
+        "{}",
+        t["notes"]
+    );
+}
+
+#[test]
 fn trace_pid_sees_everything_started_after_the_attach_and_the_end() {
     if !can_load() {
         return;

@@ -72,8 +72,9 @@ pub struct TraceArgs {
     /// auto (ebpf where it can run, else ptrace, saying why)
     #[arg(long, value_enum, default_value_t = TracerArg::Auto)]
     pub tracer: TracerArg,
-    /// Trace a running process instead of a command, and what it starts from then on, until
-    /// --seconds pass, Ctrl-C, or it ends; it is never stopped or signalled. Always the eBPF
+    /// Trace a running process instead of a command, with the processes it had started that
+    /// still run (a server's workers) and what they start from then on, until --seconds pass,
+    /// Ctrl-C, or it ends; none is stopped or signalled. Always the eBPF
     /// tracer (root or CAP_BPF+CAP_PERFMON); what it did before is not in the trace
     #[arg(long, value_name = "PID", conflicts_with_all = ["command", "overhead", "follow", "cgroup"])]
     pub pid: Option<u32>,

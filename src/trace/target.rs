@@ -14,7 +14,14 @@ pub fn attach(
     started: &dyn Fn(),
 ) -> crate::Result<Trace> {
     let (pids, what) = match target {
-        Target::Pid(p) => (vec![*p], format!("process {p}")),
+        Target::Pid(p) => {
+            let pids = with_descendants(*p);
+            let what = match pids.len() - 1 {
+                0 => format!("process {p}"),
+                n => format!("process {p} and the {n} process(es) it had started, still running"),
+            };
+            (pids, what)
+        }
         Target::Cgroup(dir) => {
             let procs = dir.join("cgroup.procs");
             let text = std::fs::read_to_string(&procs).map_err(|e| {
@@ -39,6 +46,73 @@ pub fn attach(
         .map_err(|why| crate::Error::unsupported("cannot trace a running process", why))?;
     started();
     loaded.attach(cfg, &pids, &what, limit, interrupted)
+}
+
+/// The most processes a tree read from /proc may hold (a bound on what is read).
+const MOST_PROCESSES: usize = 100_000;
+
+/// `pid` and its running descendants, parents before children: a server's workers (a
+/// postmaster's checkpointer and backends) are traced with it. Read from each thread's
+/// `children` file, else (a kernel without it) from every process's parent in /proc.
+pub fn with_descendants(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let mut seen = std::collections::HashSet::from([pid]);
+    let parents = std::cell::OnceCell::new();
+    let mut i = 0;
+    while i < out.len() && out.len() < MOST_PROCESSES {
+        let p = out[i];
+        i += 1;
+        let children = children_of(p).unwrap_or_else(|| {
+            let all: &Vec<(u32, u32)> = parents.get_or_init(parent_pairs);
+            all.iter()
+                .filter(|&&(_, pp)| pp == p)
+                .map(|&(c, _)| c)
+                .collect()
+        });
+        for c in children {
+            if out.len() < MOST_PROCESSES && seen.insert(c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The children of process `pid`, from /proc/PID/task/*/children; None where the kernel has
+/// no such file.
+fn children_of(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = Vec::new();
+    let mut any = false;
+    for t in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(t.path().join("children")) else {
+            continue;
+        };
+        any = true;
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+    }
+    any.then_some(out)
+}
+
+/// Every process and its parent, from /proc/PID/stat.
+fn parent_pairs() -> Vec<(u32, u32)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .take(MOST_PROCESSES)
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command may hold spaces and parentheses: the fields after its last ')'.
+            let rest = &stat[stat.rfind(')')? + 1..];
+            let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
 }
 
 /// What `iolab trace` attaches to.
