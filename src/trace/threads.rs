@@ -89,6 +89,19 @@ pub struct ThreadTimes {
     /// The calls it made that are not in the trace's `ops`, by call.
     #[serde(default)]
     pub calls: Vec<CallTime>,
+    /// Still running at the end: the system call it was blocked in then (from
+    /// /proc/PID/task/TID/syscall), whose end the trace never saw; its time since is that
+    /// call's cause, not page faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_call: Option<String>,
+}
+
+/// The system call thread `tid` of process `pid` is blocked in now (`/proc/.../syscall`), by
+/// name; None when it runs, waits outside a call, or cannot be read.
+pub fn blocked_in(pid: u32, tid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
+    let nr: i64 = text.split_whitespace().next()?.parse().ok()?;
+    (nr >= 0).then(|| super::cause::call_name(nr))
 }
 
 impl ThreadTimes {

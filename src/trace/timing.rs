@@ -196,6 +196,8 @@ impl State {
             held_ns: held,
             stops,
             calls,
+            // ptrace holds a thread left running at one of its stops: not a call's wait.
+            in_call: None,
         });
     }
 }

@@ -42,17 +42,32 @@ impl Loaded {
         interrupted: &dyn Fn() -> bool,
     ) -> Result<Trace> {
         let me = std::process::id();
-        let pids: Vec<u32> = pids.iter().copied().filter(|&p| p != me).collect();
-        let Some(&pid) = pids.first() else {
+        // Processes listed may have ended since (a cgroup's short-lived ones): the first still
+        // running names the trace and ends it by its end.
+        let mut first = None;
+        for &p in pids.iter().filter(|&&p| p != me) {
+            let fd = rustix::process::Pid::from_raw(p as i32).and_then(|q| {
+                rustix::process::pidfd_open(q, rustix::process::PidfdFlags::empty()).ok()
+            });
+            if let (Some(fd), Ok(command)) = (fd, command_of(p)) {
+                first = Some((p, fd, command));
+                break;
+            }
+        }
+        let Some((pid, pidfd, command)) = first else {
             return Err(Error::usage(
                 format!("{what}: no process to trace"),
-                "iolab does not trace itself",
+                if pids.contains(&me) {
+                    "iolab does not trace itself"
+                } else {
+                    "every one has ended"
+                },
             ));
         };
-        let command = command_of(pid)?;
-        let pidfd = rustix::process::Pid::from_raw(pid as i32)
-            .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
-            .ok_or_else(|| Error::usage(format!("no process {pid} to trace"), "it has ended"))?;
+        let pids: Vec<u32> = std::iter::once(pid)
+            .chain(pids.iter().copied().filter(|&p| p != me && p != pid))
+            .filter(|&p| std::path::Path::new(&format!("/proc/{p}")).exists())
+            .collect();
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::attached(&pids, t0);
         conv.st.kernel.buffers_growth = crate::cache::meminfo::read().buffers;

@@ -276,14 +276,20 @@ fn model(
         .saturating_sub(a.calls2)
         .saturating_mul(cost.wall_ns)
         .min(left);
-    // What is left of its life was blocked outside every call: page faults.
-    let faults = left - tracer_out;
+    // What is left of its life was blocked outside every call seen: in page faults, or, for a
+    // thread blocked in a call at the end, in that call (entered before the trace, or not
+    // yet returned).
+    let rest = left - tracer_out;
     let tracer = tracer + tracer_out;
+    let rest_cause = th
+        .in_call
+        .as_deref()
+        .map_or(Cause::Faults, cause::of_call_name);
     a.ns[Cause::Cpu.index()] += cpu;
     a.ns[Cause::RunQueue.index()] += runq_out;
     a.runq[Cause::RunQueue.index()] += runq_out;
     a.ns[Cause::Tracer.index()] += tracer;
-    a.ns[Cause::Faults.index()] += faults;
+    a.ns[rest_cause.index()] += rest;
     // Clocks read at different moments can add up to a little more than the life: scaled to it.
     let sum: u64 = a.ns.iter().sum();
     if sum > alive && sum > 0 {

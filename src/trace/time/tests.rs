@@ -235,3 +235,26 @@ fn the_ptrace_tracers_share_leaves_a_verdict_only_when_it_does_not_decide_it() {
     assert_eq!(p.verdict.decided, Decision::Undecided, "{}", p.verdict.text);
     assert!(p.verdict.text.contains("stop"), "{}", p.verdict.text);
 }
+
+#[test]
+fn a_thread_blocked_in_a_call_at_the_end_is_in_that_call_not_in_page_faults() {
+    // Attached to a server whose worker sleeps in one call entered before the attach: no
+    // exit seen, 990 ms of its 1 s unaccounted for by calls or CPU.
+    let mut sleeper = thread(2, 0, 1000 * MS, 10 * MS, &[]);
+    sleeper["in_call"] = json!("clock_nanosleep");
+    let mut waiter = thread(3, 0, 1000 * MS, 10 * MS, &[]);
+    waiter["in_call"] = json!("epoll_wait");
+    let t = trace(
+        1000 * MS,
+        vec![thread(1, 0, 1000 * MS, 990 * MS, &[]), sleeper, waiter],
+        vec![],
+        vec![],
+    );
+    let p = time_profile(&t).unwrap();
+    adds_up(&p);
+    let m = |tid: u32| p.threads.iter().find(|m| m.tid == tid).unwrap();
+    assert_eq!(m(2).ns(Cause::Sleep), 990 * MS, "{:?}", m(2));
+    assert_eq!(m(2).ns(Cause::Faults), 0, "{:?}", m(2));
+    assert_eq!(m(3).ns(Cause::Faults), 0, "{:?}", m(3));
+    assert_eq!(m(3).role, Role::Idle, "{:?}", m(3));
+}

@@ -246,6 +246,7 @@ impl Convert {
                 running: true,
                 cpu_ns: cpu.saturating_sub(cpu0),
                 runq_ns: runq.saturating_sub(runq0),
+                in_call: crate::trace::threads::blocked_in(pid, tid),
                 ..Default::default()
             });
         }
