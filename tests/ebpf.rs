@@ -762,4 +762,16 @@ fn trace_cgroup_follows_each_process_in_it() {
     assert!(read > 1 << 20);
     let off = (read as f64 / rchar as f64 - 1.0).abs();
     assert!(off < 0.01, "reads {read} against rchar {rchar}");
+    // Still running at the end, both are in the time model, by name, up to the end.
+    let times = t["thread_times"].as_array().unwrap();
+    let running: Vec<&Value> = times.iter().filter(|x| x["running"] == true).collect();
+    assert_eq!(running.len(), 2, "{times:?}");
+    for x in &running {
+        assert_eq!(x["name"], "dd", "{x}");
+        assert!(x["cpu_ns"].as_u64().unwrap() > 0, "{x}");
+    }
+    assert!(
+        times.iter().all(|x| x["name"] != ""),
+        "a nameless thread: {times:?}"
+    );
 }
