@@ -96,6 +96,27 @@ pub struct ThreadTimes {
     pub in_call: Option<String>,
 }
 
+/// The name of a running thread: its `comm`, or for a process's first thread the title a
+/// server gave it in its command line when that starts with the comm and a colon
+/// (`postgres: checkpointer`, `nginx: worker process`).
+pub fn name_of(pid: u32, tid: u32) -> String {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|n| n.trim_end().to_string())
+        .unwrap_or_default();
+    if pid != tid || comm.is_empty() {
+        return comm;
+    }
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(format!("/proc/{pid}/cmdline"))
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let arg0 = head[..n].split(|&b| b == 0).next().unwrap_or_default();
+    match std::str::from_utf8(arg0) {
+        Ok(title) if title.starts_with(&format!("{comm}: ")) => title.trim_end().to_string(),
+        _ => comm,
+    }
+}
+
 /// The system call thread `tid` of process `pid` is blocked in now (`/proc/.../syscall`), by
 /// name; None when it runs, waits outside a call, or cannot be read.
 pub fn blocked_in(pid: u32, tid: u32) -> Option<String> {
@@ -163,5 +184,41 @@ pub const CALIBRATION_CALLS: u32 = 200;
 pub fn calibrate() {
     for _ in 0..CALIBRATION_CALLS {
         let _ = std::fs::metadata("/");
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_server_process_is_named_by_its_title_a_plain_one_by_its_comm() {
+        for (arg0, want) in [("sleep: worker", "sleep: worker"), ("sleep", "sleep")] {
+            let mut c = std::process::Command::new("sleep")
+                .arg0(arg0)
+                .arg("5")
+                .spawn()
+                .unwrap();
+            // Until its exec is complete (its command line and its name are the new ones).
+            let pid = c.id();
+            let done = |_: &u32| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|b| b.starts_with(arg0.as_bytes()))
+                    && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|n| n == "sleep\n")
+            };
+            let ready = (0..500u32).find(|i| {
+                let ok = done(i);
+                if !ok {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                ok
+            });
+            let name = super::name_of(pid, pid);
+            let _ = c.kill();
+            let _ = c.wait();
+            assert!(ready.is_some(), "sleep never ran");
+            assert_eq!(name, want);
+        }
     }
 }

@@ -234,9 +234,7 @@ impl Convert {
                 continue;
             };
             let (cpu0, runq0) = self.sched_before.get(&tid).copied().unwrap_or((0, 0));
-            let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-                .map(|n| n.trim_end().to_string())
-                .unwrap_or_default();
+            let name = crate::trace::threads::name_of(pid, tid);
             self.st.thread_times.push(crate::trace::ThreadTimes {
                 pid,
                 tid,
