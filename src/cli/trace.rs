@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 /// Run a program and record its file I/O: per file the bytes asked and read, re-reads, sequential
 /// share, request sizes, residency before and after, page faults on its mappings; the kernel's
-/// own counts beside. No root needed.
+/// own counts beside; what its time went to and what to change. No root needed (without it,
+/// ptrace instead of the kernel tracer).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  iolab trace -- sha256sum big.bin\n  iolab trace --advise -- python3 load.py\n  iolab trace --out rg.trace.json -- rg -c fn ~/src\n  iolab trace --overhead 3 -- sqlite3 db.sqlite 'select count(*) from t'\n  iolab trace --fio-iolog cat.iolog -- cat big.bin > /dev/null\n  iolab trace --svg tar.svg -- tar czf src.tgz src\n  iolab trace --tracer ptrace -- rg -c fn ~/src\n  iolab trace --pid 4321 --seconds 10 --out dd.trace.json\n  iolab trace --cgroup /sys/fs/cgroup/memory/db --seconds 30\n  fio --name=replay --readonly --read_iolog=cat.iolog --ioengine=psync\n\nThe program's stdin, stdout, stderr and exit code pass through unchanged; the profile goes to\nstderr (or --profile FILE). As root (or with CAP_BPF+CAP_PERFMON) it traces with eBPF probes on\nthe kernel's tracepoints and the program runs on unstopped; otherwise it says why in one line and\nstops the program at the calls it times (ptrace with a seccomp filter), sampling its page faults\nwith a perf event (perf_event_paranoid <= 2). Not seen:\nO_DIRECT device access by other programs. Ctrl-C (SIGTERM, SIGHUP) stops the program and\nkeeps what was recorded. trace ends with the program, as a shell does; what it left running\n(a daemon) runs on unrecorded, unless --follow. A command that cannot run: 127 / 126."
