@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // The kernel types iolab.bpf.c reads, only the fields it reads: with preserve_access_index each
 // access is relocated against the running kernel's own layout (CO-RE), so no vmlinux.h is needed.
-// The events are read by src/trace/ebpf/events.rs: keep the two in step (EVENT_ABI there).
+// The events and map entries are read as the #[repr(C)] types of src/trace/ebpf/abi.rs; a test
+// there fails when any of them differs from the BTF of the compiled object.
 #ifndef IOLAB_H
 #define IOLAB_H
 
@@ -198,7 +199,7 @@ struct fileid {
 	__u64 nrpages; // pages of the file in the page cache
 	__s64 mtime_sec;
 	__u32 mtime_nsec;
-	__u32 gen;     // the inode's generation: a new file that reuses a freed inode number has another
+	__u32 generation; // the inode's generation: a new file that reuses a freed inode number has another
 	__u32 mode;    // the inode's type and permissions
 	__u32 flags;   // the open file's flags (O_APPEND, O_DIRECT, ...)
 	__u64 reserved; // the inode's address (kept to tell a file from the one before)

@@ -1,7 +1,7 @@
-//! The events `bpf/iolab.bpf.c` writes to its ring buffer, read from their bytes. The layouts
-//! are the C structs of `bpf/iolab.h`, field for field (natural alignment, no padding the C
-//! compiler would add: every struct there is laid out in 8-byte units); a record of another
-//! length is refused, so a probe and a reader out of step say so instead of reading garbage.
+//! The events `bpf/iolab.bpf.c` writes to its ring buffer, as iolab uses them: each read from
+//! its `#[repr(C)]` record of [`super::abi`] (the C structs of `bpf/iolab.h`, checked field for
+//! field against the object's BTF by a test); a record shorter than its kind's is refused, so a
+//! probe and a reader out of step say so instead of reading garbage.
 
 /// A descriptor's file as the kernel had it at a call's entry (`struct fileid`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -193,159 +193,158 @@ const EV_FAULT: u32 = 6;
 const EV_URING: u32 = 7;
 const EV_SPAN: u32 = 8;
 
-const FILEID: usize = 80;
-const PENDING: usize = 64 + 16 + 2 * FILEID;
-/// `struct ev_call`'s size.
-pub const CALL: usize = 64 + PENDING;
-/// `struct ev_open`'s size.
-pub const OPEN: usize = CALL + 2 * (8 + PATH);
+use super::abi::{RawCall, RawFault, RawFileId, RawOpen, RawSpan, RawTask, RawUring, read};
+use std::mem::size_of;
 
-/// Bytes of a path in an open's event (`PATH_BYTES`).
-const PATH: usize = 256;
-/// `struct ev_task`'s size.
-pub const TASK: usize = 120;
-/// `struct ev_fault`'s size.
-pub const FAULT: usize = 32;
-/// `struct ev_uring`'s size.
-pub const URING: usize = 80 + FILEID;
-/// `struct ev_span`'s size.
-pub const SPAN: usize = 56;
-
-struct Rd<'a>(&'a [u8]);
-
-impl Rd<'_> {
-    fn u64(&self, at: usize) -> u64 {
-        u64::from_ne_bytes(self.0[at..at + 8].try_into().unwrap_or_default())
-    }
-    fn u32(&self, at: usize) -> u32 {
-        u32::from_ne_bytes(self.0[at..at + 4].try_into().unwrap_or_default())
-    }
-    fn file(&self, at: usize) -> Option<FileId> {
-        (self.u64(at + 72) != 0).then(|| FileId {
-            kdev: self.u64(at),
-            ino: self.u64(at + 8),
-            pos: self.u64(at + 16),
-            size: self.u64(at + 24),
-            nrpages: self.u64(at + 32),
-            mtime: (self.u64(at + 40) as i64, self.u32(at + 48)),
-            generation: self.u32(at + 52),
-            mode: self.u32(at + 56),
-            flags: self.u32(at + 60),
+impl RawFileId {
+    /// The file, when the probe read one.
+    fn file(&self) -> Option<FileId> {
+        (self.ok != 0).then_some(FileId {
+            kdev: self.dev,
+            ino: self.ino,
+            pos: self.pos,
+            size: self.size,
+            nrpages: self.nrpages,
+            mtime: (self.mtime_sec, self.mtime_nsec),
+            generation: self.generation,
+            mode: self.mode,
+            flags: self.flags,
         })
     }
-    fn entry(&self, at: usize) -> CallArgs {
-        let mut args = [0u64; 6];
-        for (i, a) in args.iter_mut().enumerate() {
-            *a = self.u64(at + 16 + 8 * i);
-        }
-        CallArgs {
-            nr: self.u64(at),
-            t: self.u64(at + 8),
-            args,
-            extra: self.u64(at + 64),
-            extra2: self.u64(at + 72),
-            f: self.file(at + 80),
-            g: self.file(at + 80 + FILEID),
-        }
-    }
-    /// A path's bytes: its length (the NUL included) at `at`, the bytes after.
-    fn path(&self, at: usize) -> Vec<u8> {
-        let len = (self.u64(at) as usize).min(PATH);
-        let p = &self.0[at + 8..at + 8 + len];
-        p.strip_suffix(&[0]).unwrap_or(p).to_vec()
-    }
+}
 
-    fn task(&self) -> TaskEv {
-        let comm = &self.0[104..120];
-        let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
-        TaskEv {
-            pid: self.u32(4),
-            tid: self.u32(8),
-            t: self.u64(16),
-            other_pid: self.u32(24),
-            other_tid: self.u32(28),
-            group_dead: self.u32(32) != 0,
-            exit_code: self.u32(36) as i32,
-            io: std::array::from_fn(|i| self.u64(40 + 8 * i)),
-            cpu_ns: self.u64(88),
-            runq_ns: self.u64(96),
-            comm: String::from_utf8_lossy(&comm[..end]).into_owned(),
+/// A path's bytes: `len` of them (the NUL included) from `bytes`.
+fn path(len: u64, bytes: &[u8]) -> Vec<u8> {
+    let p = &bytes[..(len as usize).min(bytes.len())];
+    p.strip_suffix(&[0]).unwrap_or(p).to_vec()
+}
+
+impl RawCall {
+    fn event(&self) -> CallEv {
+        let p = &self.p;
+        CallEv {
+            pid: self.pid,
+            tid: self.tid,
+            t1: self.t1,
+            ret: self.ret,
+            pos_exit: self.pos_exit,
+            rchar: self.rchar,
+            added: self.added,
+            off: self.off,
+            runq: self.runq,
+            entry: CallArgs {
+                nr: p.nr,
+                t: p.t,
+                args: p.args,
+                extra: p.extra,
+                extra2: p.extra2,
+                f: p.f.file(),
+                g: p.g.file(),
+            },
+            path: None,
+            kpath: None,
         }
     }
 }
 
-/// The event in `bytes` (one ring-buffer record), or why it cannot be read.
-pub fn parse(bytes: &[u8]) -> Result<Record, String> {
-    if bytes.len() < 8 {
-        return Err(format!("a record of {} bytes", bytes.len()));
+impl RawTask {
+    fn event(&self) -> TaskEv {
+        let end = self.comm.iter().position(|&b| b == 0).unwrap_or(16);
+        TaskEv {
+            pid: self.pid,
+            tid: self.tid,
+            t: self.t,
+            other_pid: self.other_pid,
+            other_tid: self.other_tid,
+            group_dead: self.group_dead != 0,
+            exit_code: self.exit_code,
+            io: [
+                self.rchar,
+                self.wchar,
+                self.syscr,
+                self.syscw,
+                self.read_bytes,
+                self.write_bytes,
+            ],
+            cpu_ns: self.cpu_ns,
+            runq_ns: self.runq_ns,
+            comm: String::from_utf8_lossy(&self.comm[..end]).into_owned(),
+        }
     }
-    let r = Rd(bytes);
-    let kind = r.u32(0);
+}
+
+/// The event in `bytes` (one ring-buffer record), or why it cannot be read. Each kind is read
+/// as its `#[repr(C)]` record ([`super::abi`], checked against the object's BTF).
+pub fn parse(bytes: &[u8]) -> Result<Record, String> {
+    let Some(kind) = read::<u32>(bytes) else {
+        return Err(format!("a record of {} bytes", bytes.len()));
+    };
     let want = match kind {
-        EV_CALL => CALL,
-        EV_OPEN => OPEN,
-        EV_FORK | EV_EXEC | EV_EXIT => TASK,
-        EV_FAULT => FAULT,
-        EV_URING => URING,
-        EV_SPAN => SPAN,
+        EV_CALL => size_of::<RawCall>(),
+        EV_OPEN => size_of::<RawOpen>(),
+        EV_FORK | EV_EXEC | EV_EXIT => size_of::<RawTask>(),
+        EV_FAULT => size_of::<RawFault>(),
+        EV_URING => size_of::<RawUring>(),
+        EV_SPAN => size_of::<RawSpan>(),
         k => return Err(format!("an event of kind {k}")),
     };
-    if bytes.len() < want {
-        return Err(format!(
+    let short = || {
+        format!(
             "an event of kind {kind} of {} bytes (the reader expects {want}: the probe and iolab are out of step)",
             bytes.len()
-        ));
-    }
+        )
+    };
     Ok(match kind {
-        EV_CALL | EV_OPEN => Record::Call(CallEv {
-            pid: r.u32(4),
-            tid: r.u32(8),
-            t1: r.u64(16),
-            ret: r.u64(24) as i64,
-            pos_exit: r.u64(32),
-            rchar: r.u64(40),
-            added: r.u32(12),
-            off: r.u64(48),
-            runq: r.u64(56),
-            entry: r.entry(64),
-            path: (kind == EV_OPEN).then(|| r.path(CALL)),
-            kpath: (kind == EV_OPEN)
-                .then(|| r.path(CALL + 8 + PATH))
-                .filter(|p| !p.is_empty()),
-        }),
-        EV_FORK => Record::Fork(r.task()),
-        EV_EXEC => Record::Exec(r.task()),
-        EV_EXIT => Record::Exit(r.task()),
-        EV_URING => Record::Uring(UringEv {
-            pid: r.u32(4),
-            tid: r.u32(8),
-            opcode: r.u32(12),
-            t0: r.u64(16),
-            t1: r.u64(24),
-            res: r.u64(32) as i64,
-            off: r.u64(40) as i64,
-            pos: r.u64(48),
-            len: r.u64(56),
-            fd: r.u64(64) as i64,
-            fixed: r.u64(72) != 0,
-            f: r.file(80),
-        }),
-        EV_SPAN => Record::Span(SpanEv {
-            pid: r.u32(4),
-            tid: r.u32(8),
-            nr: r.u32(12),
-            t0: r.u64(16),
-            t1: r.u64(24),
-            off: r.u64(32),
-            runq: r.u64(40),
-            ret: r.u64(48) as i64,
-        }),
-        _ => Record::Fault(FaultEv {
-            pid: r.u32(4),
-            tid: r.u32(8),
-            t: r.u64(16),
-            addr: r.u64(24),
-        }),
+        EV_CALL => Record::Call(read::<RawCall>(bytes).ok_or_else(short)?.event()),
+        EV_OPEN => {
+            let o = read::<RawOpen>(bytes).ok_or_else(short)?;
+            let mut c = o.c.event();
+            c.path = Some(path(o.len, &o.path));
+            c.kpath = Some(path(o.klen, &o.kpath)).filter(|p| !p.is_empty());
+            Record::Call(c)
+        }
+        EV_FORK => Record::Fork(read::<RawTask>(bytes).ok_or_else(short)?.event()),
+        EV_EXEC => Record::Exec(read::<RawTask>(bytes).ok_or_else(short)?.event()),
+        EV_EXIT => Record::Exit(read::<RawTask>(bytes).ok_or_else(short)?.event()),
+        EV_URING => {
+            let u = read::<RawUring>(bytes).ok_or_else(short)?;
+            Record::Uring(UringEv {
+                pid: u.pid,
+                tid: u.tid,
+                opcode: u.opcode,
+                t0: u.t0,
+                t1: u.t1,
+                res: u.res,
+                off: u.off,
+                pos: u.pos,
+                len: u.len,
+                fd: u.fd,
+                fixed: u.fixed != 0,
+                f: u.f.file(),
+            })
+        }
+        EV_SPAN => {
+            let s = read::<RawSpan>(bytes).ok_or_else(short)?;
+            Record::Span(SpanEv {
+                pid: s.pid,
+                tid: s.tid,
+                nr: s.nr,
+                t0: s.t0,
+                t1: s.t1,
+                off: s.off,
+                runq: s.runq,
+                ret: s.ret,
+            })
+        }
+        _ => {
+            let f = read::<RawFault>(bytes).ok_or_else(short)?;
+            Record::Fault(FaultEv {
+                pid: f.pid,
+                tid: f.tid,
+                t: f.t,
+                addr: f.addr,
+            })
+        }
     })
 }
 

@@ -5,6 +5,7 @@
 //! no clang) and loaded with aya (a pure-Rust loader, no libbpf or libelf to install).
 //! It needs root, or CAP_BPF with CAP_PERFMON; [`prepare`] says why it cannot run.
 
+pub mod abi;
 mod attach;
 mod convert;
 pub mod events;
@@ -196,18 +197,24 @@ fn cache_entries(bpf: &aya::Ebpf) -> Vec<convert::CacheEntry> {
     let Ok(h) = aya::maps::HashMap::<_, [u64; 3], [u64; 4]>::try_from(m) else {
         return Vec::new();
     };
-    h.iter().filter_map(|r| r.ok()).collect()
+    h.iter()
+        .filter_map(|r| r.ok())
+        .map(|(k, v)| (bytemuck::cast(k), bytemuck::cast(v)))
+        .collect()
 }
 
 /// The probes' `calltime` map: the calls timed only, per thread and call.
-fn timed_entries(bpf: &aya::Ebpf) -> Vec<([u32; 2], [u64; 5])> {
+fn timed_entries(bpf: &aya::Ebpf) -> Vec<(abi::CallKey, abi::CallVal)> {
     let Some(m) = bpf.map("calltime") else {
         return Vec::new();
     };
     let Ok(h) = aya::maps::HashMap::<_, [u32; 2], [u64; 5]>::try_from(m) else {
         return Vec::new();
     };
-    h.iter().filter_map(|r| r.ok()).collect()
+    h.iter()
+        .filter_map(|r| r.ok())
+        .map(|(k, v)| (bytemuck::cast(k), bytemuck::cast(v)))
+        .collect()
 }
 
 /// Waits up to 5 ms for events (or for `pidfd`, a process's end), then takes every event

@@ -5,6 +5,7 @@
 
 use super::{Convert, before};
 use crate::trace::calls::Call;
+use crate::trace::ebpf::abi::{CacheKey, CacheVal, CallKey, CallVal};
 use crate::trace::ebpf::events::{CallEv, SpanEv, UringEv};
 use crate::trace::{CacheSeen, CacheWork, FileKind, Op};
 use std::collections::HashMap;
@@ -17,7 +18,7 @@ pub const NR_URING: u64 = 0xfffe;
 
 /// One entry of the probes' `cache` map: (kernel device, inode, call number) and (pages
 /// added, pages dirtied, mode, rdev).
-pub type CacheEntry = ([u64; 3], [u64; 4]);
+pub type CacheEntry = (CacheKey, CacheVal);
 
 impl Convert {
     /// A request's completion: an op of the thread that submitted it, held until that thread's
@@ -134,8 +135,9 @@ impl Convert {
             files_lost,
             ..CacheSeen::default()
         };
-        for &([kdev, ino, nr_gen], [added, dirtied, mode, _rdev]) in entries {
-            let (nr, generation) = (nr_gen & 0xffff_ffff, (nr_gen >> 32) as u32);
+        for (k, v) in entries {
+            let (kdev, ino, added, dirtied, mode) = (k.dev, k.ino, v.added, v.dirtied, v.mode);
+            let (nr, generation) = (k.nr & 0xffff_ffff, (k.nr >> 32) as u32);
             let (added, dirtied) = (added * page, dirtied * page);
             let call = self.calls.get(nr as i64);
             let by_write = call.is_some_and(|c| c.writes_file() || c == Call::Ftruncate);
@@ -203,10 +205,11 @@ impl Convert {
     /// The calls timed only, from the probes' map (`(tid, nr)` to count, errors, ns, ns off
     /// the CPU, ns waiting for one), and those timed here (exec), given to their threads;
     /// threads still running get their times so far (from /proc), marked running.
-    pub fn timed_calls(&mut self, entries: &[([u32; 2], [u64; 5])], end: u64) {
+    pub fn timed_calls(&mut self, entries: &[(CallKey, CallVal)], end: u64) {
         use crate::trace::CallTime;
         let mut by_tid: HashMap<u32, Vec<CallTime>> = HashMap::new();
-        for &([tid, nr], [calls, errors, ns, off, runq]) in entries {
+        for &(CallKey { tid, nr }, v) in entries {
+            let (calls, errors, ns, off, runq) = (v.calls, v.errors, v.ns, v.off, v.runq);
             by_tid.entry(tid).or_default().push(CallTime {
                 call: crate::trace::cause::call_name(nr as i64),
                 calls,
