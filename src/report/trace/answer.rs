@@ -100,14 +100,19 @@ pub fn wall_table(w: &WallTime) -> Table {
 pub fn threads_table(t: &TimeProfile, limit: usize) -> Table {
     use crate::trace::cause::Cause;
     use crate::trace::time::{CauseTime, Role, ThreadModel};
+    // An idle thread that synced or moved file data (a server's background writer, its
+    // checkpointer) has its own row: what it did is the server's durability, not noise.
+    let quiet = |m: &ThreadModel| {
+        m.role == Role::Idle && m.ns(Cause::Durability) + m.ns(Cause::FileData) < 1_000_000
+    };
     let (idle, rest): (Vec<&ThreadModel>, Vec<&ThreadModel>) =
-        t.threads.iter().partition(|m| m.role == Role::Idle);
+        t.threads.iter().partition(|m| quiet(m));
     // Threads that lived under a hundredth of the wall time (a pool opening files at the start)
     // are one row: each alone would read 0.000.
     let wall = t.wall.as_ref().map_or(0, |w| w.wall_ns);
     let (shown, short): (Vec<&ThreadModel>, Vec<&ThreadModel>) = rest
         .into_iter()
-        .partition(|m| m.role == Role::Main || m.alive_ns * 100 >= wall);
+        .partition(|m| m.role != Role::Working || m.alive_ns * 100 >= wall);
     let more = shown.len().saturating_sub(limit);
     let mut rows: Vec<(String, String, u64, Vec<CauseTime>)> = shown
         .iter()
@@ -115,7 +120,8 @@ pub fn threads_table(t: &TimeProfile, limit: usize) -> Table {
         .map(|m| {
             let role = match m.role {
                 Role::Main => "main",
-                _ => "working",
+                Role::Idle => "idle, wrote or synced",
+                Role::Working => "working",
             };
             (
                 format!("{} ({}/{})", crate::shown::line(&m.name), m.pid, m.tid),
