@@ -436,7 +436,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		timed(tgid, tid, en, t1, ret, off, runq);
 		return 0;
 	}
-	if (kind == K_OPEN || kind == K_OPEN2) {
+	if (kind == K_OPEN || kind == K_OPEN2 || (kind == K_RENAME && ret == 0)) {
 		o = bpf_ringbuf_reserve(&events, sizeof(*o), 0);
 		e = o ? &o->c : NULL;
 	} else {
@@ -446,7 +446,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		count(0);
 		return 0;
 	}
-	e->kind = o ? EV_OPEN : EV_CALL;
+	e->kind = !o ? EV_CALL : kind == K_RENAME ? EV_RENAME : EV_OPEN;
 	e->pid = tgid;
 	e->tid = tid;
 	e->added = en->added;
@@ -511,6 +511,19 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 				identify_slow(&p->f, ret);
 				o->klen = walk_path((__u64)fd_file(ret), (struct kpath *)o->kpath);
 			}
+		}
+		break;
+	case K_RENAME:
+		if (o) {
+			// Both names as the program gave them (each relative to its directory
+			// descriptor, args[0] and args[2]; rename's to the working directory).
+			__u64 from = nr == SYS_RENAME ? p->args[0] : p->args[1];
+			__u64 to = nr == SYS_RENAME ? p->args[1] : p->args[3];
+			long n = bpf_probe_read_user_str(o->path, sizeof(o->path), (void *)from);
+
+			o->len = n > 0 && n < PATH_BYTES ? n : 0;
+			n = bpf_probe_read_user_str(o->kpath, sizeof(o->kpath), (void *)to);
+			o->klen = n > 0 && n < PATH_BYTES ? n : 0;
 		}
 		break;
 	case K_EXEC:

@@ -509,6 +509,20 @@ fn files_that_reuse_an_inode_are_rows_of_their_own() {
         };
         assert_eq!(written("/index.lock"), 5000, "{tracer}: {}", p["files"]);
         assert_eq!(written("/config.lock"), 2 + 3, "{tracer}: {}", p["files"]);
+        // Each lock file's row follows its rename: it says its new name.
+        let locks: Vec<&Value> = p["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["path"].as_str().unwrap().ends_with("/config.lock"))
+            .collect();
+        assert_eq!(locks.len(), 2, "{tracer}: {}", p["files"]);
+        for f in locks {
+            let names = f["renamed"].as_array().expect("renamed");
+            assert_eq!(names.len(), 1, "{tracer}: {f}");
+            let config = dir.path().canonicalize().unwrap().join("config");
+            assert_eq!(names[0], config.to_str().unwrap(), "{tracer}: {f}");
+        }
     }
 }
 

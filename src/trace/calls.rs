@@ -73,6 +73,9 @@ pub enum Call {
     Stat,
     /// getdents64 (and getdents): a directory's entries, `ret` bytes of them.
     Getdents,
+    /// rename, renameat, renameat2: `file` is the file renamed, when the trace knew it by its
+    /// old name (it then has the new one too: [`crate::trace::FileInfo::renamed`]).
+    Rename,
 }
 
 /// Every traced call with its system-call numbers on this architecture.
@@ -121,6 +124,8 @@ pub(crate) fn table() -> Vec<(i64, Call)> {
         (libc::SYS_newfstatat, Stat),
         (libc::SYS_statx, Stat),
         (libc::SYS_getdents64, Getdents),
+        (libc::SYS_renameat, Rename),
+        (libc::SYS_renameat2, Rename),
     ];
     #[cfg(target_arch = "x86_64")]
     t.extend([
@@ -131,6 +136,7 @@ pub(crate) fn table() -> Vec<(i64, Call)> {
         (libc::SYS_lstat, Stat),
         (libc::SYS_fstat, Stat),
         (libc::SYS_getdents, Getdents),
+        (libc::SYS_rename, Rename),
     ]);
     t
 }
@@ -400,6 +406,7 @@ impl Call {
             Exec => "execve",
             Stat => "stat",
             Getdents => "getdents",
+            Rename => "rename",
         }
     }
 }

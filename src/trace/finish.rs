@@ -182,7 +182,7 @@ fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
 /// Size, modification time and residency of each regular file after the run.
 fn after(st: &mut State) {
     for f in st.files.iter_mut().filter(|f| f.kind == FileKind::File) {
-        let Ok(file) = std::fs::File::open(f.os_path()) else {
+        let Ok(file) = std::fs::File::open(f.last_path()) else {
             continue;
         };
         let Ok(meta) = file.metadata() else {
@@ -194,7 +194,7 @@ fn after(st: &mut State) {
         }
         f.size_after = Some(meta.len());
         f.mtime_after_ns = Some(meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128);
-        let path = &f.os_path();
+        let path = &f.last_path();
         if crate::cache::residency_visible(&file, path)
             && let Ok(r) = crate::cache::residency_of(&file, meta.len(), path)
         {
@@ -228,7 +228,7 @@ fn xors(st: &mut State, faults: &[Fault]) {
             if f.kind != FileKind::File || !unchanged {
                 continue;
             }
-            let x = ranges_xor(&f.os_path(), &list, &mut buf).map(|x| format!("{x:08x}"));
+            let x = ranges_xor(&f.last_path(), &list, &mut buf).map(|x| format!("{x:08x}"));
             if mapped {
                 f.mapped_xor = x;
             } else {

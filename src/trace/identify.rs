@@ -39,6 +39,7 @@ impl State {
         self.files.push(FileInfo {
             path,
             path_hex,
+            renamed: Vec::new(),
             kind,
             dev: meta.dev(),
             ino: meta.ino(),

@@ -7,6 +7,7 @@
 
 pub mod advice;
 mod cachework;
+pub mod decode;
 mod target;
 mod threads;
 mod timing;
@@ -27,6 +28,7 @@ mod model;
 mod ops;
 pub mod overhead;
 pub mod profile;
+mod rename;
 mod storage;
 pub mod time;
 pub mod timeline;
@@ -110,6 +112,9 @@ pub struct FileInfo {
     /// The path's bytes in hex, when they are not UTF-8 (JSON text cannot hold them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_hex: Option<String>,
+    /// Its later names, in order: the renames of it the program made (absolute paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub renamed: Vec<String>,
     /// What it is.
     pub kind: FileKind,
     /// Device and inode (the identity; paths can change).
@@ -152,6 +157,14 @@ impl FileInfo {
             .is_err()
             .then(|| bytes.iter().map(|b| format!("{b:02x}")).collect());
         (path.to_string_lossy().into_owned(), hex)
+    }
+
+    /// Its name at the end of the trace: its last rename's, else its path.
+    pub fn last_path(&self) -> std::path::PathBuf {
+        match self.renamed.last() {
+            Some(p) => p.into(),
+            None => self.os_path(),
+        }
     }
 
     /// Its path, byte for byte.

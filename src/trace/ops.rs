@@ -3,6 +3,7 @@
 //! exit the [`Op`] it was, with the model of descriptors and mappings brought up to date.
 
 use super::calls::Call;
+use super::decode::{Extra, Len, Off, decode, extra, open_flags, rename_paths};
 use super::model::{Desc, Fds, Slot, Spaces};
 use super::{CallTime, FileInfo, FileKind, KernelIo, Op, Span, ThreadTimes};
 use crate::sys::ptrace::{self, Regs};
@@ -52,7 +53,12 @@ pub struct Pending {
     stops: u64,
     /// The thread's CPU and run-queue time at the entry stop (its schedstat), ns.
     pub(super) sched: Option<(u64, u64)>,
+    /// A rename's names as the program gave them, each with its directory descriptor.
+    renames: Option<Box<RenameNames>>,
 }
+
+/// A rename's old and new names, each with the directory descriptor it starts from.
+type RenameNames = ((i32, Vec<u8>), (i32, Vec<u8>));
 
 impl Pending {
     /// For an execve: the thread's rchar when it entered the call.
@@ -232,83 +238,47 @@ impl State {
             held: self.tasks.get(&tid).map_or(0, |t| t.held),
             stops: self.tasks.get(&tid).map_or(0, |t| t.stops),
             sched: None,
+            renames: None,
         };
-        let fd0 = a[0] as i32;
         let pos_of = |st: &mut State, fd: i32| st.desc(tid, fd).map(|d| d.borrow().pos);
+        let d = decode(call, regs.nr);
+        p.fd = d.fd.map_or(-1, |i| a[i] as i32);
+        p.len = match d.len {
+            Len::None => 0,
+            Len::Arg(i) => a[i],
+            Len::Iov(addr, count) => self.iov_sum(tid, a[addr], a[count]),
+        };
+        p.off = match d.off {
+            Off::None | Off::Result => None,
+            Off::Arg(i) => Some(a[i]),
+            Off::Position => pos_of(self, p.fd),
+            Off::ArgOrPosition(i) if a[i] == u64::MAX => pos_of(self, p.fd),
+            Off::ArgOrPosition(i) => Some(a[i]),
+            Off::Pointer(i) => self.peek_u64(tid, a[i]).or_else(|| pos_of(self, p.fd)),
+        };
+        p.arg = match d.extra {
+            Extra::OpenFlags => Some(open_flags(regs.nr, &a, || {
+                self.peek_u64(tid, a[2]).unwrap_or(0)
+            })),
+            _ => extra(&d, &a),
+        };
+        if let Some((to, at)) = d.to {
+            let at = at.and_then(|i| self.peek_u64(tid, a[i]));
+            p.to = self.destination(tid, a[to] as i32, at);
+        }
         match call {
-            Open => {
-                p.arg = Some(
-                    match regs.nr {
-                        #[cfg(target_arch = "x86_64")]
-                        libc::SYS_open => a[1],
-                        #[cfg(target_arch = "x86_64")]
-                        libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-                        libc::SYS_openat2 => self.peek_u64(tid, a[2]).unwrap_or(0),
-                        _ => a[2],
-                    } & 0xffff_ffff,
-                );
-            }
-            Read | Readv | Write | Writev => {
-                p.fd = fd0;
-                p.off = pos_of(self, fd0);
-                p.len = if matches!(call, Readv | Writev) {
-                    self.iov_sum(tid, a[1], a[2])
-                } else {
-                    a[2]
-                };
-            }
-            Pread | Pwrite => {
-                p.fd = fd0;
-                p.off = Some(a[3]);
-                p.len = a[2];
-            }
-            Preadv | Preadv2 | Pwritev | Pwritev2 => {
-                p.fd = fd0;
-                p.len = self.iov_sum(tid, a[1], a[2]);
-                p.off = if a[3] == u64::MAX {
-                    pos_of(self, fd0)
-                } else {
-                    Some(a[3])
-                };
-                if matches!(call, Preadv2 | Pwritev2) {
-                    p.arg = Some(a[5]);
-                }
-            }
-            Sendfile => {
-                p.fd = a[1] as i32;
-                p.off = self
-                    .peek_u64(tid, a[2])
-                    .or_else(|| pos_of(self, a[1] as i32));
-                p.len = a[3];
-                p.arg = Some(a[0]);
-                p.to = self.destination(tid, fd0, None);
-            }
-            Splice | CopyFileRange => {
-                p.fd = fd0;
-                p.off = self.peek_u64(tid, a[1]).or_else(|| pos_of(self, fd0));
-                p.len = a[4];
-                p.arg = Some(a[2]);
-                let at = self.peek_u64(tid, a[3]);
-                p.to = self.destination(tid, a[2] as i32, at);
-            }
             UringEnter => {
                 let pid = self.tasks.get(&tid).map_or(0, |t| t.pid);
                 self.uring_enter(pid, tid, &a, t);
             }
-            UringSetup | UringRegister => {}
             Exec => p.arg = rchar_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid),
-            Stat => {
-                p.fd = match regs.nr {
-                    #[cfg(target_arch = "x86_64")]
-                    libc::SYS_stat | libc::SYS_lstat => -1,
-                    _ => fd0,
-                };
+            Rename => {
+                let ((fa, pa), (fb, pb)) = rename_paths(regs.nr, &a);
+                if let (Some(x), Some(y)) = (read_cstr(tid, pa), read_cstr(tid, pb)) {
+                    p.renames = Some(Box::new(((fa, x), (fb, y))));
+                }
             }
-            Getdents => {
-                p.fd = fd0;
-                p.len = a[2];
-            }
-            _ => from_args(&mut p),
+            _ => {}
         }
         if p.fd >= 0 && !matches!(call, Mmap) {
             p.file = self.desc(tid, p.fd).map(|d| d.borrow().file);
@@ -317,51 +287,25 @@ impl State {
     }
 }
 
-/// What the arguments alone say of the calls that need nothing else.
-fn from_args(p: &mut Pending) {
-    use Call::*;
-    let a = p.args;
-    let fd0 = a[0] as i32;
-    match p.call {
-        Lseek => {
-            p.fd = fd0;
-            p.arg = Some(a[2]);
+/// The NUL-terminated string at `addr` in thread `tid`'s memory (at most PATH_MAX bytes).
+fn read_cstr(tid: i32, addr: u64) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 256];
+    while out.len() < libc::PATH_MAX as usize {
+        // A read stops at the end of a mapped page: read up to it, then on from there.
+        let at = addr + out.len() as u64;
+        let room = (4096 - (at % 4096) as usize).min(buf.len());
+        let n = ptrace::read_mem(tid, at, &mut buf[..room]).ok()?;
+        if n == 0 {
+            return None;
         }
-        Close | Fsync | Fdatasync | Ftruncate => {
-            p.fd = fd0;
-            if p.call == Ftruncate {
-                p.len = a[1];
-            }
+        if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&buf[..end]);
+            return Some(out);
         }
-        SyncFileRange | Readahead => {
-            p.fd = fd0;
-            p.off = Some(a[1]);
-            p.len = a[2];
-        }
-        Fallocate => {
-            p.fd = fd0;
-            p.off = Some(a[2]);
-            p.len = a[3];
-            p.arg = Some(a[1]);
-        }
-        Fadvise => {
-            p.fd = fd0;
-            p.off = Some(a[1]);
-            p.len = a[2];
-            p.arg = Some(a[3]);
-        }
-        Mmap => {
-            p.fd = a[4] as i32;
-            p.off = Some(a[5]);
-            p.len = a[1];
-            p.arg = Some((a[2] << 32) | (a[3] & 0xffff_ffff));
-        }
-        Madvise | Msync => {
-            p.len = a[1];
-            p.arg = Some(a[2]);
-        }
-        _ => {}
+        out.extend_from_slice(&buf[..n]);
     }
+    None
 }
 
 /// Thread `tid`'s rchar so far (/proc/PID/task/TID/io).
@@ -410,6 +354,13 @@ impl State {
                 self.descriptors(&task, tid, &p, ret, &mut op)
             }
             Mmap | Munmap | Mremap | Madvise | Msync => self.memory(&task, &p, ret, t, &mut op),
+            Rename => {
+                if let (0, Some(n)) = (ret, &p.renames) {
+                    let ((fa, a), (fb, b)) = &**n;
+                    op.file = self.renamed(task.pid, (*fa, a), (*fb, b));
+                }
+                true
+            }
             Exec => {
                 // Timed as the calls that are not kept (its exit is seen only when it fails).
                 let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));

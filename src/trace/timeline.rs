@@ -136,6 +136,7 @@ fn is_metadata(c: Call) -> bool {
             | Madvise
             | Stat
             | Getdents
+            | Rename
     )
 }
 

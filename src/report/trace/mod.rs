@@ -41,6 +41,28 @@ fn own_cache_use(p: &Profile) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// A file's path and, when the program renamed it, its last name (only the file name when it
+/// stayed in its directory): `pg_wal/xlogtemp.123 -> 000000010000000000000002`.
+fn names(path: &str, renamed: &[String]) -> String {
+    let Some(last) = renamed.last() else {
+        return path.to_string();
+    };
+    let (dir, new) = (
+        std::path::Path::new(path).parent(),
+        std::path::Path::new(last),
+    );
+    let shown = match (dir, new.parent(), new.file_name()) {
+        (Some(a), Some(b), Some(n)) if a == b => n.to_string_lossy().into_owned(),
+        _ => last.clone(),
+    };
+    let more = if renamed.len() > 1 {
+        format!(" ({} renames)", renamed.len())
+    } else {
+        String::new()
+    };
+    format!("{path} -> {shown}{more}")
+}
+
 /// The command, how long it ran and how it ended, before the verdict.
 pub fn headline(p: &Profile) -> String {
     let how = match (p.ended.code, p.ended.signal) {
@@ -191,7 +213,7 @@ pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
     let mut t = Table::titled(&titles);
     for f in files.iter().take(limit) {
         let mut row = vec![
-            Value::text(&f.path),
+            Value::text(names(&f.path, &f.renamed)),
             Value::Bytes(f.size),
             Value::Count(f.reads.calls),
             Value::Bytes(f.reads.bytes),

@@ -11,6 +11,7 @@ pub use kernel::CacheEntry;
 
 use super::events::{CallEv, FaultEv, Record, TaskEv};
 use crate::trace::calls::{Call, Calls};
+use crate::trace::decode::{Decode, Len, Off, decode, extra, open_dirfd, open_flags, rename_paths};
 use crate::trace::faults::FaultSample;
 use crate::trace::ops::State;
 use crate::trace::{FileKind, KernelIo, Op};
@@ -251,28 +252,16 @@ impl Convert {
         let f = c.entry.f;
         // The kernel's positions are those after the call.
         let pos = f.map(|f| f.pos);
-        let fd0 = a[0] as i32;
+        let d = decode(call, c.entry.nr as i64);
         let keep = match call {
             Open => {
-                op.arg = Some(
-                    match c.entry.nr as i64 {
-                        #[cfg(target_arch = "x86_64")]
-                        libc::SYS_open => a[1],
-                        #[cfg(target_arch = "x86_64")]
-                        libc::SYS_creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-                        libc::SYS_openat2 => c.entry.extra,
-                        _ => a[2],
-                    } & 0xffff_ffff,
-                );
+                let nr = c.entry.nr as i64;
+                op.arg = Some(open_flags(nr, &a, || c.entry.extra));
                 if c.ret >= 0
                     && let Some(id) = f
                 {
                     op.fd = c.ret as i32;
-                    let dirfd = match c.entry.nr as i64 {
-                        #[cfg(target_arch = "x86_64")]
-                        libc::SYS_open | libc::SYS_creat => libc::AT_FDCWD,
-                        _ => fd0,
-                    };
+                    let dirfd = open_dirfd(nr, &a);
                     // The kernel's own path of the opened file when it walked it whole;
                     // else the program's, made absolute from its directory if it still can be.
                     let path = match c.kpath.as_deref() {
@@ -286,28 +275,24 @@ impl Convert {
             Close | Fsync | Fdatasync | Ftruncate | Read | Readv | Write | Writev | Pread
             | Pwrite | Preadv | Preadv2 | Pwritev | Pwritev2 | Lseek | SyncFileRange
             | Readahead | Fallocate | Fadvise | Getdents => {
-                op.fd = fd0;
-                op.file = self.file_of(c.pid, fd0, f);
-                self.positioned(call, &c, &mut op, pos);
+                op.fd = d.fd.map_or(-1, |i| a[i] as i32);
+                op.file = self.file_of(c.pid, op.fd, f);
+                self.positioned(&d, &c, &mut op, pos);
                 self.streamed(call, &mut op);
                 true
             }
             Sendfile | Splice | CopyFileRange => {
-                let (src, dst) = if call == Sendfile {
-                    (a[1] as i32, a[0] as i32)
-                } else {
-                    (fd0, a[2] as i32)
+                let (Some(src), Some((dst, dst_at)), Off::Pointer(src_at), Len::Arg(len)) =
+                    (d.fd, d.to, d.off, d.len)
+                else {
+                    return;
                 };
-                op.fd = src;
-                op.file = self.file_of(c.pid, src, f);
-                op.arg = Some(dst as u32 as u64);
-                let (src_at, dst_at) = if call == Sendfile {
-                    (a[2], 0)
-                } else {
-                    (a[1], a[3])
-                };
-                // An offset given by pointer is moved by the call, as the position is.
-                op.off = if src_at != 0 {
+                op.fd = a[src] as i32;
+                op.file = self.file_of(c.pid, op.fd, f);
+                op.arg = extra(&d, &a);
+                // An offset given by pointer is moved by the call, as the position is: the
+                // probe read it at the exit.
+                op.off = if a[src_at] != 0 {
                     Some(before(c.entry.extra, c.ret))
                 } else {
                     pos.map(|p| before(p, c.ret))
@@ -315,14 +300,14 @@ impl Convert {
                 if !self.is_regular(op.file) {
                     op.off = Some(self.stream(op.file, false, c.ret));
                 }
-                op.len = if call == Sendfile { a[3] } else { a[4] };
+                op.len = a[len];
                 if let Some(g) = c.entry.g {
-                    op.to_file = self.file_of(c.pid, dst, Some(g));
+                    op.to_file = self.file_of(c.pid, a[dst] as i32, Some(g));
                     let seekable = op
                         .to_file
                         .and_then(|i| self.st.files.get(i as usize))
                         .is_some_and(|x| matches!(x.kind, FileKind::File | FileKind::Device));
-                    op.to_off = if dst_at != 0 {
+                    op.to_off = if dst_at.is_some_and(|j| a[j] != 0) {
                         Some(before(c.entry.extra2, c.ret))
                     } else if seekable {
                         Some(before(g.pos, c.ret))
@@ -334,11 +319,7 @@ impl Convert {
             }
             Mmap | Munmap | Mremap | Madvise | Msync => self.memory(call, &c, &mut op),
             Stat => {
-                op.fd = match c.entry.nr as i64 {
-                    #[cfg(target_arch = "x86_64")]
-                    libc::SYS_stat | libc::SYS_lstat => -1,
-                    _ => fd0,
-                };
+                op.fd = d.fd.map_or(-1, |i| a[i] as i32);
                 if op.fd >= 0 {
                     op.file = self.file_of(c.pid, op.fd, f);
                 }
@@ -346,6 +327,15 @@ impl Convert {
             }
             UringEnter => {
                 self.uring_enters += 1;
+                true
+            }
+            Rename => {
+                if let (0, Some(from), Some(to)) =
+                    (c.ret, c.path.as_deref(), c.renamed_to.as_deref())
+                {
+                    let ((fa, _), (fb, _)) = rename_paths(c.entry.nr as i64, &a);
+                    op.file = self.st.renamed(c.pid, (fa, from), (fb, to));
+                }
                 true
             }
             UringSetup | UringRegister => true,
@@ -369,54 +359,26 @@ impl Convert {
         self.st.ops.extend(after);
     }
 
-    /// Reads, writes and the calls on one descriptor: where they worked. `pos` is the
-    /// descriptor's position after the call.
-    fn positioned(&self, call: Call, c: &CallEv, op: &mut Op, pos: Option<u64>) {
-        use Call::*;
+    /// Reads, writes and the calls on one descriptor: where they worked, as the table of
+    /// [`decode`] says. `pos` is the descriptor's position after the call.
+    fn positioned(&self, d: &Decode, c: &CallEv, op: &mut Op, pos: Option<u64>) {
         let a = c.entry.args;
         let moved = pos.map(|p| before(p, c.ret));
-        match call {
-            Read | Write => {
-                op.off = moved;
-                op.len = a[2];
-            }
-            Readv | Writev => {
-                op.off = moved;
-                op.len = c.entry.extra;
-            }
-            Pread | Pwrite => {
-                op.off = Some(a[3]);
-                op.len = a[2];
-            }
-            Preadv | Preadv2 | Pwritev | Pwritev2 => {
-                op.len = c.entry.extra;
-                op.off = if a[3] == u64::MAX { moved } else { Some(a[3]) };
-                if matches!(call, Preadv2 | Pwritev2) {
-                    op.arg = Some(a[5]);
-                }
-            }
-            Lseek => {
-                op.arg = Some(a[2]);
-                op.off = (c.ret >= 0).then_some(c.ret as u64);
-            }
-            Ftruncate => op.len = a[1],
-            SyncFileRange | Readahead => {
-                op.off = Some(a[1]);
-                op.len = a[2];
-            }
-            Fallocate => {
-                op.off = Some(a[2]);
-                op.len = a[3];
-                op.arg = Some(a[1]);
-            }
-            Fadvise => {
-                op.off = Some(a[1]);
-                op.len = a[2];
-                op.arg = Some(a[3]);
-            }
-            Getdents => op.len = a[2],
-            _ => {}
-        }
+        op.off = match d.off {
+            Off::None | Off::Pointer(_) => None,
+            Off::Arg(i) => Some(a[i]),
+            Off::Position => moved,
+            Off::ArgOrPosition(i) if a[i] == u64::MAX => moved,
+            Off::ArgOrPosition(i) => Some(a[i]),
+            Off::Result => (c.ret >= 0).then_some(c.ret as u64),
+        };
+        op.len = match d.len {
+            Len::None => 0,
+            Len::Arg(i) => a[i],
+            // The probe summed the iovec.
+            Len::Iov(..) => c.entry.extra,
+        };
+        op.arg = extra(d, &a);
     }
 
     fn is_regular(&self, file: Option<u32>) -> bool {
@@ -463,10 +425,8 @@ impl Convert {
             .or_insert_with(|| self.st.spaces.fresh(c.pid, t));
         match call {
             Mmap => {
+                self.positioned(&decode(call, c.entry.nr as i64), c, op, None);
                 op.fd = a[4] as i32;
-                op.off = Some(a[5]);
-                op.len = a[1];
-                op.arg = Some((a[2] << 32) | (a[3] & 0xffff_ffff));
                 let addr = c.ret as u64;
                 if addr >= MAP_FAILED_MIN {
                     return false;
@@ -507,8 +467,7 @@ impl Convert {
                 false
             }
             _ => {
-                op.len = a[1];
-                op.arg = Some(a[2]);
+                self.positioned(&decode(call, c.entry.nr as i64), c, op, None);
                 match self.st.spaces.at(mm, a[0]) {
                     Some(m) => {
                         op.file = Some(m.file);

@@ -73,6 +73,8 @@ pub struct CallEv {
     pub path: Option<Vec<u8>>,
     /// The opened file's path from the root, as the kernel walked its dentries and mounts.
     pub kpath: Option<Vec<u8>>,
+    /// A rename's new name, as the program gave it (`path` is then its old one).
+    pub renamed_to: Option<Vec<u8>>,
 }
 
 /// A process or thread event (`struct ev_task`).
@@ -165,7 +167,9 @@ pub struct SpanEv {
     pub ret: i64,
 }
 
-/// One record of the ring buffer.
+/// One record of the ring buffer. It lives only from the ring to its conversion: boxing the
+/// call (the largest) would cost an allocation per call on the tracer's busiest path.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     /// A call (an open with its path).
@@ -192,6 +196,7 @@ const EV_EXIT: u32 = 5;
 const EV_FAULT: u32 = 6;
 const EV_URING: u32 = 7;
 const EV_SPAN: u32 = 8;
+const EV_RENAME: u32 = 9;
 
 use super::abi::{RawCall, RawFault, RawFileId, RawOpen, RawSpan, RawTask, RawUring, read};
 use std::mem::size_of;
@@ -243,6 +248,7 @@ impl RawCall {
             },
             path: None,
             kpath: None,
+            renamed_to: None,
         }
     }
 }
@@ -281,7 +287,7 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
     };
     let want = match kind {
         EV_CALL => size_of::<RawCall>(),
-        EV_OPEN => size_of::<RawOpen>(),
+        EV_OPEN | EV_RENAME => size_of::<RawOpen>(),
         EV_FORK | EV_EXEC | EV_EXIT => size_of::<RawTask>(),
         EV_FAULT => size_of::<RawFault>(),
         EV_URING => size_of::<RawUring>(),
@@ -301,6 +307,13 @@ pub fn parse(bytes: &[u8]) -> Result<Record, String> {
             let mut c = o.c.event();
             c.path = Some(path(o.len, &o.path));
             c.kpath = Some(path(o.klen, &o.kpath)).filter(|p| !p.is_empty());
+            Record::Call(c)
+        }
+        EV_RENAME => {
+            let o = read::<RawOpen>(bytes).ok_or_else(short)?;
+            let mut c = o.c.event();
+            c.path = Some(path(o.len, &o.path)).filter(|p| !p.is_empty());
+            c.renamed_to = Some(path(o.klen, &o.kpath)).filter(|p| !p.is_empty());
             Record::Call(c)
         }
         EV_FORK => Record::Fork(read::<RawTask>(bytes).ok_or_else(short)?.event()),

@@ -23,32 +23,6 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/iolab.bpf.o");
 /// A call that never waits: neither timed nor recorded (bpf/iolab.h's `K_UNTIMED`).
 const K_UNTIMED: u8 = 11;
 
-/// How the probe reads a call's entry (bpf/iolab.h's `K_*`); 0: timed only.
-fn kind_of(call: Call, nr: i64) -> u8 {
-    use Call::*;
-    match call {
-        Open if nr == libc::SYS_openat2 => 8,
-        Open => 7,
-        Close => 10,
-        Fsync | Fdatasync | Ftruncate | Read | Write | Pread | Pwrite | Lseek | SyncFileRange
-        | Readahead | Fallocate | Fadvise | Getdents => 2,
-        Readv | Writev | Preadv | Preadv2 | Pwritev | Pwritev2 => 3,
-        Mmap => 4,
-        Sendfile => 5,
-        Splice | CopyFileRange => 6,
-        Exec => 9,
-        Stat => {
-            #[cfg(target_arch = "x86_64")]
-            if nr == libc::SYS_stat || nr == libc::SYS_lstat {
-                return 1;
-            }
-            2
-        }
-        Munmap | Mremap | Madvise | Msync | UringSetup | UringEnter | UringRegister => 1,
-        CloseRange | Dup | Fcntl | UringRead | UringWrite => 0,
-    }
-}
-
 /// How a traced run ended.
 struct RunEnd {
     ended: Ended,
@@ -160,7 +134,7 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
         if (call == Call::Stat || call == Call::Getdents) && !cfg.metadata {
             continue;
         }
-        let k = kind_of(call, nr);
+        let k = super::decode::probe_kind(call, nr);
         if k != 0 {
             wanted
                 .set(nr as u32, k, 0)

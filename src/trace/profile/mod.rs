@@ -27,6 +27,9 @@ pub struct Totals {
 pub struct FileProfile {
     /// Its path.
     pub path: String,
+    /// Its later names, in order (renames the program made of it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub renamed: Vec<String>,
     /// Its size after the run (when first seen, if it was gone by then).
     pub size: u64,
     /// Read calls on it.
@@ -249,6 +252,7 @@ fn file_profiles(t: &Trace, acc: BTreeMap<u32, Acc>) -> (Vec<FileProfile>, Vec<F
         let typical = weighted_median(&a.sizes);
         let p = FileProfile {
             path: info.path.clone(),
+            renamed: info.renamed.clone(),
             size: info.size_after.unwrap_or(info.size),
             reads: a.reads,
             writes: a.writes,

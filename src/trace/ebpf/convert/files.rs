@@ -53,6 +53,7 @@ impl Convert {
         self.st.files.push(FileInfo {
             path,
             path_hex,
+            renamed: Vec::new(),
             kind,
             dev,
             ino,
