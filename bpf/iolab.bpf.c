@@ -517,13 +517,18 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		if (o) {
 			// Both names as the program gave them (each relative to its directory
 			// descriptor, args[0] and args[2]; rename's to the working directory).
-			__u64 from = nr == SYS_RENAME ? p->args[0] : p->args[1];
+			// An unlink's name is its only one (kpath left empty).
+			int one = nr == SYS_RENAME || nr == SYS_UNLINK;
+			__u64 from = one ? p->args[0] : p->args[1];
 			__u64 to = nr == SYS_RENAME ? p->args[1] : p->args[3];
 			long n = bpf_probe_read_user_str(o->path, sizeof(o->path), (void *)from);
 
 			o->len = n > 0 && n < PATH_BYTES ? n : 0;
-			n = bpf_probe_read_user_str(o->kpath, sizeof(o->kpath), (void *)to);
-			o->klen = n > 0 && n < PATH_BYTES ? n : 0;
+			o->klen = 0;
+			if (nr != SYS_UNLINK && nr != SYS_UNLINKAT) {
+				n = bpf_probe_read_user_str(o->kpath, sizeof(o->kpath), (void *)to);
+				o->klen = n > 0 && n < PATH_BYTES ? n : 0;
+			}
 		}
 		break;
 	case K_EXEC:

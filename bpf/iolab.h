@@ -171,7 +171,7 @@ struct io_uring_cqe;
 #define K_OPEN2 8    // openat2: also the flags behind the third argument
 #define K_EXEC 9     // execve(at): rchar before and after (what the kernel read for it)
 #define K_UNTIMED 11 // a call that never waits: neither timed nor recorded
-#define K_RENAME 12  // rename(at,at2): when it succeeded, its old and new names (EV_RENAME)
+#define K_RENAME 12  // rename(at,at2), unlink(at): when it succeeded, the names (EV_RENAME)
 // 0 (the value of a call not in the table): timed only, summed per thread in `calltime`, and
 // a span event when it lasts SPAN_NS or more.
 
@@ -182,6 +182,8 @@ struct io_uring_cqe;
 #define SYS_OPEN 2
 #define SYS_CREAT 85
 #define SYS_RENAME 82
+#define SYS_UNLINK 87
+#define SYS_UNLINKAT 263
 
 #define EV_CALL 1
 #define EV_OPEN 2
@@ -191,7 +193,7 @@ struct io_uring_cqe;
 #define EV_FAULT 6
 #define EV_URING 7
 #define EV_SPAN 8
-#define EV_RENAME 9 // a struct ev_open: `path` the old name, `kpath` the new, as the program gave them
+#define EV_RENAME 9 // a struct ev_open: `path` the old name, `kpath` the new (empty: an unlink)
 
 // A descriptor's file as the kernel has it at a call's entry.
 struct fileid {

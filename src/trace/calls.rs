@@ -76,6 +76,9 @@ pub enum Call {
     /// rename, renameat, renameat2: `file` is the file renamed, when the trace knew it by its
     /// old name (it then has the new one too: [`crate::trace::FileInfo::renamed`]).
     Rename,
+    /// unlink, unlinkat: `file` is the file whose name was removed, when the trace knew it by
+    /// that name.
+    Unlink,
 }
 
 /// Every traced call with its system-call numbers on this architecture.
@@ -126,6 +129,7 @@ pub(crate) fn table() -> Vec<(i64, Call)> {
         (libc::SYS_getdents64, Getdents),
         (libc::SYS_renameat, Rename),
         (libc::SYS_renameat2, Rename),
+        (libc::SYS_unlinkat, Unlink),
     ];
     #[cfg(target_arch = "x86_64")]
     t.extend([
@@ -137,6 +141,7 @@ pub(crate) fn table() -> Vec<(i64, Call)> {
         (libc::SYS_fstat, Stat),
         (libc::SYS_getdents, Getdents),
         (libc::SYS_rename, Rename),
+        (libc::SYS_unlink, Unlink),
     ]);
     t
 }
@@ -407,6 +412,7 @@ impl Call {
             Stat => "stat",
             Getdents => "getdents",
             Rename => "rename",
+            Unlink => "unlink",
         }
     }
 }

@@ -263,7 +263,9 @@ pub fn of_op(t: &Trace, op: &Op, synced: &std::collections::HashSet<u32>) -> Cau
     match op.call {
         Fsync | Fdatasync | SyncFileRange | Msync => Cause::Durability,
         Open | Close | CloseRange | Dup | Fcntl | Lseek | Mmap | Munmap | Mremap | Madvise
-        | Stat | Getdents | Rename | Exec | Fadvise | Ftruncate | Fallocate => Cause::Metadata,
+        | Stat | Getdents | Rename | Unlink | Exec | Fadvise | Ftruncate | Fallocate => {
+            Cause::Metadata
+        }
         UringSetup | UringEnter | UringRegister | UringRead | UringWrite | Readahead => {
             Cause::FileData
         }

@@ -132,7 +132,7 @@ pub fn decode(call: Call, nr: i64) -> Decode {
             ..NOTHING
         },
         Munmap | Mremap | UringSetup | UringEnter | UringRegister | Exec | CloseRange | Dup
-        | Fcntl | UringRead | UringWrite | Rename => NOTHING,
+        | Fcntl | UringRead | UringWrite | Rename | Unlink => NOTHING,
     }
 }
 
@@ -159,11 +159,19 @@ pub fn open_flags(nr: i64, a: &[u64; 6], how_flags: impl FnOnce() -> u64) -> u64
     }) & 0xffff_ffff
 }
 
-/// A rename's old and new names: (directory descriptor, address of the path) each.
+/// A rename's old and new names, or an unlink's name (and nothing): (directory descriptor,
+/// address of the path) each.
 pub fn rename_paths(nr: i64, a: &[u64; 6]) -> ((i32, u64), (i32, u64)) {
     #[cfg(target_arch = "x86_64")]
     if nr == libc::SYS_rename {
         return ((libc::AT_FDCWD, a[0]), (libc::AT_FDCWD, a[1]));
+    }
+    #[cfg(target_arch = "x86_64")]
+    if nr == libc::SYS_unlink {
+        return ((libc::AT_FDCWD, a[0]), (libc::AT_FDCWD, 0));
+    }
+    if nr == libc::SYS_unlinkat {
+        return ((a[0] as i32, a[1]), (libc::AT_FDCWD, 0));
     }
     let _ = nr;
     ((a[0] as i32, a[1]), (a[2] as i32, a[3]))
@@ -198,7 +206,7 @@ pub fn probe_kind(call: Call, nr: i64) -> u8 {
         Open => 7,
         Close => 10,
         Exec => 9,
-        Rename => 12,
+        Rename | Unlink => 12,
         CloseRange | Dup | Fcntl | UringRead | UringWrite => 0,
         _ => match (d.fd, d.len, d.to) {
             (Some(1), _, Some((0, None))) => 5,

@@ -179,9 +179,11 @@ fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
     out
 }
 
-/// Size, modification time and residency of each regular file after the run.
+/// Size, modification time and residency of each regular file after the run (of those the
+/// kernel tracer has not given from their last close).
 fn after(st: &mut State) {
-    for f in st.files.iter_mut().filter(|f| f.kind == FileKind::File) {
+    let pending = |f: &&mut super::FileInfo| f.kind == FileKind::File && f.size_after.is_none();
+    for f in st.files.iter_mut().filter(pending) {
         let Ok(file) = std::fs::File::open(f.last_path()) else {
             continue;
         };
@@ -220,20 +222,48 @@ fn xors(st: &mut State, faults: &[Fault]) {
     for (f, range) in faults.iter().zip(super::mapped_ranges(faults, size)) {
         mapped.entry(f.file).or_default().push(range);
     }
-    let mut buf = vec![0u8; 1 << 20];
+    let mut jobs = Vec::new();
     for (map, mapped) in [(reads, false), (mapped, true)] {
         for (file, list) in map {
-            let f = &mut st.files[file as usize];
+            let f = &st.files[file as usize];
             let unchanged = f.size_after == Some(f.size) && f.mtime_after_ns == Some(f.mtime_ns);
-            if f.kind != FileKind::File || !unchanged {
-                continue;
+            if f.kind == FileKind::File && unchanged {
+                jobs.push((file, mapped, f.last_path(), list));
             }
-            let x = ranges_xor(&f.last_path(), &list, &mut buf).map(|x| format!("{x:08x}"));
-            if mapped {
-                f.mapped_xor = x;
-            } else {
-                f.xor = x;
-            }
+        }
+    }
+    // The re-reads are what the user waits for after the program: spread over the CPUs.
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let results: Vec<(usize, Option<u32>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers.min(jobs.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut buf = vec![0u8; 1 << 20];
+                    let mut out = Vec::new();
+                    loop {
+                        let j = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((_, _, path, list)) = jobs.get(j) else {
+                            return out;
+                        };
+                        out.push((j, ranges_xor(path, list, &mut buf)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (j, x) in results {
+        let (file, mapped, _, _) = &jobs[j];
+        let f = &mut st.files[*file as usize];
+        let x = x.map(|x| format!("{x:08x}"));
+        if *mapped {
+            f.mapped_xor = x;
+        } else {
+            f.xor = x;
         }
     }
 }

@@ -116,6 +116,9 @@ pub struct State {
     pub calibration: Vec<(u64, u64, u64)>,
     /// What a traced call costs, from the calibration.
     pub stop_cost: Option<super::StopCost>,
+    /// Files whose name the program removed (unlink, or a rename over it): gone, or gone by
+    /// that name, after the run.
+    pub unnamed: std::collections::HashSet<u32>,
 }
 
 impl State {
@@ -144,6 +147,7 @@ impl State {
             sched_files: HashMap::new(),
             calibration: Vec::new(),
             stop_cost: None,
+            unnamed: Default::default(),
         }
     }
 
@@ -272,9 +276,14 @@ impl State {
                 self.uring_enter(pid, tid, &a, t);
             }
             Exec => p.arg = rchar_of(self.tasks.get(&tid).map_or(0, |t| t.pid), tid),
-            Rename => {
+            Rename | Unlink => {
                 let ((fa, pa), (fb, pb)) = rename_paths(regs.nr, &a);
-                if let (Some(x), Some(y)) = (read_cstr(tid, pa), read_cstr(tid, pb)) {
+                let to = if call == Rename {
+                    read_cstr(tid, pb)
+                } else {
+                    Some(Vec::new())
+                };
+                if let (Some(x), Some(y)) = (read_cstr(tid, pa), to) {
                     p.renames = Some(Box::new(((fa, x), (fb, y))));
                 }
             }
@@ -354,10 +363,14 @@ impl State {
                 self.descriptors(&task, tid, &p, ret, &mut op)
             }
             Mmap | Munmap | Mremap | Madvise | Msync => self.memory(&task, &p, ret, t, &mut op),
-            Rename => {
+            Rename | Unlink => {
                 if let (0, Some(n)) = (ret, &p.renames) {
                     let ((fa, a), (fb, b)) = &**n;
-                    op.file = self.renamed(task.pid, (*fa, a), (*fb, b));
+                    op.file = if p.call == Rename {
+                        self.renamed(task.pid, (*fa, a), (*fb, b))
+                    } else {
+                        self.unlinked(task.pid, (*fa, a))
+                    };
                 }
                 true
             }

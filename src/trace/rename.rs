@@ -1,6 +1,7 @@
-//! Renames the program made, followed for both tracers: the file the trace knew by the old
-//! name has the new one too (its row says its names), and what is read of it after the run
-//! (its size, residency, XOR) is read by its last name.
+//! Renames and unlinks the program made, followed for both tracers: the file the trace knew
+//! by the old name has the new one too (its row says its names), and what is read of it after
+//! the run (its size, residency, XOR) is read by its last name; a file whose name was removed
+//! is looked at again after the run, never taken from its last close.
 
 use super::ops::State;
 use std::ffi::OsStr;
@@ -17,30 +18,57 @@ impl State {
         from: (i32, &[u8]),
         to: (i32, &[u8]),
     ) -> Option<u32> {
-        let name = |f: &super::FileInfo| f.renamed.last().unwrap_or(&f.path).clone();
         let (i, new) = match (absolute(pid, from), absolute(pid, to)) {
-            (Some(old), Some(new)) => {
-                let old = old.to_string_lossy();
-                let i = self.files.iter().rposition(|f| name(f) == old)?;
-                (i, new)
-            }
+            (Some(old), Some(new)) => (self.known_as(&old.to_string_lossy())?, new),
             // The process is gone (the kernel tracer reads its events a little later): two
             // names relative to one directory are found by the old one's ending, the latest
             // file known by it.
             _ if from.0 == to.0 && relative_plain(from.1) && relative_plain(to.1) => {
                 let tail = format!("/{}", String::from_utf8_lossy(from.1));
-                let i = self.files.iter().rposition(|f| name(f).ends_with(&tail))?;
+                let i = self.known_by_ending(&tail)?;
                 let base = name(&self.files[i]);
                 let base = &base[..base.len() - tail.len()];
                 (i, Path::new(base).join(OsStr::from_bytes(to.1)))
             }
             _ => return None,
         };
-        self.files[i]
-            .renamed
-            .push(new.to_string_lossy().into_owned());
+        let new = new.to_string_lossy().into_owned();
+        // A file the new name named before is gone by it.
+        if let Some(j) = self.known_as(&new) {
+            self.unnamed.insert(j as u32);
+        }
+        self.files[i].renamed.push(new);
         Some(i as u32)
     }
+
+    /// An unlink by process `pid` that succeeded: the file known by `path` (relative to its
+    /// directory descriptor) has lost that name; its index.
+    pub(super) fn unlinked(&mut self, pid: u32, (dirfd, path): (i32, &[u8])) -> Option<u32> {
+        let i = match absolute(pid, (dirfd, path)) {
+            Some(p) => self.known_as(&p.to_string_lossy())?,
+            None if relative_plain(path) => {
+                self.known_by_ending(&format!("/{}", String::from_utf8_lossy(path)))?
+            }
+            None => return None,
+        };
+        self.unnamed.insert(i as u32);
+        Some(i as u32)
+    }
+
+    /// The latest file known by the name `path`.
+    fn known_as(&self, path: &str) -> Option<usize> {
+        self.files.iter().rposition(|f| name(f) == path)
+    }
+
+    /// The latest file whose name ends with `tail`.
+    fn known_by_ending(&self, tail: &str) -> Option<usize> {
+        self.files.iter().rposition(|f| name(f).ends_with(tail))
+    }
+}
+
+/// A file's name now: its last rename's, else its path.
+fn name(f: &super::FileInfo) -> &str {
+    f.renamed.last().unwrap_or(&f.path)
 }
 
 /// A relative path with no `.` or `..` in it.

@@ -137,6 +137,7 @@ fn is_metadata(c: Call) -> bool {
             | Stat
             | Getdents
             | Rename
+            | Unlink
     )
 }
 

@@ -9,7 +9,7 @@ mod files;
 mod kernel;
 pub use kernel::CacheEntry;
 
-use super::events::{CallEv, FaultEv, Record, TaskEv};
+use super::events::{CallEv, FaultEv, FileId, Record, TaskEv};
 use crate::trace::calls::{Call, Calls};
 use crate::trace::decode::{Decode, Len, Off, decode, extra, open_dirfd, open_flags, rename_paths};
 use crate::trace::faults::FaultSample;
@@ -69,6 +69,11 @@ pub struct Convert {
     pub root_exit: Option<i32>,
     /// Bytes moved so far through each pipe, socket or device, each way.
     streams: HashMap<(u32, bool), u64>,
+    /// Processes that see the file system as iolab does (its mount namespace and root): the
+    /// kernel's walk of an opened file's path names it for iolab too.
+    shares_mounts: HashMap<u32, bool>,
+    /// Each file's last close: when, and the file as the kernel had it then.
+    closed: HashMap<u32, (u64, FileId)>,
 }
 
 impl Convert {
@@ -107,6 +112,8 @@ impl Convert {
             root_ended: None,
             root_exit: None,
             streams: HashMap::new(),
+            shares_mounts: HashMap::new(),
+            closed: HashMap::new(),
         }
     }
 
@@ -268,7 +275,15 @@ impl Convert {
                         Some(k) => Some((k, libc::AT_FDCWD)),
                         None => c.path.as_deref().map(|p| (p, dirfd)),
                     };
-                    op.file = self.file_at(c.pid, Some(op.fd), Some(&id), id.kdev, id.ino, path);
+                    let from_kernel = c.kpath.is_some() && self.shares_mounts(c.pid);
+                    op.file = self.file_at(
+                        c.pid,
+                        Some(op.fd),
+                        Some(&id),
+                        (id.kdev, id.ino),
+                        path,
+                        from_kernel,
+                    );
                 }
                 true
             }
@@ -277,6 +292,9 @@ impl Convert {
             | Readahead | Fallocate | Fadvise | Getdents => {
                 op.fd = d.fd.map_or(-1, |i| a[i] as i32);
                 op.file = self.file_of(c.pid, op.fd, f);
+                if let (Close, 0, Some(i), Some(id)) = (call, c.ret, op.file, f) {
+                    self.closing(i, op.t, id);
+                }
                 self.positioned(&d, &c, &mut op, pos);
                 self.streamed(call, &mut op);
                 true
@@ -329,13 +347,13 @@ impl Convert {
                 self.uring_enters += 1;
                 true
             }
-            Rename => {
-                if let (0, Some(from), Some(to)) =
-                    (c.ret, c.path.as_deref(), c.renamed_to.as_deref())
-                {
-                    let ((fa, _), (fb, _)) = rename_paths(c.entry.nr as i64, &a);
-                    op.file = self.st.renamed(c.pid, (fa, from), (fb, to));
-                }
+            Rename | Unlink => {
+                let ((fa, _), (fb, _)) = rename_paths(c.entry.nr as i64, &a);
+                op.file = match (c.ret, c.path.as_deref(), c.renamed_to.as_deref()) {
+                    (0, Some(from), Some(to)) => self.st.renamed(c.pid, (fa, from), (fb, to)),
+                    (0, Some(name), None) => self.st.unlinked(c.pid, (fa, name)),
+                    _ => None,
+                };
                 true
             }
             UringSetup | UringRegister => true,

@@ -356,6 +356,7 @@ impl Loaded {
             conv.cache_work(&cache_entries(&self.bpf), counter(&self.bpf, 4));
         }
         conv.timed_calls(&timed_entries(&self.bpf), wall.as_nanos() as u64);
+        conv.after_from_closes();
         let timed_lost = counter(&self.bpf, 5);
         let uring = &mut conv.st.uring.seen;
         uring.requests = counter(&self.bpf, 1);

@@ -115,9 +115,9 @@ impl Convert {
                 pid,
                 None,
                 None,
-                kdev,
-                ino,
+                (kdev, ino),
                 Some((name.as_bytes(), libc::AT_FDCWD)),
+                false,
             );
             if let Some(f) = file {
                 if perms.contains('x') {

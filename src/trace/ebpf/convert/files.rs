@@ -10,14 +10,16 @@ impl Convert {
     /// named from `fd` of process `pid` (while it is open), else from `path` (an open's
     /// argument, relative to `dirfd`), else from the process's mappings. A file that reuses
     /// the inode number of one freed before it has another generation: a row of its own.
+    /// `from_kernel`: `path` is the kernel's walk of the open file in a process that sees the
+    /// file system as iolab does, its name as is (no check that it names the file still).
     pub(super) fn file_at(
         &mut self,
         pid: u32,
         fd: Option<i32>,
         id: Option<&FileId>,
-        kdev: u64,
-        ino: u64,
+        (kdev, ino): (u64, u64),
         path: Option<(&[u8], i32)>,
+        from_kernel: bool,
     ) -> Option<u32> {
         let generation = id.map(|f| f.generation);
         if let Some(g) = generation
@@ -46,7 +48,12 @@ impl Convert {
             libc::S_IFCHR | libc::S_IFBLK => FileKind::Device,
             _ => FileKind::Other,
         };
-        let name = crate::trace::ebpf::names::name_of(pid, fd, dev, ino, path, kind);
+        let name = match path {
+            Some((p, _)) if from_kernel => std::path::PathBuf::from(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(p),
+            ),
+            _ => crate::trace::ebpf::names::name_of(pid, fd, dev, ino, path, kind),
+        };
         let (path, path_hex) = FileInfo::path_fields(&name);
         let page = crate::sys::page_size() as u64;
         let size = id.map_or(0, |f| f.size);
@@ -82,6 +89,70 @@ impl Convert {
 
     pub(super) fn file_of(&mut self, pid: u32, fd: i32, id: Option<FileId>) -> Option<u32> {
         let id = id?;
-        self.file_at(pid, Some(fd), Some(&id), id.kdev, id.ino, None)
+        self.file_at(pid, Some(fd), Some(&id), (id.kdev, id.ino), None, false)
     }
+}
+
+impl Convert {
+    /// Whether process `pid` sees the file system as iolab does: the same mount namespace and
+    /// root (asked once per process; a process already gone does not).
+    pub(super) fn shares_mounts(&mut self, pid: u32) -> bool {
+        *self.shares_mounts.entry(pid).or_insert_with(|| {
+            let link = |p: String| std::fs::read_link(p).ok();
+            let mine = link("/proc/self/ns/mnt".into());
+            mine.is_some()
+                && link(format!("/proc/{pid}/ns/mnt")) == mine
+                && link(format!("/proc/{pid}/root")).as_deref() == Some(std::path::Path::new("/"))
+        })
+    }
+
+    /// A close of file `i` at `t` (ns from the start), the file as the kernel had it then.
+    pub(super) fn closing(&mut self, i: u32, t: u64, id: FileId) {
+        self.closed.insert(i, (t, id));
+    }
+
+    /// Each file's size, modification time and cached pages after the run, from its last close
+    /// as the kernel had it, where nothing touched it after that close and it was never
+    /// mapped (a mapping writes without a call): the files left to [`crate::trace::finish`] to
+    /// look at again are those still open at the end, or touched after their last close.
+    pub fn after_from_closes(&mut self) {
+        use crate::trace::Call;
+        if self.closed.is_empty() {
+            return;
+        }
+        let mut touched: std::collections::HashMap<u32, u64> = Default::default();
+        let mut mapped = std::collections::HashSet::new();
+        for op in &self.st.ops {
+            for f in [op.file, op.to_file].into_iter().flatten() {
+                if matches!(op.call, Call::Mmap | Call::Mremap) {
+                    mapped.insert(f);
+                }
+                if op.call != Call::Close {
+                    let t = touched.entry(f).or_insert(0);
+                    *t = (*t).max(op.t + op.dur);
+                }
+            }
+        }
+        let page = crate::sys::page_size() as u64;
+        for (i, (t, id)) in std::mem::take(&mut self.closed) {
+            let moved = touched.get(&i).is_some_and(|&last| last > t);
+            if mapped.contains(&i) || moved || self.st.unnamed.contains(&i) {
+                continue;
+            }
+            let Some(f) = self.st.files.get_mut(i as usize) else {
+                continue;
+            };
+            if f.kind != FileKind::File || (id.kdev, id.ino) != (kdev_of(f), f.ino) {
+                continue;
+            }
+            f.size_after = Some(id.size);
+            f.mtime_after_ns = Some(id.mtime.0 as i128 * 1_000_000_000 + id.mtime.1 as i128);
+            f.resident_after = Some((id.nrpages * page).min(id.size));
+        }
+    }
+}
+
+/// A file's device in the kernel's encoding (major << 20 | minor).
+fn kdev_of(f: &FileInfo) -> u64 {
+    ((libc::major(f.dev) as u64) << 20) | libc::minor(f.dev) as u64
 }

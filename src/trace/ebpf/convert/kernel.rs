@@ -31,7 +31,7 @@ impl Convert {
         let fd = if u.fixed { -1 } else { u.fd as i32 };
         let file = u.f.and_then(|f| {
             let fd = (!u.fixed).then_some(fd);
-            self.file_at(u.pid, fd, Some(&f), f.kdev, f.ino, None)
+            self.file_at(u.pid, fd, Some(&f), (f.kdev, f.ino), None, false)
         });
         // An offset of -1 is the file's position, which the request moved.
         let off = if u.off >= 0 {
