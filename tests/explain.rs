@@ -523,6 +523,26 @@ fn files_that_reuse_an_inode_are_rows_of_their_own() {
             let config = dir.path().canonicalize().unwrap().join("config");
             assert_eq!(names[0], config.to_str().unwrap(), "{tracer}: {f}");
         }
+        // A program still running when its rename is read (its working directory is asked),
+        // into a subdirectory and on: the row has both names, in order.
+        std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+        let p = trace_sh(
+            dir.path(),
+            &["--tracer", tracer],
+            "exec /usr/bin/python3 -c \"import os,time; open('a.tmp','w').write('x'*10); \
+             os.rename('a.tmp','sub/b.dat'); os.rename('sub/b.dat','c.dat'); time.sleep(0.3)\"",
+        );
+        let row = p["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with("/a.tmp"))
+            .unwrap_or_else(|| panic!("{tracer}: {}", p["files"]));
+        let base = dir.path().canonicalize().unwrap();
+        let want = [base.join("sub/b.dat"), base.join("c.dat")];
+        let want: Vec<&str> = want.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(row["renamed"], serde_json::json!(want), "{tracer}: {row}");
+        assert_eq!(row["writes"]["bytes"], 10, "{tracer}: {row}");
     }
 }
 
