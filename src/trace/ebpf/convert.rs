@@ -262,29 +262,7 @@ impl Convert {
         let d = decode(call, c.entry.nr as i64);
         let keep = match call {
             Open => {
-                let nr = c.entry.nr as i64;
-                op.arg = Some(open_flags(nr, &a, || c.entry.extra));
-                if c.ret >= 0
-                    && let Some(id) = f
-                {
-                    op.fd = c.ret as i32;
-                    let dirfd = open_dirfd(nr, &a);
-                    // The kernel's own path of the opened file when it walked it whole;
-                    // else the program's, made absolute from its directory if it still can be.
-                    let path = match c.kpath.as_deref() {
-                        Some(k) => Some((k, libc::AT_FDCWD)),
-                        None => c.path.as_deref().map(|p| (p, dirfd)),
-                    };
-                    let from_kernel = c.kpath.is_some() && self.shares_mounts(c.pid);
-                    op.file = self.file_at(
-                        c.pid,
-                        Some(op.fd),
-                        Some(&id),
-                        (id.kdev, id.ino),
-                        path,
-                        from_kernel,
-                    );
-                }
+                self.opened(&c, &mut op);
                 true
             }
             Close | Fsync | Fdatasync | Ftruncate | Read | Readv | Write | Writev | Pread
@@ -299,42 +277,7 @@ impl Convert {
                 self.streamed(call, &mut op);
                 true
             }
-            Sendfile | Splice | CopyFileRange => {
-                let (Some(src), Some((dst, dst_at)), Off::Pointer(src_at), Len::Arg(len)) =
-                    (d.fd, d.to, d.off, d.len)
-                else {
-                    return;
-                };
-                op.fd = a[src] as i32;
-                op.file = self.file_of(c.pid, op.fd, f);
-                op.arg = extra(&d, &a);
-                // An offset given by pointer is moved by the call, as the position is: the
-                // probe read it at the exit.
-                op.off = if a[src_at] != 0 {
-                    Some(before(c.entry.extra, c.ret))
-                } else {
-                    pos.map(|p| before(p, c.ret))
-                };
-                if !self.is_regular(op.file) {
-                    op.off = Some(self.stream(op.file, false, c.ret));
-                }
-                op.len = a[len];
-                if let Some(g) = c.entry.g {
-                    op.to_file = self.file_of(c.pid, a[dst] as i32, Some(g));
-                    let seekable = op
-                        .to_file
-                        .and_then(|i| self.st.files.get(i as usize))
-                        .is_some_and(|x| matches!(x.kind, FileKind::File | FileKind::Device));
-                    op.to_off = if dst_at.is_some_and(|j| a[j] != 0) {
-                        Some(before(c.entry.extra2, c.ret))
-                    } else if seekable {
-                        Some(before(g.pos, c.ret))
-                    } else {
-                        None
-                    };
-                }
-                true
-            }
+            Sendfile | Splice | CopyFileRange => self.copied(&d, &c, &mut op),
             Mmap | Munmap | Mremap | Madvise | Msync => self.memory(call, &c, &mut op),
             Stat => {
                 op.fd = d.fd.map_or(-1, |i| a[i] as i32);
@@ -375,6 +318,68 @@ impl Convert {
             self.st.ops.push(op);
         }
         self.st.ops.extend(after);
+    }
+
+    /// An open: its flags, and the file it opened, named.
+    fn opened(&mut self, c: &CallEv, op: &mut Op) {
+        let (a, f, nr) = (c.entry.args, c.entry.f, c.entry.nr as i64);
+        op.arg = Some(open_flags(nr, &a, || c.entry.extra));
+        if c.ret >= 0
+            && let Some(id) = f
+        {
+            op.fd = c.ret as i32;
+            let dirfd = open_dirfd(nr, &a);
+            // The kernel's own path of the opened file when it walked it whole;
+            // else the program's, made absolute from its directory if it still can be.
+            let path = match c.kpath.as_deref() {
+                Some(k) => Some((k, libc::AT_FDCWD)),
+                None => c.path.as_deref().map(|p| (p, dirfd)),
+            };
+            let from_kernel = c.kpath.is_some() && self.shares_mounts(c.pid);
+            let key = (id.kdev, id.ino);
+            op.file = self.file_at(c.pid, Some(op.fd), Some(&id), key, path, from_kernel);
+        }
+    }
+
+    /// sendfile, splice, copy_file_range: source and destination, where each was; whether
+    /// the op is kept.
+    fn copied(&mut self, d: &Decode, c: &CallEv, op: &mut Op) -> bool {
+        let (a, f) = (c.entry.args, c.entry.f);
+        let pos = f.map(|f| f.pos);
+        let (Some(src), Some((dst, dst_at)), Off::Pointer(src_at), Len::Arg(len)) =
+            (d.fd, d.to, d.off, d.len)
+        else {
+            return false;
+        };
+        op.fd = a[src] as i32;
+        op.file = self.file_of(c.pid, op.fd, f);
+        op.arg = extra(d, &a);
+        // An offset given by pointer is moved by the call, as the position is: the probe
+        // read it at the exit.
+        op.off = if a[src_at] != 0 {
+            Some(before(c.entry.extra, c.ret))
+        } else {
+            pos.map(|p| before(p, c.ret))
+        };
+        if !self.is_regular(op.file) {
+            op.off = Some(self.stream(op.file, false, c.ret));
+        }
+        op.len = a[len];
+        if let Some(g) = c.entry.g {
+            op.to_file = self.file_of(c.pid, a[dst] as i32, Some(g));
+            let seekable = op
+                .to_file
+                .and_then(|i| self.st.files.get(i as usize))
+                .is_some_and(|x| matches!(x.kind, FileKind::File | FileKind::Device));
+            op.to_off = if dst_at.is_some_and(|j| a[j] != 0) {
+                Some(before(c.entry.extra2, c.ret))
+            } else if seekable {
+                Some(before(g.pos, c.ret))
+            } else {
+                None
+            };
+        }
+        true
     }
 
     /// Reads, writes and the calls on one descriptor: where they worked, as the table of

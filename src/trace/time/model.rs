@@ -244,6 +244,28 @@ pub fn threads(t: &Trace, root: Option<u32>, cost: &StopCost) -> Vec<ThreadModel
         .collect()
 }
 
+/// A poll waits on what the thread polls: its sockets when it waited on sockets at least four
+/// times as long as on pipes (a program's output to a pipe takes microseconds), its pipes the
+/// other way round (which descriptors a poll named is not recorded); else it stays a poll. The
+/// polls' time is moved there; what they are.
+fn polls_are(a: &mut Sums) -> Option<Cause> {
+    let (socks, pipes) = (a.ns[Cause::Sockets.index()], a.ns[Cause::Pipes.index()]);
+    let polls_are = if socks > 0 && socks >= 4 * pipes {
+        Some(Cause::Sockets)
+    } else if pipes > 0 && pipes >= 4 * socks {
+        Some(Cause::Pipes)
+    } else {
+        None
+    };
+    if let Some(to) = polls_are {
+        let (from, to) = (Cause::Polls.index(), to.index());
+        a.ns[to] += std::mem::take(&mut a.ns[from]);
+        a.cpu[to] += std::mem::take(&mut a.cpu[from]);
+        a.runq[to] += std::mem::take(&mut a.runq[from]);
+    }
+    polls_are
+}
+
 /// One thread's model from its calls' sums.
 fn model(
     th: &ThreadTimes,
@@ -300,24 +322,7 @@ fn model(
             a.cpu[i] = a.cpu[i].min(a.ns[i] - a.runq[i]);
         }
     }
-    // A poll waits on what the thread polls: its sockets when it waited on sockets at least
-    // four times as long as on pipes (a program's output to a pipe takes microseconds), its
-    // pipes the other way round (which descriptors a poll named is not recorded); else it
-    // stays a poll.
-    let (socks, pipes) = (a.ns[Cause::Sockets.index()], a.ns[Cause::Pipes.index()]);
-    let polls_are = if socks > 0 && socks >= 4 * pipes {
-        Some(Cause::Sockets)
-    } else if pipes > 0 && pipes >= 4 * socks {
-        Some(Cause::Pipes)
-    } else {
-        None
-    };
-    if let Some(to) = polls_are {
-        let (from, to) = (Cause::Polls.index(), to.index());
-        a.ns[to] += std::mem::take(&mut a.ns[from]);
-        a.cpu[to] += std::mem::take(&mut a.cpu[from]);
-        a.runq[to] += std::mem::take(&mut a.runq[from]);
-    }
+    let polls_are = polls_are(&mut a);
     let mut calls: HashMap<Cause, Vec<CallShare>> = HashMap::new();
     for ((c, name), (n, ns, cpu_ns)) in a.calls {
         let c = match (c, polls_are) {
