@@ -411,12 +411,32 @@ fn a_script_that_sleeps_reads_a_cold_tree_then_computes_gets_each_phase_its_caus
         .collect();
     let script = "sleep 0.4; tar cf - tree > out.tar; /usr/bin/python3 -S -c 's = 0\nfor i in range(2000000): s += i * i'";
     for tracer in tracers() {
-        // Cold: the tree's pages leave the cache (written back first).
-        iolab()
-            .args(["-q", "cache", "evict"])
-            .args(&files)
-            .assert()
-            .success();
+        // Cold: the tree's pages leave the cache (written back first), checked: an eviction
+        // the kernel did not complete would make tar's reads warm.
+        for attempt in 0.. {
+            iolab()
+                .args(["-q", "cache", "evict"])
+                .args(&files)
+                .assert()
+                .success();
+            let o = iolab()
+                .args(["cache", "status", "--format", "json"])
+                .args(&files)
+                .output()
+                .unwrap();
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let resident: u64 = v["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["residency"]["resident_pages"].as_u64().unwrap())
+                .sum();
+            if resident == 0 {
+                break;
+            }
+            assert!(attempt < 5, "{tracer}: {resident} pages stay cached: {v}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
         let (p, st) = profile_of(dir.path(), tracer, &["sh", "-c", script], None);
         assert!(st.success());
         let time = &p["time"];

@@ -26,6 +26,7 @@ pub mod iolog;
 mod mapcalls;
 mod model;
 mod ops;
+pub mod order;
 pub mod overhead;
 pub mod profile;
 mod rename;

@@ -400,7 +400,7 @@ impl Loaded {
         }
         // Calls from several CPUs reach the ring in nearly, not exactly, the order they ended.
         // A request's op is when its thread saw it complete.
-        st.ops.sort_by_key(|o| {
+        super::order::sort_by_small_key(&mut st.ops, |o| {
             if o.call.is_request() {
                 o.t
             } else {

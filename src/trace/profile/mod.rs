@@ -353,9 +353,22 @@ pub fn profile(t: &Trace) -> Profile {
         sizes,
         io_ns,
     } = tally(t);
-    let (mut files, mut code_files, unique_total) = file_profiles(t, acc);
+    let (files, mut code_files, unique_total) = file_profiles(t, acc);
     let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
-    files.sort_by(|a, b| weight(b).cmp(&weight(a)).then(a.path.cmp(&b.path)));
+    // By weight, the heaviest first; ties by path (the records are large: sorted by places).
+    let mut by_path: Vec<usize> = (0..files.len()).collect();
+    by_path.sort_unstable_by(|&i, &j| files[i].path.cmp(&files[j].path));
+    let mut rank = vec![0; files.len()];
+    for (r, i) in by_path.into_iter().enumerate() {
+        rank[i] = r;
+    }
+    let mut keyed: Vec<(u64, usize, FileProfile)> = files
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| (u64::MAX - weight(&f), rank[i], f))
+        .collect();
+    super::order::sort_by_small_key(&mut keyed, |x| (x.0, x.1));
+    let files: Vec<FileProfile> = keyed.into_iter().map(|x| x.2).collect();
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
     let (cache_growth, shrunk_files) = super::storage::cache_growth(t);
     let (metadata_dirs, failed_opens) = super::time::metadata_by_dir(t);

@@ -63,16 +63,35 @@ pub(super) fn tally(t: &Trace) -> Tally<'static> {
         sizes,
         io_ns,
     } = &mut y;
+    // Per call and per file in vectors while the ops are added (a map lookup per op was a
+    // third of this on 400,000 ops), into the maps at the end.
+    let mut rows: Vec<Option<(&'static str, CallRow)>> = Vec::new();
+    let mut by_file: Vec<Option<Acc>> = Vec::new();
+    by_file.resize_with(t.files.len(), || None);
+    fn acc_of(by_file: &mut Vec<Option<Acc>>, f: u32) -> &mut Acc {
+        let i = f as usize;
+        if i >= by_file.len() {
+            by_file.resize_with(i + 1, || None);
+        }
+        by_file[i].get_or_insert_with(Acc::default)
+    }
     for op in &t.ops {
         if !op.call.is_request() {
             *io_ns += op.dur;
         }
-        let row = calls.entry(op.call.name()).or_insert_with(|| CallRow {
-            call: op.call.name().to_string(),
-            calls: 0,
-            errors: 0,
-            bytes: 0,
-            time_ns: 0,
+        let c = op.call as usize;
+        if c >= rows.len() {
+            rows.resize_with(c + 1, || None);
+        }
+        let (_, row) = rows[c].get_or_insert_with(|| {
+            let row = CallRow {
+                call: op.call.name().to_string(),
+                calls: 0,
+                errors: 0,
+                bytes: 0,
+                time_ns: 0,
+            };
+            (op.call.name(), row)
         });
         row.calls += 1;
         row.time_ns += op.dur;
@@ -100,13 +119,13 @@ pub(super) fn tally(t: &Trace) -> Tally<'static> {
                 .to_file
                 .filter(|&f| kind(t, Some(f)) == Some(FileKind::File))
         {
-            add(&mut acc.entry(to).or_default().writes, op.len, op.ret, 0);
+            add(&mut acc_of(&mut by_file, to).writes, op.len, op.ret, 0);
             add(file_writes, op.len, op.ret, op.dur);
         }
         let (Some(f), true) = (op.file, is_file) else {
             continue;
         };
-        let a = acc.entry(f).or_default();
+        let a = acc_of(&mut by_file, f);
         if op.call.reads_file() {
             add(&mut a.reads, op.len, op.ret, op.dur);
             add(file_reads, op.len, op.ret, op.dur);
@@ -136,9 +155,15 @@ pub(super) fn tally(t: &Trace) -> Tally<'static> {
         }
     }
     for fault in &t.faults {
-        let a = acc.entry(fault.file).or_default();
+        let a = acc_of(&mut by_file, fault.file);
         a.faults += 1;
         a.fault_pages.insert(fault.off);
     }
+    *acc = by_file
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, a)| Some((i as u32, a?)))
+        .collect();
+    *calls = rows.into_iter().flatten().collect();
     y
 }

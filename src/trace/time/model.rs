@@ -128,9 +128,17 @@ impl ThreadModel {
     pub fn waiting_ns(&self) -> u64 {
         self.causes
             .iter()
-            .filter(|c| c.cause.is_waiting() || c.cause == Cause::Tracer)
+            .filter(|c| c.cause.is_waiting())
             .map(|c| c.ns)
             .sum()
+    }
+
+    /// Whether it waited for work nearly all the life it had of its own (its life less being
+    /// traced: a thread that made thousands of calls under ptrace spent most of its life
+    /// stopped, and was busy, not idle).
+    pub fn is_idle(&self) -> bool {
+        let life = self.alive_ns.saturating_sub(self.ns(Cause::Tracer));
+        life > 0 && (life - self.waiting_ns().min(life)) as f64 <= IDLE_WORK * life as f64
     }
 }
 
@@ -366,7 +374,7 @@ fn model(
     };
     m.role = if Some(th.tid) == root {
         Role::Main
-    } else if alive > 0 && (alive - m.waiting_ns().min(alive)) as f64 <= IDLE_WORK * alive as f64 {
+    } else if m.is_idle() {
         Role::Idle
     } else {
         Role::Working

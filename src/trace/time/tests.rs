@@ -258,3 +258,38 @@ fn a_thread_blocked_in_a_call_at_the_end_is_in_that_call_not_in_page_faults() {
     assert_eq!(m(3).ns(Cause::Faults), 0, "{:?}", m(3));
     assert_eq!(m(3).role, Role::Idle, "{:?}", m(3));
 }
+
+#[test]
+fn a_thread_stopped_by_the_tracer_for_its_many_calls_is_busy_not_idle() {
+    let cause = |cause, ns| CauseTime {
+        cause,
+        ns,
+        cpu_ns: 0,
+        runq_ns: 0,
+        calls: Vec::new(),
+    };
+    let model = |causes| ThreadModel {
+        pid: 1,
+        tid: 2,
+        name: "tar".into(),
+        role: Role::Working,
+        born_ns: 0,
+        alive_ns: 100_000_000,
+        running: false,
+        causes,
+        polls_as: None,
+    };
+    // 90 ms stopped by ptrace over 6,500 calls, 8 ms reading, 2 ms in a poll: busy.
+    let tar = model(vec![
+        cause(Cause::Tracer, 90_000_000),
+        cause(Cause::FileData, 8_000_000),
+        cause(Cause::Polls, 2_000_000),
+    ]);
+    assert!(!tar.is_idle());
+    // A pool thread: 99 ms on a lock, 1 ms of CPU: idle.
+    let pool = model(vec![
+        cause(Cause::Locks, 99_000_000),
+        cause(Cause::Cpu, 1_000_000),
+    ]);
+    assert!(pool.is_idle());
+}

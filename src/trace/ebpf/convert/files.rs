@@ -120,23 +120,27 @@ impl Convert {
         if self.closed.is_empty() {
             return;
         }
-        let mut touched: std::collections::HashMap<u32, u64> = Default::default();
-        let mut mapped = std::collections::HashSet::new();
+        // Per file: when an op other than a close last touched it; u64::MAX: mapped.
+        let mut touched = vec![0u64; self.st.files.len()];
         for op in &self.st.ops {
+            if op.call == Call::Close {
+                continue;
+            }
+            let mapping = matches!(op.call, Call::Mmap | Call::Mremap);
             for f in [op.file, op.to_file].into_iter().flatten() {
-                if matches!(op.call, Call::Mmap | Call::Mremap) {
-                    mapped.insert(f);
-                }
-                if op.call != Call::Close {
-                    let t = touched.entry(f).or_insert(0);
-                    *t = (*t).max(op.t + op.dur);
+                if let Some(t) = touched.get_mut(f as usize) {
+                    *t = if mapping {
+                        u64::MAX
+                    } else {
+                        (*t).max(op.t + op.dur)
+                    };
                 }
             }
         }
         let page = crate::sys::page_size() as u64;
         for (i, (t, id)) in std::mem::take(&mut self.closed) {
-            let moved = touched.get(&i).is_some_and(|&last| last > t);
-            if mapped.contains(&i) || moved || self.st.unnamed.contains(&i) {
+            let moved = touched.get(i as usize).is_some_and(|&last| last > t);
+            if moved || self.st.unnamed.contains(&i) {
                 continue;
             }
             let Some(f) = self.st.files.get_mut(i as usize) else {
