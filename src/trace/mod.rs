@@ -160,7 +160,8 @@ impl FileInfo {
         (path.to_string_lossy().into_owned(), hex)
     }
 
-    /// Its name at the end of the trace: its last rename's, else its path.
+    /// Its name at the end of the trace: its last rename's, else its path (where its bytes
+    /// are after the run: what iolab reads again, and what a replay opens).
     pub fn last_path(&self) -> std::path::PathBuf {
         match self.renamed.last() {
             Some(p) => p.into(),

@@ -421,7 +421,7 @@ fn check_unchanged(files: &[crate::trace::FileInfo], plan: &mut plan::ReplayPlan
         .enumerate()
         .filter(|(_, f)| f.path.exists())
     {
-        let Some(info) = files.iter().find(|x| x.os_path() == f.path) else {
+        let Some(info) = files.iter().find(|x| x.last_path() == f.path) else {
             continue;
         };
         let meta =

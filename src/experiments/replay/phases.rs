@@ -98,7 +98,7 @@ pub(super) fn traced_cache(plan: &ReplayPlan, files: &[crate::trace::FileInfo]) 
     let bytes = plan.bytes_per_file();
     let (mut cached, mut all) = (0u128, 0u128);
     for (f, &b) in plan.files.iter().zip(&bytes) {
-        let Some(info) = files.iter().find(|x| x.os_path() == f.path) else {
+        let Some(info) = files.iter().find(|x| x.last_path() == f.path) else {
             continue;
         };
         let size = info.size.max(1);

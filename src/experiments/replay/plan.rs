@@ -290,7 +290,7 @@ impl<'t> Builder<'t> {
         for &(_, f) in &firsts {
             index.entry(f).or_insert_with(|| {
                 plan.files.push(DataFile {
-                    path: files[f as usize].os_path(),
+                    path: files[f as usize].last_path(),
                     xor: None,
                 });
                 plan.files.len() - 1
