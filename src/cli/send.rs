@@ -121,9 +121,7 @@ pub fn serve(
     }
     let r = sender::serve(listener, cfg)?;
     for why in &r.rejected {
-        super::talk(format!(
-            "iolab: warning: dropped a connection that failed the handshake: {why}"
-        ));
+        super::talk(format!("iolab: warning: dropped a connection: {why}"));
     }
     if let Some(n) = &r.pages_note {
         super::talk(format!("iolab: note: {n}"));

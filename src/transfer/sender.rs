@@ -331,6 +331,7 @@ fn serve_prepared(
         connection(stream, &mine, cfg)
     };
     let (records, user, sys) = run_connections(streams, "send failed", work)?;
+    acceptor.finish(&mut rejected);
     Ok(SideReport {
         role: "send".into(),
         method: cfg.method.name().into(),
@@ -405,6 +406,7 @@ fn serve_raw(
         records.push(rec);
     }
     let (user, sys) = cpu_since(&cpu);
+    acceptor.finish(&mut rejected);
     Ok(SideReport {
         role: "send".into(),
         method: cfg.method.name().into(),

@@ -118,4 +118,23 @@ impl<'a> Acceptor<'a> {
             }
         }
     }
+
+    /// Once every connection is served: the handshakes that ended meanwhile are said (a stray
+    /// peer whose garbage was read after the receiver passed is still a dropped connection),
+    /// and those still running are dropped with the sender's exit, and said so.
+    pub(super) fn finish(&mut self, rejected: &mut Vec<String>) {
+        while let Ok((from, r)) = self.rx.try_recv() {
+            self.pending -= 1;
+            rejected.push(match r {
+                Ok(_) => format!("{from}: passed the handshake after every connection was served"),
+                Err(e) => format!("{from}: {e}"),
+            });
+        }
+        if self.pending > 0 {
+            rejected.push(format!(
+                "{} connection(s) still in the handshake when the transfer ended",
+                self.pending
+            ));
+        }
+    }
 }
