@@ -24,21 +24,12 @@ const SYSFS_MAGIC: i64 = 0x6265_6572;
 /// Opens `path` for reading after checking it is something iolab can measure: a regular file
 /// (not a directory, FIFO, socket or device, and not a /proc or /sys file whose size is unknown).
 pub fn open_source(path: &Path) -> Result<Source> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Opened without waiting and checked by its handle: a FIFO put in the file's place between
-    // a check by name and the open would block the open until a writer came (and a terminal
-    // named by mistake never becomes this process's controlling one).
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| Error::io("cannot open", path, &e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::io("cannot stat", path, &e))?;
-    check_regular(path, &meta)?;
-    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())
-        .map_err(|e| Error::io("cannot open", path, &e.into()))?;
+    let (file, meta) = match open_regular(path, true, None) {
+        Ok(x) => x,
+        Err(Refusal::Io(e)) => return Err(Error::io("cannot open", path, &e)),
+        Err(Refusal::Kind(kind)) => return Err(Error::usage("not a regular file", kind).at(path)),
+        Err(Refusal::Another) => unreachable!("no identity was asked for"),
+    };
     if let Ok(magic) = crate::sys::fs_magic(&file)
         && (magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC)
     {
@@ -54,6 +45,86 @@ pub fn open_source(path: &Path) -> Result<Source> {
         file,
         path: path.to_path_buf(),
         size,
+    })
+}
+
+/// Why [`open_regular`] opened nothing.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The name could not be looked up or opened.
+    Io(io::Error),
+    /// It names something other than a regular file (what, in words).
+    Kind(&'static str),
+    /// A regular file, but not the one asked for (another device and inode).
+    Another,
+}
+
+/// Opens `path` for reading only once it is known to be a regular file, and when `id` is given
+/// the file of that device and inode: first without opening it (`O_PATH`: a FIFO, a device or
+/// a socket put under the name is looked at, never opened, so nothing blocks and no device acts
+/// on an open), then through that handle, so the file read is the file checked. With `follow`
+/// false a symbolic link as the last component is refused, not followed. This is how iolab opens
+/// every name another user could have chosen (a traced program's files, a trace's paths).
+pub fn open_regular(
+    path: &Path,
+    follow: bool,
+    id: Option<(u64, u64)>,
+) -> std::result::Result<(File, std::fs::Metadata), Refusal> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let nofollow = if follow {
+        OFlags::empty()
+    } else {
+        OFlags::NOFOLLOW
+    };
+    let handle = rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::CLOEXEC | nofollow,
+        Mode::empty(),
+    )
+    .map_err(|e| Refusal::Io(e.into()))?;
+    let st = rustix::fs::fstat(&handle).map_err(|e| Refusal::Io(e.into()))?;
+    if let Some(kind) = kind_of(rustix::fs::FileType::from_raw_mode(st.st_mode)) {
+        return Err(Refusal::Kind(kind));
+    }
+    let (dev, ino) = (st.st_dev, st.st_ino);
+    if id.is_some_and(|want| want != (dev, ino)) {
+        return Err(Refusal::Another);
+    }
+    let read = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    // Through the handle (its /proc link names exactly that inode); without /proc, by name
+    // again, never following a last link, and checked below alike.
+    let fd = rustix::fs::open(
+        format!("/proc/self/fd/{}", handle.as_raw_fd()),
+        read,
+        Mode::empty(),
+    )
+    .or_else(|_| rustix::fs::open(path, read | nofollow, Mode::empty()))
+    .map_err(|e| Refusal::Io(e.into()))?;
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(Refusal::Io)?;
+    if !meta.file_type().is_file() || (meta.dev(), meta.ino()) != (dev, ino) {
+        return Err(Refusal::Another);
+    }
+    rustix::fs::fcntl_setfl(&file, OFlags::empty()).map_err(|e| Refusal::Io(e.into()))?;
+    Ok((file, meta))
+}
+
+/// What a file type other than a regular file is, in words (None for a regular file).
+fn kind_of(ft: rustix::fs::FileType) -> Option<&'static str> {
+    use rustix::fs::FileType as T;
+    Some(match ft {
+        T::RegularFile => return None,
+        T::Directory => "is a directory",
+        T::Fifo => "is a FIFO (a pipe has no size and cannot be mapped or re-read)",
+        T::Socket => "is a socket",
+        T::CharacterDevice => {
+            "is a character device (it has no size and cannot be mapped as a file)"
+        }
+        T::BlockDevice => "is a block device (iolab measures regular files)",
+        T::Symlink => "is a symbolic link (not followed here)",
+        _ => "is not a regular file",
     })
 }
 

@@ -184,16 +184,13 @@ fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
 fn after(st: &mut State) {
     let pending = |f: &&mut super::FileInfo| f.kind == FileKind::File && f.size_after.is_none();
     for f in st.files.iter_mut().filter(pending) {
-        let Ok(file) = std::fs::File::open(f.last_path()) else {
+        // The name was the traced program's to change: opened only if it is still the
+        // regular file traced (no FIFO, device or link put in its place is ever opened).
+        let Ok((file, meta)) =
+            crate::source::open_regular(&f.last_path(), false, Some((f.dev, f.ino)))
+        else {
             continue;
         };
-        let Ok(meta) = file.metadata() else {
-            continue;
-        };
-        if (meta.dev(), meta.ino()) != (f.dev, f.ino) {
-            // The path now names another file (replaced by rename): nothing to say of ours.
-            continue;
-        }
         f.size_after = Some(meta.len());
         f.mtime_after_ns = Some(meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128);
         let path = &f.last_path();
@@ -228,7 +225,7 @@ fn xors(st: &mut State, faults: &[Fault]) {
             let f = &st.files[file as usize];
             let unchanged = f.size_after == Some(f.size) && f.mtime_after_ns == Some(f.mtime_ns);
             if f.kind == FileKind::File && unchanged {
-                jobs.push((file, mapped, f.last_path(), list));
+                jobs.push((file, mapped, f, list));
             }
         }
     }
@@ -243,10 +240,10 @@ fn xors(st: &mut State, faults: &[Fault]) {
                     let mut out = Vec::new();
                     loop {
                         let j = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((_, _, path, list)) = jobs.get(j) else {
+                        let Some((_, _, f, list)) = jobs.get(j) else {
                             return out;
                         };
-                        out.push((j, ranges_xor(path, list, &mut buf)));
+                        out.push((j, ranges_xor(f, list, &mut buf)));
                     }
                 })
             })
@@ -256,11 +253,15 @@ fn xors(st: &mut State, faults: &[Fault]) {
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    let which: Vec<(u32, bool)> = jobs
+        .iter()
+        .map(|(file, mapped, _, _)| (*file, *mapped))
+        .collect();
     for (j, x) in results {
-        let (file, mapped, _, _) = &jobs[j];
-        let f = &mut st.files[*file as usize];
+        let (file, mapped) = which[j];
+        let f = &mut st.files[file as usize];
         let x = x.map(|x| format!("{x:08x}"));
-        if *mapped {
+        if mapped {
             f.mapped_xor = x;
         } else {
             f.xor = x;
@@ -268,9 +269,15 @@ fn xors(st: &mut State, faults: &[Fault]) {
     }
 }
 
-/// The XOR of `ranges` of the file at `path`, each byte by its offset; None if one cannot be read.
-fn ranges_xor(path: &std::path::Path, ranges: &[(u64, u64)], buf: &mut [u8]) -> Option<u32> {
-    let file = std::fs::File::open(path).ok()?;
+/// The XOR of `ranges` of file `f`, each byte by its offset; None if one cannot be read, or if
+/// its name no longer holds that file unchanged (checked through the descriptor read).
+fn ranges_xor(f: &super::FileInfo, ranges: &[(u64, u64)], buf: &mut [u8]) -> Option<u32> {
+    let (file, meta) =
+        crate::source::open_regular(&f.last_path(), false, Some((f.dev, f.ino))).ok()?;
+    let mtime = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
+    if meta.len() != f.size || mtime != f.mtime_ns {
+        return None;
+    }
     let mut x = 0u32;
     for &(off, len) in ranges {
         let mut done = 0u64;

@@ -32,7 +32,7 @@ impl State {
             FileKind::Other
         };
         let resident_before = if kind == FileKind::File {
-            resident_bytes(&link, meta.len())
+            resident_bytes(&link, (meta.dev(), meta.ino()), meta.len())
         } else {
             None
         };
@@ -60,8 +60,9 @@ impl State {
     }
 }
 
-fn resident_bytes(link: &str, size: u64) -> Option<u64> {
-    let f = std::fs::File::open(link).ok()?;
+fn resident_bytes(link: &str, id: (u64, u64), size: u64) -> Option<u64> {
+    // The descriptor's file, checked to be that regular file before it is opened.
+    let (f, _) = crate::source::open_regular(std::path::Path::new(link), true, Some(id)).ok()?;
     let path = std::path::Path::new(link);
     if !crate::cache::residency_visible(&f, path) {
         return None;
