@@ -612,6 +612,8 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	e->other_pid = ctgid;
 	e->other_tid = BPF_CORE_READ(child, pid);
+	// Its birth: with its pid, what names this process and no later one of that pid.
+	e->start = BPF_CORE_READ(child, start_boottime);
 	bpf_ringbuf_submit(e, wakeup());
 	return 0;
 }

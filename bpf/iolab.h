@@ -106,6 +106,7 @@ struct task_struct {
 	struct sched_info sched_info;
 	struct signal_struct *signal;
 	int exit_code;
+	__u64 start_boottime;
 	char comm[16];
 } __attribute__((preserve_access_index));
 
@@ -291,6 +292,7 @@ struct ev_task {
 	__s32 exit_code;
 	__u64 rchar, wchar, syscr, syscw, read_bytes, write_bytes;
 	__u64 cpu_ns, runq_ns;
+	__u64 start; // fork: the child's birth, ns since boot (/proc/PID/stat's starttime)
 	char comm[16];
 };
 

@@ -119,3 +119,74 @@ fn p1_a_traced_user_cannot_steer_roots_iolab_to_a_fifo_or_a_root_only_file() {
         assert_eq!(seen, 3, "{tracer}: the three files read are in the trace");
     }
 }
+
+/// P2: exit events lost to a full ring buffer. The program starts a child that waits, floods
+/// the ring (800,000 calls, far more than its 32 MiB) while iolab is stopped, then lets the
+/// child end and ends itself: both exit events are lost. `--follow` used to wait for them for
+/// ever (and on Ctrl-C signal their pids, free for any process by then); now they are found
+/// ended in /proc, the trace ends and says so.
+#[test]
+fn p2_processes_whose_exit_event_was_lost_are_found_ended() {
+    if !is_root() {
+        return skip(Lack::Setup, "the eBPF tracer needs root");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let script = "mkfifo p; (read x < p) & touch ready; \
+                  while [ ! -e go ]; do sleep 0.05; done; \
+                  dd if=/dev/zero of=/dev/null bs=1 count=400000 2>/dev/null; \
+                  echo > p; wait; touch done";
+    let out = d.path().join("t.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .current_dir(d.path())
+        .args(["-q", "trace", "--tracer", "ebpf", "--follow", "--no-xor"])
+        .args(["--format", "json", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    wait_until(Duration::from_secs(20), "the program's start", || {
+        d.path().join("ready").exists()
+    });
+    // iolab stopped: nothing is read from the ring while the program floods it.
+    send_signal(pid, "STOP");
+    std::fs::write(d.path().join("go"), b"").unwrap();
+    let done = d.path().join("done");
+    let t = std::time::Instant::now();
+    while !done.exists() && t.elapsed() < patience(Duration::from_secs(60)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    send_signal(pid, "CONT");
+    assert!(done.exists(), "the program did not finish");
+    let st = wait_or_fail(
+        &mut child,
+        Duration::from_secs(20),
+        "ended: every process it followed has ended, their exit events lost",
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(st.success(), "{err}");
+    let t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let notes = t["notes"].to_string();
+    assert!(
+        notes.contains("events were lost"),
+        "the flood did not fill the ring: {notes}"
+    );
+    assert!(
+        notes.contains("without their exit event"),
+        "the processes found ended are said: {notes}"
+    );
+}
+
+/// `kill -SIG pid` through the kill command (no unsafe in tests).
+fn send_signal(pid: i32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}

@@ -230,6 +230,15 @@ impl Escalation {
         Some(sig)
     }
 
+    /// Whether the program was killed (SIGKILL) more than a second ago: a loop waiting for
+    /// its processes to end waits no longer.
+    pub(super) fn given_up(&self) -> bool {
+        self.signalled >= 2
+            && self
+                .at
+                .is_some_and(|t| t.elapsed() > GRACE + Duration::from_secs(2))
+    }
+
     /// Whether iolab was interrupted (the program is being stopped).
     pub(super) fn asked(&self) -> bool {
         self.at.is_some()

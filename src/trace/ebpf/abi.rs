@@ -163,6 +163,8 @@ c_struct! {
         cpu_ns: u64,
         /// Time waiting for one, ns.
         runq_ns: u64,
+        /// Fork: the child's birth, ns since boot.
+        start: u64,
         /// Its name.
         comm: [u8; 16],
     }

@@ -49,7 +49,9 @@ impl Loaded {
             let fd = rustix::process::Pid::from_raw(p as i32).and_then(|q| {
                 rustix::process::pidfd_open(q, rustix::process::PidfdFlags::empty()).ok()
             });
-            if let (Some(fd), Ok(command)) = (fd, command_of(p)) {
+            // A zombie has ended: nothing of it to trace.
+            let running = super::alive::stat(p).is_some_and(|(_, ended)| !ended);
+            if let (Some(fd), Ok(command), true) = (fd, command_of(p), running) {
                 first = Some((p, fd, command));
                 break;
             }
@@ -66,7 +68,7 @@ impl Loaded {
         };
         let pids: Vec<u32> = std::iter::once(pid)
             .chain(pids.iter().copied().filter(|&p| p != me && p != pid))
-            .filter(|&p| std::path::Path::new(&format!("/proc/{p}")).exists())
+            .filter(|&p| super::alive::stat(p).is_some_and(|(_, ended)| !ended))
             .collect();
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::attached(&pids, t0);
@@ -78,8 +80,13 @@ impl Loaded {
         let started = Instant::now();
         let mut gone = false;
         let mut stopped = false;
+        let mut swept = Instant::now();
         loop {
             super::take_events(&mut ring, Some(&pidfd).filter(|_| !gone), &mut conv);
+            if swept.elapsed() >= super::SWEEP {
+                conv.sweep();
+                swept = Instant::now();
+            }
             gone = gone || conv.root_ended.is_some() || conv.live.is_empty();
             if gone && conv.live.is_empty() {
                 break;

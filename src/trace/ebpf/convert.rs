@@ -42,6 +42,13 @@ pub struct Convert {
     sched_before: HashMap<u32, (u64, u64)>,
     /// Processes whose last thread has not exited.
     pub live: BTreeSet<u32>,
+    /// Each followed process's birth (clock ticks since boot): with its pid, what names it
+    /// and no later process given that pid.
+    births: HashMap<u32, u64>,
+    /// Live processes found ended at the last sweep, their exit event not yet seen.
+    suspects: BTreeSet<u32>,
+    /// Processes found ended whose exit event never came (the ring buffer was full).
+    pub exits_lost: u64,
     /// Threads seen.
     tids: BTreeSet<u32>,
     /// Page faults, by address.
@@ -99,6 +106,12 @@ impl Convert {
             pid_of: [(root, root)].into(),
             sched_before: HashMap::new(),
             live: [root].into(),
+            births: super::alive::stat(root)
+                .map(|(b, _)| (root, b))
+                .into_iter()
+                .collect(),
+            suspects: BTreeSet::new(),
+            exits_lost: 0,
             tids: [root].into(),
             faults: Vec::new(),
             unreadable: 0,
@@ -147,12 +160,47 @@ impl Convert {
         self.pid_of.insert(e.other_tid, e.other_pid);
         if e.other_pid != e.pid && self.live.insert(e.other_pid) {
             self.st.processes += 1;
+            if e.start != 0 {
+                self.births
+                    .insert(e.other_pid, super::alive::ticks(e.start));
+            }
             let parent = self.mm.get(&e.pid).copied();
             let mm = match parent {
                 Some(p) => self.st.spaces.fork(p, e.other_pid, t),
                 None => self.st.spaces.fresh(e.other_pid, t),
             };
             self.mm.insert(e.other_pid, mm);
+        }
+    }
+
+    /// Looks for live processes that have ended without their exit event: one found ended
+    /// (gone, a zombie, or its pid another process's) at two sweeps in a row, with every
+    /// event read between them, lost its exit event; it is followed no longer.
+    pub fn sweep(&mut self) {
+        let ended: BTreeSet<u32> = self
+            .live
+            .iter()
+            .copied()
+            .filter(|&p| match self.births.get(&p) {
+                Some(&b) => !super::alive::running(p, b),
+                None => super::alive::stat(p).is_none_or(|(_, ended)| ended),
+            })
+            .collect();
+        for &p in ended.intersection(&self.suspects) {
+            self.live.remove(&p);
+            self.births.remove(&p);
+            self.exits_lost += 1;
+        }
+        self.suspects = ended.difference(&self.suspects).copied().collect();
+    }
+
+    /// Sends `sig` to every live process whose birth is known, each through a pidfd checked
+    /// to be that process (never to a pid that has passed to another).
+    pub fn signal_live(&self, sig: i32) {
+        for &p in &self.live {
+            if let Some(&b) = self.births.get(&p) {
+                super::alive::signal(p, b, sig);
+            }
         }
     }
 
@@ -197,6 +245,8 @@ impl Convert {
         });
         if e.group_dead {
             self.live.remove(&e.pid);
+            self.births.remove(&e.pid);
+            self.suspects.remove(&e.pid);
             if e.pid == self.root {
                 self.root_ended = Some(t);
                 self.root_exit = Some(e.exit_code);

@@ -100,6 +100,9 @@ pub struct TaskEv {
     pub cpu_ns: u64,
     /// Exit: time runnable, waiting for a CPU, ns.
     pub runq_ns: u64,
+    /// Fork: the child's birth, ns since boot (what, with its pid, names that process and no
+    /// later one given the same pid).
+    pub start: u64,
     /// Exit: its name.
     pub comm: String,
 }
@@ -274,6 +277,7 @@ impl RawTask {
             ],
             cpu_ns: self.cpu_ns,
             runq_ns: self.runq_ns,
+            start: self.start,
             comm: String::from_utf8_lossy(&self.comm[..end]).into_owned(),
         }
     }

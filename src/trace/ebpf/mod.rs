@@ -6,6 +6,7 @@
 //! It needs root, or CAP_BPF with CAP_PERFMON; [`prepare`] says why it cannot run.
 
 pub mod abi;
+mod alive;
 mod attach;
 mod convert;
 pub mod events;
@@ -191,6 +192,10 @@ fn timed_entries(bpf: &aya::Ebpf) -> Vec<(abi::CallKey, abi::CallVal)> {
         .collect()
 }
 
+/// How often the followed processes are looked for in /proc (to find those whose exit event
+/// the full ring buffer lost).
+const SWEEP: Duration = Duration::from_millis(400);
+
 /// Waits up to 5 ms for events (or for `pidfd`, a process's end), then takes every event
 /// waiting in the ring.
 fn take_events(
@@ -300,8 +305,13 @@ impl Loaded {
         let mut root_done = false;
         let mut stop = super::tracer::Escalation::default();
         let mut wall = None;
+        let mut swept = Instant::now();
         loop {
             take_events(&mut ring, pidfd.as_ref().filter(|_| !root_done), &mut conv);
+            if swept.elapsed() >= SWEEP {
+                conv.sweep();
+                swept = Instant::now();
+            }
             if !root_done && let Some(w) = crate::sys::ptrace::reap(pid as i32) {
                 root_done = true;
                 wall = Some(started.elapsed());
@@ -315,9 +325,11 @@ impl Loaded {
                 break;
             }
             if let Some(sig) = stop.step(interrupted()) {
-                for &p in &conv.live {
-                    let _ = crate::sys::ptrace::kill(p as i32, sig);
-                }
+                conv.signal_live(sig);
+            }
+            if root_done && stop.given_up() {
+                // Killed and given a second more: what has not ended is left, and said.
+                break;
             }
         }
         // The program's own end as the kernel timed it (the loop hears of it a little later).
@@ -376,6 +388,12 @@ impl Loaded {
                 "{lost} events were lost (the kernel's ring buffer was full): calls and faults are undercounted"
             ));
         }
+        if conv.exits_lost > 0 {
+            st.note(&format!(
+                "{} process(es) ended without their exit event (the ring buffer was full): found ended in /proc, their last figures are missing",
+                conv.exits_lost
+            ));
+        }
         if timed_lost > 0 {
             st.note(&format!(
                 "{timed_lost} calls were not timed (the probes' table of timed calls was full): their time shows as page faults"
@@ -396,6 +414,11 @@ impl Loaded {
         if let Some(n) = left {
             st.note(&format!(
                 "{n} process(es) the program started were still running when it ended: left running, unrecorded from then on (--follow waits for them)"
+            ));
+        } else if interrupted && !conv.live.is_empty() {
+            st.note(&format!(
+                "{} process(es) had not ended a second after SIGKILL: left, unrecorded from then on",
+                conv.live.len()
             ));
         }
         // Calls from several CPUs reach the ring in nearly, not exactly, the order they ended.

@@ -59,6 +59,9 @@ impl Convert {
                 self.io_before.insert(tid, io_array(&k));
             }
         }
+        if let Some((b, _)) = super::super::alive::stat(pid) {
+            self.births.insert(pid, b);
+        }
         if self.live.insert(pid) || pid == self.root {
             self.st.processes += 1;
         }
