@@ -190,3 +190,53 @@ fn send_signal(pid: i32, sig: &str) {
         .success();
     assert!(ok, "kill -{sig} {pid}");
 }
+
+/// P4: iolab in a PID namespace of its own (as containers run programs). The kernel tracer's
+/// pids are the host's: asked for, it is refused in one line; by default the trace falls back
+/// to ptrace and says why; with a /proc of another namespace (no `--mount-proc`) every tracer
+/// is refused, as /proc's pids would name other processes. Each ends at once.
+#[test]
+fn p4_a_pid_namespace_is_refused_or_traced_by_ptrace_in_one_line() {
+    if !is_root() || !have("unshare") {
+        return skip(Lack::Setup, "needs root and unshare for a PID namespace");
+    }
+    let iolab = assert_cmd::cargo::cargo_bin("iolab");
+    let run = |mount_proc: bool, tracer: &str| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--pid", "--fork"]);
+        if mount_proc {
+            c.arg("--mount-proc");
+        }
+        let mut child = c
+            .arg(&iolab)
+            .args(["trace", "--tracer", tracer, "--", "cat", "/etc/hostname"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let st = wait_or_fail(
+            &mut child,
+            Duration::from_secs(20),
+            &format!("ended (--tracer {tracer}, --mount-proc {mount_proc})"),
+        );
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        (st, err)
+    };
+    let (st, err) = run(true, "ebpf");
+    assert!(!st.success(), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("PID namespace"), "{err}");
+    let (st, err) = run(true, "auto");
+    assert!(st.success(), "{err}");
+    assert!(
+        err.contains("traced with ptrace, not eBPF") && err.contains("PID namespace"),
+        "{err}"
+    );
+    for tracer in ["auto", "ptrace"] {
+        let (st, err) = run(false, tracer);
+        assert!(!st.success(), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("another PID namespace"), "{err}");
+    }
+}

@@ -471,6 +471,7 @@ pub enum Chosen {
 /// The tracer `cfg.tracer` comes to here: `Auto` is the kernel tracer where its probes load,
 /// else ptrace with the reason; `Ebpf` where they cannot load is an error saying why.
 pub fn choose(cfg: &TraceConfig) -> crate::Result<Chosen> {
+    own_proc()?;
     match cfg.tracer {
         TracerChoice::Ptrace => Ok(Chosen::Ptrace(None)),
         TracerChoice::Ebpf => ebpf::prepare(cfg)
@@ -480,6 +481,24 @@ pub fn choose(cfg: &TraceConfig) -> crate::Result<Chosen> {
             Ok(loaded) => Chosen::Kernel(loaded),
             Err(why) => Chosen::Ptrace(Some(why)),
         }),
+    }
+}
+
+/// Refuses to trace where /proc shows another PID namespace's processes (`unshare --pid`
+/// without `--mount-proc`): each tracer reads a traced process's files and descriptors there
+/// by pid, and those pids would name other processes.
+pub fn own_proc() -> crate::Result<()> {
+    let me = std::process::id().to_string();
+    match std::fs::read_link("/proc/self") {
+        Ok(p) if p.as_os_str() != me.as_str() => Err(crate::Error::unsupported(
+            "cannot trace here",
+            format!(
+                "/proc is another PID namespace's (it calls iolab {}, iolab is {me} here): its pids name other processes",
+                p.display()
+            ),
+        )
+        .hint("mount a /proc of this namespace (unshare --pid --fork --mount-proc)")),
+        _ => Ok(()),
     }
 }
 

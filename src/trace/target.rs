@@ -42,6 +42,7 @@ pub fn attach(
             (pids, what)
         }
     };
+    super::own_proc()?;
     let loaded = ebpf::prepare(cfg)
         .map_err(|why| crate::Error::unsupported("cannot trace a running process", why))?;
     started();

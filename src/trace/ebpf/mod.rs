@@ -78,10 +78,37 @@ fn chain(e: &dyn std::error::Error) -> String {
     s.lines().next().unwrap_or_default().to_string()
 }
 
+/// The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO).
+const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// Whether iolab sees pids as the probes do: the probes see the initial PID namespace's, and
+/// iolab in a container (`unshare --pid`, a pod) sees its own, so no pid of either would name
+/// the other's process.
+fn same_pids() -> std::result::Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let initial = match std::fs::metadata("/proc/self/ns/pid") {
+        Ok(m) => m.ino() == INITIAL_PID_NS,
+        // No namespace file: the pids of /proc/self/status, one per nested namespace.
+        Err(_) => std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let l = s.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+                Some(l.split_whitespace().count() <= 1)
+            })
+            .unwrap_or(true),
+    };
+    if initial {
+        Ok(())
+    } else {
+        Err("iolab runs in a PID namespace of its own (a container, unshare --pid): the kernel tracer's pids are the host's".into())
+    }
+}
+
 /// Loads and attaches the probes for `cfg`, or says in one line why the kernel tracer cannot
 /// run here (then the ptrace tracer can).
 pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
     rights()?;
+    same_pids()?;
     let btf = aya::Btf::from_sys_fs()
         .map_err(|e| format!("the kernel has no BTF to relocate the probes against ({e})"))?;
     // Task storage (each thread's call between its entry and exit) is a map aya creates but
