@@ -240,3 +240,49 @@ fn p4_a_pid_namespace_is_refused_or_traced_by_ptrace_in_one_line() {
         assert!(err.contains("another PID namespace"), "{err}");
     }
 }
+
+/// P5: a trace of more threads than replay runs at once (each traced thread is replayed on a
+/// thread of its own) is refused in one line, not aborted when the system makes no more.
+#[test]
+fn p5_a_trace_of_thousands_of_threads_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "data.bin", &bytes(100_000, 5));
+    let out = dir.path().join("t.json");
+    let o = iolab()
+        .args(["trace", "--tracer", "ptrace", "--out"])
+        .arg(&out)
+        .args(["--", "cat"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let mut t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let file = t["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|x| x["path"].as_str() == f.to_str())
+        .unwrap();
+    let ops = t["ops"].as_array_mut().unwrap();
+    let read = ops
+        .iter()
+        .find(|op| op["file"] == file && op["call"] == "read" && op["ret"].as_i64().unwrap_or(0) > 0)
+        .unwrap()
+        .clone();
+    for i in 0..3000u64 {
+        let mut op = read.clone();
+        op["tid"] = (1_000_000 + i).into();
+        ops.push(op);
+    }
+    let many = dir.path().join("many.json");
+    std::fs::write(&many, serde_json::to_vec(&t).unwrap()).unwrap();
+    let o = iolab()
+        .args(["replay", "--budget", "2s"])
+        .arg(&many)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("too many threads"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -237,17 +237,22 @@ impl Cells for ReplayCells<'_> {
                     .threads
                     .iter()
                     .map(|segs| {
-                        scope.spawn(|| {
+                        std::thread::Builder::new().spawn_scoped(scope, || {
                             replay_thread(method, segs, sources, &opts, self.keep_gaps, deadline)
                         })
                     })
                     .collect();
+                // A thread the system would not make is an error of the replay, not an abort.
                 handles
                     .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
+                    .map(|h| match h {
+                        Ok(h) => h.join().unwrap_or_else(|_| {
                             Err(Error::failed("replay", "a replay thread panicked"))
-                        })
+                        }),
+                        Err(e) => Err(Error::failed(
+                            "cannot start a replay thread",
+                            crate::error::describe_io(&e),
+                        )),
                     })
                     .collect()
             })

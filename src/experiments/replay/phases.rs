@@ -163,6 +163,24 @@ struct Measured {
 /// Replays `plan` within what is left at `started` of the budget, a cap: reading and planning
 /// the trace count, and no run starts that would end past it. The changes most likely to help
 /// come first ([`phases`]); the rest get what is left.
+/// The most traced threads replayed at once: each is replayed on a thread of its own.
+pub(super) const MOST_THREADS: usize = 1024;
+
+/// Refuses a plan with more reading threads than [`MOST_THREADS`] (a trace of 100,000 threads
+/// used to abort the replay when the system would make no more).
+fn threads_within(plan: &plan::ReplayPlan) -> Result<()> {
+    let n = plan.threads.iter().filter(|t| !t.is_empty()).count();
+    if n > MOST_THREADS {
+        return Err(crate::Error::usage(
+            "too many threads to replay",
+            format!(
+                "{n} of the trace's threads read files; replay runs each on a thread of its own, at most {MOST_THREADS}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn replay_plan(
     mut plan: plan::ReplayPlan,
     traced: Traced<'_>,
@@ -171,6 +189,7 @@ pub(super) fn replay_plan(
     started: std::time::Instant,
 ) -> Result<ReplayResult> {
     plan::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
+    threads_within(&plan).map_err(|e| e.at(&cfg.trace))?;
     check_unchanged(traced.files, &mut plan)?;
     let methods = methods_for(&cfg.methods, &plan);
     let asked: u64 = plan.blocks().map(|b| b.len).sum();
