@@ -286,3 +286,49 @@ fn p5_a_trace_of_thousands_of_threads_is_refused_in_one_line() {
     assert!(err.contains("too many threads"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// P6: `--cgroup DIR` trusts no folder: a FIFO for `cgroup.procs` is refused at once (it used
+/// to block for ever), a plain folder with a `cgroup.procs` is not a cgroup. P9: `--pid` of
+/// iolab itself is refused before anything is announced.
+#[test]
+fn p6_p9_a_folder_that_is_no_cgroup_and_iolab_itself_are_refused_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo_dir = d.path().join("fifo");
+    std::fs::create_dir(&fifo_dir).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(fifo_dir.join("cgroup.procs"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let plain = d.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::write(plain.join("cgroup.procs"), format!("{}\n", std::process::id())).unwrap();
+    for (dir, needle) in [(&fifo_dir, "is a FIFO"), (&plain, "not a cgroup")] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+            .args(["trace", "--seconds", "1", "--cgroup"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let st = wait_or_fail(&mut child, Duration::from_secs(10), "refused the folder");
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(st.code(), Some(2), "{err}");
+        assert!(err.contains(needle), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // The shell becomes iolab: $$ is iolab's own pid.
+    let exe = assert_cmd::cargo::cargo_bin("iolab");
+    let o = std::process::Command::new("sh")
+        .args(["-c", "exec \"$0\" trace --seconds 1 --pid $$"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not trace itself"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -14,6 +14,12 @@ pub fn attach(
     started: &dyn Fn(),
 ) -> crate::Result<Trace> {
     let (pids, what) = match target {
+        Target::Pid(p) if *p == std::process::id() => {
+            return Err(crate::Error::usage(
+                format!("cannot trace process {p}"),
+                "it is this iolab: iolab does not trace itself",
+            ));
+        }
         Target::Pid(p) => {
             let pids = with_descendants(*p);
             let what = match pids.len() - 1 {
@@ -23,16 +29,7 @@ pub fn attach(
             (pids, what)
         }
         Target::Cgroup(dir) => {
-            let procs = dir.join("cgroup.procs");
-            let text = std::fs::read_to_string(&procs).map_err(|e| {
-                crate::Error::usage(
-                    format!("cannot read {}", crate::shown::path(&procs)),
-                    format!(
-                        "{} (give a cgroup's folder, such as /sys/fs/cgroup/memory/NAME)",
-                        crate::error::describe_io(&e)
-                    ),
-                )
-            })?;
+            let text = cgroup_procs(dir)?;
             let pids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
             let what = format!(
                 "the {} process(es) of cgroup {} (processes that join it later are not followed)",
@@ -47,6 +44,47 @@ pub fn attach(
         .map_err(|why| crate::Error::unsupported("cannot trace a running process", why))?;
     started();
     loaded.attach(cfg, &pids, &what, limit, interrupted)
+}
+
+/// CGROUP_SUPER_MAGIC (v1) and CGROUP2_SUPER_MAGIC.
+const CGROUP_MAGICS: [i64; 2] = [0x0027_e0eb, 0x6367_7270];
+
+/// The text of cgroup `dir`'s `cgroup.procs`, once `dir` is known to be a cgroup: the file a
+/// regular one (a FIFO is looked at, never opened) on a cgroup file system (a plain folder
+/// with such a file is not a cgroup), read up to a bound.
+fn cgroup_procs(dir: &std::path::Path) -> crate::Result<String> {
+    use std::io::Read;
+    let procs = dir.join("cgroup.procs");
+    let shown = crate::shown::path(&procs);
+    let hint = "give a cgroup's folder, such as /sys/fs/cgroup/memory/NAME";
+    let (file, _) = crate::source::open_regular(&procs, false, None).map_err(|r| {
+        let why = match r {
+            crate::source::Refusal::Io(e) => crate::error::describe_io(&e),
+            crate::source::Refusal::Kind(k) => format!("it {k}"),
+            crate::source::Refusal::Another => "it changed while opened".into(),
+        };
+        crate::Error::usage(format!("cannot read {shown}"), why).hint(hint)
+    })?;
+    if !crate::sys::fs_magic(&file).is_ok_and(|m| CGROUP_MAGICS.contains(&m)) {
+        return Err(crate::Error::usage(
+            format!("not a cgroup: {}", crate::shown::path(dir)),
+            "its cgroup.procs is not on a cgroup file system",
+        )
+        .hint(hint));
+    }
+    // Each pid takes at most 11 bytes with its newline.
+    let most = (MOST_PROCESSES * 11) as u64;
+    let mut text = String::new();
+    file.take(most + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| crate::Error::io("cannot read", &procs, &e))?;
+    if text.len() as u64 > most {
+        return Err(crate::Error::usage(
+            format!("cannot read {shown}"),
+            format!("it lists more than {MOST_PROCESSES} processes"),
+        ));
+    }
+    Ok(text)
 }
 
 /// The most processes a tree read from /proc may hold (a bound on what is read).
