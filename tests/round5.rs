@@ -266,7 +266,9 @@ fn p5_a_trace_of_thousands_of_threads_is_refused_in_one_line() {
     let ops = t["ops"].as_array_mut().unwrap();
     let read = ops
         .iter()
-        .find(|op| op["file"] == file && op["call"] == "read" && op["ret"].as_i64().unwrap_or(0) > 0)
+        .find(|op| {
+            op["file"] == file && op["call"] == "read" && op["ret"].as_i64().unwrap_or(0) > 0
+        })
         .unwrap()
         .clone();
     for i in 0..3000u64 {
@@ -304,7 +306,11 @@ fn p6_p9_a_folder_that_is_no_cgroup_and_iolab_itself_are_refused_in_one_line() {
     );
     let plain = d.path().join("plain");
     std::fs::create_dir(&plain).unwrap();
-    std::fs::write(plain.join("cgroup.procs"), format!("{}\n", std::process::id())).unwrap();
+    std::fs::write(
+        plain.join("cgroup.procs"),
+        format!("{}\n", std::process::id()),
+    )
+    .unwrap();
     for (dir, needle) in [(&fifo_dir, "is a FIFO"), (&plain, "not a cgroup")] {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
             .args(["trace", "--seconds", "1", "--cgroup"])
@@ -331,4 +337,48 @@ fn p6_p9_a_folder_that_is_no_cgroup_and_iolab_itself_are_refused_in_one_line() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("does not trace itself"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// P7: kill -9 of a kernel-tracer trace takes the traced program with it (the ptrace tracer's
+/// EXITKILL does; no probe follows a program whose tracer is gone).
+#[test]
+fn p7_the_traced_program_does_not_outlive_a_killed_ebpf_trace() {
+    if !is_root() {
+        return skip(Lack::Setup, "the eBPF tracer needs root");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .current_dir(d.path())
+        .args(["-q", "trace", "--tracer", "ebpf", "--no-xor", "--"])
+        .args(["sh", "-c", "echo $$ > pid; exec sleep 120"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidfile = d.path().join("pid");
+    wait_until(Duration::from_secs(20), "the program's start", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    assert!(!gone(), "the program runs before the kill");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_until(
+        Duration::from_secs(10),
+        "the traced program's end after kill -9 of iolab",
+        gone,
+    );
 }

@@ -93,12 +93,18 @@ pub fn is_root() -> bool {
 /// run.
 pub fn die_with_parent(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the child between fork and exec and makes only one system
-    // call (prctl through rustix's raw syscall), which allocates nothing and takes no lock.
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the child between fork and exec and makes only system calls
+    // (prctl and getppid through rustix's raw syscalls), which allocate nothing and take no lock.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                .map_err(io::Error::from)
+                .map_err(io::Error::from)?;
+            // Killed between the fork and the prctl: no signal will come, so go now.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
         });
     }
 }

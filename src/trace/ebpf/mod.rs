@@ -297,6 +297,9 @@ impl Loaded {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
         }
+        // kill -9 of iolab takes the program with it (no probe follows it then), as ptrace's
+        // EXITKILL does for its tracer.
+        crate::sys::die_with_parent(&mut cmd);
         let child = cmd.spawn().map_err(|e| {
             let what = format!("cannot run {}", program.to_string_lossy());
             Error::failed(what, crate::error::describe_io(&e))
