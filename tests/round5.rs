@@ -382,3 +382,35 @@ fn p7_the_traced_program_does_not_outlive_a_killed_ebpf_trace() {
         gone,
     );
 }
+
+/// P8: replay leaves out what it cannot replay (a /proc file, here 95% of the bytes read) and
+/// its "verified" says so, with the share, instead of "verified ... N of N file(s)" alone.
+#[test]
+fn p8_verified_says_which_files_were_left_out_and_their_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "data.bin", &bytes(100_000, 5));
+    let out = dir.path().join("t.json");
+    let o = iolab()
+        .args(["trace", "--tracer", "ptrace", "--out"])
+        .arg(&out)
+        .args(["--", "cat", "/proc/kallsyms"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let o = iolab()
+        .args(["replay", "--budget", "2s"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    let verified = text
+        .lines()
+        .find(|l| l.contains("verified:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        verified.contains("not replayed, so not verified") && verified.contains("/proc/kallsyms"),
+        "{verified}"
+    );
+}

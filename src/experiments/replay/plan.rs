@@ -54,6 +54,9 @@ pub(super) struct ReplayPlan {
     /// Of `read_bytes`, those of io_uring read requests.
     pub(super) uring_bytes: u64,
     pub(super) notes: Vec<String>,
+    /// Files the program read that the replay leaves out: path, bytes its reads returned,
+    /// and why (the kernel's files, program code, files gone since).
+    pub(super) left_out: Vec<(PathBuf, u64, &'static str)>,
     /// The gaps: the largest sum of one thread's (what a run waits at least), ns; those
     /// unknown (after a page fault that may have waited for storage, kept as none); a stop's
     /// mean cost beyond the tracer's hold.
@@ -231,6 +234,8 @@ pub(super) struct Builder<'t> {
     calls: u64,
     read: BTreeSet<u32>,
     faulted: BTreeSet<u32>,
+    /// Bytes read from regular files that are not data (the kernel's, program code), by file.
+    not_data: BTreeMap<u32, u64>,
     /// Files opened with O_DIRECT.
     direct: BTreeSet<u32>,
 }
@@ -311,6 +316,7 @@ impl<'t> Builder<'t> {
             calls: 0,
             read: BTreeSet::new(),
             faulted: BTreeSet::new(),
+            not_data: BTreeMap::new(),
             direct: BTreeSet::new(),
         })
     }
@@ -323,7 +329,16 @@ impl<'t> Builder<'t> {
         self.calls += 1;
         let files = self.files;
         // Its read of a data file, if it made one.
-        let read = read_of(op).filter(|(f, _)| data(files, *f));
+        let any = read_of(op);
+        let read = any.filter(|(f, _)| data(files, *f));
+        if let Some((f, b)) = any
+            && read.is_none()
+            && files
+                .get(f as usize)
+                .is_some_and(|x| x.kind == FileKind::File)
+        {
+            *self.not_data.entry(f).or_default() += b.len;
+        }
         if let Some(f) = op.file {
             let Some(info) = files.get(f as usize) else {
                 return Err(refuse(format!(
@@ -414,6 +429,15 @@ impl<'t> Builder<'t> {
     /// The plan, once every call was handed over.
     pub(super) fn finish(mut self) -> ReplayPlan {
         let mut p = std::mem::take(&mut self.plan);
+        for (&f, &bytes) in &self.not_data {
+            let info = &self.files[f as usize];
+            let why = if info.is_kernels() {
+                "a /proc or /sys file: the kernel makes its bytes as they are read"
+            } else {
+                "program code"
+            };
+            p.left_out.push((info.last_path(), bytes, why));
+        }
         for th in self.threads.values_mut() {
             while let Some(i) = th.faults.pop_front() {
                 let fault = &self.faults[i as usize];
@@ -491,6 +515,10 @@ pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
             crate::size::format_size(total),
             crate::shown::path(&p.files[first].path)
         ));
+        for &i in &gone {
+            let path = p.files[i].path.clone();
+            p.left_out.push((path, bytes[i], "no longer exists"));
+        }
         p.leave_out(&gone);
     }
     if p.threads.iter().all(|t| t.is_empty()) {

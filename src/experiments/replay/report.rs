@@ -241,7 +241,29 @@ pub(super) fn verified(
             "; {direct} O_DIRECT run(s), which read aligned out, agreed among themselves"
         ));
     }
+    if let Some(left) = left_out(plan) {
+        s.push_str("; ");
+        s.push_str(&left);
+    }
     s
+}
+
+/// The files the program read that the replay left out, with their share of the bytes read,
+/// and why (the largest named).
+fn left_out(plan: &super::plan::ReplayPlan) -> Option<String> {
+    let (path, most, why) = plan.left_out.iter().max_by_key(|(_, b, _)| *b)?;
+    let left: u64 = plan.left_out.iter().map(|(_, b, _)| b).sum();
+    let total = left + plan.bytes_per_file().iter().sum::<u64>();
+    Some(format!(
+        "not replayed, so not verified: {} more file(s) the program read, {} of the {} its accesses read ({:.0}%), the largest {} ({}, {})",
+        plan.left_out.len(),
+        crate::size::format_size(left),
+        crate::size::format_size(total),
+        100.0 * left as f64 / total.max(1) as f64,
+        crate::shown::path(path),
+        crate::size::format_size(*most),
+        why
+    ))
 }
 
 /// What a plan leaves out or replays in its own way, one note each: writes, io_uring requests,
