@@ -153,8 +153,18 @@ fn main() {
         Ok(args) => args,
         Err(e) => match e.kind() {
             ClapKind::DisplayHelp | ClapKind::DisplayVersion => {
-                let _ = e.print();
-                std::process::exit(0);
+                use std::io::Write;
+                let shown = e.print().and_then(|()| std::io::stdout().flush());
+                match shown {
+                    Err(w) if w.kind() != std::io::ErrorKind::BrokenPipe => {
+                        eprintln!(
+                            "iolab: cannot write the output: {}",
+                            iolab::error::describe_io(&w)
+                        );
+                        std::process::exit(1);
+                    }
+                    _ => std::process::exit(0),
+                }
             }
             // Bare `iolab` (or a command group without its subcommand): the whole help, a usage error.
             ClapKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -172,7 +182,7 @@ fn main() {
         cli::Command::Fast(ref f) if f.host_ahead_pays() => cli::Ctx::with_host_ahead(),
         _ => cli::Ctx::new(),
     };
-    if let Err(e) = cli::dispatch(args.command, &ctx) {
+    if let Err(e) = cli::dispatch(args.command, &ctx).and_then(|()| cli::output_written()) {
         eprintln!("iolab: {}", iolab::shown::line(&e.to_string()));
         std::process::exit(e.exit_code());
     }

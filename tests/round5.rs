@@ -414,3 +414,170 @@ fn p8_verified_says_which_files_were_left_out_and_their_share() {
         "{verified}"
     );
 }
+
+/// A tmpfs of 64 KiB mounted on a folder of its own, unmounted when dropped.
+struct SmallFs(tempfile::TempDir);
+
+impl SmallFs {
+    fn mount() -> Option<SmallFs> {
+        let d = tempfile::tempdir().unwrap();
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(d.path())
+            .status()
+            .ok()?
+            .success()
+            .then_some(SmallFs(d))
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+    /// Fills what is left.
+    fn fill(&self) {
+        let _ = std::fs::write(self.path().join("fill"), vec![0u8; 1 << 20]);
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// Round four's "a full file system": results to a full stdout fail (exit 1, one line) instead
+/// of a success with an empty file behind `>`; `man --dir` that runs out of room takes its
+/// pages and folder back; trace's `--out` leaves no partial file.
+#[test]
+fn a_full_file_system_fails_the_command_and_leaves_nothing() {
+    if !is_root() {
+        return skip(Lack::Setup, "mounting a small tmpfs needs root");
+    }
+    let Some(fs) = SmallFs::mount() else {
+        return skip(Lack::Setup, "cannot mount a tmpfs here");
+    };
+    // Room for a few pages, not for all of them.
+    let man = fs.path().join("man");
+    let o = iolab().args(["man", "--dir"]).arg(&man).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(!man.exists(), "man --dir left a partial set of pages");
+    let out = fs.path().join("t.json");
+    let o = iolab()
+        .args(["trace", "--tracer", "ptrace", "--out"])
+        .arg(&out)
+        .args(["--", "find", "/usr/lib", "-maxdepth", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    fs.fill();
+    for args in [
+        &["man"][..],
+        &["completions", "bash"],
+        &["--version"],
+        &["sweep", "--help"],
+    ] {
+        let target = std::fs::File::create(fs.path().join("x")).unwrap();
+        let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+            .args(args)
+            .stdout(target)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot write the output"), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(fs.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "fill" && n != "x")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Round four's token file: one every user may write (or another user's group) is refused in
+/// one line, as whoever can change it chooses the secret; another user's private one is warned
+/// of; root's own is trusted.
+#[test]
+fn a_token_file_others_may_change_is_refused() {
+    if !is_root() {
+        return skip(Lack::Setup, "a file of another user needs root to make");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let t = write_file(d.path(), "token", b"s3cret\n");
+    std::os::unix::fs::chown(&t, Some(65534), Some(65534)).unwrap();
+    let send = |mode: u32| {
+        std::fs::set_permissions(&t, std::fs::Permissions::from_mode(mode)).unwrap();
+        let f = write_file(d.path(), "data", b"x");
+        iolab()
+            .args(["send", "--port", "0", "--timeout", "1s", "--token-file"])
+            .arg(&t)
+            .arg(&f)
+            .timeout(patience(Duration::from_secs(20)))
+            .output()
+            .unwrap()
+    };
+    for mode in [0o666, 0o620] {
+        let o = send(mode);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{mode:o}: {err}");
+        assert!(err.contains("refusing the token file"), "{mode:o}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let o = send(0o600);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("owned by another user"), "{err}");
+    std::os::unix::fs::chown(&t, Some(0), Some(0)).unwrap();
+    let o = send(0o600);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("token file is"), "{err}");
+}
+
+/// Round four's crafted trace: a file whose modification time no file system holds (2^127 - 1
+/// ns) is refused in one line before anything is replayed.
+#[test]
+fn a_trace_with_an_impossible_mtime_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "data.bin", &bytes(100_000, 5));
+    let out = dir.path().join("t.json");
+    let o = iolab()
+        .args(["trace", "--tracer", "ptrace", "--out"])
+        .arg(&out)
+        .args(["--", "cat"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    // The number as JSON text: serde_json's Value would not hold it.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let t: Value = serde_json::from_str(&text).unwrap();
+    let mtime = t["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["path"].as_str() == f.to_str())
+        .unwrap()["mtime_ns"]
+        .to_string();
+    let crafted = text.replace(
+        &format!("\"mtime_ns\": {mtime}"),
+        &format!("\"mtime_ns\": {}", i128::MAX),
+    );
+    assert!(
+        crafted != text,
+        "the mtime was not found in the trace's text"
+    );
+    let p = dir.path().join("crafted.json");
+    std::fs::write(&p, crafted).unwrap();
+    let o = iolab()
+        .args(["replay", "--budget", "2s"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("modification time"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -1454,8 +1454,16 @@ fn token_sources_are_bounded_and_checked() {
     let t = dir.path().join("t");
     std::fs::write(&t, "s3cret\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
+    // Writable by every user: anyone chooses the secret, refused before anything listens.
     std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o666)).unwrap();
-    // Nobody connects: the sender gives up after --timeout, having warned first.
+    let o = send(&["--token-file", t.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("writable by every user"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Writable by the owner's group: warned of. Nobody connects: the sender gives up after
+    // --timeout, having warned first.
+    std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o664)).unwrap();
     let o = send(&["--token-file", t.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

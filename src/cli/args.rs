@@ -334,7 +334,24 @@ pub fn read_token_file(path: &std::path::Path) -> Result<String, iolab::Error> {
         && m.is_file()
     {
         let mine = m.uid() == iolab::sys::euid();
-        if !mine || m.mode() & 0o022 != 0 {
+        // Writable by every user, or by a group of another's: anyone of them chooses it.
+        if m.mode() & 0o002 != 0 || (!mine && m.mode() & 0o020 != 0) {
+            return Err(iolab::Error::usage(
+                "refusing the token file",
+                format!(
+                    "it is writable by {}: whoever can change it chooses the secret",
+                    if m.mode() & 0o002 != 0 {
+                        "every user"
+                    } else {
+                        "another user's group"
+                    }
+                ),
+            )
+            .at(path)
+            .hint("make it yours and private: chmod 600"));
+        }
+        // Root's own file is as trusted as root.
+        if (!mine && m.uid() != 0) || m.mode() & 0o022 != 0 {
             eprintln!(
                 "iolab: warning: {}: the token file is {}: whoever can change it chooses the secret",
                 iolab::shown::path(path),

@@ -110,6 +110,7 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
         let name = c.get_name().to_string();
         pages.push((format!("iolab-{name}.1"), man_page(c.clone(), Some(&name))));
     }
+    let made_dir = !dir.exists();
     std::fs::create_dir_all(dir).map_err(|e| {
         Error::failed(
             "cannot make the directory",
@@ -121,8 +122,23 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
     if !force && let Some((file, _)) = pages.iter().find(|(f, _)| d.exists(&file_name(f))) {
         return Err(iolab::output::exists(&dir.join(file)));
     }
+    // All or nothing: a page that cannot be written (a full file system) takes the new pages
+    // before it, and the folder if this made it, with it.
+    let mut written: Vec<String> = Vec::new();
     for (file, page) in &pages {
-        iolab::output::save_in(&d, file, page.as_bytes(), force)?;
+        let new = !d.exists(&file_name(file));
+        if let Err(e) = iolab::output::save_in(&d, file, page.as_bytes(), force) {
+            for f in &written {
+                let _ = d.remove(&file_name(f));
+            }
+            if made_dir {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
+        if new {
+            written.push(file.clone());
+        }
     }
     super::talk(format!(
         "iolab: wrote {} manual pages into {} (man -l {}/iolab.1)",

@@ -501,9 +501,10 @@ pub fn run_ior(cfg: &IorConfig, comm: &dyn Comm) -> Result<IorResult> {
     let (r, n) = (comm.rank(), comm.size());
     let mut phases = Vec::new();
     let mut written: Option<Vec<u64>> = None;
-    // The test file is iolab's (removed at the end unless -k): Ctrl-C or SIGTERM removes it too.
-    let _tracked = (cfg.write && !cfg.keep && (cfg.file_per_proc || r == 0))
-        .then(|| crate::output::track(&cfg.file_of(r)));
+    // The test file is iolab's (removed at the end unless -k): Ctrl-C, SIGTERM or a later run
+    // after kill -9 removes it while it is being made, kept (-k) only once the run completes.
+    let _tracked =
+        (cfg.write && (cfg.file_per_proc || r == 0)).then(|| crate::output::track(&cfg.file_of(r)));
     for it in 0..cfg.iterations {
         if cfg.write {
             comm.barrier();

@@ -442,7 +442,7 @@ fn check_unchanged(files: &[crate::trace::FileInfo], plan: &mut plan::ReplayPlan
             format!(
                 "size {} (trace: {want_size}), modified {} s later; it carries {:.1}% of the replayed bytes",
                 meta.len(),
-                (mtime - want_mtime) as f64 / 1e9,
+                mtime.saturating_sub(want_mtime) as f64 / 1e9,
                 100.0 * share
             ),
         )

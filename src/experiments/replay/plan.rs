@@ -249,6 +249,19 @@ impl<'t> Builder<'t> {
         sums: &CallSums,
         keep_gaps: bool,
     ) -> Result<Builder<'t>> {
+        // A time a file system can hold is nanoseconds in 64 bits (years 1678 to 2262).
+        let plausible = |t: i128| i64::try_from(t).is_ok();
+        if let Some((k, f)) = files.iter().enumerate().find(|(_, f)| {
+            !plausible(f.mtime_ns) || f.mtime_after_ns.is_some_and(|t| !plausible(t))
+        }) {
+            return Err(refuse(format!(
+                "file {k} ({}) has a modification time no file system holds ({} ns)",
+                crate::shown::path(&f.os_path()),
+                f.mtime_after_ns
+                    .filter(|&t| !plausible(t))
+                    .unwrap_or(f.mtime_ns)
+            )));
+        }
         for (k, fault) in faults.iter().enumerate() {
             let Some(info) = files.get(fault.file as usize) else {
                 return Err(refuse(format!(
