@@ -356,9 +356,11 @@ impl Loaded {
             }
             if let Some(sig) = stop.step(interrupted()) {
                 conv.signal_live(sig);
+                // A stopped program (Ctrl-Z, a debugger) acts on it only once continued.
+                conv.signal_live(libc::SIGCONT);
             }
-            if root_done && stop.given_up() {
-                // Killed and given a second more: what has not ended is left, and said.
+            if stop.given_up() {
+                // Killed and given two seconds more: what has not ended is left, and said.
                 break;
             }
         }
