@@ -40,6 +40,17 @@ fn leftover_groups() -> Vec<String> {
     out
 }
 
+/// Runs `c` to its end: its output and its pid.
+fn pid_output(c: &mut std::process::Command) -> (std::process::Output, u32) {
+    let child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
+}
+
 fn run<'a>(v: &'a Value, dir: &str, method: &str) -> &'a Value {
     v[dir]
         .as_array()
@@ -54,40 +65,41 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
     if !is_root() || !has_memory_cgroup() {
         return skip(Lack::Setup, "needs root and a memory cgroup controller");
     }
-    let before = leftover_groups();
+    let mut pids = Vec::new();
     let dir = tempfile::tempdir().unwrap();
     // A 16 MiB hot set in a 64 MiB group; smaller groups leave the process itself too little
     // room (at 32 MiB a stream's read-ahead alone pushed the hot set out, whatever the method).
     let file = big_file(dir.path(), 256);
-    let o = iolab()
-        .args(["pollute", file.to_str().unwrap()])
-        .args([
-            "--memory",
-            "64M",
-            "--hot-size",
-            "16M",
-            "--write-size",
-            "128M",
-        ])
-        .args([
-            "--before",
-            "600ms",
-            "--seconds",
-            "1600ms",
-            "--tick",
-            "200ms",
-        ])
-        .args(["--reads", "read,uncached,direct,mmap-seq,fadvise-dontneed"])
-        .args([
-            "--writes",
-            "write,uncached,direct",
-            "--passes",
-            "1",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let (o, pid) = pid_output(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+            .args(["pollute", file.to_str().unwrap()])
+            .args([
+                "--memory",
+                "64M",
+                "--hot-size",
+                "16M",
+                "--write-size",
+                "128M",
+            ])
+            .args([
+                "--before",
+                "600ms",
+                "--seconds",
+                "1600ms",
+                "--tick",
+                "200ms",
+            ])
+            .args(["--reads", "read,uncached,direct,mmap-seq,fadvise-dontneed"])
+            .args([
+                "--writes",
+                "write,uncached,direct",
+                "--passes",
+                "1",
+                "--format",
+                "json",
+            ]),
+    );
+    pids.push(pid);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -147,21 +159,22 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
         }
     }
     // CSV: a row per tick, one table (one short read stream and one write stream).
-    let o = iolab()
-        .args(["pollute", file.to_str().unwrap()])
-        .args([
-            "--memory",
-            "64M",
-            "--hot-size",
-            "16M",
-            "--write-size",
-            "32M",
-        ])
-        .args(["--before", "600ms", "--seconds", "1s", "--tick", "200ms"])
-        .args(["--reads", "uncached", "--writes", "write", "--passes", "1"])
-        .args(["--format", "csv"])
-        .output()
-        .unwrap();
+    let (o, pid) = pid_output(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+            .args(["pollute", file.to_str().unwrap()])
+            .args([
+                "--memory",
+                "64M",
+                "--hot-size",
+                "16M",
+                "--write-size",
+                "32M",
+            ])
+            .args(["--before", "600ms", "--seconds", "1s", "--tick", "200ms"])
+            .args(["--reads", "uncached", "--writes", "write", "--passes", "1"])
+            .args(["--format", "csv"]),
+    );
+    pids.push(pid);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     check_csv("pollute", &o.stdout);
     // Nothing left: groups, the temporary hot set, the written stream's file.
@@ -170,9 +183,13 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["big.bin"]);
+    // Only this test's runs' groups: another run on the machine makes groups of its own.
     let after: Vec<_> = leftover_groups()
         .into_iter()
-        .filter(|g| !before.contains(g))
+        .filter(|g| {
+            pids.iter()
+                .any(|p| g.starts_with(&format!("iolab-squeeze-{p}-")))
+        })
         .collect();
     assert!(after.is_empty(), "groups left: {after:?}");
 }

@@ -581,3 +581,54 @@ fn a_trace_with_an_impossible_mtime_is_refused_in_one_line() {
     assert!(err.contains("modification time"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// P9: `--pid` of a zombie (ended, not yet reaped by its parent) is refused at once as ended,
+/// not traced for the whole `--seconds` as "end unknown".
+#[test]
+fn p9_a_zombie_is_not_traced_for_the_whole_time() {
+    if !is_root() {
+        return skip(Lack::Setup, "the eBPF tracer needs root");
+    }
+    // A parent that never reaps its child: the child is a zombie from its exit on.
+    let d = tempfile::tempdir().unwrap();
+    let mut parent = std::process::Command::new("sh")
+        .current_dir(d.path())
+        .args(["-c", "sh -c 'echo $$ > child' & exec sleep 60"])
+        .spawn()
+        .unwrap();
+    let child = d.path().join("child");
+    wait_until(Duration::from_secs(20), "the child's pid", || {
+        std::fs::read_to_string(&child).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(&child)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(Duration::from_secs(20), "the child's end", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    });
+    let mut trace = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(["trace", "--seconds", "60", "--pid", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let st = wait_or_fail(
+        &mut trace,
+        Duration::from_secs(10),
+        "refused a zombie at once, not traced it for the whole 60 s",
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(trace.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let _ = parent.kill();
+    let _ = parent.wait();
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(err.contains("every one has ended"), "{err}");
+}

@@ -42,6 +42,17 @@ pub fn attach(
     super::own_proc()?;
     let loaded = ebpf::prepare(cfg)
         .map_err(|why| crate::Error::unsupported("cannot trace a running process", why))?;
+    // Nothing announced for what has ended (a zombie, a cgroup's short-lived processes).
+    let me = std::process::id();
+    if !pids
+        .iter()
+        .any(|&p| p != me && ebpf::alive::stat(p).is_some_and(|(_, ended)| !ended))
+    {
+        return Err(crate::Error::usage(
+            format!("{what}: no process to trace"),
+            "every one has ended",
+        ));
+    }
     started();
     loaded.attach(cfg, &pids, &what, limit, interrupted)
 }

@@ -6,7 +6,7 @@
 //! It needs root, or CAP_BPF with CAP_PERFMON; [`prepare`] says why it cannot run.
 
 pub mod abi;
-mod alive;
+pub(super) mod alive;
 mod attach;
 mod convert;
 pub mod events;
