@@ -13,16 +13,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-/// The tracers to run: ptrace always, the kernel tracer where it can run (root).
-fn tracers() -> Vec<&'static str> {
-    if is_root() {
-        vec!["ptrace", "ebpf"]
-    } else {
-        skip(Lack::Setup, "the eBPF tracer needs root: ptrace alone");
-        vec!["ptrace"]
-    }
-}
-
 /// `iolab trace --tracer TRACER -- CMD` in `dir` with `stdin`, its profile as JSON, and its
 /// exit status.
 fn profile_of(

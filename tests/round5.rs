@@ -15,14 +15,57 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// The tracers to run: ptrace always, the kernel tracer where it can run (root).
-fn tracers() -> Vec<&'static str> {
-    if is_root() {
-        vec!["ptrace", "ebpf"]
-    } else {
-        skip(Lack::Setup, "the eBPF tracer needs root: ptrace alone");
-        vec!["ptrace"]
-    }
+/// Asserts a refusal: exit 2 (a usage error), one line on stderr that says `needle`.
+fn refused(code: Option<i32>, err: &str, needle: &str) {
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(needle), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// iolab with `args`, stdout thrown away, stderr kept: started.
+fn spawn_iolab(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// What a finished child wrote to stderr.
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    err
+}
+
+/// Whether process `pid` has ended (gone, or a zombie).
+fn ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+        s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// `iolab trace --tracer ptrace --out T -- cat [extra] F` of a 100,000-byte file F in `dir`:
+/// F, T, and the trace.
+fn trace_of_cat(dir: &Path, extra: &[&str]) -> (std::path::PathBuf, std::path::PathBuf, Value) {
+    let f = write_file(dir, "data.bin", &bytes(100_000, 5));
+    let out = dir.join("t.json");
+    let o = iolab()
+        .args(["trace", "--tracer", "ptrace", "--out"])
+        .arg(&out)
+        .args(["--", "cat"])
+        .args(extra)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let t = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    (f, out, t)
 }
 
 /// A folder under /tmp that user nobody may write into.
@@ -246,17 +289,7 @@ fn p4_a_pid_namespace_is_refused_or_traced_by_ptrace_in_one_line() {
 #[test]
 fn p5_a_trace_of_thousands_of_threads_is_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write_file(dir.path(), "data.bin", &bytes(100_000, 5));
-    let out = dir.path().join("t.json");
-    let o = iolab()
-        .args(["trace", "--tracer", "ptrace", "--out"])
-        .arg(&out)
-        .args(["--", "cat"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
-    let mut t: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let (f, _, mut t) = trace_of_cat(dir.path(), &[]);
     let file = t["files"]
         .as_array()
         .unwrap()
@@ -283,10 +316,11 @@ fn p5_a_trace_of_thousands_of_threads_is_refused_in_one_line() {
         .arg(&many)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("too many threads"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    refused(
+        o.status.code(),
+        &String::from_utf8_lossy(&o.stderr),
+        "too many threads",
+    );
 }
 
 /// P6: `--cgroup DIR` trusts no folder: a FIFO for `cgroup.procs` is refused at once (it used
@@ -312,19 +346,9 @@ fn p6_p9_a_folder_that_is_no_cgroup_and_iolab_itself_are_refused_in_one_line() {
     )
     .unwrap();
     for (dir, needle) in [(&fifo_dir, "is a FIFO"), (&plain, "not a cgroup")] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
-            .args(["trace", "--seconds", "1", "--cgroup"])
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_iolab(&["trace", "--seconds", "1", "--cgroup", s(dir)]);
         let st = wait_or_fail(&mut child, Duration::from_secs(10), "refused the folder");
-        let mut err = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-        assert_eq!(st.code(), Some(2), "{err}");
-        assert!(err.contains(needle), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        refused(st.code(), &stderr_of(&mut child), needle);
     }
     // The shell becomes iolab: $$ is iolab's own pid.
     let exe = assert_cmd::cargo::cargo_bin("iolab");
@@ -333,10 +357,11 @@ fn p6_p9_a_folder_that_is_no_cgroup_and_iolab_itself_are_refused_in_one_line() {
         .arg(&exe)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("does not trace itself"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    refused(
+        o.status.code(),
+        &String::from_utf8_lossy(&o.stderr),
+        "does not trace itself",
+    );
 }
 
 /// P7: kill -9 of a kernel-tracer trace takes the traced program with it (the ptrace tracer's
@@ -364,15 +389,7 @@ fn p7_the_traced_program_does_not_outlive_a_killed_ebpf_trace() {
         .trim()
         .parse()
         .unwrap();
-    let gone = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-            s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-    };
+    let gone = || ended(pid);
     assert!(!gone(), "the program runs before the kill");
     child.kill().unwrap();
     child.wait().unwrap();
@@ -388,16 +405,7 @@ fn p7_the_traced_program_does_not_outlive_a_killed_ebpf_trace() {
 #[test]
 fn p8_verified_says_which_files_were_left_out_and_their_share() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write_file(dir.path(), "data.bin", &bytes(100_000, 5));
-    let out = dir.path().join("t.json");
-    let o = iolab()
-        .args(["trace", "--tracer", "ptrace", "--out"])
-        .arg(&out)
-        .args(["--", "cat", "/proc/kallsyms"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
+    let (_, out, _) = trace_of_cat(dir.path(), &["/proc/kallsyms"]);
     let o = iolab()
         .args(["replay", "--budget", "2s"])
         .arg(&out)
@@ -541,19 +549,9 @@ fn a_token_file_others_may_change_is_refused() {
 #[test]
 fn a_trace_with_an_impossible_mtime_is_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write_file(dir.path(), "data.bin", &bytes(100_000, 5));
-    let out = dir.path().join("t.json");
-    let o = iolab()
-        .args(["trace", "--tracer", "ptrace", "--out"])
-        .arg(&out)
-        .args(["--", "cat"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
+    let (f, out, t) = trace_of_cat(dir.path(), &[]);
     // The number as JSON text: serde_json's Value would not hold it.
     let text = std::fs::read_to_string(&out).unwrap();
-    let t: Value = serde_json::from_str(&text).unwrap();
     let mtime = t["files"]
         .as_array()
         .unwrap()
@@ -576,10 +574,11 @@ fn a_trace_with_an_impossible_mtime_is_refused_in_one_line() {
         .arg(&p)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("modification time"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    refused(
+        o.status.code(),
+        &String::from_utf8_lossy(&o.stderr),
+        "modification time",
+    );
 }
 
 /// P9: `--pid` of a zombie (ended, not yet reaped by its parent) is refused at once as ended,
@@ -605,30 +604,15 @@ fn p9_a_zombie_is_not_traced_for_the_whole_time() {
         .trim()
         .parse()
         .unwrap();
-    wait_until(Duration::from_secs(20), "the child's end", || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-    });
-    let mut trace = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
-        .args(["trace", "--seconds", "60", "--pid", &pid.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    wait_until(Duration::from_secs(20), "the child's end", || ended(pid));
+    let mut trace = spawn_iolab(&["trace", "--seconds", "60", "--pid", &pid.to_string()]);
     let st = wait_or_fail(
         &mut trace,
         Duration::from_secs(10),
         "refused a zombie at once, not traced it for the whole 60 s",
     );
-    let mut err = String::new();
-    std::io::Read::read_to_string(trace.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let err = stderr_of(&mut trace);
     let _ = parent.kill();
     let _ = parent.wait();
-    assert_eq!(st.code(), Some(2), "{err}");
-    assert!(err.contains("every one has ended"), "{err}");
+    refused(st.code(), &err, "every one has ended");
 }

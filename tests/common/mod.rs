@@ -115,6 +115,17 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// The tracers to run a trace test under: ptrace always, the kernel tracer where it can run
+/// (root); without root the missing one is counted as a skip.
+pub fn tracers() -> Vec<&'static str> {
+    if is_root() {
+        vec!["ptrace", "ebpf"]
+    } else {
+        skip(Lack::Setup, "the eBPF tracer needs root: ptrace alone");
+        vec!["ptrace"]
+    }
+}
+
 /// `program`, to be run as user nobody (setpriv, util-linux): the path of a user without root
 /// that tests of the unprivileged path take. Running it fails (or exits 127) where setpriv is
 /// missing; callers skip then.
