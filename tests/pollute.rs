@@ -40,6 +40,20 @@ fn leftover_groups() -> Vec<String> {
     out
 }
 
+/// `iolab pollute FILE` in a 64 MiB group with a 16 MiB hot set, writing `write_size`.
+fn pollute_64m(file: &Path, write_size: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"));
+    c.args(["pollute", file.to_str().unwrap()]).args([
+        "--memory",
+        "64M",
+        "--hot-size",
+        "16M",
+        "--write-size",
+        write_size,
+    ]);
+    c
+}
+
 /// Runs `c` to its end: its output and its pid.
 fn pid_output(c: &mut std::process::Command) -> (std::process::Output, u32) {
     let child = c
@@ -71,16 +85,7 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
     // room (at 32 MiB a stream's read-ahead alone pushed the hot set out, whatever the method).
     let file = big_file(dir.path(), 256);
     let (o, pid) = pid_output(
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
-            .args(["pollute", file.to_str().unwrap()])
-            .args([
-                "--memory",
-                "64M",
-                "--hot-size",
-                "16M",
-                "--write-size",
-                "128M",
-            ])
+        pollute_64m(&file, "128M")
             .args([
                 "--before",
                 "600ms",
@@ -160,16 +165,7 @@ fn every_stream_runs_and_the_cache_keeping_ones_leave_the_hot_set_alone() {
     }
     // CSV: a row per tick, one table (one short read stream and one write stream).
     let (o, pid) = pid_output(
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
-            .args(["pollute", file.to_str().unwrap()])
-            .args([
-                "--memory",
-                "64M",
-                "--hot-size",
-                "16M",
-                "--write-size",
-                "32M",
-            ])
+        pollute_64m(&file, "32M")
             .args(["--before", "600ms", "--seconds", "1s", "--tick", "200ms"])
             .args(["--reads", "uncached", "--writes", "write", "--passes", "1"])
             .args(["--format", "csv"]),
