@@ -439,7 +439,7 @@ fn a_script_that_sleeps_reads_a_cold_tree_then_computes_gets_each_phase_its_caus
         assert_eq!(who, "sleep", "{tracer}: {time}");
         let (read_ns, who) = wall_row(&p, "file_data").unwrap_or_else(|| panic!("{time}"));
         assert!(read_ns > 0 && who == "tar", "{tracer}: {time}");
-        let (_, who) = wall_row(&p, "cpu").unwrap_or_else(|| panic!("{time}"));
+        let (cpu_ns, who) = wall_row(&p, "cpu").unwrap_or_else(|| panic!("{time}"));
         assert_eq!(who, "python3", "{tracer}: {time}");
         // Nothing it did not do, and a verdict among what it did.
         for absent in ["sockets", "locks", "durability"] {
@@ -456,9 +456,12 @@ fn a_script_that_sleeps_reads_a_cold_tree_then_computes_gets_each_phase_its_caus
                 time["verdict"]
             );
         }
-        // The script itself waited on its children: it never headlines.
+        // The script itself waited on its children: it never headlines, and stays below each
+        // phase it waited for (what is left is the shell's waits for a CPU between its
+        // children, which a busy machine stretches: not a fixed bound).
+        assert_ne!(named, "children", "{tracer}: {}", time["verdict"]);
         assert!(
-            wall_row(&p, "children").is_none_or(|(ns, _)| ns < 50_000_000),
+            wall_row(&p, "children").is_none_or(|(ns, _)| ns < sleep_ns.min(cpu_ns)),
             "{tracer}: {time}"
         );
     }
