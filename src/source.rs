@@ -5,7 +5,6 @@
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// A regular file opened for reading, with its size taken at open.
@@ -28,7 +27,12 @@ pub fn open_source(path: &Path) -> Result<Source> {
         Ok(x) => x,
         Err(Refusal::Io(e)) => return Err(Error::io("cannot open", path, &e)),
         Err(Refusal::Kind(kind)) => return Err(Error::usage("not a regular file", kind).at(path)),
-        Err(Refusal::Another) => unreachable!("no identity was asked for"),
+        // Only by a swap between the look and the open (the name then held another file).
+        Err(Refusal::Another) => {
+            return Err(
+                Error::failed("cannot open", "the file changed while it was opened").at(path),
+            );
+        }
     };
     if let Ok(magic) = crate::sys::fs_magic(&file)
         && (magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC)
@@ -130,23 +134,11 @@ fn kind_of(ft: rustix::fs::FileType) -> Option<&'static str> {
 
 /// Refuses what is not a regular file, naming what it is.
 pub fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
-    let ft = meta.file_type();
-    let kind = if ft.is_file() {
-        return Ok(());
-    } else if ft.is_dir() {
-        "is a directory"
-    } else if ft.is_fifo() {
-        "is a FIFO (a pipe has no size and cannot be mapped or re-read)"
-    } else if ft.is_socket() {
-        "is a socket"
-    } else if ft.is_char_device() {
-        "is a character device (it has no size and cannot be mapped as a file)"
-    } else if ft.is_block_device() {
-        "is a block device (iolab measures regular files)"
-    } else {
-        "is not a regular file"
-    };
-    Err(Error::usage("not a regular file", kind).at(path))
+    use std::os::unix::fs::MetadataExt;
+    match kind_of(rustix::fs::FileType::from_raw_mode(meta.mode())) {
+        None => Ok(()),
+        Some(kind) => Err(Error::usage("not a regular file", kind).at(path)),
+    }
 }
 
 /// `pread` until `buf` is full or end of file; returns bytes read.
