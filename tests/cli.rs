@@ -993,6 +993,31 @@ fn man_dir_writes_every_page_with_examples() {
         );
     }
     assert!(names.contains(&"iolab.1".to_string()));
+    // Every page a page lists (iolab-cache(1) lists iolab-cache-status(1)) is written.
+    let mut listed = 0;
+    for name in &names {
+        let roff = std::fs::read_to_string(pages.join(name))
+            .unwrap()
+            .replace("\\-", "-");
+        for (at, _) in roff.match_indices("(1)") {
+            let word = roff[..at]
+                .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .next()
+                .unwrap();
+            // A page's name, not a placeholder (iolab-COMMAND.1 in man's own help).
+            if word.starts_with("iolab-") && word == word.to_lowercase() {
+                listed += 1;
+                assert!(
+                    names.contains(&format!("{word}.1")),
+                    "{name} lists {word}(1), not written: {names:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        names.contains(&"iolab-cache-status.1".to_string()) && listed > 20,
+        "{listed} pages listed: {names:?}"
+    );
     let man = std::process::Command::new("man")
         .arg("--version")
         .output()

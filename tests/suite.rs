@@ -128,11 +128,21 @@ fn check_report(dir: &Path) -> serde_json::Value {
         assert_eq!(f["winner"].is_string(), f["decided"] == "winner", "{f}");
         let ci = f["ci"].as_array().unwrap();
         let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+        let text = f["text"].as_str().unwrap();
+        if (lo, hi) == (0.0, 0.0) {
+            // Too few rounds for an interval: undecided, said, none printed.
+            assert_eq!(f["decided"], "undecided", "{f}");
+            assert!(text.contains("undecided (budget: "), "{f}");
+            assert!(!text.contains(", interval "), "{f}");
+            continue;
+        }
         assert!(lo <= hi, "{f}");
         // The ratio printed is the one whose interval is printed.
         let r = f["ratio"].as_f64().unwrap();
         assert!(lo <= r && r <= hi, "{f}");
-        let text = f["text"].as_str().unwrap();
+        // An interval printed decides as the verdict says: at 95%.
+        assert!(f["level"].as_f64().unwrap() >= 0.95, "{f}");
+        assert!(text.contains("at 95%"), "{f}");
         assert!(
             text.contains("per-round ratios (paired); for context, the medians")
                 || text.contains("(medians); their ratio")
@@ -308,6 +318,22 @@ fn quick_suite_writes_a_whole_report_and_removes_its_data() {
         .assert()
         .code(1)
         .stdout(predicates::str::contains("REVERSED"));
+    // Two undecided runs, their ratios 4x apart and their intervals apart: noise, exit 0.
+    let undecided = |ratio: f64| {
+        let mut x = v.clone();
+        x["findings"][0]["decided"] = serde_json::json!("undecided");
+        x["findings"][0]["winner"] = serde_json::Value::Null;
+        x["findings"][0]["ratio"] = serde_json::json!(ratio);
+        x["findings"][0]["ci"] = serde_json::json!([ratio * 0.99, ratio * 1.01]);
+        x
+    };
+    std::fs::write(&a, undecided(1.0).to_string()).unwrap();
+    std::fs::write(&b, undecided(4.0).to_string()).unwrap();
+    iolab()
+        .args(["report", "--baseline", s(&a), s(&b)])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("held (undecided)"));
     iolab()
         .args(["report", "--baseline", s(&a)])
         .assert()

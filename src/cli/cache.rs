@@ -27,6 +27,9 @@ pub enum CacheCommand {
     )]
     Load(CacheFiles),
     /// The page-cache figures of /proc/meminfo: Cached, Buffers, Dirty, Writeback, (in)active file
+    #[command(
+        after_help = "Examples:\n  iolab cache meminfo\n  iolab cache meminfo --format json\n  watch -n1 iolab cache meminfo"
+    )]
     Meminfo(OutputArgs),
 }
 

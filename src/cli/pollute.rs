@@ -51,9 +51,9 @@ pub struct PolluteArgs {
     /// Time between samples
     #[arg(long, default_value = "500ms", value_parser = args::duration)]
     pub tick: Duration,
-    /// Runs of each method, interleaved: a finding names a winner only when every run's
-    /// interval does (ticks within one run share its state)
-    #[arg(long, default_value_t = 2, value_parser = args::positive)]
+    /// Runs of each method, interleaved: ticks within one run share its state, so a finding
+    /// takes the runs as the unit (Student's t over their ratios) and decides from 3 runs on
+    #[arg(long, default_value_t = 3, value_parser = args::positive)]
     pub passes: usize,
     /// Also print every method's ticks (text and Markdown; CSV always has them)
     #[arg(long)]

@@ -109,6 +109,12 @@ fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
     for c in visible(&top) {
         let name = c.get_name().to_string();
         pages.push((format!("iolab-{name}.1"), man_page(c.clone(), Some(&name))));
+        // The pages a command's own page lists (iolab-cache-status(1) under iolab-cache(1)).
+        for s in visible(c) {
+            let both = format!("{name} {}", s.get_name());
+            let file = format!("iolab-{}.1", both.replace(' ', "-"));
+            pages.push((file, man_page(s.clone(), Some(&both))));
+        }
     }
     let made_dir = !dir.exists();
     std::fs::create_dir_all(dir).map_err(|e| {
@@ -163,13 +169,18 @@ pub fn man_page(cmd: clap::Command, sub: Option<&str>) -> String {
     );
     let cmd = match sub {
         // clap names are &'static str; a page is made a few times per process.
+        // `name` is the command's words after iolab ("cache status"): the page is named by
+        // them joined with dashes (iolab-cache-status), as the parent's page lists it.
         Some(name) => {
-            let page: &'static str = Box::leak(format!("iolab-{name}").into_boxed_str());
+            let page: &'static str =
+                Box::leak(format!("iolab-{}", name.replace(' ', "-")).into_boxed_str());
             cmd.name(page).bin_name(format!("iolab {name}"))
         }
         None => cmd,
     }
     .version(env!("CARGO_PKG_VERSION"))
+    // `help` is a way to ask, not a page (clap would list iolab-cache-help(1)).
+    .disable_help_subcommand(true)
     .after_help(None::<&str>)
     .after_long_help(None::<&str>);
     let has_subs = cmd.get_subcommands().any(|c| !c.is_hide_set());

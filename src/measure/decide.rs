@@ -57,8 +57,8 @@ pub enum RatioKind {
     /// The ratio of the two medians (cells measured apart).
     OfMedians,
     /// The geometric mean of the ratios of several independent runs, each its own (a
-    /// squeezed or polluted cache settles differently from run to run); the interval is the
-    /// hull of theirs ([`replicated`]).
+    /// squeezed or polluted cache settles differently from run to run), with the runs as the
+    /// unit: Student's t interval of their logarithms ([`replicated`]).
     Replicated,
 }
 
@@ -69,7 +69,7 @@ impl RatioKind {
             RatioKind::Paired => "paired: median of per-round ratios (Hodges-Lehmann)",
             RatioKind::OfMedians => "ratio of medians",
             RatioKind::Replicated => {
-                "geometric mean of independent runs' ratios, the interval the hull of theirs"
+                "geometric mean of independent runs' ratios, Student's t interval over the runs"
             }
         }
     }
@@ -93,6 +93,28 @@ pub struct Verdict {
     pub decided: Decided,
     /// With a winner: whether `a` is the larger figure.
     pub a_larger: Option<bool>,
+}
+
+impl Verdict {
+    /// Its interval as a report prints it beside the verdict: the interval the decision used,
+    /// at [`LEVEL`], or none when there were too few rounds for one (then it decided nothing).
+    pub fn interval_words(&self) -> String {
+        if self.level >= LEVEL {
+            format!(
+                "interval {:.2}-{:.2}x at {:.0}% over {} rounds",
+                self.ci[0],
+                self.ci[1],
+                100.0 * LEVEL,
+                self.rounds
+            )
+        } else {
+            format!(
+                "no interval (budget: {} rounds, too few for one at {:.0}%)",
+                self.rounds,
+                100.0 * LEVEL
+            )
+        }
+    }
 }
 
 /// P(X < k) for X ~ Binomial(n, 1/2).
@@ -154,40 +176,81 @@ pub fn decide(ci: [f64; 2]) -> (Decided, Option<bool>) {
     }
 }
 
-/// One verdict from the verdicts of the same comparison in several independent runs (each from
-/// that run's own samples, e.g. its ticks): the hull of their intervals, so that a winner is
-/// named only when every run names it, and "within 5%" only when every run says so. Samples
-/// within one run share that run's state (a squeezed page cache settles differently from run
-/// to run); the runs' spread is what the hull adds. The ratio is the geometric mean of the
-/// runs' ratios; the level the least of theirs (below [`LEVEL`] nothing is decided); rounds
-/// add up. `None` without verdicts.
+/// The fewest independent runs a verdict over runs decides from.
+pub const MIN_RUNS: usize = 3;
+
+/// Student's t quantile at 0.975 for `df` degrees of freedom: the table to 30, then the
+/// Cornish-Fisher expansion around the normal's 1.96 (within 0.001 of the exact value there).
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if df == 0 {
+        return f64::INFINITY;
+    }
+    if df <= T.len() {
+        return T[df - 1];
+    }
+    let (z, n) = (1.959_964f64, df as f64);
+    z + (z.powi(3) + z) / (4.0 * n)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+}
+
+/// One verdict from the verdicts of the same comparison in several independent runs, with the
+/// runs as the unit: each run gives one ratio (its own verdict's), and the interval is Student's
+/// t interval at [`LEVEL`] of the mean of their logarithms (the ratio is their geometric mean).
+/// Samples within one run share that run's state (a squeezed or polluted page cache settles
+/// differently from run to run, so its ticks are not independent measurements of the
+/// comparison): only the spread between runs says how far another run may land. Fewer than
+/// [`MIN_RUNS`] runs decide nothing (level 0: no interval is printed); rounds are the runs.
+/// `None` without verdicts.
 pub fn replicated(runs: &[Verdict]) -> Option<Verdict> {
-    let first = runs.first()?;
-    let lo = runs.iter().map(|v| v.ci[0]).fold(f64::INFINITY, f64::min);
-    let hi = runs
+    let logs: Vec<f64> = runs
         .iter()
-        .map(|v| v.ci[1])
-        .fold(f64::NEG_INFINITY, f64::max);
-    let ratio = (runs.iter().map(|v| v.ratio.ln()).sum::<f64>() / runs.len() as f64).exp();
-    let level = runs.iter().map(|v| v.level).fold(f64::INFINITY, f64::min);
-    let (decided, a_larger) = if level >= LEVEL {
-        decide([lo, hi])
-    } else {
-        (Decided::Undecided, None)
-    };
+        .map(|v| v.ratio)
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .map(f64::ln)
+        .collect();
+    let n = logs.len();
+    if n == 0 {
+        return None;
+    }
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let ratio = mean.exp();
+    if n < MIN_RUNS {
+        return Some(Verdict {
+            ratio,
+            ci: [0.0, 0.0],
+            level: 0.0,
+            rounds: n,
+            kind: RatioKind::Replicated,
+            decided: Decided::Undecided,
+            a_larger: None,
+        });
+    }
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t975(n - 1) * (var / n as f64).sqrt();
+    let ci = [(mean - half).exp(), (mean + half).exp()];
+    let (decided, a_larger) = decide(ci);
     Some(Verdict {
         ratio,
-        ci: [lo, hi],
-        level,
-        rounds: runs.iter().map(|v| v.rounds).sum(),
-        kind: if runs.len() > 1 {
-            RatioKind::Replicated
-        } else {
-            first.kind
-        },
+        ci,
+        level: LEVEL,
+        rounds: n,
+        kind: RatioKind::Replicated,
         decided,
         a_larger,
     })
+}
+
+/// The coverage over `looks` looks of an interval whose coverage at one look is `one`: each
+/// look may miss with `1 - one` (Bonferroni, as [`per_look`] spends it). Below [`LEVEL`]
+/// exactly when `one` falls short of a look's share, so a verdict's level says whether it may
+/// decide.
+fn over_looks(one: f64, looks: usize) -> f64 {
+    (1.0 - looks.max(1) as f64 * (1.0 - one)).max(0.0)
 }
 
 /// The error each of `looks` looks may spend.
@@ -301,7 +364,7 @@ pub fn paired(a: &[f64], b: &[f64], looks: usize) -> Option<Verdict> {
         RatioKind::Paired,
     );
     if v.level == 0.0 {
-        v.level = range_coverage(r.len());
+        v.level = over_looks(range_coverage(r.len()), looks);
     }
     Some(v)
 }
@@ -359,7 +422,7 @@ pub fn unpaired(a: &[f64], b: &[f64], looks: usize) -> Option<Verdict> {
     );
     if v.level == 0.0 {
         // Two ranges together: the product of their coverages.
-        v.level = range_coverage(a.len()) * range_coverage(b.len());
+        v.level = over_looks(range_coverage(a.len()) * range_coverage(b.len()), looks);
     }
     Some(v)
 }

@@ -222,15 +222,12 @@ pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
             _ => "undecided",
         };
         out.push_str(&format!(
-            "  {} / {}: {:.2}x ({}), interval {:.2}-{:.2} at {:.0}% over {} rounds: {said}\n",
+            "  {} / {}: {:.2}x ({}), {}: {said}\n",
             c.a,
             c.b,
             v.ratio,
             v.kind.says(),
-            v.ci[0],
-            v.ci[1],
-            100.0 * v.level,
-            v.rounds
+            v.interval_words()
         ));
     }
     out

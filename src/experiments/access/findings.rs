@@ -120,8 +120,13 @@ mod tests {
             (f.winner.as_deref(), f.decided),
             (None, Some(Decided::Undecided))
         );
-        assert!(f.text.contains("undecided after 3 rounds"), "{}", f.text);
-        assert!(f.text.contains("at only 75%"), "{}", f.text);
+        assert!(f.text.contains("undecided (budget: 3 rounds"), "{}", f.text);
+        assert!(
+            !f.text.contains(", interval") && !f.text.contains("at only"),
+            "no interval printed: {}",
+            f.text
+        );
+        assert_eq!(f.ci, [0.0, 0.0]);
         assert!(
             random_warm(&rows[1..], LOOKS).is_none(),
             "no pread row, no finding"

@@ -94,7 +94,7 @@ pub struct PolluteConfig {
     /// Seconds between samples.
     pub tick: f64,
     /// Runs of each method, interleaved (every method once, then again): ticks within one run
-    /// share its state, and a finding names a winner only when every run does.
+    /// share its state, so a finding takes the runs as the unit (three at least to decide).
     #[serde(default = "one")]
     pub passes: usize,
     /// Make the groups under this directory (a delegated subtree) instead of the hierarchy's root.
@@ -140,7 +140,7 @@ impl PolluteConfig {
             before: 2.0,
             seconds: 8.0,
             tick: 0.5,
-            passes: 2,
+            passes: crate::measure::decide::MIN_RUNS,
             cgroup_parent: None,
             worker,
         }

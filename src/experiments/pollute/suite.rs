@@ -53,15 +53,15 @@ impl Entry for Pollute {
             ));
         }
         let mut cfg = PolluteConfig::new(ctx.file().to_path_buf(), memory, worker);
-        // The steady half of the stream needs 7 ticks or more a method for an interval at 95%
-        // between two methods; on this project's VM the hot set slid for about a second after
-        // a stream started. Two runs of each: within one run the ticks share its state (the
-        // hot set under a read stream ran at 5, 56 and 35 KIOPS in three runs, and with one
-        // run the written streams' finding named `write` once and `uncached` once).
+        // Each run of a method gives one ratio: within one run the ticks share its state (the
+        // hot set under a read stream ran at 5, 56 and 35 KIOPS in three runs, and two quick
+        // suites of two runs each named opposite winners for the written streams), so the
+        // verdict takes the runs as the unit and needs three of each (`decide::MIN_RUNS`).
+        // On this project's VM the hot set slid for about a second after a stream started.
         cfg.before = ctx.scale(0.4, 1.0);
-        cfg.seconds = ctx.scale(1.3, 5.0);
+        cfg.seconds = ctx.scale(1.0, 5.0);
         cfg.tick = ctx.scale(0.08, 0.3125);
-        cfg.passes = 2;
+        cfg.passes = crate::measure::decide::MIN_RUNS;
         if ctx.cfg.quick {
             cfg.reads = vec![StreamMethod::Read, StreamMethod::Uncached];
             cfg.writes = vec![WriteMethod::Write, WriteMethod::Uncached];

@@ -228,7 +228,9 @@ mod tests {
         let f = sequential(&cells, 1, CacheMode::Cold).unwrap();
         assert_eq!(f.winner, None, "{}", f.text);
         assert!(
-            f.text.contains("undecided after 3 rounds (0.72x"),
+            f.text.contains(
+                "undecided (budget: 3 rounds, too few for an interval at 95%; 0.72x without"
+            ),
             "{}",
             f.text
         );

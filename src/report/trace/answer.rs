@@ -11,15 +11,22 @@ use crate::trace::time::{TimeProfile, WallTime};
 pub fn gain_text(a: &Recommendation) -> String {
     match (&a.measured, a.remedy, &a.unmeasured) {
         (Some(g), Some(r), _) => format!(
-            "measured here by replay ({}, {}): {}: {:.2}x the recorded reads' speed, interval {:.2}-{:.2}x at {:.0}% over {} rounds",
+            "measured here by replay ({}, {}): {}: {:.2}x the recorded reads' speed, {}",
             r.name(),
             a.cache.map_or("", |c| c.name()),
             g.decided,
             g.ratio,
-            g.ci[0],
-            g.ci[1],
-            100.0 * g.level,
-            g.rounds
+            if g.level >= crate::measure::decide::LEVEL {
+                format!(
+                    "interval {:.2}-{:.2}x at 95% over {} rounds",
+                    g.ci[0], g.ci[1], g.rounds
+                )
+            } else {
+                format!(
+                    "no interval (budget: {} rounds, too few for one at 95%)",
+                    g.rounds
+                )
+            }
         ),
         (None, Some(r), _) => format!(
             "measure it here: `iolab trace --advise` does, or `iolab replay TRACE --cache {} --methods {}` on the trace --out kept",
