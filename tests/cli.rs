@@ -1440,9 +1440,28 @@ fn cache_status_of_a_directory_goes_on_past_unreadable_entries() {
         // cachestat say "all resident"): said as hidden, never printed as a figure.
         for f in v["files"].as_array().unwrap() {
             assert_eq!(f["visible"], false, "{f}");
+            // null in JSON, empty in CSV: never the kernel's "every page".
+            assert!(f["residency"].is_null(), "{f}");
+            assert!(f["pages"].as_u64().unwrap() > 0, "{f}");
         }
         assert!(text.contains("hidden (no write access)"), "{text}");
         assert!(!text.contains("100.0%"), "{text}");
+        let csv = run(&["cache", "status", s(dir.path()), "--format", "csv"]).unwrap();
+        let csv = String::from_utf8_lossy(&csv.stdout);
+        let rows: Vec<&str> = csv.lines().skip(1).collect();
+        assert_eq!(rows.len(), 2, "{csv}");
+        for r in rows {
+            let cells: Vec<&str> = r.split(',').collect();
+            assert_eq!(
+                (cells[2], cells[4]),
+                ("", ""),
+                "hidden residency in CSV: {r}"
+            );
+        }
+        // Evicting files it cannot see the residency of: says it cannot tell.
+        let ev = run(&["cache", "evict", s(dir.path())]).unwrap();
+        let err = String::from_utf8_lossy(&ev.stderr);
+        assert!(err.contains("left the cache cannot be told"), "{err}");
     }
     // Named on the command line, the unreadable file is an error.
     let named = run(&["cache", "status", s(&dir.path().join("b"))]).unwrap();

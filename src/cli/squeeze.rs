@@ -36,9 +36,13 @@ pub struct SqueezeArgs {
     /// io_uring requests in flight per thread
     #[arg(long, default_value_t = 32, value_parser = args::depth)]
     pub depth: u32,
-    /// How long each method runs
-    #[arg(long, default_value = "20s", value_parser = args::duration)]
+    /// How long each run of a method lasts
+    #[arg(long, default_value = "10s", value_parser = args::duration)]
     pub seconds: Duration,
+    /// Runs of each method, interleaved: a run's seconds share its state, so a finding takes
+    /// the runs as the unit (Student's t over their ratios) and decides from 3 runs on
+    #[arg(long, default_value_t = SqueezeConfig::DEFAULT_PASSES, value_parser = args::positive)]
+    pub passes: usize,
     /// Time between samples (shorter gives a short run the samples an interval at 95% needs:
     /// seven steady samples a method)
     #[arg(long, default_value = "1s", value_parser = args::duration)]
@@ -79,6 +83,7 @@ impl SqueezeArgs {
         cfg.reads.seconds = self.seconds.as_secs_f64();
         cfg.reads.tick = self.tick.as_secs_f64();
         cfg.reads.seed = self.seed;
+        cfg.passes = self.passes;
         cfg.cgroup_parent = self.group.cgroup_parent;
         let r = run_squeeze(&cfg, &ctx.progress)?;
         let findings = squeeze::findings::squeeze(&r);

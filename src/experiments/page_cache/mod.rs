@@ -29,14 +29,17 @@ pub struct FileResidency {
     pub path: PathBuf,
     /// Its size.
     pub size: u64,
-    /// Its pages in the page cache.
-    pub residency: Residency,
+    /// Its pages in the page cache; `None` (null) when the kernel hides them from this user.
+    pub residency: Option<Residency>,
+    /// Pages in the file.
+    #[serde(default)]
+    pub pages: u64,
     /// Resident fraction of each slice of the file, with `--map`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub map: Option<Vec<f64>>,
     /// Whether the kernel shows this user the file's residency: it hides it (mincore and
     /// cachestat say every page is resident) from who cannot write the file. When false,
-    /// `residency` is what the kernel said, not what is cached, and is never shown as such.
+    /// `residency` and `map` are null: what the kernel says then is not what is cached.
     #[serde(default = "crate::cache::visible_by_default")]
     pub visible: bool,
 }
@@ -138,17 +141,25 @@ pub fn run_cache(
     }
     if action == CacheAction::Evict {
         for f in &files {
-            if f.visible && f.residency.fraction() > cache::COLD_MAX && f.residency.total_pages > 0
+            if let Some(r) = &f.residency
+                && r.fraction() > cache::COLD_MAX
+                && r.total_pages > 0
             {
                 notes.push(format!(
                     "{}: still {:.1}% resident (the filesystem may ignore fadvise, e.g. tmpfs, or another process maps it)",
                     crate::shown::path(&f.path),
-                    f.residency.percent()
+                    r.percent()
                 ));
             }
         }
     }
     let hidden = files.iter().filter(|f| !f.visible).count();
+    if hidden > 0 && action == CacheAction::Evict {
+        notes.push(format!(
+            "whether {hidden} file{} left the cache cannot be told: the kernel hides residency from this user (fadvise DONTNEED was asked for each; it drops only pages no one maps or dirtied)",
+            if hidden == 1 { "" } else { "s" }
+        ));
+    }
     if hidden > 0 {
         notes.push(format!(
             "residency of {hidden} file{} is hidden from this user (no write access): the kernel's mincore and cachestat show every page as resident to who cannot write a file; run as its owner or root to see it",
@@ -224,27 +235,32 @@ pub fn expand(paths: &[PathBuf]) -> Result<Expanded> {
     })
 }
 
-/// The files' residency added up: `(files, bytes, resident pages, pages)`.
+/// The files' residency added up: `(files, bytes, resident pages, pages)`, the resident pages
+/// of those whose residency this user sees.
 pub fn total(files: &[FileResidency]) -> (usize, u64, u64, u64) {
     files.iter().fold((0, 0, 0, 0), |(n, b, r, t), f| {
         (
             n + 1,
             b + f.size,
-            r + f.residency.resident_pages,
-            t + f.residency.total_pages,
+            r + f.residency.as_ref().map_or(0, |x| x.resident_pages),
+            t + f.pages,
         )
     })
 }
 
 fn status(path: &Path, src: &engine::Source, map_width: Option<usize>) -> Result<FileResidency> {
+    let visible = cache::residency_visible(&src.file, path);
+    let residency = cache::residency_of(&src.file, src.size, path)?;
     Ok(FileResidency {
-        visible: cache::residency_visible(&src.file, path),
+        visible,
         path: path.to_path_buf(),
         size: src.size,
-        residency: cache::residency_of(&src.file, src.size, path)?,
-        map: map_width
-            .map(|w| cache::residency_map(&src.file, src.size, w, path))
-            .transpose()?,
+        pages: residency.total_pages,
+        residency: visible.then_some(residency),
+        map: match map_width {
+            Some(w) if visible => Some(cache::residency_map(&src.file, src.size, w, path)?),
+            _ => None,
+        },
     })
 }
 

@@ -18,22 +18,21 @@ pub fn cache_document(r: &CacheReport) -> Document {
     let mut t = Table::titled(&["file", "size", "resident pages", "resident"]);
     for f in &r.files {
         // A residency the kernel hides is never printed as one (it says "all resident").
-        let seen = |v: Value| if f.visible { v } else { Value::Missing };
+        let res = f.residency.as_ref();
         data.row(vec![
             Value::text(crate::shown::path(&f.path).into_owned()),
             Value::Bytes(f.size),
-            seen(Value::Count(f.residency.resident_pages)),
-            Value::Count(f.residency.total_pages),
-            seen(Value::Fixed(f.residency.percent(), 2)),
+            res.map_or(Value::Missing, |r| Value::Count(r.resident_pages)),
+            Value::Count(f.pages),
+            res.map_or(Value::Missing, |r| Value::Fixed(r.percent(), 2)),
             Value::Flag(f.visible),
         ]);
-        let (pages, pct) = if f.visible {
-            (
-                format!("{}/{}", f.residency.resident_pages, f.residency.total_pages),
-                format!("{:.1}%", f.residency.percent()),
-            )
-        } else {
-            (format!("?/{}", f.residency.total_pages), HIDDEN.to_string())
+        let (pages, pct) = match res {
+            Some(r) => (
+                format!("{}/{}", r.resident_pages, f.pages),
+                format!("{:.1}%", r.percent()),
+            ),
+            None => (format!("?/{}", f.pages), HIDDEN.to_string()),
         };
         t.row(vec![
             Value::text(crate::shown::path(&f.path).into_owned()),
@@ -78,16 +77,14 @@ pub fn cache_document(r: &CacheReport) -> Document {
     let bars: String = r
         .files
         .iter()
-        .filter(|f| f.visible)
         .filter_map(|f| {
-            f.map.as_ref().map(|m| {
-                format!(
-                    "{} [{}] {:.1}%\n",
-                    crate::shown::path(&f.path),
-                    residency_bar(m),
-                    f.residency.percent()
-                )
-            })
+            let (m, r) = (f.map.as_ref()?, f.residency.as_ref()?);
+            Some(format!(
+                "{} [{}] {:.1}%\n",
+                crate::shown::path(&f.path),
+                residency_bar(m),
+                r.percent()
+            ))
         })
         .collect();
     Document::new()

@@ -147,10 +147,16 @@ fn pollute_pair(
         ),
     );
     let runs = if f.rounds == 1 { "run" } else { "runs" };
-    f.text = f.text.replace(
-        &format!("budget: {} rounds", f.rounds),
-        &format!("budget: {} {runs}", f.rounds),
-    );
+    f.text = f
+        .text
+        .replace(
+            &format!("budget: {} rounds", f.rounds),
+            &format!("budget: {} {runs}", f.rounds),
+        )
+        .replace(
+            &format!("undecided after {} rounds", f.rounds),
+            &format!("undecided after {} {runs}", f.rounds),
+        );
     let more = notes(chosen, base, best, &tied, plain);
     f.text = format!("{}; {}", f.text, more.join("; "));
     Some(f)

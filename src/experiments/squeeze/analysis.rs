@@ -128,14 +128,17 @@ pub fn amplification(m: &MethodSeries, bs: u64) -> Option<f64> {
 /// [`AMPLIFIED`] times or more the bytes it used is named, with readahead as the cause only when
 /// the device reads ahead more than one block.
 pub fn explain(methods: &[MethodSeries], bs: u64, read_ahead_kb: Option<u64>) -> Vec<String> {
+    // Said once per method: of its runs, the first that shows it.
+    let mut said = Vec::new();
     methods
         .iter()
         .filter(|m| m.unsupported.is_none() && !m.method.is_direct())
         .filter_map(|m| {
             let amp = amplification(m, bs)?;
-            if amp < AMPLIFIED {
+            if amp < AMPLIFIED || said.contains(&m.method) {
                 return None;
             }
+            said.push(m.method);
             let cause = match read_ahead_kb {
                 Some(ra) if ra * 1024 > bs => format!(
                     "the kernel reads ahead around each miss (read_ahead_kb {ra} on this device) and the group evicts most of it before it is used"

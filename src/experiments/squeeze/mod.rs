@@ -61,7 +61,7 @@ pub struct SqueezeReads {
 }
 
 impl Default for SqueezeReads {
-    /// Random 4 KiB reads, a thread per CPU, depth 32, 20 s a method, a sample a second.
+    /// Random 4 KiB reads, a thread per CPU, depth 32, 10 s a method, a sample a second.
     fn default() -> SqueezeReads {
         SqueezeReads {
             pattern: SqueezePattern::Random,
@@ -89,6 +89,10 @@ pub struct SqueezeConfig {
     pub reads: SqueezeReads,
     /// Make the groups under this directory (a delegated subtree) instead of the hierarchy's root.
     pub cgroup_parent: Option<PathBuf>,
+    /// Runs of each method, interleaved (every method once, then again): a run's seconds share
+    /// its state (how its group settled), so a finding takes the runs as the unit.
+    #[serde(default = "one_pass")]
+    pub passes: usize,
     /// The program that runs a method (iolab itself, `squeeze-worker`); not part of the result.
     #[serde(skip)]
     pub worker: PathBuf,
@@ -98,11 +102,18 @@ fn one_second() -> f64 {
     1.0
 }
 
+fn one_pass() -> usize {
+    1
+}
+
 impl SqueezeConfig {
     /// Refuses settings that cannot give a result.
     pub fn check(&self) -> Result<()> {
         if self.methods.is_empty() {
             return Err(Error::usage("no methods", "--methods names none"));
+        }
+        if self.passes == 0 {
+            return Err(Error::usage("no runs", "--passes must be at least 1"));
         }
         if self.reads.bs == 0
             || self.reads.threads == 0
@@ -136,7 +147,9 @@ impl SqueezeConfig {
         ReadMethod::UringDirect,
     ];
     /// Seconds per method.
-    pub const DEFAULT_SECONDS: f64 = 20.0;
+    pub const DEFAULT_SECONDS: f64 = 10.0;
+    /// Runs of each method: a verdict over runs needs [`crate::measure::decide::MIN_RUNS`].
+    pub const DEFAULT_PASSES: usize = crate::measure::decide::MIN_RUNS;
     /// The smallest limit: the worker process itself needs a few MiB of its own.
     pub const MIN_MEMORY: u64 = 16 << 20;
 
@@ -148,6 +161,7 @@ impl SqueezeConfig {
             methods: Self::DEFAULT_METHODS.to_vec(),
             reads: SqueezeReads::default(),
             cgroup_parent: None,
+            passes: Self::DEFAULT_PASSES,
             worker,
         }
     }
@@ -246,6 +260,9 @@ pub struct Steady {
 pub struct MethodSeries {
     /// The method.
     pub method: ReadMethod,
+    /// Which run of the method this is (from 0; see [`SqueezeConfig::passes`]).
+    #[serde(default)]
+    pub pass: usize,
     /// Why it did not run here, when it could not.
     pub unsupported: Option<String>,
     /// The file's resident share before it started (evicted: near 0).
@@ -263,6 +280,17 @@ pub struct MethodSeries {
     pub dev_read_bytes: Option<u64>,
     /// The steady state, when there is one.
     pub steady: Option<Steady>,
+}
+
+impl MethodSeries {
+    /// The method's name, and which run this is when there are several (`mmap (run 2)`).
+    pub fn label(&self, passes: usize) -> String {
+        if passes > 1 {
+            format!("{} (run {})", self.method.name(), self.pass + 1)
+        } else {
+            self.method.name().to_string()
+        }
+    }
 }
 
 /// A squeeze run.
@@ -337,6 +365,9 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         .ok()
         .and_then(|m| read_ahead_kb(std::os::unix::fs::MetadataExt::dev(&m)));
     let n = cfg.methods.len();
+    // Every method once, then again: run j is method j % n in its pass j / n.
+    let jobs = n * cfg.passes;
+    let method = |j: usize| cfg.methods[j % n];
     let groups = Groups {
         exe: &cfg.worker,
         subcommand: "squeeze-worker",
@@ -345,32 +376,42 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         cold: vec![&src],
     };
     let done = groups.run(
-        n,
+        jobs,
         obs,
-        |i, _: &[Option<GroupRun<SqueezeTick, SqueezeDone>>]| {
-            Some(format!(
-                "squeeze {} ({} of {n})",
-                cfg.methods[i].name(),
-                i + 1
-            ))
+        |j, before: &[Option<GroupRun<SqueezeTick, SqueezeDone>>]| {
+            // A method unsupported in the first pass is not tried again.
+            let unsupported = before[..j.min(n)].iter().enumerate().any(|(i, r)| {
+                method(i) == method(j)
+                    && r.as_ref().is_some_and(|r| {
+                        matches!(
+                            r.end,
+                            SqueezeMessage::Failed {
+                                unsupported: true,
+                                ..
+                            }
+                        )
+                    })
+            });
+            (j < n || !unsupported)
+                .then(|| format!("squeeze {} ({} of {jobs})", method(j).name(), j + 1))
         },
-        |i, group| SqueezeWorker {
+        |j, group| SqueezeWorker {
             path: src.path.clone(),
-            method: cfg.methods[i],
+            method: method(j),
             reads: cfg.reads.clone(),
             group: Some(group.clone()),
         },
         |_, t| (t.t.round() as usize, cfg.reads.seconds.ceil() as usize),
     )?;
     let limit = done.iter().flatten().last().map_or(cfg.memory, |r| r.limit);
-    let methods: Vec<MethodSeries> = cfg
-        .methods
-        .iter()
-        .zip(done)
-        .filter_map(|(&method, run)| {
+    let methods: Vec<MethodSeries> = done
+        .into_iter()
+        .enumerate()
+        .filter_map(|(j, run)| {
             let run = run?;
             let mut m = MethodSeries {
-                method,
+                method: method(j),
+                pass: j / n,
                 unsupported: None,
                 resident_before_pct: run.cache.residency.percent(),
                 dev_read_bytes: run

@@ -64,7 +64,7 @@ fn summary_table(r: &SqueezeResult) -> Table {
         "steady from",
     ]);
     for m in &r.methods {
-        let lead = vec![Value::text(m.method.name())];
+        let lead = vec![Value::text(m.label(r.config.passes))];
         if let Some(why) = &m.unsupported {
             t.unsupported(lead, why);
             continue;
@@ -107,7 +107,7 @@ fn summary_table(r: &SqueezeResult) -> Table {
 
 fn heading(r: &SqueezeResult) -> String {
     format!(
-        "{}: {} in a {} memory cgroup ({} limit, the file {:.1}x larger), {} {} reads, {} thread(s), {:.0} s per method",
+        "{}: {} in a {} memory cgroup ({} limit, the file {:.1}x larger), {} {} reads, {} thread(s), {:.0} s per method and run, {} run(s) of each",
         crate::shown::path(&r.config.path),
         format_size(r.file_size),
         r.cgroup.version.name(),
@@ -116,18 +116,19 @@ fn heading(r: &SqueezeResult) -> String {
         r.config.reads.pattern.name(),
         format_size(r.config.reads.bs),
         r.config.reads.threads,
-        r.config.reads.seconds
+        r.config.reads.seconds,
+        r.config.passes
     )
 }
 
-fn method_heading(m: &MethodSeries) -> String {
+fn method_heading(r: &SqueezeResult, m: &MethodSeries) -> String {
     let steady = m.steady.as_ref().map_or_else(
         || "no steady state".to_string(),
         |s| format!("steady from {:.0} s: {}", s.from_s, s.why),
     );
     format!(
         "{} (resident before: {:.1}%; {steady})",
-        m.method.name(),
+        m.label(r.config.passes),
         m.resident_before_pct
     )
 }
@@ -166,7 +167,7 @@ pub fn squeeze_document(r: &SqueezeResult, findings: &[Finding]) -> Document {
     );
     for m in &r.methods {
         for t in &m.ticks {
-            let mut row = vec![Value::text(m.method.name())];
+            let mut row = vec![Value::text(m.label(r.config.passes))];
             row.extend(tick_cells(r, t));
             all.row(row);
         }
@@ -178,7 +179,7 @@ pub fn squeeze_document(r: &SqueezeResult, findings: &[Finding]) -> Document {
         .heading(heading(r));
     for m in with_ticks() {
         doc = doc
-            .para(method_heading(m))
+            .para(method_heading(r, m))
             .only(Shown::Text)
             .table(ticks_table(r, m))
             .only(Shown::Text);
@@ -199,7 +200,7 @@ pub fn squeeze_document(r: &SqueezeResult, findings: &[Finding]) -> Document {
     // leaves it out of print).
     for m in with_ticks() {
         doc = doc
-            .fold(method_heading(m))
+            .fold(method_heading(r, m))
             .only(Shown::Markdown)
             .table(ticks_table(r, m))
             .only(Shown::Markdown);
@@ -214,7 +215,7 @@ pub fn squeeze_plot(r: &SqueezeResult) -> String {
             .iter()
             .filter(|m| !m.ticks.is_empty())
             .map(|m| Series {
-                name: m.method.name().into(),
+                name: m.label(r.config.passes),
                 points: series_points(m.ticks.iter().map(|t| (t.t, f(t)))),
             })
             .collect()

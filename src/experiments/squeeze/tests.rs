@@ -64,6 +64,7 @@ fn a_last_partial_second_is_left_out() {
 fn series(method: ReadMethod, ticks: Vec<SqueezeTick>) -> MethodSeries {
     MethodSeries {
         method,
+        pass: 0,
         unsupported: None,
         resident_before_pct: 0.0,
         ticks,
