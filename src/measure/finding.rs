@@ -198,8 +198,9 @@ pub(crate) fn compare(
         ),
         _ if budget => (
             format!(
-                "{what}: undecided (budget: {} rounds, too few for an interval at {level}; {figures})",
-                v.rounds
+                "{what}: undecided (budget: {} round{}, too few for an interval at {level}; {figures})",
+                v.rounds,
+                if v.rounds == 1 { "" } else { "s" }
             ),
             None,
         ),

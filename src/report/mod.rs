@@ -1,6 +1,7 @@
 //! Turning results into bytes: text tables, the classic programs' lines, JSON, CSV and Markdown.
 //! Every function here is pure (`result -> String`); printing is the binary's job.
 
+pub mod forest;
 pub mod markdown;
 pub mod svg;
 pub mod table;

@@ -148,6 +148,28 @@ pub fn change(a: &Finding, b: &Finding) -> Change {
     Change::Held
 }
 
+/// B / A per finding compared, for the forest plot: a regression as a "winner", held as
+/// "within", with the interval where both runs had one.
+fn forest_rows(rows: &[BaselineRow]) -> Vec<crate::report::forest::Row> {
+    use crate::report::forest::{Mark, Row};
+    rows.iter()
+        .filter_map(|r| {
+            let (x, ci) = r.b_over_a?;
+            let ci = (ci[0] > 0.0 && ci[1] > 0.0).then_some(ci);
+            Some(Row {
+                label: format!("{}: {}", r.key, says(r)),
+                ratio: x,
+                ci,
+                mark: match (r.change.regresses(), ci) {
+                    (true, _) => Mark::Winner,
+                    (false, Some(_)) => Mark::Within,
+                    (false, None) => Mark::Budget,
+                },
+            })
+        })
+        .collect()
+}
+
 /// What a row's change column says: "held (undecided)" where neither run decided.
 fn says(r: &BaselineRow) -> &'static str {
     let undecided = |f: &Option<Finding>| {
@@ -212,6 +234,11 @@ pub fn text(a: &SuiteResult, b: &SuiteResult, rows: &[BaselineRow]) -> String {
     out.push_str(&crate::report::render(
         &crate::report::Document::new().table(t),
         crate::report::Format::Text,
+    ));
+    out.push_str(&format!(
+        "\nB / A per finding ({}):\n{}",
+        "W: reversed or moved, =: held",
+        crate::report::forest::text(&forest_rows(rows), 48)
     ));
     let bad = rows.iter().filter(|r| r.change.regresses()).count();
     out.push_str(&format!(

@@ -275,6 +275,10 @@ fn markdown(results: &[SuiteResult], secs: &[Section]) -> String {
     );
     md += "\n## Findings\n\n";
     md += &format!("> {HOW_TO_READ}\n\n");
+    let forest = crate::report::forest::text(&crate::report::forest::of_findings(&r.findings), 48);
+    if !forest.is_empty() {
+        md += &format!("```text\n{forest}```\n\n");
+    }
     for f in &r.findings {
         md.push_str(&format!(
             "- {} _(from {})_\n",
@@ -320,7 +324,8 @@ fn html(results: &[SuiteResult], secs: &[Section], plots: &[(String, String)]) -
     let warning = r.interference.warning();
     let missing = super::not_judged(r);
     let mut html = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>iolab report</title><style>{STYLE}</style></head><body>"
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>iolab report</title><style>{STYLE}{}</style></head><body>",
+        crate::report::forest::STYLE
     );
     if let Some(w) = &warning {
         html.push_str(&format!("<p class=\"warn\"><b>{}</b></p>", esc(w)));
@@ -347,9 +352,14 @@ fn html(results: &[SuiteResult], secs: &[Section], plots: &[(String, String)]) -
     html.push_str("<li><a href=\"#glossary\">Glossary</a></li></ol></nav>");
     html.push_str("<h2 id=\"findings\">Findings</h2>");
     html.push_str(&format!(
-        "<div class=\"how\">{}</div><ul>",
+        "<div class=\"how\">{}</div>",
         with_code(HOW_TO_READ)
     ));
+    html.push_str(&crate::report::forest::html(
+        &crate::report::forest::of_findings(&r.findings),
+        "Each finding's ratio (first side over second) and its 95% interval, on a log axis",
+    ));
+    html.push_str("<ul>");
     for f in &r.findings {
         html.push_str(&format!(
             "<li>{} <span class=\"cite\">(from {})</span></li>",

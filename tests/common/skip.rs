@@ -32,7 +32,10 @@ pub fn skip(lack: Lack, why: &str) {
         .name()
         .unwrap_or("a test")
         .to_string();
-    eprintln!("skipped ({}): {why}", lack.word());
+    // Written to the stderr file itself, not through eprintln!, which the test harness
+    // captures and shows only for a failing test: plain `cargo test` shows every skip.
+    let _ = std::io::stderr()
+        .write_all(format!("skipped ({}): {test}: {why}\n", lack.word()).as_bytes());
     let Some(log) = std::env::var_os("IOLAB_SKIPS") else {
         return;
     };

@@ -150,7 +150,11 @@ fn pollute_pair(
     f.text = f
         .text
         .replace(
-            &format!("budget: {} rounds", f.rounds),
+            &format!(
+                "budget: {} round{}",
+                f.rounds,
+                if f.rounds == 1 { "" } else { "s" }
+            ),
             &format!("budget: {} {runs}", f.rounds),
         )
         .replace(

@@ -133,7 +133,7 @@ fn squeeze_pair(
             &format!("over {n} {word} of each (a run's seconds share its state)"),
         )
         .replace(
-            &format!("budget: {n} rounds"),
+            &format!("budget: {n} round{}", if n == 1 { "" } else { "s" }),
             &format!("budget: {n} {word}"),
         )
         .replace(
