@@ -47,11 +47,11 @@ impl AdviseArgs {
         )?;
         let format = self.output.format;
         ctx.show(&self.output, &r.measured.warnings, &r, || {
-            iolab::experiments::access::report::advise_document(&r)
+            iolab::experiments::advise::advise_document(&r)
         })?;
         // CSV carries the rows alone; the answer in words goes beside it, on stderr.
         if format == report::Format::Csv {
-            super::talk(iolab::experiments::access::report::advice_lines(&r).trim_end());
+            super::talk(iolab::experiments::advise::advice_lines(&r).trim_end());
         }
         Ok(())
     }

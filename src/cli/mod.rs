@@ -582,4 +582,6 @@ pub fn usage(msg: String) -> Error {
 }
 
 #[cfg(test)]
+mod layers;
+#[cfg(test)]
 mod tests;

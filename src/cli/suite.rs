@@ -22,7 +22,7 @@ pub struct SuiteArgs {
     /// Size of the random data file (capped to fit the disk and a quarter of RAM)
     #[arg(long, default_value = "1G", value_parser = args::size)]
     pub size: u64,
-    /// Fewer sizes, methods and repeats: under two minutes on 2 cores
+    /// Fewer sizes, methods and repeats: about 90 s on 2 cores (78-95 s here)
     #[arg(long)]
     pub quick: bool,
     /// Keep the generated data

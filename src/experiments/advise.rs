@@ -8,6 +8,8 @@ use crate::engine::ReadMethod;
 use crate::error::Result;
 use crate::harness::Rounds;
 use crate::measure::decide;
+use crate::report::Document;
+use crate::size::format_size;
 use crate::workload::Pattern;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -222,4 +224,92 @@ fn uncached_advice(measured: &AccessResult, baseline: ReadMethod) -> Vec<Uncache
             })
         })
         .collect()
+}
+
+/// `iolab advise` output: the measured table, then the answer per cache state (not in CSV,
+/// which is the table alone: one row type; its answer is [`advice_lines`], for stderr).
+pub fn advise_document(r: &AdviseResult) -> Document {
+    super::access::report::access_document(&r.measured).lines(advice_lines(r))
+}
+
+/// `iolab advise`'s answer in words: one line per cache state, uncached against the plain call,
+/// and which answer applies now.
+pub fn advice_lines(r: &AdviseResult) -> String {
+    let mut out = String::new();
+    for a in &r.advice {
+        let what = format!("{} {} blocks", r.pattern.name(), format_size(r.bs));
+        out.push_str(&if a.clear {
+            format!(
+                "Advice, {} cache: {} for {what} ({:.1} KIOPS, {:.2}x {}, interval {:.2}-{:.2})",
+                a.cache.name(),
+                a.best.name(),
+                a.kiops,
+                a.ratio,
+                a.versus.name(),
+                a.ci[0],
+                a.ci[1]
+            )
+        } else {
+            format!(
+                "Advice, {} cache: no method is clearly faster than {} for {what} (the fastest of the others, {}, at {:.2}x it, interval {:.2}-{:.2})",
+                a.cache.name(),
+                a.versus.name(),
+                a.best.name(),
+                a.ratio,
+                a.ci[0],
+                a.ci[1]
+            )
+        });
+        if let Some(d) = a
+            .device_bytes_per_byte
+            .filter(|_| a.cache == CacheMode::Cold)
+        {
+            out.push_str(&format!(
+                "; the device read {d:.1} bytes per byte used (readahead)"
+            ));
+        }
+        out.push('\n');
+    }
+    for u in &r.uncached {
+        let figures = format!(
+            "{:.2}x {}, interval {:.2}-{:.2}",
+            u.ratio,
+            r.advice
+                .first()
+                .map_or("the plain call", |a| a.versus.name()),
+            u.ci[0],
+            u.ci[1]
+        );
+        let verdict = match (u.matches, u.decided) {
+            (true, _) => {
+                "as fast as buffered reads here, and it drops the pages it read (RWF_DONTCACHE): for data read once, it leaves the page cache to everything else"
+            }
+            (false, crate::measure::decide::Decided::Winner) => {
+                "slower than buffered reads here: keeping the file out of the cache costs this much"
+            }
+            _ => "not told apart from buffered reads by these rounds",
+        };
+        out.push_str(&format!(
+            "Uncached, {} cache: {verdict} ({figures})\n",
+            u.cache.name()
+        ));
+    }
+    if let Some(c) = r.measured.config.cold_ops {
+        out.push_str(&format!(
+            "Cold runs read a sparse sample of {c} blocks each (of {}), as a reader that jumps around would.\n",
+            r.measured.blocks
+        ));
+    }
+    let now = if r.resident_now >= 0.9 {
+        "warm"
+    } else if r.resident_now <= 0.1 {
+        "cold"
+    } else {
+        "partly cached: between the two"
+    };
+    out.push_str(&format!(
+        "Right now the file is {:.0}% resident: the {now} answer applies.\n",
+        r.resident_now * 100.0
+    ));
+    out
 }

@@ -1,6 +1,7 @@
 //! Host facts recorded with every result: kernel, CPU, memory, the file's filesystem and device,
 //! iolab's version and the command line.
 
+use super::host_io::{mount_line, resolved};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -229,62 +230,9 @@ fn mount_of(path: &Path) -> Option<(String, String)> {
     mount_for(&text, &abs.to_string_lossy())
 }
 
-/// `path` made absolute, or its folder when it does not exist yet (an output to be made).
-pub(crate) fn resolved(path: &Path) -> Option<std::path::PathBuf> {
-    std::fs::canonicalize(path)
-        .or_else(|_| {
-            std::fs::canonicalize(
-                path.parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new(".")),
-            )
-        })
-        .ok()
-}
-
 /// Picks the longest mount point that contains `abs` from mountinfo text.
 pub fn mount_for(mountinfo: &str, abs: &str) -> Option<(String, String)> {
     mount_line(mountinfo, abs).map(|m| (m.fstype, m.source))
-}
-
-/// One mount of mountinfo.
-pub(crate) struct MountEntry {
-    pub(crate) fstype: String,
-    pub(crate) source: String,
-    /// The mount's options (`rw,relatime`).
-    pub(crate) options: String,
-    /// The superblock's options (`rw,errors=remount-ro`).
-    pub(crate) super_options: String,
-}
-
-/// The mount holding `abs` in mountinfo text: the longest mount point that contains it.
-pub(crate) fn mount_line(mountinfo: &str, abs: &str) -> Option<MountEntry> {
-    let mut best: Option<(usize, MountEntry)> = None;
-    for line in mountinfo.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
-            continue;
-        };
-        let (Some(mp), Some(options), Some(fstype), Some(source)) = (
-            fields.get(4),
-            fields.get(5),
-            fields.get(dash + 1),
-            fields.get(dash + 2),
-        ) else {
-            continue;
-        };
-        let inside = *mp == "/" || abs == *mp || abs.starts_with(&format!("{mp}/"));
-        if inside && best.as_ref().is_none_or(|b| mp.len() >= b.0) {
-            let mount = MountEntry {
-                fstype: fstype.to_string(),
-                source: source.to_string(),
-                options: options.to_string(),
-                super_options: fields.get(dash + 3).unwrap_or(&"").to_string(),
-            };
-            best = Some((mp.len(), mount));
-        }
-    }
-    best.map(|(_, m)| m)
 }
 
 #[cfg(test)]

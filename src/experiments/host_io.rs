@@ -47,7 +47,7 @@ pub fn io_facts(path: Option<&Path>, sys: &Path, mountinfo: &str) -> IoFacts {
     let Some(path) = path else {
         return f;
     };
-    let abs = super::host::resolved(path);
+    let abs = resolved(path);
     if let Some(abs) = &abs {
         f.mount_options = options_for(mountinfo, &abs.to_string_lossy());
     }
@@ -102,7 +102,7 @@ fn disk_of(abs: &Path, sys: &Path) -> Option<PathBuf> {
 /// The options of the mount holding `abs` in mountinfo text: the mount's, then the
 /// superblock's when they add anything (`rw,relatime / rw,errors=remount-ro`).
 pub fn options_for(mountinfo: &str, abs: &str) -> Option<String> {
-    let m = super::host::mount_line(mountinfo, abs)?;
+    let m = mount_line(mountinfo, abs)?;
     Some(
         if m.super_options.is_empty() || m.super_options == m.options {
             m.options
@@ -110,6 +110,59 @@ pub fn options_for(mountinfo: &str, abs: &str) -> Option<String> {
             format!("{} / {}", m.options, m.super_options)
         },
     )
+}
+
+/// `path` made absolute, or its folder when it does not exist yet (an output to be made).
+pub(crate) fn resolved(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path)
+        .or_else(|_| {
+            std::fs::canonicalize(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            )
+        })
+        .ok()
+}
+
+/// One mount of mountinfo.
+pub(crate) struct MountEntry {
+    pub(crate) fstype: String,
+    pub(crate) source: String,
+    /// The mount's options (`rw,relatime`).
+    pub(crate) options: String,
+    /// The superblock's options (`rw,errors=remount-ro`).
+    pub(crate) super_options: String,
+}
+
+/// The mount holding `abs` in mountinfo text: the longest mount point that contains it.
+pub(crate) fn mount_line(mountinfo: &str, abs: &str) -> Option<MountEntry> {
+    let mut best: Option<(usize, MountEntry)> = None;
+    for line in mountinfo.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(mp), Some(options), Some(fstype), Some(source)) = (
+            fields.get(4),
+            fields.get(5),
+            fields.get(dash + 1),
+            fields.get(dash + 2),
+        ) else {
+            continue;
+        };
+        let inside = *mp == "/" || abs == *mp || abs.starts_with(&format!("{mp}/"));
+        if inside && best.as_ref().is_none_or(|b| mp.len() >= b.0) {
+            let mount = MountEntry {
+                fstype: fstype.to_string(),
+                source: source.to_string(),
+                options: options.to_string(),
+                super_options: fields.get(dash + 3).unwrap_or(&"").to_string(),
+            };
+            best = Some((mp.len(), mount));
+        }
+    }
+    best.map(|(_, m)| m)
 }
 
 #[cfg(test)]

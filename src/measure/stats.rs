@@ -68,10 +68,8 @@ pub fn median_interval(sorted: &[f64]) -> ([f64; 2], f64) {
     match sorted.len() {
         0 => ([0.0, 0.0], 0.0),
         1 => ([sorted[0], sorted[0]], 0.0),
-        n => crate::measure::decide::order_interval(sorted, Summary::LEVEL).unwrap_or((
-            [sorted[0], sorted[n - 1]],
-            1.0 - 2.0 * crate::measure::decide::binomial_below(n, 1),
-        )),
+        n => order_interval(sorted, Summary::LEVEL)
+            .unwrap_or(([sorted[0], sorted[n - 1]], 1.0 - 2.0 * binomial_below(n, 1))),
     }
 }
 
@@ -213,6 +211,35 @@ impl Ratio {
             None
         }
     }
+}
+
+/// P(X < k) for X ~ Binomial(n, 1/2).
+pub fn binomial_below(n: usize, k: usize) -> f64 {
+    let mut p = 0.0;
+    let mut c = 1.0f64; // C(n, i)
+    for i in 0..k.min(n + 1) {
+        if i > 0 {
+            c = c * (n + 1 - i) as f64 / i as f64;
+        }
+        p += c;
+    }
+    p / 2f64.powi(n as i32)
+}
+
+/// The narrowest symmetric order-statistic interval `x(k)..x(n+1-k)` of the median of `sorted`
+/// whose coverage `1 - 2 P(Bin(n, 1/2) < k)` reaches `level`: `Some((interval, coverage))`, or
+/// `None` when even the range falls short.
+pub fn order_interval(sorted: &[f64], level: f64) -> Option<([f64; 2], f64)> {
+    let n = sorted.len();
+    let coverage = |k: usize| 1.0 - 2.0 * binomial_below(n, k);
+    if n < 2 || coverage(1) < level {
+        return None;
+    }
+    let mut k = 1;
+    while k < n.div_ceil(2) && coverage(k + 1) >= level {
+        k += 1;
+    }
+    Some(([sorted[k - 1], sorted[n - k]], coverage(k)))
 }
 
 #[cfg(test)]

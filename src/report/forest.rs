@@ -40,7 +40,7 @@ impl Mark {
 
 /// One row: its label, the ratio and its interval (none: too few rounds), what it decided.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct Estimate {
     /// The comparison's name (its key and sides).
     pub label: String,
     /// The ratio.
@@ -59,7 +59,7 @@ struct Axis {
 }
 
 impl Axis {
-    fn of(rows: &[Row]) -> Axis {
+    fn of(rows: &[Estimate]) -> Axis {
         let mut lo = 1.0 / 1.2f64;
         let mut hi = 1.2f64;
         for r in rows {
@@ -116,7 +116,7 @@ fn tick_word(x: f64) -> String {
 
 /// The plot in HTML: a row per comparison (label above its track), an axis below; the page's
 /// style gives `.forest` its look ([`STYLE`]).
-pub fn html(rows: &[Row], caption: &str) -> String {
+pub fn html(rows: &[Estimate], caption: &str) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -188,7 +188,7 @@ pub const STYLE: &str = concat!(
 /// The plot as text, `width` characters of track: `[--o--]` on a line of `.` with `|` at 1
 /// and `:` at the band's edges; a mark after it (`W` winner, `=` within 5%, `?` undecided, `-`
 /// no interval), then the label.
-pub fn text(rows: &[Row], width: usize) -> String {
+pub fn text(rows: &[Estimate], width: usize) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -244,7 +244,7 @@ pub fn text(rows: &[Row], width: usize) -> String {
 }
 
 /// A row per finding: its key and sides (first over second), its ratio and interval, its verdict.
-pub fn of_findings(findings: &[crate::measure::finding::Finding]) -> Vec<Row> {
+pub fn of_findings(findings: &[crate::measure::finding::Finding]) -> Vec<Estimate> {
     use crate::measure::decide::Decided;
     findings
         .iter()
@@ -254,7 +254,7 @@ pub fn of_findings(findings: &[crate::measure::finding::Finding]) -> Vec<Row> {
                 [a, b, ..] => format!("{}: {} / {}", f.key, a.name, b.name),
                 _ => f.key.clone(),
             };
-            Row {
+            Estimate {
                 label,
                 ratio: f.ratio,
                 ci,
@@ -280,8 +280,8 @@ fn esc(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn row(label: &str, ratio: f64, ci: Option<[f64; 2]>, mark: Mark) -> Row {
-        Row {
+    fn row(label: &str, ratio: f64, ci: Option<[f64; 2]>, mark: Mark) -> Estimate {
+        Estimate {
             label: label.into(),
             ratio,
             ci,

@@ -150,13 +150,13 @@ pub fn change(a: &Finding, b: &Finding) -> Change {
 
 /// B / A per finding compared, for the forest plot: a regression as a "winner", held as
 /// "within", with the interval where both runs had one.
-fn forest_rows(rows: &[BaselineRow]) -> Vec<crate::report::forest::Row> {
-    use crate::report::forest::{Mark, Row};
+fn forest_rows(rows: &[BaselineRow]) -> Vec<crate::report::forest::Estimate> {
+    use crate::report::forest::{Estimate, Mark};
     rows.iter()
         .filter_map(|r| {
             let (x, ci) = r.b_over_a?;
             let ci = (ci[0] > 0.0 && ci[1] > 0.0).then_some(ci);
-            Some(Row {
+            Some(Estimate {
                 label: format!("{}: {}", r.key, says(r)),
                 ratio: x,
                 ci,

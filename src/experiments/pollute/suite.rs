@@ -59,7 +59,7 @@ impl Entry for Pollute {
         // verdict takes the runs as the unit and needs three of each (`decide::MIN_RUNS`).
         // On this project's VM the hot set slid for about a second after a stream started.
         cfg.before = ctx.scale(0.4, 1.0);
-        cfg.seconds = ctx.scale(1.0, 5.0);
+        cfg.seconds = ctx.scale(1.0, 3.5);
         cfg.tick = ctx.scale(0.08, 0.3125);
         cfg.passes = crate::measure::decide::MIN_RUNS;
         if ctx.cfg.quick {

@@ -188,7 +188,7 @@ pub(super) fn replay_plan(
     obs: &dyn Observer,
     started: std::time::Instant,
 ) -> Result<ReplayResult> {
-    plan::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
+    super::report::prune(&mut plan).map_err(|e| e.at(&cfg.trace))?;
     threads_within(&plan).map_err(|e| e.at(&cfg.trace))?;
     check_unchanged(traced.files, &mut plan)?;
     let methods = methods_for(&cfg.methods, &plan);

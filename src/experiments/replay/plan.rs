@@ -7,6 +7,7 @@
 //! ([`CallSums`]), and the second hands each to a [`Builder`], which keeps per access its
 //! block (and with `--keep-gaps` its gap), 16 or 24 bytes.
 
+pub(super) use super::thread::Segment;
 use super::thread::{Costing, PlannedAccess, Thread, stop_cost};
 use crate::error::{Error, Result};
 use crate::trace::{Call, Fault, FileInfo, FileKind, Op, Trace, mapped_ranges};
@@ -14,7 +15,6 @@ use crate::workload::Block;
 use serde::de;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// A data file of the replay.
 #[derive(Debug, Clone)]
@@ -22,16 +22,6 @@ pub(super) struct DataFile {
     pub(super) path: PathBuf,
     /// XOR of every access's bytes (reads and fault windows), when the trace has both parts.
     pub(super) xor: Option<u32>,
-}
-
-/// Consecutive accesses of one thread to one file.
-#[derive(Debug, Clone)]
-pub(super) struct Segment {
-    pub(super) file: usize,
-    pub(super) blocks: Arc<[Block]>,
-    /// The program's time between its previous access and each of these, ns (what
-    /// `--keep-gaps` waits; empty without it).
-    pub(super) gaps: Arc<[u64]>,
 }
 
 /// The whole replay.
@@ -508,39 +498,6 @@ fn fault_access(
         file: index.get(&f.file).copied().unwrap_or(0),
         block: Block { offset, len },
     }
-}
-
-/// Notes on what the replay leaves out, and the files gone since the trace taken out.
-pub(super) fn prune(p: &mut ReplayPlan) -> Result<()> {
-    let notes = super::report::plan_notes(p);
-    p.notes.extend(notes);
-    let gone: BTreeSet<usize> = (0..p.files.len())
-        .filter(|&i| !p.files[i].path.exists())
-        .collect();
-    if let Some(&first) = gone.first() {
-        let bytes = p.bytes_per_file();
-        let total: u64 = bytes.iter().sum();
-        let left: u64 = gone.iter().map(|&i| bytes[i]).sum();
-        p.notes.push(format!(
-            "{} file(s) the program read no longer exist (temporary files, most likely) and are left out, {} of the {} its accesses read (the first: {})",
-            gone.len(),
-            crate::size::format_size(left),
-            crate::size::format_size(total),
-            crate::shown::path(&p.files[first].path)
-        ));
-        for &i in &gone {
-            let path = p.files[i].path.clone();
-            p.left_out.push((path, bytes[i], "no longer exists"));
-        }
-        p.leave_out(&gone);
-    }
-    if p.threads.iter().all(|t| t.is_empty()) {
-        return Err(Error::usage(
-            "nothing to replay",
-            "the trace has no reads or mapped access of regular files that still exist",
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

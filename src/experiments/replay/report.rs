@@ -1,6 +1,7 @@
 //! The replay's table and findings: per cache state, the fastest method that beat the reads as
 //! recorded at 95%, or a finding that none clearly did.
 
+use super::plan::ReplayPlan;
 use super::{ReplayResult, ReplayRow};
 use crate::cache::CacheMode;
 use crate::measure::decide::{Decided, Verdict};
@@ -155,59 +156,6 @@ pub fn replay_document(r: &ReplayResult) -> Document {
     Document::new().items(head).table(replay_table(r))
 }
 
-/// The suite's section: the profile's summary, the overhead, and one row per method with cold
-/// and warm side by side (the findings are in the report's list of findings: not repeated
-/// here, the printed report keeps to 12 pages).
-pub(super) fn suite_section(out: &super::suite::YourProgram) -> Document {
-    let p = &out.profile;
-    let o = &out.overhead;
-    let r = &out.replay;
-    let head = vec![
-        format!(
-            "{} files, {} read in {} calls (typical {}); the kernel's rchar agrees {:+.3}%",
-            r.files,
-            format_size(p.reads.bytes),
-            p.reads.calls,
-            format_size(r.typical_read),
-            100.0 * (p.rchar_agreement.unwrap_or(f64::NAN) - 1.0)
-        ),
-        format!(
-            "tracing overhead: {:.2}x wall time (min {:.2}, max {:.2}, {} interleaved rounds)",
-            o.ratio,
-            o.ratio_min,
-            o.ratio_max,
-            o.traced_s.len()
-        ),
-    ];
-    let mut t = Table::titled(&["method", "cold MiB/s", "warm MiB/s", "requests"]);
-    let cell = |m: &str, c: CacheMode| {
-        r.rows
-            .iter()
-            .find(|x| x.method == m && x.cache == c)
-            .map_or(Value::Missing, |x| match &x.unsupported {
-                Some(_) => Value::text("unsupported"),
-                None => Value::text(format!(
-                    "{:.0} ({:.0}-{:.0})",
-                    x.mib_s.median, x.mib_s.ci[0], x.mib_s.ci[1]
-                )),
-            })
-    };
-    let mut seen = Vec::new();
-    for row in &r.rows {
-        if seen.contains(&row.method) {
-            continue;
-        }
-        seen.push(row.method.clone());
-        t.row(vec![
-            Value::text(&row.method),
-            cell(&row.method, CacheMode::Cold),
-            cell(&row.method, CacheMode::Warm),
-            Value::Count(row.ops),
-        ]);
-    }
-    Document::new().items(head).table(t)
-}
-
 /// What the replay checked: every run of a method that reads the recorded bytes gave each
 /// file's XOR as the trace has it (else it stopped with an error); direct methods, which read
 /// aligned out, agreed among themselves.
@@ -264,6 +212,39 @@ fn left_out(plan: &super::plan::ReplayPlan) -> Option<String> {
         crate::size::format_size(*most),
         why
     ))
+}
+
+/// Notes on what the replay leaves out, and the files gone since the trace taken out.
+pub(super) fn prune(p: &mut ReplayPlan) -> crate::error::Result<()> {
+    let notes = plan_notes(p);
+    p.notes.extend(notes);
+    let gone: std::collections::BTreeSet<usize> = (0..p.files.len())
+        .filter(|&i| !p.files[i].path.exists())
+        .collect();
+    if let Some(&first) = gone.first() {
+        let bytes = p.bytes_per_file();
+        let total: u64 = bytes.iter().sum();
+        let left: u64 = gone.iter().map(|&i| bytes[i]).sum();
+        p.notes.push(format!(
+            "{} file(s) the program read no longer exist (temporary files, most likely) and are left out, {} of the {} its accesses read (the first: {})",
+            gone.len(),
+            crate::size::format_size(left),
+            crate::size::format_size(total),
+            crate::shown::path(&p.files[first].path)
+        ));
+        for &i in &gone {
+            let path = p.files[i].path.clone();
+            p.left_out.push((path, bytes[i], "no longer exists"));
+        }
+        p.leave_out(&gone);
+    }
+    if p.threads.iter().all(|t| t.is_empty()) {
+        return Err(crate::error::Error::usage(
+            "nothing to replay",
+            "the trace has no reads or mapped access of regular files that still exist",
+        ));
+    }
+    Ok(())
 }
 
 /// What a plan leaves out or replays in its own way, one note each: writes, io_uring requests,

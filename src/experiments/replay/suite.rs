@@ -12,6 +12,8 @@ use crate::error::{Error, Result};
 use crate::experiments::entry::{About, Entry, SuiteContext, SuiteResult};
 use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
+use crate::report::{Document, Table, Value};
+use crate::size::format_size;
 use crate::trace::overhead::{Overhead, overhead};
 use crate::trace::profile::{Profile, profile};
 use crate::trace::{TraceConfig, run};
@@ -91,7 +93,7 @@ impl Entry for YourProgramEntry {
     }
 
     fn document(&self, out: &YourProgram) -> crate::report::Document {
-        super::report::suite_section(out)
+        suite_section(out)
     }
 
     fn finding_keys(&self) -> &'static [&'static str] {
@@ -101,4 +103,57 @@ impl Entry for YourProgramEntry {
     fn findings(&self, out: &YourProgram, _: &SuiteResult) -> Vec<Finding> {
         out.replay.findings.clone()
     }
+}
+
+/// The suite's section: the profile's summary, the overhead, and one row per method with cold
+/// and warm side by side (the findings are in the report's list of findings: not repeated
+/// here, the printed report keeps to 12 pages).
+fn suite_section(out: &YourProgram) -> Document {
+    let p = &out.profile;
+    let o = &out.overhead;
+    let r = &out.replay;
+    let head = vec![
+        format!(
+            "{} files, {} read in {} calls (typical {}); the kernel's rchar agrees {:+.3}%",
+            r.files,
+            format_size(p.reads.bytes),
+            p.reads.calls,
+            format_size(r.typical_read),
+            100.0 * (p.rchar_agreement.unwrap_or(f64::NAN) - 1.0)
+        ),
+        format!(
+            "tracing overhead: {:.2}x wall time (min {:.2}, max {:.2}, {} interleaved rounds)",
+            o.ratio,
+            o.ratio_min,
+            o.ratio_max,
+            o.traced_s.len()
+        ),
+    ];
+    let mut t = Table::titled(&["method", "cold MiB/s", "warm MiB/s", "requests"]);
+    let cell = |m: &str, c: CacheMode| {
+        r.rows
+            .iter()
+            .find(|x| x.method == m && x.cache == c)
+            .map_or(Value::Missing, |x| match &x.unsupported {
+                Some(_) => Value::text("unsupported"),
+                None => Value::text(format!(
+                    "{:.0} ({:.0}-{:.0})",
+                    x.mib_s.median, x.mib_s.ci[0], x.mib_s.ci[1]
+                )),
+            })
+    };
+    let mut seen = Vec::new();
+    for row in &r.rows {
+        if seen.contains(&row.method) {
+            continue;
+        }
+        seen.push(row.method.clone());
+        t.row(vec![
+            Value::text(&row.method),
+            cell(&row.method, CacheMode::Cold),
+            cell(&row.method, CacheMode::Warm),
+            Value::Count(row.ops),
+        ]);
+    }
+    Document::new().items(head).table(t)
 }

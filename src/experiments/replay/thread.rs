@@ -3,10 +3,20 @@
 //! access waits only for the few calls after it that decide what a stop cost near it, so a
 //! thread holds a window of calls, not all of them.
 
-use super::plan::Segment;
 use crate::trace::Op;
 use crate::workload::Block;
 use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Consecutive accesses of one thread to one file.
+#[derive(Debug, Clone)]
+pub(super) struct Segment {
+    pub(super) file: usize,
+    pub(super) blocks: Arc<[Block]>,
+    /// The program's time between its previous access and each of these, ns (what
+    /// `--keep-gaps` waits; empty without it).
+    pub(super) gaps: Arc<[u64]>,
+}
 
 /// The tracer's hold of a thread so far and its stops so far.
 pub(super) type Marks = (u64, u64);
