@@ -38,6 +38,24 @@ fn layer_of(m: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, mods)| mods.contains(&m))
 }
 
+/// Every `.rs` file under src/: its path there (`trace/ops.rs`) and its text.
+pub(super) fn sources() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files
+        .iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, std::fs::read_to_string(f).unwrap())
+        })
+        .collect()
+}
+
 /// Every `.rs` file under `dir`.
 pub(super) fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -149,22 +167,14 @@ fn imports_flow_down_the_layers_and_only_the_harness_prepares_the_cache() {
     for m in &tops {
         assert!(layer_of(m).is_some(), "src/{m} has no layer in LAYERS");
     }
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
     let mut imports = 0;
-    for f in &files {
-        let rel = f
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+    for (rel, text) in &sources() {
         let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
         if layer_of(top).is_none() || rel.ends_with("tests.rs") {
             continue;
         }
-        let text = std::fs::read_to_string(f).unwrap();
         let code = text.split("#[cfg(test)]\nmod tests {").next().unwrap();
-        let (n, wrong) = layer_violations(&rel, code);
+        let (n, wrong) = layer_violations(rel, code);
         imports += n;
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         if !(rel.starts_with("harness/")
@@ -352,22 +362,13 @@ fn no_circle_between_the_files_of_a_folder() {
         "{:?}",
         named_paths("use crate::m::{a::Y, c};", &module_of("m/b.rs"))
     );
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut paths = Vec::new();
-    rust_files(&root, &mut paths);
-    let files: Vec<(String, String)> = paths
-        .iter()
-        .map(|p| {
-            let rel = p
-                .strip_prefix(&root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let text = std::fs::read_to_string(p).unwrap();
+    let files: Vec<(String, String)> = sources()
+        .into_iter()
+        .filter(|(rel, _)| !rel.ends_with("tests.rs"))
+        .map(|(rel, text)| {
             let code = text.split("#[cfg(test)]").next().unwrap().to_string();
             (rel, code)
         })
-        .filter(|(rel, _)| !rel.ends_with("tests.rs"))
         .collect();
     let circles = folder_circles(&files);
     // Known when this check came, each to be broken (issue 67: the neutral trace record apart

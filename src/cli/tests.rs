@@ -1,4 +1,4 @@
-use super::layers::rust_files;
+use super::layers::{rust_files, sources};
 use super::*;
 use clap::CommandFactory;
 
@@ -71,19 +71,10 @@ fn table_commands(doc: &str, heading: &str) -> Vec<String> {
 /// output format, and no experiment or command writes a table by hand for one format.
 #[test]
 fn only_the_renderers_fork_on_the_output_format() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    for f in &files {
-        let rel = f
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+    for (rel, text) in &sources() {
         if rel.starts_with("report/") || rel.ends_with("tests.rs") {
             continue;
         }
-        let text = std::fs::read_to_string(f).unwrap();
         for arm in [
             "Format::Csv =>",
             "Format::Markdown =>",
@@ -165,19 +156,9 @@ fn no_name_means_two_things() {
 /// beside the project, not in it), and no file is over 600 lines.
 #[test]
 fn sources_cite_what_exists_and_stay_small() {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    walk(&root, &mut files);
+    rust_files(&root, &mut files);
     assert!(files.len() > 50);
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
