@@ -84,7 +84,7 @@ const GLOSSARY: &[(&str, &str)] = &[
     ),
     (
         "geometric mean of independent runs' ratios",
-        "each of several independent runs (a squeezed or polluted cache settles differently from run to run) gave its own ratio and interval: the ratio is their geometric mean and the interval the hull of theirs, so a winner is named only when every run names it; the pooled medians printed after it are context",
+        "each of several independent runs (a squeezed or polluted cache settles differently from run to run) gave one ratio, each run one observation: the ratio is their geometric mean and the interval Student's t over the runs (three at least, else undecided (budget)); the pooled medians printed after it are context",
     ),
     (
         "busy",
