@@ -23,10 +23,23 @@ const SYSFS_MAGIC: i64 = 0x6265_6572;
 /// Opens `path` for reading after checking it is something iolab can measure: a regular file
 /// (not a directory, FIFO, socket or device, and not a /proc or /sys file whose size is unknown).
 pub fn open_source(path: &Path) -> Result<Source> {
-    let (file, meta) = match open_regular(path, true, None) {
+    open_source_of(path, None)
+}
+
+/// As [`open_source`], and when `id` is given only the file of that device and inode (a file
+/// replaced since it was traced is refused, not read).
+pub fn open_source_of(path: &Path, id: Option<(u64, u64)>) -> Result<Source> {
+    let (file, meta) = match open_regular(path, true, id) {
         Ok(x) => x,
         Err(Refusal::Io(e)) => return Err(Error::io("cannot open", path, &e)),
         Err(Refusal::Kind(kind)) => return Err(Error::usage("not a regular file", kind).at(path)),
+        Err(Refusal::Another) if id.is_some() => {
+            return Err(Error::failed(
+                "not the file traced",
+                "another file is under its name now (another device or inode): it changed since the trace",
+            )
+            .at(path));
+        }
         // Only by a swap between the look and the open (the name then held another file).
         Err(Refusal::Another) => {
             return Err(
@@ -97,10 +110,11 @@ pub fn open_regular(
         return Err(Refusal::Another);
     }
     let read = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
-    // Through the handle (its /proc link names exactly that inode); without /proc, by name
-    // again, never following a last link, and checked below alike.
+    // Through the handle (its /proc link names exactly that inode; the thread's own, which a
+    // thread that gave up root's rights may still open); without /proc, by name again, never
+    // following a last link, and checked below alike.
     let fd = rustix::fs::open(
-        format!("/proc/self/fd/{}", handle.as_raw_fd()),
+        format!("/proc/thread-self/fd/{}", handle.as_raw_fd()),
         read,
         Mode::empty(),
     )

@@ -22,6 +22,13 @@ fn refused(code: Option<i32>, err: &str, needle: &str) {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// Asserts a failure said in one line (exit 1 or 2) that says `needle`.
+fn failed(code: Option<i32>, text: &str, needle: &str) {
+    assert!(matches!(code, Some(1 | 2)), "{text}");
+    let line = text.lines().find(|l| l.contains(needle));
+    assert!(line.is_some_and(|l| l.starts_with("iolab: ")), "{text}");
+}
+
 /// iolab with `args`, stdout thrown away, stderr kept: started.
 fn spawn_iolab(args: &[&str]) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"))
@@ -161,6 +168,66 @@ fn p1_a_traced_user_cannot_steer_roots_iolab_to_a_fifo_or_a_root_only_file() {
         }
         assert_eq!(seen, 3, "{tracer}: the three files read are in the trace");
     }
+}
+
+/// P1 for `replay`: a trace is the words of whoever wrote it. Root replaying a trace another
+/// user owns opens its files with that user's rights only (a trace naming a root-only file is
+/// refused, its XOR never printed), and any trace's file only if it is the file traced (a link
+/// to a root-only file put in a traced file's place is refused).
+#[test]
+fn p1_root_replays_a_users_trace_with_that_users_rights_only() {
+    if !is_root() {
+        return skip(Lack::Setup, "needs root (root's iolab against user nobody)");
+    }
+    let d = shared();
+    let secret = write_file(d.path(), "secret", &bytes(10_000, 9));
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let secret_xor = format!("{:08x}", plain_xor(&std::fs::read(&secret).unwrap()));
+    let mine = write_file(d.path(), "mine", &bytes(10_000, 5));
+    std::os::unix::fs::chown(&mine, Some(65534), Some(65534)).unwrap();
+    let trace = |name: &str, file: &Path| {
+        let out = d.path().join(name);
+        let o = iolab()
+            .args(["-q", "trace", "--tracer", "ptrace", "--out"])
+            .arg(&out)
+            .args(["--", "cat"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        out
+    };
+    let replay = |t: &Path| {
+        let o = iolab()
+            .args(["replay", "--budget", "2s", "--cache", "warm"])
+            .arg(t)
+            .output()
+            .unwrap();
+        let text =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        (o.status.code(), text)
+    };
+    // A trace of the root-only file, handed to nobody (as a crafted one would name it).
+    let theirs = trace("theirs.json", &secret);
+    let (code, text) = replay(&theirs);
+    assert!(code == Some(0), "root's own trace replays: {text}");
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let (code, text) = replay(&theirs);
+    failed(code, &text, "Permission denied");
+    assert!(
+        !text.contains(&secret_xor),
+        "the root-only file's XOR: {text}"
+    );
+    // nobody's own file, traced, then a link to the root-only file in its place.
+    let t = trace("mine.json", &mine);
+    std::fs::remove_file(&mine).unwrap();
+    std::os::unix::fs::symlink(&secret, &mine).unwrap();
+    let (code, text) = replay(&t);
+    failed(code, &text, "not the file traced");
+    assert!(
+        !text.contains(&secret_xor),
+        "the root-only file's XOR: {text}"
+    );
 }
 
 /// P2: exit events lost to a full ring buffer. The program starts a child that waits, floods

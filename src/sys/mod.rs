@@ -345,6 +345,19 @@ pub fn interrupting_signal() -> Option<i32> {
     Some(cleanup::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
+/// Gives the calling thread, and only it, the rights of user `uid` in group `gid` (no other
+/// group), for good: Linux keeps credentials per thread, so the rest of the process keeps its
+/// own. For a thread spawned to open files as another user would, then end.
+pub fn drop_thread_rights(uid: u32, gid: u32) -> std::io::Result<()> {
+    use rustix::process::{Gid, Uid};
+    let gid = Gid::from_raw(gid);
+    let uid = Uid::from_raw(uid);
+    rustix::thread::set_thread_groups(&[gid])?;
+    rustix::thread::set_thread_res_gid(gid, gid, gid)?;
+    rustix::thread::set_thread_res_uid(uid, uid, uid)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

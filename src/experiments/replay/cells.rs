@@ -150,17 +150,62 @@ fn replay_thread(
     Ok((moved, xors))
 }
 
-/// Opens every data file of `plan`, with its version now.
-pub(super) fn open_sources(plan: &ReplayPlan) -> Result<Vec<(Source, crate::source::Version)>> {
-    plan.files
-        .iter()
-        .map(|f| {
-            let src = crate::source::open_source(&f.path)?;
-            let v = crate::source::Version::of(&src.file)
-                .map_err(|e| Error::io("cannot stat", &f.path, &e))?;
-            Ok((src, v))
-        })
-        .collect()
+/// Opens every data file of `plan`, with its version now, each only if it is the file traced
+/// (device and inode). Run by root on a trace another user owns, the files are opened on a
+/// thread with that user's rights only: the trace's paths are that user's words, and root must
+/// not read for them what they may not (a trace naming /etc/shadow would have its XOR printed).
+pub(super) fn open_sources(
+    plan: &ReplayPlan,
+    trace: &std::path::Path,
+) -> Result<Vec<(Source, crate::source::Version)>> {
+    let open_all = || -> Result<Vec<(Source, crate::source::Version)>> {
+        plan.files
+            .iter()
+            .map(|f| {
+                let src = crate::source::open_source_of(&f.path, f.id)?;
+                let v = crate::source::Version::of(&src.file)
+                    .map_err(|e| Error::io("cannot stat", &f.path, &e))?;
+                Ok((src, v))
+            })
+            .collect()
+    };
+    match owner_not_root(trace) {
+        None => open_all(),
+        Some((uid, gid)) => std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::sys::drop_thread_rights(uid, gid).map_err(|e| {
+                    Error::failed(
+                        "cannot open the trace's files",
+                        format!("could not take the rights of its owner (uid {uid}) on a thread: {e}"),
+                    )
+                    .at(trace)
+                })?;
+                open_all().map_err(|e| {
+                    e.hint(format!(
+                        "the trace is user {uid}'s: root opens its files with that user's rights only"
+                    ))
+                })
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(Error::failed(
+                    "cannot open the trace's files",
+                    "the thread that opens them failed",
+                ))
+            })
+        }),
+    }
+}
+
+/// The owner (uid, gid) of file `trace` when iolab runs as root and the file is another user's;
+/// None otherwise (also when there is no such file: a trace made in this process).
+fn owner_not_root(trace: &std::path::Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let m = std::fs::metadata(trace).ok()?;
+    (m.uid() != 0).then_some((m.uid(), m.gid()))
 }
 
 impl ReplayCells<'_> {

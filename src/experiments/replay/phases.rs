@@ -201,7 +201,7 @@ pub(super) fn replay_plan(
         cfg.first.clone()
     };
     let all = phases(&methods, &cfg.caches, &first, traced_cache);
-    let mut sources = open_sources(&plan)?;
+    let mut sources = open_sources(&plan, &cfg.trace)?;
     within_files(&plan, &sources)?;
     let mut parts: Vec<Measured> = Vec::new();
     let n_parts = all.len();

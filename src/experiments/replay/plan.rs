@@ -22,6 +22,8 @@ pub(super) struct DataFile {
     pub(super) path: PathBuf,
     /// XOR of every access's bytes (reads and fault windows), when the trace has both parts.
     pub(super) xor: Option<u32>,
+    /// Its device and inode as traced (None when the trace has none).
+    pub(super) id: Option<(u64, u64)>,
 }
 
 /// The whole replay.
@@ -297,9 +299,11 @@ impl<'t> Builder<'t> {
         let mut index = HashMap::new();
         for &(_, f) in &firsts {
             index.entry(f).or_insert_with(|| {
+                let file = &files[f as usize];
                 plan.files.push(DataFile {
-                    path: files[f as usize].last_path(),
+                    path: file.last_path(),
                     xor: None,
+                    id: (file.ino != 0).then_some((file.dev, file.ino)),
                 });
                 plan.files.len() - 1
             });
