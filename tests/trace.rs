@@ -405,6 +405,54 @@ fn bad_commands_say_so() {
     assert_eq!(std::fs::read(&f).unwrap(), b"x");
 }
 
+/// The XOR re-read is the trace's, for a replay: taken when the trace is kept (--out, --format
+/// json) or --xor, not for a profile on the terminal (re-reading rg's 1 GiB took a quarter of
+/// the time a user waited for `iolab trace`).
+#[test]
+fn the_xor_is_taken_when_the_trace_is_kept_or_asked() {
+    let _counters = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(300_000, 7);
+    let f = write_file(dir.path(), "f", &data);
+    let want = format!("{:08x}", plain_xor(&data));
+    let xor_column = |args: &[&str]| {
+        let o = iolab()
+            .args(["trace", "--files", "5"])
+            .args(args)
+            .args(["--", "cat"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        let row = err
+            .lines()
+            .find(|l| l.starts_with(s(&f)) && l.contains("KiB"))
+            .unwrap_or_else(|| panic!("no row for the file: {err}"))
+            .to_string();
+        row.split_whitespace().last().unwrap().to_string()
+    };
+    assert_eq!(xor_column(&[]), "-", "a profile alone re-reads nothing");
+    assert_eq!(xor_column(&["--xor"]), want);
+    let kept = dir.path().join("t.json");
+    let o = iolab()
+        .args(["-q", "trace", "--out"])
+        .arg(&kept)
+        .args(["--", "cat"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let t: Value = serde_json::from_slice(&std::fs::read(&kept).unwrap()).unwrap();
+    let row = t["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == s(&f))
+        .unwrap();
+    assert_eq!(row["xor"], want.as_str(), "a kept trace has its XOR");
+}
+
 #[test]
 fn a_user_without_root_traces_too() {
     let _counters = shared();

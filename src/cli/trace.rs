@@ -43,8 +43,14 @@ pub struct TraceArgs {
     #[arg(long)]
     pub no_faults: bool,
     /// Do not re-read the bytes the program read to record their XOR afterwards
-    #[arg(long)]
+    #[arg(long, conflicts_with = "xor")]
     pub no_xor: bool,
+    /// Re-read the bytes the program read to record their XOR afterwards even when the trace is
+    /// not kept (by default only with --out, --format json or --advise: a replay checks its
+    /// reads against them; a profile on the terminal does not need them, and re-reading
+    /// what a program read can take a good part of its own time)
+    #[arg(long)]
+    pub xor: bool,
     /// Do not stop at stat and getdents calls (lower overhead for a program that walks
     /// directories; its metadata time is then not seen)
     #[arg(long)]
@@ -120,7 +126,11 @@ impl TraceArgs {
             command: self.command.clone(),
             launcher,
             faults: !self.no_faults,
-            xor: !self.no_xor,
+            xor: !self.no_xor
+                && (self.xor
+                    || self.out.is_some()
+                    || self.advise.is_some()
+                    || self.format == Format::Json),
             metadata: !self.no_metadata,
             quiet: false,
             tracer: self.tracer.into(),
