@@ -147,7 +147,7 @@ pub(crate) fn table() -> Vec<(i64, Call)> {
 }
 
 /// A lookup from system-call number to [`Call`], built once per trace.
-pub struct Calls(std::collections::HashMap<i64, Call>);
+pub struct Calls(rustc_hash::FxHashMap<i64, Call>);
 
 impl Calls {
     /// The table for this architecture.

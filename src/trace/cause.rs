@@ -237,7 +237,7 @@ pub fn call_name(nr: i64) -> String {
 
 /// Files a trace's writes make durable as they go: opened with O_SYNC or O_DSYNC (by any of
 /// their opens: the open's flags are in the trace, a descriptor's later changes are not).
-pub fn synced_files(t: &Trace) -> std::collections::HashSet<u32> {
+pub fn synced_files(t: &Trace) -> rustc_hash::FxHashSet<u32> {
     let sync = (libc::O_SYNC | libc::O_DSYNC) as u64;
     t.ops
         .iter()
@@ -248,7 +248,7 @@ pub fn synced_files(t: &Trace) -> std::collections::HashSet<u32> {
 
 /// The cause of a kept call: by the call, and for reads and writes by what their descriptor
 /// was open on. `synced` are the files whose writes are synchronous ([`synced_files`]).
-pub fn of_op(t: &Trace, op: &Op, synced: &std::collections::HashSet<u32>) -> Cause {
+pub fn of_op(t: &Trace, op: &Op, synced: &rustc_hash::FxHashSet<u32>) -> Cause {
     use Call::*;
     let kind = |f: Option<u32>| f.and_then(|i| t.files.get(i as usize)).map(|x| x.kind);
     let by_kind = |k: Option<FileKind>| match k {

@@ -4,7 +4,7 @@
 use super::faults::Samples;
 use super::ops::State;
 use super::{Ended, Fault, FileKind, SCHEMA, Trace, TraceConfig};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::time::Duration;
 
@@ -206,7 +206,7 @@ fn after(st: &mut State) {
 /// offset, so it does not depend on order, size of the calls or method), and over the ranges
 /// its page faults stand for ([`super::mapped_ranges`]), each counted as often as it happened.
 fn xors(st: &mut State, faults: &[Fault]) {
-    let mut reads: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    let mut reads: HashMap<u32, Vec<(u64, u64)>> = HashMap::default();
     for op in &st.ops {
         if let (true, Some(file), Some(off)) = (op.call.reads_file(), op.file, op.off)
             && op.ret > 0
@@ -214,7 +214,7 @@ fn xors(st: &mut State, faults: &[Fault]) {
             reads.entry(file).or_default().push((off, op.ret as u64));
         }
     }
-    let mut mapped: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    let mut mapped: HashMap<u32, Vec<(u64, u64)>> = HashMap::default();
     let size = |f: u32| st.files.get(f as usize).map_or(0, |x| x.size);
     for (f, range) in faults.iter().zip(super::mapped_ranges(faults, size)) {
         mapped.entry(f.file).or_default().push(range);

@@ -222,7 +222,7 @@ pub fn mapped_ranges(faults: &[Fault], size: impl Fn(u32) -> u64) -> Vec<(u64, u
         .iter()
         .map(|f| fault_window(f.off, size(f.file)))
         .collect();
-    let mut last: std::collections::HashMap<(u32, u32), usize> = Default::default();
+    let mut last: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     for (i, f) in faults.iter().enumerate() {
         if let Some(&j) = last.get(&(f.tid, f.file)) {
             // The faults' own pages: a scan's first touch of a folio is its first page.

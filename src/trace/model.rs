@@ -3,8 +3,8 @@
 //! write advance, shared by dup and fork), and address spaces of file mappings with the times
 //! they lived, to turn a page fault's address into a file offset afterwards.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// An open file description: what `open` made, shared by `dup` and `fork`.

@@ -7,8 +7,9 @@ use super::decode::{Extra, Len, Off, decode, extra, open_flags, rename_paths};
 use super::model::{Desc, Fds, Slot, Spaces};
 use super::{CallTime, FileInfo, FileKind, KernelIo, Op, Span, ThreadTimes};
 use crate::sys::ptrace::{self, Regs};
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// A traced thread.
@@ -118,7 +119,7 @@ pub struct State {
     pub stop_cost: Option<super::StopCost>,
     /// Files whose name the program removed (unlink, or a rename over it): gone, or gone by
     /// that name, after the run.
-    pub unnamed: std::collections::HashSet<u32>,
+    pub unnamed: rustc_hash::FxHashSet<u32>,
 }
 
 impl State {
@@ -126,9 +127,9 @@ impl State {
     pub fn new(t0: u64) -> Self {
         State {
             t0,
-            tasks: HashMap::new(),
+            tasks: HashMap::default(),
             files: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: HashMap::default(),
             ops: Vec::new(),
             spaces: Spaces::default(),
             kernel: KernelIo::default(),
@@ -142,9 +143,9 @@ impl State {
             baseline: None,
             root: None,
             thread_times: Vec::new(),
-            timed: HashMap::new(),
+            timed: HashMap::default(),
             spans: Vec::new(),
-            sched_files: HashMap::new(),
+            sched_files: HashMap::default(),
             calibration: Vec::new(),
             stop_cost: None,
             unnamed: Default::default(),

@@ -2,7 +2,7 @@
 //! kernel's count of bytes read from storage.
 
 use super::{Call, FileKind, Trace};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// The page cache's growth over the run in whole pages (storage reads whole pages, a 100-byte
 /// file costs 4 KiB): residency after less before, over the regular files the program did not

@@ -4,8 +4,8 @@
 //! that scans then sorts, tar that reads while gzip compresses).
 
 use super::{Call, FileKind, Trace};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Intervals a timeline is cut into (fewer for a run shorter than [`MIN_STEP_NS`] each).
 pub const INTERVALS: u64 = 20;
@@ -64,7 +64,7 @@ pub fn timeline(t: &Trace) -> Timeline {
             ..TimelineRow::default()
         })
         .collect();
-    let mut by_file: Vec<HashMap<u32, u64>> = vec![HashMap::new(); n];
+    let mut by_file: Vec<HashMap<u32, u64>> = vec![HashMap::default(); n];
     let at = |ns: u64| ((ns / step) as usize).min(n - 1);
     let kind = |f: Option<u32>| f.and_then(|i| t.files.get(i as usize)).map(|x| x.kind);
     for op in &t.ops {

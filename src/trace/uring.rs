@@ -8,7 +8,8 @@
 use super::ops::{Pending, State};
 use super::{Call, Op, UringSeen};
 use crate::sys::ptrace;
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 /// `io_uring_params` offsets: flags, features, then `sq_off` and `cq_off`.
 const P_FLAGS: usize = 8;

@@ -194,7 +194,7 @@ impl Evidence<'_> {
             return 0;
         };
         let cost = self.t.stop_cost.unwrap_or(super::time::model::NO_COST);
-        let synced = std::collections::HashSet::new();
+        let synced = rustc_hash::FxHashSet::default();
         self.t
             .ops
             .iter()

@@ -15,7 +15,8 @@ use crate::trace::decode::{Decode, Len, Off, decode, extra, open_dirfd, open_fla
 use crate::trace::faults::FaultSample;
 use crate::trace::ops::State;
 use crate::trace::{FileKind, KernelIo, Op};
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 /// mmap's failure values: -4095..-1 as an address.
 const MAP_FAILED_MIN: u64 = (-4095i64) as u64;
@@ -89,22 +90,22 @@ impl Convert {
     pub fn new(root: u32, t0: u64) -> Self {
         let mut st = State::new(t0);
         st.root = Some(root);
-        let mut mm = HashMap::new();
+        let mut mm = HashMap::default();
         mm.insert(root, st.spaces.fresh(root, 0));
         st.processes = 1;
         st.threads = 1;
-        let mut born = HashMap::new();
+        let mut born = HashMap::default();
         born.insert(root, 0);
         Convert {
             st,
             calls: Calls::new(),
             root,
-            by_id: HashMap::new(),
-            by_gen: HashMap::new(),
+            by_id: HashMap::default(),
+            by_gen: HashMap::default(),
             mm,
             born,
-            pid_of: [(root, root)].into(),
-            sched_before: HashMap::new(),
+            pid_of: [(root, root)].into_iter().collect(),
+            sched_before: HashMap::default(),
             live: [root].into(),
             births: super::alive::stat(root)
                 .map(|(b, _)| (root, b))
@@ -117,16 +118,16 @@ impl Convert {
             unreadable: 0,
             unreadable_why: None,
             uring_enters: 0,
-            completed: HashMap::new(),
-            missed_reads: HashMap::new(),
-            direct_reads: HashMap::new(),
-            io_before: HashMap::new(),
+            completed: HashMap::default(),
+            missed_reads: HashMap::default(),
+            direct_reads: HashMap::default(),
+            io_before: HashMap::default(),
             baseline_rchar_due: false,
             root_ended: None,
             root_exit: None,
-            streams: HashMap::new(),
-            shares_mounts: HashMap::new(),
-            closed: HashMap::new(),
+            streams: HashMap::default(),
+            shares_mounts: HashMap::default(),
+            closed: HashMap::default(),
         }
     }
 

@@ -5,8 +5,9 @@
 use super::{Call, Ended, FileKind, KernelIo, Trace};
 mod tally;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use tally::{Acc, Tally, tally};
 
 /// Byte and call totals of one kind of access.
@@ -474,13 +475,13 @@ mod tests {
     #[test]
     fn the_typical_read_is_where_half_the_bytes_came() {
         // rg's 3-byte sniff before its 64 KiB reads; most calls are the sniffs.
-        let sizes: HashMap<u64, u64> = [(3, 100), (65536, 20)].into();
+        let sizes: HashMap<u64, u64> = [(3, 100), (65536, 20)].into_iter().collect();
         assert_eq!(weighted_median(&sizes), 65536);
-        let even: HashMap<u64, u64> = [(100, 1), (300, 1)].into();
+        let even: HashMap<u64, u64> = [(100, 1), (300, 1)].into_iter().collect();
         assert_eq!(weighted_median(&even), 300);
-        let small: HashMap<u64, u64> = [(4096, 3), (1000, 1)].into();
+        let small: HashMap<u64, u64> = [(4096, 3), (1000, 1)].into_iter().collect();
         assert_eq!(weighted_median(&small), 4096);
-        assert_eq!(weighted_median(&HashMap::new()), 0);
+        assert_eq!(weighted_median(&HashMap::default()), 0);
     }
 
     #[test]

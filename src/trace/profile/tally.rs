@@ -2,7 +2,8 @@
 
 use super::{CallRow, Totals};
 use crate::trace::{Call, FileKind, Trace};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 
 fn add(t: &mut Totals, asked: u64, ret: i64, dur: u64) {
     // Saturating: a copy_file_range asks for SSIZE_MAX bytes, and a trace is input.

@@ -8,8 +8,9 @@
 
 use crate::trace::cause::{self, Cause};
 use crate::trace::{CallTime, Op, StopCost, ThreadTimes, Trace};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 /// One call's time: its own (the call's cause's), of it on a CPU and waiting for one, and the
 /// tracer's share of its wall time.
@@ -331,7 +332,7 @@ fn model(
         }
     }
     let polls_are = polls_are(&mut a);
-    let mut calls: HashMap<Cause, Vec<CallShare>> = HashMap::new();
+    let mut calls: HashMap<Cause, Vec<CallShare>> = HashMap::default();
     for ((c, name), (n, ns, cpu_ns)) in a.calls {
         let c = match (c, polls_are) {
             (Cause::Polls, Some(to)) => to,

@@ -13,8 +13,8 @@
 use super::model::{Role, Split, ThreadModel, op_split, timed_split};
 use crate::trace::cause::{self, Cause};
 use crate::trace::{CallTime, StopCost, Trace};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 const NC: usize = Cause::ALL.len();
 
@@ -73,7 +73,7 @@ struct Placed<'a> {
     ops: HashMap<u32, Vec<usize>>,
     spans: HashMap<u32, Vec<usize>>,
     cost: StopCost,
-    synced: std::collections::HashSet<u32>,
+    synced: rustc_hash::FxHashSet<u32>,
 }
 
 impl Placed<'_> {
@@ -222,11 +222,11 @@ fn bin_count(threads: usize) -> usize {
 impl<'a> Placed<'a> {
     /// `t`'s calls and spans by thread, a traced call's stops costing `cost`.
     fn new(t: &'a Trace, cost: &StopCost) -> Self {
-        let mut ops: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut ops: HashMap<u32, Vec<usize>> = HashMap::default();
         for (i, op) in t.ops.iter().enumerate() {
             ops.entry(op.tid).or_default().push(i);
         }
-        let mut spans: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut spans: HashMap<u32, Vec<usize>> = HashMap::default();
         for (i, s) in t.spans.iter().enumerate() {
             spans.entry(s.tid).or_default().push(i);
         }
@@ -338,7 +338,7 @@ pub fn wall_time(t: &Trace, models: &[ThreadModel], cost: &StopCost) -> Option<W
     }
     let h = hand(&thread_bins(root, &placed, &bins), &work, &outside);
     // Each other thread's share of what was handed to the others, bin by bin.
-    let mut credit: HashMap<usize, [f64; NC]> = HashMap::from([(main, h.own)]);
+    let mut credit: HashMap<usize, [f64; NC]> = [(main, h.own)].into_iter().collect();
     for (j, b) in others {
         let mine = credit.entry(j).or_insert([0.0; NC]);
         for (i, b) in b.iter().enumerate() {

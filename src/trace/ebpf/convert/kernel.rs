@@ -8,7 +8,7 @@ use crate::trace::calls::Call;
 use crate::trace::ebpf::abi::{CacheKey, CacheVal, CallKey, CallVal};
 use crate::trace::ebpf::events::{CallEv, SpanEv, UringEv};
 use crate::trace::{CacheSeen, CacheWork, FileKind, Op};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// IORING_OP_READV, READ_FIXED, READ.
 const URING_READS: [u32; 3] = [1, 4, 22];
@@ -207,7 +207,7 @@ impl Convert {
     /// threads still running get their times so far (from /proc), marked running.
     pub fn timed_calls(&mut self, entries: &[(CallKey, CallVal)], end: u64) {
         use crate::trace::CallTime;
-        let mut by_tid: HashMap<u32, Vec<CallTime>> = HashMap::new();
+        let mut by_tid: HashMap<u32, Vec<CallTime>> = HashMap::default();
         for &(CallKey { tid, nr }, v) in entries {
             let (calls, errors, ns, off, runq) = (v.calls, v.errors, v.ns, v.off, v.runq);
             by_tid.entry(tid).or_default().push(CallTime {
