@@ -121,87 +121,9 @@ impl TraceArgs {
             ));
         }
         let _ = iolab::sys::cleanup::note_interrupts();
-        let launcher = super::own_program()?;
-        let mut cfg = TraceConfig {
-            command: self.command.clone(),
-            launcher,
-            faults: !self.no_faults,
-            xor: !self.no_xor
-                && (self.xor
-                    || self.out.is_some()
-                    || self.advise.is_some()
-                    || self.format == Format::Json),
-            metadata: !self.no_metadata,
-            quiet: false,
-            tracer: self.tracer.into(),
-        };
-        let target = match (self.pid, &self.cgroup) {
-            (Some(pid), _) => {
-                if !std::path::Path::new(&format!("/proc/{pid}")).exists() || pid == 0 {
-                    return Err(super::usage(format!("trace: --pid {pid}: no such process")));
-                }
-                Some(trace::Target::Pid(pid))
-            }
-            (None, Some(dir)) => Some(trace::Target::Cgroup(dir.clone())),
-            (None, None) => {
-                if self.seconds.is_some() {
-                    return Err(super::usage(
-                        "trace: --seconds is for --pid or --cgroup (a command is traced until it ends)".into(),
-                    ));
-                }
-                None
-            }
-        };
-        let t = if let Some(target) = &target {
-            let limit = match self.seconds {
-                Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
-                    Some(std::time::Duration::from_secs_f64(s))
-                }
-                Some(s) => {
-                    return Err(super::usage(format!(
-                        "trace: --seconds {s}: give a positive number of seconds"
-                    )));
-                }
-                None => None,
-            };
-            let who = match target {
-                trace::Target::Pid(pid) => format!("process {pid}"),
-                trace::Target::Cgroup(dir) => format!("cgroup {}", dir.display()),
-            };
-            let announce = || {
-                super::talk(format!(
-                    "iolab: tracing {who} {} (Ctrl-C stops the trace, not the process)",
-                    limit.map_or("until it ends".to_string(), |l| format!(
-                        "for {} s or until it ends",
-                        l.as_secs_f64()
-                    ))
-                ));
-            };
-            trace::attach(&cfg, target, limit, &iolab::sys::interrupted, &announce)?
-        } else {
-            match trace::choose(&cfg)? {
-                // The kernel tracer holds nothing the program's processes need: it runs here,
-                // and what the program leaves running runs on untraced (unless --follow).
-                trace::Chosen::Kernel(loaded) => {
-                    cfg.tracer = trace::TracerChoice::Ebpf;
-                    loaded.run(&cfg, &iolab::sys::interrupted, self.follow)?
-                }
-                trace::Chosen::Ptrace(why) => {
-                    cfg.tracer = trace::TracerChoice::Ptrace;
-                    let mut t = if self.follow {
-                        trace::run(&cfg, &iolab::sys::interrupted)?
-                    } else {
-                        traced_by_helper(&cfg)?
-                    };
-                    if let Some(why) = why {
-                        let note = trace::fallback_note(&why);
-                        super::talk(format!("iolab: note: {note}"));
-                        t.notes.insert(0, note);
-                    }
-                    t
-                }
-            }
-        };
+        let mut cfg = self.config()?;
+        let target = self.target()?;
+        let t = self.record(&mut cfg, target.as_ref())?;
         let name = self
             .out
             .clone()
@@ -218,66 +140,8 @@ impl TraceArgs {
             )?),
             None => None,
         };
-        // JSON: the profile with the overhead rounds beside it; text and Markdown: the overhead
-        // in a line under the profile.
-        let text = report::output(
-            self.format,
-            || ProfileWithOverhead {
-                profile: &p,
-                overhead: overhead.as_ref(),
-            },
-            || {
-                report::trace::profile_document(&p, self.files).para(overhead.as_ref().filter(|o| !o.traced_s.is_empty()).map_or_else(String::new, |o| {
-                    format!(
-                        "tracing overhead: traced/untraced wall time {:.2}x (min {:.2}, max {:.2}, {} interleaved rounds; untraced median {:.3} s)",
-                        o.ratio,
-                        o.ratio_min,
-                        o.ratio_max,
-                        o.traced_s.len(),
-                        iolab::measure::stats::summarize(&o.untraced_s).median
-                    )
-                }))
-            },
-        );
-        // Each output on its own: one that cannot be written (a full disk) loses neither the
-        // others, nor the profile (then on stderr), nor the program's exit code.
-        let mut failed: Vec<Error> = Vec::new();
-        if let Some(path) = &self.out
-            && let Err(e) = iolab::output::save(path, report::json(&t).as_bytes(), self.force)
-        {
-            failed.push(e);
-        }
-        if let Some(path) = &self.svg {
-            let plot = report::trace::timeline_svg(&p.timeline, &t.command.join(" "));
-            if let Err(e) = iolab::output::save(path, plot.as_bytes(), self.force) {
-                failed.push(e);
-            }
-        }
-        if let Some(path) = &self.fio_iolog {
-            let writes = if self.fio_iolog_writes {
-                trace::iolog::Writes::Keep
-            } else {
-                trace::iolog::Writes::LeaveOut
-            };
-            let log = trace::iolog::iolog(&t, writes);
-            match iolab::output::save(path, log.text.as_bytes(), self.force) {
-                Ok(()) => {
-                    for l in &log.left_out {
-                        super::talk(format!("iolab: note: fio iolog: left out {l}"));
-                    }
-                }
-                Err(e) => failed.push(e),
-            }
-        }
-        match &self.profile {
-            Some(path) => {
-                if let Err(e) = iolab::output::save(path, text.as_bytes(), self.force) {
-                    failed.push(e);
-                    super::talk(text.trim_end());
-                }
-            }
-            None => super::talk(text.trim_end()),
-        }
+        let text = self.profile_text(&p, overhead.as_ref());
+        let failed = self.write_outputs(&t, &p, &text);
         // On a terminal's stderr, after a profile in words (not into a JSON profile's stream).
         if self.out.is_none() && self.format == Format::Text {
             super::talk(
@@ -307,6 +171,178 @@ impl TraceArgs {
             std::process::exit(code);
         }
         Ok(())
+    }
+
+    /// The tracer's configuration from the arguments.
+    fn config(&self) -> Result<TraceConfig, Error> {
+        Ok(TraceConfig {
+            command: self.command.clone(),
+            launcher: super::own_program()?,
+            faults: !self.no_faults,
+            xor: !self.no_xor
+                && (self.xor
+                    || self.out.is_some()
+                    || self.advise.is_some()
+                    || self.format == Format::Json),
+            metadata: !self.no_metadata,
+            quiet: false,
+            tracer: self.tracer.into(),
+        })
+    }
+
+    /// The running process or cgroup to attach to (None: a command to run).
+    fn target(&self) -> Result<Option<trace::Target>, Error> {
+        Ok(match (self.pid, &self.cgroup) {
+            (Some(pid), _) => {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() || pid == 0 {
+                    return Err(super::usage(format!("trace: --pid {pid}: no such process")));
+                }
+                Some(trace::Target::Pid(pid))
+            }
+            (None, Some(dir)) => Some(trace::Target::Cgroup(dir.clone())),
+            (None, None) => {
+                if self.seconds.is_some() {
+                    return Err(super::usage(
+                        "trace: --seconds is for --pid or --cgroup (a command is traced until it ends)".into(),
+                    ));
+                }
+                None
+            }
+        })
+    }
+
+    /// The trace: of `target` for --seconds, or of the command until it ends (by the tracer
+    /// chosen, `cfg.tracer` set to it).
+    fn record(
+        &self,
+        cfg: &mut TraceConfig,
+        target: Option<&trace::Target>,
+    ) -> Result<trace::Trace, Error> {
+        if let Some(target) = target {
+            let limit = match self.seconds {
+                Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
+                    Some(std::time::Duration::from_secs_f64(s))
+                }
+                Some(s) => {
+                    return Err(super::usage(format!(
+                        "trace: --seconds {s}: give a positive number of seconds"
+                    )));
+                }
+                None => None,
+            };
+            let who = match target {
+                trace::Target::Pid(pid) => format!("process {pid}"),
+                trace::Target::Cgroup(dir) => format!("cgroup {}", dir.display()),
+            };
+            let announce = || {
+                super::talk(format!(
+                    "iolab: tracing {who} {} (Ctrl-C stops the trace, not the process)",
+                    limit.map_or("until it ends".to_string(), |l| format!(
+                        "for {} s or until it ends",
+                        l.as_secs_f64()
+                    ))
+                ));
+            };
+            return trace::attach(cfg, target, limit, &iolab::sys::interrupted, &announce);
+        }
+        Ok(match trace::choose(cfg)? {
+            // The kernel tracer holds nothing the program's processes need: it runs here,
+            // and what the program leaves running runs on untraced (unless --follow).
+            trace::Chosen::Kernel(loaded) => {
+                cfg.tracer = trace::TracerChoice::Ebpf;
+                loaded.run(cfg, &iolab::sys::interrupted, self.follow)?
+            }
+            trace::Chosen::Ptrace(why) => {
+                cfg.tracer = trace::TracerChoice::Ptrace;
+                let mut t = if self.follow {
+                    trace::run(cfg, &iolab::sys::interrupted)?
+                } else {
+                    traced_by_helper(cfg)?
+                };
+                if let Some(why) = why {
+                    let note = trace::fallback_note(&why);
+                    super::talk(format!("iolab: note: {note}"));
+                    t.notes.insert(0, note);
+                }
+                t
+            }
+        })
+    }
+
+    /// The profile in --format. JSON: the profile with the overhead rounds beside it; text and
+    /// Markdown: the overhead in a line under the profile.
+    fn profile_text(
+        &self,
+        p: &trace::profile::Profile,
+        overhead: Option<&trace::overhead::Overhead>,
+    ) -> String {
+        report::output(
+            self.format,
+            || ProfileWithOverhead {
+                profile: p,
+                overhead,
+            },
+            || {
+                report::trace::profile_document(p, self.files).para(overhead.filter(|o| !o.traced_s.is_empty()).map_or_else(String::new, |o| {
+                    format!(
+                        "tracing overhead: traced/untraced wall time {:.2}x (min {:.2}, max {:.2}, {} interleaved rounds; untraced median {:.3} s)",
+                        o.ratio,
+                        o.ratio_min,
+                        o.ratio_max,
+                        o.traced_s.len(),
+                        iolab::measure::stats::summarize(&o.untraced_s).median
+                    )
+                }))
+            },
+        )
+    }
+
+    /// Writes each output on its own: one that cannot be written (a full disk) loses neither
+    /// the others, nor the profile (then on stderr), nor the program's exit code. The errors.
+    fn write_outputs(
+        &self,
+        t: &trace::Trace,
+        p: &trace::profile::Profile,
+        text: &str,
+    ) -> Vec<Error> {
+        let mut failed: Vec<Error> = Vec::new();
+        if let Some(path) = &self.out
+            && let Err(e) = iolab::output::save(path, report::json(t).as_bytes(), self.force)
+        {
+            failed.push(e);
+        }
+        if let Some(path) = &self.svg {
+            let plot = report::trace::timeline_svg(&p.timeline, &t.command.join(" "));
+            if let Err(e) = iolab::output::save(path, plot.as_bytes(), self.force) {
+                failed.push(e);
+            }
+        }
+        if let Some(path) = &self.fio_iolog {
+            let writes = if self.fio_iolog_writes {
+                trace::iolog::Writes::Keep
+            } else {
+                trace::iolog::Writes::LeaveOut
+            };
+            let log = trace::iolog::iolog(t, writes);
+            match iolab::output::save(path, log.text.as_bytes(), self.force) {
+                Ok(()) => {
+                    for l in &log.left_out {
+                        super::talk(format!("iolab: note: fio iolog: left out {l}"));
+                    }
+                }
+                Err(e) => failed.push(e),
+            }
+        }
+        match &self.profile {
+            Some(path) => {
+                if let Err(e) = iolab::output::save(path, text.as_bytes(), self.force) {
+                    failed.push(e);
+                    super::talk(text.trim_end());
+                }
+            }
+            None => super::talk(text.trim_end()),
+        }
+        failed
     }
 }
 

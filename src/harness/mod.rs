@@ -22,6 +22,7 @@
 pub mod cell;
 pub mod child;
 pub mod grouped;
+pub mod round;
 pub mod rounds;
 
 pub use cell::{CacheSpec, Cell, CellRun, CellWork, Limits, ReadBack, Timed, XorCheck};
@@ -30,6 +31,7 @@ pub use rounds::{BudgetClass, Plan, Rounds};
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::decide::{self, Decided, Verdict};
 use crate::measure::interference::{Interference, Probe};
+use round::{Agreed, one_round};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -270,11 +272,7 @@ fn run_plan<C: Cells>(
     let mut xors: Vec<Agreed> = Vec::new();
     let mut windows: Vec<Interference> = Vec::new();
     let first = plan.min_rounds();
-    let mut compared = vec![false; n];
-    for c in comparisons {
-        compared[c.a] = true;
-        compared[c.b] = true;
-    }
+    let compared = in_comparisons(n, comparisons);
     let mut target = plan.warmup + first;
     let mut total = target * n;
     let mut done = 0;
@@ -291,10 +289,9 @@ fn run_plan<C: Cells>(
         while round < target {
             let counted = round >= plan.warmup;
             if round == plan.warmup + plan.floor.min(first) {
-                for (i, l) in live.iter_mut().enumerate() {
-                    if !compared[i] {
-                        l.active = false;
-                    }
+                // Cells in no comparison stop at the floor.
+                for (l, _) in live.iter_mut().zip(&compared).filter(|(_, c)| !**c) {
+                    l.active = false;
                 }
             }
             let probe = Probe::start();
@@ -303,30 +300,24 @@ fn run_plan<C: Cells>(
                 obs.progress(what, done, total.max(done));
             };
             let deadline = plan.capped.then_some((started, plan.budget));
-            let kept: Vec<usize> = live.iter().map(|l| l.runs.len()).collect();
             if !one_round(
                 cells, &mut live, round, counted, &mut xors, deadline, &mut tick,
             )? {
-                // Only whole rounds are kept: a comparison pairs runs round by round.
-                for (l, n) in live.iter_mut().zip(kept) {
-                    l.runs.truncate(n);
-                }
                 capped = true;
                 break;
             }
             windows.push(probe.finish());
             round += 1;
         }
+        // A look at every round ended (whole rounds only: one cut short by the cap is not kept).
+        if round > plan.warmup {
+            look(cells, &live, comparisons, &mut verdicts, plan.looks.len());
+            looks += 1;
+        }
         if capped {
-            if round > plan.warmup {
-                look(cells, &live, comparisons, &mut verdicts, plan.looks.len());
-                looks += 1;
-            }
             break Stop::Capped;
         }
-        looks += 1;
         let counted_rounds = round - plan.warmup;
-        look(cells, &live, comparisons, &mut verdicts, plan.looks.len());
         let Some(&next) = plan.looks.get(looks) else {
             break if all_decided(&verdicts) {
                 Stop::Decided
@@ -347,30 +338,10 @@ fn run_plan<C: Cells>(
         target = plan.warmup + next;
         total = done + more as usize * going.len();
     };
-    for (i, l) in live.iter_mut().enumerate() {
-        cell::check_last(&cells.cell(i), l.runs.last().or(l.warmups.last()))?;
-        if capped && l.runs.is_empty() && l.skipped.is_none() {
-            l.skipped = Some(Error::new(
-                ErrorKind::Unsuited,
-                "not measured",
-                "not measured: the budget ran out before its first counted run (a larger --budget measures it)",
-            ));
-        }
-    }
+    check_cells(cells, &mut live, capped)?;
     let warnings: Vec<String> = short_runs(cells, &live).into_iter().collect();
     Ok(Measurement {
-        compared: comparisons
-            .iter()
-            .zip(&verdicts)
-            .filter_map(|(c, v)| {
-                let (a, b) = (cells.name(c.a), cells.name(c.b));
-                Some(Compared {
-                    a,
-                    b,
-                    verdict: (*v)?,
-                })
-            })
-            .collect(),
+        compared: compared_of(cells, comparisons, &verdicts),
         warnings,
         cells: live
             .into_iter()
@@ -387,6 +358,51 @@ fn run_plan<C: Cells>(
         looks,
         planned_looks: plan.looks.len(),
     })
+}
+
+/// Which cells are in a comparison.
+fn in_comparisons(n: usize, comparisons: &[Comparison]) -> Vec<bool> {
+    let mut compared = vec![false; n];
+    for c in comparisons {
+        compared[c.a] = true;
+        compared[c.b] = true;
+    }
+    compared
+}
+
+/// Each cell's last run checked (its cache state kept); a cell the budget left without a
+/// counted run is said not measured.
+fn check_cells<C: Cells>(cells: &C, live: &mut [Live<C::Extra>], capped: bool) -> Result<()> {
+    for (i, l) in live.iter_mut().enumerate() {
+        cell::check_last(&cells.cell(i), l.runs.last().or(l.warmups.last()))?;
+        if capped && l.runs.is_empty() && l.skipped.is_none() {
+            l.skipped = Some(Error::new(
+                ErrorKind::Unsuited,
+                "not measured",
+                "not measured: the budget ran out before its first counted run (a larger --budget measures it)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The comparisons that have a verdict, named.
+fn compared_of<C: Cells>(
+    cells: &C,
+    comparisons: &[Comparison],
+    verdicts: &[Option<Verdict>],
+) -> Vec<Compared> {
+    comparisons
+        .iter()
+        .zip(verdicts)
+        .filter_map(|(c, v)| {
+            Some(Compared {
+                a: cells.name(c.a),
+                b: cells.name(c.b),
+                verdict: (*v)?,
+            })
+        })
+        .collect()
 }
 
 /// Only the cells of comparisons still undecided go on (those not skipped).
@@ -427,87 +443,6 @@ fn look<C: Cells>(
     }
 }
 
-/// One round over the active cells, in an order rotated by `round`; their runs are kept as
-/// counted or as warm-ups. A cell the method does not suit is skipped from then on; `tick`
-/// follows each cell. False when `deadline` (a start and a cap) stopped it before a run that
-/// would have ended past the cap (by its cell's last run's time, or the longest run so far).
-#[allow(clippy::too_many_arguments)]
-fn one_round<C: Cells>(
-    cells: &mut C,
-    live: &mut [Live<C::Extra>],
-    round: usize,
-    counted: bool,
-    xors: &mut Vec<Agreed>,
-    deadline: Option<(Instant, Duration)>,
-    tick: &mut dyn FnMut(),
-) -> Result<bool> {
-    let order: Vec<usize> = (0..live.len()).filter(|&i| live[i].active).collect();
-    for k in 0..order.len() {
-        let i = order[(k + round) % order.len()];
-        tick();
-        if live[i].skipped.is_some() {
-            continue;
-        }
-        if let Some((started, cap)) = deadline {
-            let longest = live.iter().map(|l| l.cost).max().unwrap_or_default();
-            let expect = if live[i].cost.is_zero() {
-                longest
-            } else {
-                live[i].cost
-            };
-            if started.elapsed() + expect > cap {
-                return Ok(false);
-            }
-        }
-        let t = Instant::now();
-        match run_one(cells, i) {
-            Ok((r, check)) => {
-                live[i].cost = t.elapsed();
-                if let Some((check, writes)) = check
-                    && check.bytes.is_none_or(|b| b == r.moved.bytes)
-                {
-                    agree(xors, cells, check.group, r.moved.xor, i, writes)?;
-                }
-                if counted {
-                    live[i].runs.push(r);
-                } else {
-                    live[i].warmups.push(r);
-                }
-            }
-            // A run the cap cut short: the measurement ends here, not the cell.
-            Err(e)
-                if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited)
-                    && deadline.is_some_and(|(s, cap)| s.elapsed() >= cap) =>
-            {
-                return Ok(false);
-            }
-            Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
-                live[i].skipped = Some(e);
-                live[i].active = false;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(true)
-}
-
-/// One run of cell `i`, and its XOR check (with whether it wrote its bytes).
-type Checked<E> = (CellRun<E>, Option<(XorCheck, bool)>);
-
-/// Runs cell `i` once through the protocol of [`mod@cell`].
-fn run_one<C: Cells>(cells: &mut C, i: usize) -> Result<Checked<C::Extra>> {
-    let declared = cells.cell(i);
-    let check = declared
-        .xor
-        .map(|x| (x, matches!(declared.work, CellWork::Write { .. })));
-    if matches!(declared.work, CellWork::Own) {
-        // The declaration borrows the cells; its state is prepared before the work of its own.
-        let cache = declared.cache.map(|c| cell::prepare(&c)).transpose()?;
-        return cell::finish(cache, cells.own(i)?).map(|r| (r, check));
-    }
-    cell::run_cell(declared).map(|r| (r, check))
-}
-
 /// The warning for cells whose median run was under [`MIN_RUN`], if any.
 fn short_runs<C: Cells>(cells: &C, live: &[Live<C::Extra>]) -> Option<String> {
     let short: Vec<String> = live
@@ -533,51 +468,6 @@ fn short_runs<C: Cells>(cells: &C, live: &[Live<C::Extra>]) -> Option<String> {
 fn all_decided(v: &[Option<Verdict>]) -> bool {
     v.iter()
         .all(|v| v.is_none_or(|v| v.decided != Decided::Undecided))
-}
-
-/// The first XOR seen in a group: (group, XOR, cell).
-type Agreed = (u64, u32, usize);
-
-/// The one XOR check: every run in a group moved the same bytes, so their XORs agree; a
-/// mismatch names the two cells (or the one cell whose runs disagree) and fails the run.
-fn agree<C: Cells>(
-    seen: &mut Vec<Agreed>,
-    cells: &C,
-    group: u64,
-    x: u32,
-    i: usize,
-    writes: bool,
-) -> Result<()> {
-    let Some(&(_, y, j)) = seen.iter().find(|(g, _, _)| *g == group) else {
-        seen.push((group, x, i));
-        return Ok(());
-    };
-    if x == y {
-        return Ok(());
-    }
-    let f = crate::xor::format_xor;
-    let why = match (i == j, writes) {
-        (true, true) => format!(
-            "runs of {} wrote different data ({} vs {})",
-            cells.name(i),
-            f(y),
-            f(x)
-        ),
-        (true, false) => format!(
-            "runs of {} disagree ({} vs {}): the file changed while measuring",
-            cells.name(i),
-            f(y),
-            f(x)
-        ),
-        (false, _) => format!(
-            "{} read the same bytes as {} but got XOR {}, not {}",
-            cells.name(i),
-            cells.name(j),
-            f(x),
-            f(y)
-        ),
-    };
-    Err(Error::failed("checksum mismatch", why))
 }
 
 #[cfg(test)]

@@ -102,45 +102,10 @@ pub(crate) fn compare(
     if a.name == b.name && a.cite == b.cite {
         return None;
     }
-    // Apart, the ratio is of the medians of the samples above zero (a ratio's logarithm needs
-    // them): the medians printed are those, said when any sample was left out.
-    let mut left_out = String::new();
-    let (a, b) = if matches!(pairing, Pairing::Apart { .. }) {
-        let mut dropped = Vec::new();
-        let mut above = |side: Side| {
-            let kept: Vec<f64> = side
-                .s
-                .samples
-                .iter()
-                .copied()
-                .filter(|x| *x > 0.0 && x.is_finite())
-                .collect();
-            if kept.len() < side.s.samples.len() && !kept.is_empty() {
-                dropped.push(format!(
-                    "{} {} of {}",
-                    side.name,
-                    side.s.samples.len() - kept.len(),
-                    side.s.samples.len()
-                ));
-                let median = crate::measure::stats::summarize(&kept).median;
-                Side {
-                    s: Summary { median, ..side.s },
-                    ..side
-                }
-            } else {
-                side
-            }
-        };
-        let (a, b) = (above(a), above(b));
-        if !dropped.is_empty() {
-            left_out = format!(
-                "; samples at zero left out of the medians and the ratio: {}",
-                dropped.join(", ")
-            );
-        }
-        (a, b)
+    let (a, b, left_out) = if matches!(pairing, Pairing::Apart { .. }) {
+        above_zero(a, b)
     } else {
-        (a, b)
+        (a, b, String::new())
     };
     let v = match pairing {
         Pairing::Paired { looks } => {
@@ -180,11 +145,46 @@ pub(crate) fn compare(
     } else {
         figures_text((first, second), unit, (x, lo, hi), &level, v.rounds, v.kind)
     } + &left_out;
+    let (text, winner) = sentence(what, better, &v, a_ahead, (first, second), x, &figures);
+    let figure = |s: &Side| SideFigure {
+        name: s.name.clone(),
+        median: s.s.median,
+        unit: unit.into(),
+    };
+    let sides = vec![figure(&a), figure(&b)];
+    Some(Finding {
+        key: key.into(),
+        text,
+        winner,
+        decided: Some(v.decided),
+        ratio: v.ratio,
+        ratio_kind: Some(v.kind),
+        ci: if budget { [0.0, 0.0] } else { v.ci },
+        level: v.level,
+        rounds: v.rounds,
+        cites: vec![a.cite, b.cite],
+        sides,
+    })
+}
+
+/// The finding's sentence and its winner: `first` (the one ahead, or `a`) `x` times faster or
+/// cheaper than `second`, within 5%, or undecided, with `figures`.
+fn sentence(
+    what: &str,
+    better: Better,
+    v: &decide::Verdict,
+    a_ahead: Option<bool>,
+    (first, second): (&Side, &Side),
+    x: f64,
+    figures: &str,
+) -> (String, Option<String>) {
+    let budget = v.level < decide::LEVEL;
+    let level = format!("{:.0}%", 100.0 * decide::LEVEL);
     let how = match better {
         Better::Higher => "faster than",
         Better::Lower => "cheaper than",
     };
-    let (text, winner) = match (v.decided, a_ahead) {
+    match (v.decided, a_ahead) {
         (Decided::Winner, Some(_)) => (
             format!(
                 "{what}: {} {x:.2}x {how} {} ({figures})",
@@ -208,26 +208,47 @@ pub(crate) fn compare(
             format!("{what}: undecided after {} rounds ({figures})", v.rounds),
             None,
         ),
+    }
+}
+
+/// Apart, the ratio is of the medians of the samples above zero (a ratio's logarithm needs
+/// them): both sides with those medians, and the note that says when any sample was left out.
+fn above_zero(a: Side, b: Side) -> (Side, Side, String) {
+    let mut dropped = Vec::new();
+    let mut above = |side: Side| {
+        let kept: Vec<f64> = side
+            .s
+            .samples
+            .iter()
+            .copied()
+            .filter(|x| *x > 0.0 && x.is_finite())
+            .collect();
+        if kept.len() < side.s.samples.len() && !kept.is_empty() {
+            dropped.push(format!(
+                "{} {} of {}",
+                side.name,
+                side.s.samples.len() - kept.len(),
+                side.s.samples.len()
+            ));
+            let median = crate::measure::stats::summarize(&kept).median;
+            Side {
+                s: Summary { median, ..side.s },
+                ..side
+            }
+        } else {
+            side
+        }
     };
-    let figure = |s: &Side| SideFigure {
-        name: s.name.clone(),
-        median: s.s.median,
-        unit: unit.into(),
+    let (a, b) = (above(a), above(b));
+    let note = if dropped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; samples at zero left out of the medians and the ratio: {}",
+            dropped.join(", ")
+        )
     };
-    let sides = vec![figure(&a), figure(&b)];
-    Some(Finding {
-        key: key.into(),
-        text,
-        winner,
-        decided: Some(v.decided),
-        ratio: v.ratio,
-        ratio_kind: Some(v.kind),
-        ci: if budget { [0.0, 0.0] } else { v.ci },
-        level: v.level,
-        rounds: v.rounds,
-        cites: vec![a.cite, b.cite],
-        sides,
-    })
+    (a, b, note)
 }
 
 /// A figure as the report prints it, to at least three significant digits (`0.0412`, `4.12`,

@@ -37,11 +37,7 @@ pub enum Writes {
 pub fn iolog(t: &Trace, writes: Writes) -> Iolog {
     let mut text = String::from("fio version 3 iolog\n");
     let mut opened = BTreeSet::new();
-    let mut spaced = BTreeSet::new();
-    let mut kernels = BTreeSet::new();
-    let mut deleted = BTreeSet::new();
-    let mut written = BTreeSet::new();
-    let (mut writes_left, mut written_bytes) = (0u64, 0u64);
+    let mut left = Left::default();
     let mut ios = 0u64;
     for op in &t.ops {
         // What the call did to files: a read of its own (a copy reads its source too), a
@@ -67,23 +63,23 @@ pub fn iolog(t: &Trace, writes: Writes) -> Iolog {
                 continue;
             }
             if info.path.chars().any(char::is_whitespace) || info.path_hex.is_some() {
-                spaced.insert(info.path.clone());
+                left.spaced.insert(info.path.clone());
                 continue;
             }
             if info.is_kernels() {
-                kernels.insert(info.path.clone());
+                left.kernels.insert(info.path.clone());
                 continue;
             }
             if writes == Writes::LeaveOut && action != "read" {
                 if action == "write" {
-                    writes_left += 1;
-                    written_bytes += op.ret.max(0) as u64;
-                    written.insert(i);
+                    left.writes += 1;
+                    left.written_bytes += op.ret.max(0) as u64;
+                    left.written.insert(i);
                 }
                 continue;
             }
             if info.size_after.is_none() {
-                deleted.insert(i);
+                left.deleted.insert(i);
                 continue;
             }
             let us = op.t / 1000;
@@ -113,42 +109,65 @@ pub fn iolog(t: &Trace, writes: Writes) -> Iolog {
     for i in &opened {
         let _ = writeln!(text, "{end} {} close", t.files[*i as usize].path);
     }
-    let mut left_out = Vec::new();
-    if writes_left > 0 {
-        left_out.push(format!(
-            "the program's {writes_left} write(s), {} to {} file(s): fio would write its own bytes over them (--fio-iolog-writes keeps them)",
-            crate::size::format_size(written_bytes),
-            written.len()
-        ));
-    }
-    if !deleted.is_empty() {
-        left_out.push(format!(
-            "{} file(s) the program deleted (fio would create them)",
-            deleted.len()
-        ));
-    }
-    if !spaced.is_empty() {
-        left_out.push(format!(
-            "{} file(s) whose path has white space or is not UTF-8 (fio's iolog cannot name them)",
-            spaced.len()
-        ));
-    }
-    if !kernels.is_empty() {
-        left_out.push(format!(
-            "{} of the kernel's file(s) under /proc or /sys (made when read; a process's own are gone with it)",
-            kernels.len()
-        ));
-    }
-    if !t.faults.is_empty() {
-        left_out.push(format!(
-            "{} page faults of mapped access (fio's iolog has reads and writes only)",
-            t.faults.len()
-        ));
-    }
     Iolog {
         text,
         ios,
-        left_out,
+        left_out: left.lines(t.faults.len()),
+    }
+}
+
+/// What an iolog leaves out, and why.
+#[derive(Default)]
+struct Left {
+    /// The program's writes (and their bytes, to how many files) left out by [`Writes::LeaveOut`].
+    writes: u64,
+    written_bytes: u64,
+    written: BTreeSet<u32>,
+    /// Files the program deleted, fio would create.
+    deleted: BTreeSet<u32>,
+    /// Paths fio's iolog cannot name.
+    spaced: BTreeSet<String>,
+    /// The kernel's files.
+    kernels: BTreeSet<String>,
+}
+
+impl Left {
+    /// In words, with the trace's `faults` (mapped access, not in an iolog).
+    fn lines(&self, faults: usize) -> Vec<String> {
+        let mut left_out = Vec::new();
+        if self.writes > 0 {
+            left_out.push(format!(
+                "the program's {} write(s), {} to {} file(s): fio would write its own bytes over them (--fio-iolog-writes keeps them)",
+                self.writes,
+                crate::size::format_size(self.written_bytes),
+                self.written.len()
+            ));
+        }
+        if !self.deleted.is_empty() {
+            left_out.push(format!(
+                "{} file(s) the program deleted (fio would create them)",
+                self.deleted.len()
+            ));
+        }
+        if !self.spaced.is_empty() {
+            left_out.push(format!(
+                "{} file(s) whose path has white space or is not UTF-8 (fio's iolog cannot name them)",
+                self.spaced.len()
+            ));
+        }
+        if !self.kernels.is_empty() {
+            left_out.push(format!(
+                "{} of the kernel's file(s) under /proc or /sys (made when read; a process's own are gone with it)",
+                self.kernels.len()
+            ));
+        }
+        if faults > 0 {
+            left_out.push(format!(
+                "{} page faults of mapped access (fio's iolog has reads and writes only)",
+                faults
+            ));
+        }
+        left_out
     }
 }
 

@@ -110,24 +110,7 @@ pub fn run_cache(
     }
     let paths = &kept[..];
     if !unreadable.is_empty() {
-        let named: Vec<&str> = unreadable
-            .iter()
-            .take(NAMED_UNREADABLE)
-            .map(String::as_str)
-            .collect();
-        let more = unreadable.len().saturating_sub(NAMED_UNREADABLE);
-        notes.push(format!(
-            "{} entr{} under the directories given could not be read and {} left out: {}{}",
-            unreadable.len(),
-            if unreadable.len() == 1 { "y" } else { "ies" },
-            if unreadable.len() == 1 { "was" } else { "were" },
-            named.join("; "),
-            if more > 0 {
-                format!("; and {more} more")
-            } else {
-                String::new()
-            }
-        ));
+        notes.push(unreadable_note(&unreadable));
     }
     if action == CacheAction::Evict && drop_all {
         match cache::drop_all_caches() {
@@ -173,6 +156,29 @@ pub fn run_cache(
         notes,
         unreadable,
     })
+}
+
+/// The note for entries found under the directories given that could not be read: how many,
+/// the first few named.
+fn unreadable_note(unreadable: &[String]) -> String {
+    let named: Vec<&str> = unreadable
+        .iter()
+        .take(NAMED_UNREADABLE)
+        .map(String::as_str)
+        .collect();
+    let more = unreadable.len().saturating_sub(NAMED_UNREADABLE);
+    format!(
+        "{} entr{} under the directories given could not be read and {} left out: {}{}",
+        unreadable.len(),
+        if unreadable.len() == 1 { "y" } else { "ies" },
+        if unreadable.len() == 1 { "was" } else { "were" },
+        named.join("; "),
+        if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// The files a list of paths names.

@@ -417,6 +417,28 @@ fn hot_size(cfg: &PolluteConfig, stream: &crate::engine::Source) -> Result<u64> 
     Ok(hot_size)
 }
 
+/// The hot set's file: `--hot`, or one of `hot_size` random bytes made in `dir` (removed when
+/// the second value is dropped).
+fn hot_set(
+    cfg: &PolluteConfig,
+    dir: &Path,
+    hot_size: u64,
+    obs: &dyn Observer,
+) -> Result<(std::path::PathBuf, Option<TempHot>)> {
+    if let Some(p) = &cfg.hot {
+        return Ok((p.clone(), None));
+    }
+    let path = crate::output::temp_path(&dir.join("iolab-pollute-hot"), "")?;
+    let partial = crate::output::track(&path);
+    let temp = TempHot {
+        path: path.clone(),
+        _partial: partial,
+    };
+    obs.progress("pollute: making the hot set", 0, 1);
+    crate::workload::write_random(&path, hot_size, 7)?;
+    Ok((path, Some(temp)))
+}
+
 /// Runs every stream method of `cfg` against the hot set, each in a fresh group. Fails with
 /// [`ErrorKind::Unsupported`] and the reason without root (or a delegated parent) or without a
 /// memory controller.
@@ -432,21 +454,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
     let hot_size = hot_size(cfg, &stream)?;
     let controller = cgroup::controller(cfg.cgroup_parent.as_deref())?;
     let mut warnings = Vec::new();
-    let _temp;
-    let hot_path = match &cfg.hot {
-        Some(p) => p.clone(),
-        None => {
-            let path = crate::output::temp_path(&dir.join("iolab-pollute-hot"), "")?;
-            let partial = crate::output::track(&path);
-            _temp = TempHot {
-                path: path.clone(),
-                _partial: partial,
-            };
-            obs.progress("pollute: making the hot set", 0, 1);
-            crate::workload::write_random(&path, hot_size, 7)?;
-            path
-        }
-    };
+    let (hot_path, _temp) = hot_set(cfg, &dir, hot_size, obs)?;
     let hot = crate::engine::open_source(&hot_path)?;
     let jobs = jobs(cfg, &dir);
     let total_ticks = ((cfg.before + cfg.seconds) / cfg.tick).round() as usize;

@@ -346,32 +346,7 @@ impl<'t> Builder<'t> {
         {
             *self.not_data.entry(f).or_default() += b.len;
         }
-        if let Some(f) = op.file {
-            let Some(info) = files.get(f as usize) else {
-                return Err(refuse(format!(
-                    "call {k} names file {f}, and the trace lists {}",
-                    files.len()
-                )));
-            };
-            if op.call.writes_file() && data(files, f) {
-                self.plan.writes += 1;
-            }
-            // A file gone after the run (a temporary file) grew while it lived, by an unknown
-            // size: it is left out (`prune`), not checked.
-            if let Some((_, b)) = read
-                && b.offset
-                    .checked_add(b.len)
-                    .is_none_or(|e| e > largest(info) && info.size_after.is_some())
-            {
-                return Err(refuse(format!(
-                    "call {k} reads {} bytes at {} of {}, past its end ({} bytes)",
-                    b.len,
-                    b.offset,
-                    crate::shown::path(&info.os_path()),
-                    largest(info)
-                )));
-            }
-        }
+        self.check_file(k, op, read)?;
         let th = self.threads.entry(op.tid).or_default();
         if th.last_entry().is_some_and(|t| t > op.t) {
             return Err(refuse(format!(
@@ -430,6 +405,40 @@ impl<'t> Builder<'t> {
         }
         th.call(op);
         th.settle(self.costing, false);
+        Ok(())
+    }
+
+    /// Call `k`'s file: listed in the trace, counted when written, and its read (`read`) within
+    /// the file's end as traced.
+    fn check_file(&mut self, k: u64, op: &Op, read: Option<(u32, Block)>) -> Result<()> {
+        let files = self.files;
+        let Some(f) = op.file else {
+            return Ok(());
+        };
+        let Some(info) = files.get(f as usize) else {
+            return Err(refuse(format!(
+                "call {k} names file {f}, and the trace lists {}",
+                files.len()
+            )));
+        };
+        if op.call.writes_file() && data(files, f) {
+            self.plan.writes += 1;
+        }
+        // A file gone after the run (a temporary file) grew while it lived, by an unknown
+        // size: it is left out (`prune`), not checked.
+        if let Some((_, b)) = read
+            && b.offset
+                .checked_add(b.len)
+                .is_none_or(|e| e > largest(info) && info.size_after.is_some())
+        {
+            return Err(refuse(format!(
+                "call {k} reads {} bytes at {} of {}, past its end ({} bytes)",
+                b.len,
+                b.offset,
+                crate::shown::path(&info.os_path()),
+                largest(info)
+            )));
+        }
         Ok(())
     }
 

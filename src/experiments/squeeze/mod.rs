@@ -409,34 +409,9 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         .enumerate()
         .filter_map(|(j, run)| {
             let run = run?;
-            let mut m = MethodSeries {
-                method: method(j),
-                pass: j / n,
-                unsupported: None,
-                resident_before_pct: run.cache.residency.percent(),
-                dev_read_bytes: run
-                    .ticks
-                    .iter()
-                    .map(|t| t.dev_read_bytes)
-                    .sum::<Option<u64>>(),
-                ticks: run.ticks,
-                done: None,
-                peak: run.peak,
-                needed_bytes: 0,
-                steady: None,
-            };
-            Some(
-                ended(
-                    &mut m,
-                    run.end,
-                    cfg,
-                    blocks,
-                    run.limit,
-                    alone,
-                    &mut warnings,
-                )
-                .map(|()| m),
-            )
+            let (end, limit) = (run.end, run.limit);
+            let mut m = MethodSeries::started(method(j), j / n, run.ticks, run.peak, &run.cache);
+            Some(ended(&mut m, end, cfg, blocks, limit, alone, &mut warnings).map(|()| m))
         })
         .collect::<Result<_>>()?;
     let explanations = explain(&methods, cfg.reads.bs, read_ahead_kb);
@@ -452,6 +427,30 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         explanations,
         read_ahead_kb,
     })
+}
+
+impl MethodSeries {
+    /// A run of `method` in pass `pass` from its samples, before what it ended with.
+    fn started(
+        method: ReadMethod,
+        pass: usize,
+        ticks: Vec<SqueezeTick>,
+        peak: Option<u64>,
+        cache: &crate::cache::CacheState,
+    ) -> MethodSeries {
+        MethodSeries {
+            method,
+            pass,
+            unsupported: None,
+            resident_before_pct: cache.residency.percent(),
+            dev_read_bytes: ticks.iter().map(|t| t.dev_read_bytes).sum::<Option<u64>>(),
+            ticks,
+            done: None,
+            peak,
+            needed_bytes: 0,
+            steady: None,
+        }
+    }
 }
 
 /// What a method's worker ended with goes into its series: when done, the bytes it needed from

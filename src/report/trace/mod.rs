@@ -89,45 +89,8 @@ pub fn summary(p: &Profile) -> Vec<String> {
         "{} process(es), {} thread(s), stopped {} times for the tracer",
         p.processes, p.threads, p.stops
     ));
-    l.push(format!(
-        "reads: {} calls, {} returned ({} from regular files); writes: {} calls, {} ({} to regular files, copies included)",
-        p.reads.calls,
-        format_size(p.reads.bytes),
-        format_size(p.file_reads.bytes),
-        p.writes.calls,
-        format_size(p.writes.bytes),
-        format_size(p.file_writes.bytes)
-    ) + &p.uring.as_ref().map(|u| format!(
-        "; io_uring: {} requests read from its rings, {} reads returning {}, {} writes of {}{}",
-        u.requests,
-        p.uring_reads.calls,
-        format_size(p.uring_reads.bytes),
-        p.uring_writes.calls,
-        format_size(p.uring_writes.bytes),
-        match (u.unseen, &u.why) {
-            (0, _) => String::new(),
-            (n, Some(why)) => format!(", {n} not seen ({why})"),
-            (n, None) => format!(", {n} not seen"),
-        }
-    )).unwrap_or_default());
-    match p.rchar_agreement {
-        Some(a) => l.push(format!(
-            "kernel's count (/proc io, {} threads): rchar {} = traced reads {} + exec headers {} {:+.3}%; from storage {}, to storage {}",
-            p.kernel.threads,
-            format_size(p.kernel.rchar),
-            format_size(p.reads.bytes),
-            format_size(p.kernel.exec_rchar),
-            100.0 * (a - 1.0),
-            format_size(p.kernel.read_bytes),
-            format_size(p.kernel.write_bytes)
-        ) + &p.wchar_agreement.map(|w| format!(
-            "; wchar {} = traced writes and copies {} {:+.3}%",
-            format_size(p.kernel.wchar),
-            format_size(p.writes.bytes),
-            100.0 * (w - 1.0)
-        )).unwrap_or_default()),
-        None => l.push("kernel's count: not read (no thread's /proc io was readable)".into()),
-    }
+    l.push(calls_line(p));
+    l.push(kernel_line(p));
     if let Some(d) = p.device_agreement {
         l.push(format!(
             "from storage {}; brought into the cache by the run {}: {} of file pages + {} of file-system metadata ({:+.1}%; {})",
@@ -188,6 +151,64 @@ pub fn summary(p: &Profile) -> Vec<String> {
         l.push(format!("note: {n}"));
     }
     l
+}
+
+/// The calls' line: reads and writes, io_uring's requests.
+fn calls_line(p: &Profile) -> String {
+    let uring = p.uring.as_ref().map(|u| {
+        let unseen = match (u.unseen, &u.why) {
+            (0, _) => String::new(),
+            (n, Some(why)) => format!(", {n} not seen ({why})"),
+            (n, None) => format!(", {n} not seen"),
+        };
+        format!(
+            "; io_uring: {} requests read from its rings, {} reads returning {}, {} writes of {}{unseen}",
+            u.requests,
+            p.uring_reads.calls,
+            format_size(p.uring_reads.bytes),
+            p.uring_writes.calls,
+            format_size(p.uring_writes.bytes),
+        )
+    });
+    format!(
+        "reads: {} calls, {} returned ({} from regular files); writes: {} calls, {} ({} to regular files, copies included){}",
+        p.reads.calls,
+        format_size(p.reads.bytes),
+        format_size(p.file_reads.bytes),
+        p.writes.calls,
+        format_size(p.writes.bytes),
+        format_size(p.file_writes.bytes),
+        uring.unwrap_or_default()
+    )
+}
+
+/// The kernel's own count beside the traced one (rchar, wchar, storage bytes).
+fn kernel_line(p: &Profile) -> String {
+    match p.rchar_agreement {
+        Some(a) => {
+            format!(
+                "kernel's count (/proc io, {} threads): rchar {} = traced reads {} + exec headers {} {:+.3}%; from storage {}, to storage {}",
+                p.kernel.threads,
+                format_size(p.kernel.rchar),
+                format_size(p.reads.bytes),
+                format_size(p.kernel.exec_rchar),
+                100.0 * (a - 1.0),
+                format_size(p.kernel.read_bytes),
+                format_size(p.kernel.write_bytes)
+            ) + &p
+                .wchar_agreement
+                .map(|w| {
+                    format!(
+                        "; wchar {} = traced writes and copies {} {:+.3}%",
+                        format_size(p.kernel.wchar),
+                        format_size(p.writes.bytes),
+                        100.0 * (w - 1.0)
+                    )
+                })
+                .unwrap_or_default()
+        }
+        None => "kernel's count: not read (no thread's /proc io was readable)".into(),
+    }
 }
 
 /// The files table (regular files, most bytes first; at most `limit` rows).

@@ -42,30 +42,7 @@ impl Loaded {
         interrupted: &dyn Fn() -> bool,
     ) -> Result<Trace> {
         let me = std::process::id();
-        // Processes listed may have ended since (a cgroup's short-lived ones): the first still
-        // running names the trace and ends it by its end.
-        let mut first = None;
-        for &p in pids.iter().filter(|&&p| p != me) {
-            let fd = rustix::process::Pid::from_raw(p as i32).and_then(|q| {
-                rustix::process::pidfd_open(q, rustix::process::PidfdFlags::empty()).ok()
-            });
-            // A zombie has ended: nothing of it to trace.
-            let running = super::alive::stat(p).is_some_and(|(_, ended)| !ended);
-            if let (Some(fd), Ok(command), true) = (fd, command_of(p), running) {
-                first = Some((p, fd, command));
-                break;
-            }
-        }
-        let Some((pid, pidfd, command)) = first else {
-            return Err(Error::usage(
-                format!("{what}: no process to trace"),
-                if pids.contains(&me) {
-                    "iolab does not trace itself"
-                } else {
-                    "every one has ended"
-                },
-            ));
-        };
+        let (pid, pidfd, command) = first_running(pids, what)?;
         let pids: Vec<u32> = std::iter::once(pid)
             .chain(pids.iter().copied().filter(|&p| p != me && p != pid))
             .filter(|&p| super::alive::stat(p).is_some_and(|(_, ended)| !ended))
@@ -137,4 +114,32 @@ impl Loaded {
         };
         self.conclude(&cfg, conv, ring, end)
     }
+}
+
+/// Processes listed may have ended since (a cgroup's short-lived ones): the first still running
+/// (not iolab, not a zombie) names the trace and ends it by its end: its pid, a pidfd, its
+/// command line.
+fn first_running(
+    pids: &[u32],
+    what: &str,
+) -> Result<(u32, rustix::fd::OwnedFd, Vec<std::ffi::OsString>)> {
+    let me = std::process::id();
+    for &p in pids.iter().filter(|&&p| p != me) {
+        let fd = rustix::process::Pid::from_raw(p as i32).and_then(|q| {
+            rustix::process::pidfd_open(q, rustix::process::PidfdFlags::empty()).ok()
+        });
+        // A zombie has ended: nothing of it to trace.
+        let running = super::alive::stat(p).is_some_and(|(_, ended)| !ended);
+        if let (Some(fd), Ok(command), true) = (fd, command_of(p), running) {
+            return Ok((p, fd, command));
+        }
+    }
+    Err(Error::usage(
+        format!("{what}: no process to trace"),
+        if pids.contains(&me) {
+            "iolab does not trace itself"
+        } else {
+            "every one has ended"
+        },
+    ))
 }

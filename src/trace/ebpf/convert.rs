@@ -275,14 +275,8 @@ impl Convert {
         if self.st.launching && c.pid == self.root {
             return;
         }
-        if call == Exec && c.ret == 0 && c.pid == self.root && self.baseline_rchar_due {
-            self.baseline_rchar_due = false;
-            // What the exec itself read (the program's header and first pages) is the
-            // program's, in read_bytes as in rchar.
-            if let Some(b) = self.st.baseline.as_mut() {
-                b.rchar = c.entry.extra;
-                b.read_bytes = c.entry.extra2;
-            }
+        if call == Exec && c.ret == 0 && c.pid == self.root {
+            self.program_exec(&c);
         }
         let a = c.entry.args;
         let t = self.rel(c.entry.t);
@@ -369,6 +363,20 @@ impl Convert {
             self.st.ops.push(op);
         }
         self.st.ops.extend(after);
+    }
+
+    /// The program's first exec: the kernel's counters before it are the baseline. What the
+    /// exec itself read (the program's header and first pages) is the program's, in
+    /// read_bytes as in rchar.
+    fn program_exec(&mut self, c: &CallEv) {
+        if !self.baseline_rchar_due {
+            return;
+        }
+        self.baseline_rchar_due = false;
+        if let Some(b) = self.st.baseline.as_mut() {
+            b.rchar = c.entry.extra;
+            b.read_bytes = c.entry.extra2;
+        }
     }
 
     /// An open: its flags, and the file it opened, named.

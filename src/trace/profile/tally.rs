@@ -126,34 +126,12 @@ pub(super) fn tally(t: &Trace) -> Tally<'static> {
         let (Some(f), true) = (op.file, is_file) else {
             continue;
         };
-        let a = acc_of(&mut by_file, f);
-        if op.call.reads_file() {
-            add(&mut a.reads, op.len, op.ret, op.dur);
-            add(file_reads, op.len, op.ret, op.dur);
-            if op.ret > 0 {
-                let got = op.ret as u64;
-                *sizes.entry(got.next_power_of_two()).or_default() += 1;
-                *a.sizes.entry(got).or_default() += 1;
-            }
-            if let Some(off) = op.off {
-                if a.next.unwrap_or(0) == off {
-                    a.seq += 1;
-                }
-                if op.ret > 0 {
-                    a.ranges.push((off, op.ret as u64));
-                    a.next = Some(off + op.ret as u64);
-                }
-            }
-        } else if op.call.writes_file() {
-            add(&mut a.writes, op.len, op.ret, op.dur);
-            add(file_writes, op.len, op.ret, op.dur);
-        } else if op.call == Call::Mmap {
-            a.mapped = true;
-        } else if op.call == Call::Open && op.ret >= 0 {
-            a.direct |= op.arg.unwrap_or(0) & libc::O_DIRECT as u64 != 0;
-        } else if op.call == Call::Fadvise && op.arg == Some(libc::POSIX_FADV_DONTNEED as u64) {
-            a.dropped = true;
-        }
+        file_op(
+            acc_of(&mut by_file, f),
+            op,
+            (file_reads, file_writes),
+            sizes,
+        );
     }
     for fault in &t.faults {
         let a = acc_of(&mut by_file, fault.file);
@@ -167,4 +145,41 @@ pub(super) fn tally(t: &Trace) -> Tally<'static> {
         .collect();
     *calls = rows.into_iter().flatten().collect();
     y
+}
+
+/// A call `op` on a data file: its reads (sizes, sequential, ranges), writes, mapping, opening
+/// with O_DIRECT and dropping, into the file's `a` and the totals over files.
+fn file_op(
+    a: &mut Acc,
+    op: &crate::trace::Op,
+    (file_reads, file_writes): (&mut Totals, &mut Totals),
+    sizes: &mut BTreeMap<u64, u64>,
+) {
+    if op.call.reads_file() {
+        add(&mut a.reads, op.len, op.ret, op.dur);
+        add(file_reads, op.len, op.ret, op.dur);
+        if op.ret > 0 {
+            let got = op.ret as u64;
+            *sizes.entry(got.next_power_of_two()).or_default() += 1;
+            *a.sizes.entry(got).or_default() += 1;
+        }
+        if let Some(off) = op.off {
+            if a.next.unwrap_or(0) == off {
+                a.seq += 1;
+            }
+            if op.ret > 0 {
+                a.ranges.push((off, op.ret as u64));
+                a.next = Some(off + op.ret as u64);
+            }
+        }
+    } else if op.call.writes_file() {
+        add(&mut a.writes, op.len, op.ret, op.dur);
+        add(file_writes, op.len, op.ret, op.dur);
+    } else if op.call == Call::Mmap {
+        a.mapped = true;
+    } else if op.call == Call::Open && op.ret >= 0 {
+        a.direct |= op.arg.unwrap_or(0) & libc::O_DIRECT as u64 != 0;
+    } else if op.call == Call::Fadvise && op.arg == Some(libc::POSIX_FADV_DONTNEED as u64) {
+        a.dropped = true;
+    }
 }

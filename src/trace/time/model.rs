@@ -146,13 +146,16 @@ impl ThreadModel {
 /// The share of its life below which a thread that did nothing else is idle.
 pub const IDLE_WORK: f64 = 0.05;
 
+/// Per cause and call name: count, time, CPU time.
+type CallSumsOf = HashMap<(Cause, String), (u64, u64, u64)>;
+
 /// Causes and calls being added up for one thread.
 #[derive(Default)]
 struct Sums {
     ns: [u64; Cause::ALL.len()],
     cpu: [u64; Cause::ALL.len()],
     runq: [u64; Cause::ALL.len()],
-    calls: HashMap<(Cause, String), (u64, u64, u64)>,
+    calls: CallSumsOf,
     /// The calls' own CPU.
     cpu_in: u64,
     /// Calls of two stops (an entry and an exit).
@@ -275,6 +278,37 @@ fn polls_are(a: &mut Sums) -> Option<Cause> {
     polls_are
 }
 
+/// Clocks read at different moments can add up to a little more than the life: scaled to it.
+fn scale_to(a: &mut Sums, alive: u64) {
+    let sum: u64 = a.ns.iter().sum();
+    if sum > alive && sum > 0 {
+        let k = alive as f64 / sum as f64;
+        for i in 0..Cause::ALL.len() {
+            a.ns[i] = (a.ns[i] as f64 * k) as u64;
+            a.runq[i] = a.runq[i].min(a.ns[i]);
+            a.cpu[i] = a.cpu[i].min(a.ns[i] - a.runq[i]);
+        }
+    }
+}
+
+/// The calls of each cause (polls put where `polls_are` says they waited).
+fn calls_by_cause(calls: CallSumsOf, polls_are: Option<Cause>) -> HashMap<Cause, Vec<CallShare>> {
+    let mut by: HashMap<Cause, Vec<CallShare>> = HashMap::default();
+    for ((c, name), (n, ns, cpu_ns)) in calls {
+        let c = match (c, polls_are) {
+            (Cause::Polls, Some(to)) => to,
+            _ => c,
+        };
+        by.entry(c).or_default().push(CallShare {
+            call: name,
+            calls: n,
+            ns,
+            cpu_ns,
+        });
+    }
+    by
+}
+
 /// One thread's model from its calls' sums.
 fn model(
     th: &ThreadTimes,
@@ -321,30 +355,9 @@ fn model(
     a.runq[Cause::RunQueue.index()] += runq_out;
     a.ns[Cause::Tracer.index()] += tracer;
     a.ns[rest_cause.index()] += rest;
-    // Clocks read at different moments can add up to a little more than the life: scaled to it.
-    let sum: u64 = a.ns.iter().sum();
-    if sum > alive && sum > 0 {
-        let k = alive as f64 / sum as f64;
-        for i in 0..Cause::ALL.len() {
-            a.ns[i] = (a.ns[i] as f64 * k) as u64;
-            a.runq[i] = a.runq[i].min(a.ns[i]);
-            a.cpu[i] = a.cpu[i].min(a.ns[i] - a.runq[i]);
-        }
-    }
+    scale_to(&mut a, alive);
     let polls_are = polls_are(&mut a);
-    let mut calls: HashMap<Cause, Vec<CallShare>> = HashMap::default();
-    for ((c, name), (n, ns, cpu_ns)) in a.calls {
-        let c = match (c, polls_are) {
-            (Cause::Polls, Some(to)) => to,
-            _ => c,
-        };
-        calls.entry(c).or_default().push(CallShare {
-            call: name,
-            calls: n,
-            ns,
-            cpu_ns,
-        });
-    }
+    let mut calls = calls_by_cause(std::mem::take(&mut a.calls), polls_are);
     let mut causes: Vec<CauseTime> = Cause::ALL
         .iter()
         .filter(|c| a.ns[c.index()] > 0)

@@ -214,6 +214,21 @@ fn handed_text(handed_ns: u64, total: f64) -> String {
     }
 }
 
+/// " Then: ..." for the next three causes of `rest` of 1% or more of `total` ns.
+fn then_text(rest: &[&WallCause], total: f64) -> String {
+    let named: Vec<String> = rest
+        .iter()
+        .take(3)
+        .filter(|c| 100.0 * c.ns as f64 / total >= 1.0)
+        .map(|c| format!("{} {}", c.cause.short(), secs(c.ns)))
+        .collect();
+    if named.is_empty() {
+        String::new()
+    } else {
+        format!(" Then: {}.", named.join(", "))
+    }
+}
+
 /// The verdict on `threads` and their wall time.
 pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> TimeVerdict {
     let idle = threads.iter().filter(|m| m.role == Role::Idle).count() as u32;
@@ -245,20 +260,7 @@ pub fn verdict(t: &Trace, threads: &[ThreadModel], wall: Option<&WallTime>) -> T
     let pct = |ns: u64| 100.0 * ns as f64 / total;
     let stopped = t.stop_cost.is_some();
     let of = of_text(wall.wall_ns, own, tracer);
-    let then = |from: usize| {
-        let rest: Vec<String> = ranked
-            .iter()
-            .skip(from)
-            .take(3)
-            .filter(|c| pct(c.ns) >= 1.0)
-            .map(|c| format!("{} {}", c.cause.short(), secs(c.ns)))
-            .collect();
-        if rest.is_empty() {
-            String::new()
-        } else {
-            format!(" Then: {}.", rest.join(", "))
-        }
-    };
+    let then = |from: usize| then_text(&ranked[from.min(ranked.len())..], total);
     let handed = handed_text(wall.handed_ns, total);
     let mut v = TimeVerdict {
         decided: Decision::Undecided,
