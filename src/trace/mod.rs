@@ -361,6 +361,23 @@ pub struct KernelIo {
     pub buffers_growth: u64,
 }
 
+impl KernelIo {
+    /// Thread `tid`'s I/O counters so far (/proc/PID/task/TID/io), as both tracers read them.
+    pub fn of_thread(pid: u32, tid: i32) -> Option<KernelIo> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
+        let field = |name| crate::measure::parse_io_field(&text, name).unwrap_or(0);
+        Some(KernelIo {
+            rchar: field("rchar"),
+            wchar: field("wchar"),
+            syscr: field("syscr"),
+            syscw: field("syscw"),
+            read_bytes: field("read_bytes"),
+            write_bytes: field("write_bytes"),
+            ..KernelIo::default()
+        })
+    }
+}
+
 /// A whole trace: what `iolab trace` records and `iolab replay` reads.
 pub type Trace = TraceOf<Vec<Op>>;
 

@@ -24,7 +24,7 @@ pub struct Task {
     /// The call it is in, between its entry and exit stops.
     pub pending: Option<Pending>,
     /// A call the trace only times ([`super::CallTime`]), between its entry and exit stops.
-    pub other: Option<super::timing::Other>,
+    pub other: Option<Other>,
     /// It has stopped once (its first stop, ptrace's SIGSTOP, is swallowed).
     pub started: bool,
     /// Time the tracer has held it at its stops so far, ns.
@@ -35,6 +35,19 @@ pub struct Task {
     pub born: u64,
     /// Its life and calls are in the trace's threads already.
     pub done: bool,
+}
+
+/// A call the trace times but does not keep, entered and not yet left.
+#[derive(Debug, Clone)]
+pub struct Other {
+    /// Its number.
+    pub nr: i64,
+    /// When it was entered.
+    pub t: u64,
+    /// The thread's held time then.
+    pub held: u64,
+    /// The thread's CPU and run-queue time then.
+    pub sched: Option<(u64, u64)>,
 }
 
 /// A call entered and not yet left.
@@ -332,7 +345,7 @@ impl State {
         let Some(task) = self.tasks.get(&tid).cloned() else {
             return;
         };
-        let (cpu, runq) = super::timing::sched_delta(p.sched, sched);
+        let (cpu, runq) = sched_delta(p.sched, sched);
         let mut op = Op {
             t: p.t,
             dur: t.saturating_sub(p.t),
@@ -508,5 +521,13 @@ impl State {
             }
             _ => {}
         }
+    }
+}
+
+/// What a call added to a thread's CPU and run-queue times between its two stops, ns.
+pub(super) fn sched_delta(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> (u64, u64) {
+    match (before, after) {
+        (Some(a), Some(b)) => (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)),
+        _ => (0, 0),
     }
 }

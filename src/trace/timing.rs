@@ -3,23 +3,9 @@
 //! but does not keep (summed per thread and call, a long one kept as a span), and its life
 //! when it ends.
 
-use super::ops::State;
-use super::tracer::io_of;
+use super::ops::{Other, State, sched_delta};
 use super::{CallTime, Span, ThreadTimes};
 use crate::sys::monotonic_ns;
-
-/// A call the trace times but does not keep, entered and not yet left.
-#[derive(Debug, Clone)]
-pub struct Other {
-    /// Its number.
-    pub nr: i64,
-    /// When it was entered.
-    pub t: u64,
-    /// The thread's held time then.
-    pub held: u64,
-    /// The thread's CPU and run-queue time then.
-    pub sched: Option<(u64, u64)>,
-}
 
 impl State {
     /// The launcher exec'd the program: its calibration calls are done, and what a stop costs
@@ -64,7 +50,7 @@ impl State {
             return;
         };
         self.thread_done(pid, tid, born, now, false);
-        if let Some(io) = io_of(pid, tid) {
+        if let Some(io) = super::KernelIo::of_thread(pid, tid) {
             let k = &mut self.kernel;
             k.rchar += io.rchar;
             k.wchar += io.wchar;
@@ -207,12 +193,4 @@ pub fn parse_schedstat(text: &[u8]) -> Option<(u64, u64)> {
     let text = std::str::from_utf8(text).ok()?;
     let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
     Some((f.next()??, f.next()??))
-}
-
-/// What a call added to a thread's CPU and run-queue times between its two stops, ns.
-pub(super) fn sched_delta(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> (u64, u64) {
-    match (before, after) {
-        (Some(a), Some(b)) => (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)),
-        _ => (0, 0),
-    }
 }

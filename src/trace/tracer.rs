@@ -4,8 +4,7 @@
 
 use super::calls::Calls;
 use super::model::Fds;
-use super::ops::{Pending, State, Task, rchar_of};
-use super::timing::Other;
+use super::ops::{Other, Pending, State, Task, rchar_of};
 use super::{Ended, KernelIo, Trace, TraceConfig};
 use crate::sys::ptrace::{self, Wait};
 use crate::{Error, Result};
@@ -414,7 +413,7 @@ fn on_event(st: &mut State, tid: i32, event: i32, now: u64) {
                 st.calibrated();
                 // The launcher's own counts (iolab starting up) are not the program's.
                 st.launching = false;
-                st.baseline = io_of(tid as u32, tid).map(|io| KernelIo {
+                st.baseline = KernelIo::of_thread(tid as u32, tid).map(|io| KernelIo {
                     rchar: before.unwrap_or(io.rchar),
                     ..io
                 });
@@ -547,21 +546,6 @@ impl State {
             },
         );
     }
-}
-
-/// Thread `tid`'s I/O counters so far (/proc/PID/task/TID/io).
-pub(super) fn io_of(pid: u32, tid: i32) -> Option<KernelIo> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
-    let field = |name| crate::measure::parse_io_field(&text, name).unwrap_or(0);
-    Some(KernelIo {
-        rchar: field("rchar"),
-        wchar: field("wchar"),
-        syscr: field("syscr"),
-        syscw: field("syscw"),
-        read_bytes: field("read_bytes"),
-        write_bytes: field("write_bytes"),
-        ..KernelIo::default()
-    })
 }
 
 /// A thread's process id and its parent's, from /proc.

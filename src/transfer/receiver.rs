@@ -486,5 +486,55 @@ fn connection(
     Ok((records, gear.with_helpers(cpu_since(&cpu))))
 }
 
+fn too_big(name: &str, max: u64, peer: &str, announced: Option<u64>) -> Error {
+    let what = match announced {
+        Some(size) => format!("{name} announces {size} bytes"),
+        None => format!("{name} goes on past {max} bytes"),
+    };
+    Error::failed(
+        "refused",
+        format!("{what}, more than the {max} allowed (--max-size, default the free space)"),
+    )
+    .on(peer)
+}
+
+/// Whether the stored bytes are hashed: always for a framed stream (the bytes are always
+/// verified); a raw stream unless `--no-hash`.
+fn hashes(cfg: &RecvConfig, inc: &Incoming) -> bool {
+    !cfg.no_hash || inc.framed
+}
+
+/// Bytes to ask for next: at most `step`, and never past the announced size.
+fn want(inc: &Incoming, got: u64, step: usize) -> usize {
+    match inc.size {
+        Some(size) => (size - got).min(step as u64) as usize,
+        None => step,
+    }
+}
+
+fn cut_short(inc: &Incoming, got: u64, size: u64, peer: &str) -> Error {
+    Error::failed(
+        "receive failed",
+        format!(
+            "the sender closed the connection in {} after {got} of {size} bytes",
+            inc.name
+        ),
+    )
+    .on(peer)
+}
+
+fn lost(inc: &Incoming, got: u64, peer: &str, e: &std::io::Error) -> Error {
+    let of = inc.size.map(|s| format!(" of {s}")).unwrap_or_default();
+    Error::failed(
+        "receive failed",
+        format!(
+            "{} after {got}{of} bytes: {}",
+            inc.name,
+            protocol::timeout_text(e)
+        ),
+    )
+    .on(peer)
+}
+
 #[cfg(test)]
 mod tests;

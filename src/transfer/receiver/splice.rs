@@ -2,8 +2,8 @@
 //! core is likely idle for it.
 
 use super::follow::{StoredSoFar, follow};
-use super::storing::{cut_short, hashes, lost, too_big, want};
 use super::*;
+use super::{cut_short, hashes, lost, too_big, want};
 
 pub(super) fn recv_splice(
     sock: &mut TcpStream,

@@ -4,18 +4,6 @@
 use super::splice::recv_splice;
 use super::*;
 
-pub(super) fn too_big(name: &str, max: u64, peer: &str, announced: Option<u64>) -> Error {
-    let what = match announced {
-        Some(size) => format!("{name} announces {size} bytes"),
-        None => format!("{name} goes on past {max} bytes"),
-    };
-    Error::failed(
-        "refused",
-        format!("{what}, more than the {max} allowed (--max-size, default the free space)"),
-    )
-    .on(peer)
-}
-
 pub(super) fn store(
     sock: &mut TcpStream,
     session: &mut Session,
@@ -109,12 +97,6 @@ pub(super) fn store(
     }
     rec.pages = stored.pages;
     Ok(rec)
-}
-
-/// Whether the stored bytes are hashed: always for a framed stream (the bytes are always
-/// verified); a raw stream unless `--no-hash`.
-pub(super) fn hashes(cfg: &RecvConfig, inc: &Incoming) -> bool {
-    !cfg.no_hash || inc.framed
 }
 
 /// Claims `dest` for this transfer: a sender that sends a second file of one name is refused
@@ -241,14 +223,6 @@ pub(super) fn check_hash(
     }
 }
 
-/// Bytes to ask for next: at most `step`, and never past the announced size.
-pub(super) fn want(inc: &Incoming, got: u64, step: usize) -> usize {
-    match inc.size {
-        Some(size) => (size - got).min(step as u64) as usize,
-        None => step,
-    }
-}
-
 /// The directory handle and file name a file goes to: `--out` (opened once) for a sender's
 /// name; for a name the user gave, its own directory, opened now.
 pub(super) fn output_dir(
@@ -272,30 +246,6 @@ pub(super) fn output_dir(
         .unwrap_or(Path::new("."));
     let dir = Dir::open(parent).map_err(|e| Error::io("cannot open", parent, &e))?;
     Ok((Arc::new(dir), name))
-}
-
-pub(super) fn cut_short(inc: &Incoming, got: u64, size: u64, peer: &str) -> Error {
-    Error::failed(
-        "receive failed",
-        format!(
-            "the sender closed the connection in {} after {got} of {size} bytes",
-            inc.name
-        ),
-    )
-    .on(peer)
-}
-
-pub(super) fn lost(inc: &Incoming, got: u64, peer: &str, e: &std::io::Error) -> Error {
-    let of = inc.size.map(|s| format!(" of {s}")).unwrap_or_default();
-    Error::failed(
-        "receive failed",
-        format!(
-            "{} after {got}{of} bytes: {}",
-            inc.name,
-            protocol::timeout_text(e)
-        ),
-    )
-    .on(peer)
 }
 
 /// One read of at most `buf.len()` bytes. End of stream is the end of a raw file (0), and an

@@ -55,7 +55,7 @@ impl Convert {
             {
                 self.sched_before.insert(tid, s);
             }
-            if let Some(k) = crate::trace::tracer::io_of(pid, tid as i32) {
+            if let Some(k) = crate::trace::KernelIo::of_thread(pid, tid as i32) {
                 self.io_before.insert(tid, io_array(&k));
             }
         }
@@ -145,7 +145,7 @@ impl Convert {
         let left: Vec<u32> = self.io_before.keys().copied().collect();
         for tid in left {
             // /proc/TID/io is the thread's, whichever its process.
-            let Some(k) = crate::trace::tracer::io_of(tid, tid as i32) else {
+            let Some(k) = crate::trace::KernelIo::of_thread(tid, tid as i32) else {
                 continue;
             };
             let io = self.since_attach(tid, io_array(&k));
