@@ -21,27 +21,14 @@ pub(super) fn one_round<C: Cells>(
     deadline: Option<(Instant, Duration)>,
     tick: &mut dyn FnMut(),
 ) -> Result<bool> {
+    // Only whole rounds are kept: one cut short takes back the runs it made.
     let kept: Vec<usize> = live.iter().map(|l| l.runs.len()).collect();
-    let whole = round_runs(cells, live, round, counted, xors, deadline, tick)?;
-    if !whole {
-        for (l, n) in live.iter_mut().zip(kept) {
+    let cut = |live: &mut [Live<C::Extra>]| {
+        for (l, &n) in live.iter_mut().zip(&kept) {
             l.runs.truncate(n);
         }
-    }
-    Ok(whole)
-}
-
-/// [`one_round`]'s runs, those of a round cut short kept.
-#[allow(clippy::too_many_arguments)]
-fn round_runs<C: Cells>(
-    cells: &mut C,
-    live: &mut [Live<C::Extra>],
-    round: usize,
-    counted: bool,
-    xors: &mut Vec<Agreed>,
-    deadline: Option<(Instant, Duration)>,
-    tick: &mut dyn FnMut(),
-) -> Result<bool> {
+        false
+    };
     let order: Vec<usize> = (0..live.len()).filter(|&i| live[i].active).collect();
     for k in 0..order.len() {
         let i = order[(k + round) % order.len()];
@@ -57,7 +44,7 @@ fn round_runs<C: Cells>(
                 live[i].cost
             };
             if started.elapsed() + expect > cap {
-                return Ok(false);
+                return Ok(cut(live));
             }
         }
         let t = Instant::now();
@@ -80,7 +67,7 @@ fn round_runs<C: Cells>(
                 if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited)
                     && deadline.is_some_and(|(s, cap)| s.elapsed() >= cap) =>
             {
-                return Ok(false);
+                return Ok(cut(live));
             }
             Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::Unsuited) => {
                 live[i].skipped = Some(e);
