@@ -209,6 +209,47 @@ fn owner_not_root(trace: &std::path::Path) -> Option<(u32, u32)> {
 }
 
 impl ReplayCells<'_> {
+    /// A run the deadline cut short, in words: on a method's first run, why it is not
+    /// measured (the methods before it fill a round, or one run takes more than its share).
+    fn cut_short(
+        &self,
+        e: Error,
+        share: Option<std::time::Duration>,
+        first: bool,
+        recorded: bool,
+    ) -> Error {
+        match (e.kind, share, self.deadline) {
+            (crate::ErrorKind::Unsuited, Some(share), Some((_, s))) if first && share.is_zero() => {
+                Error::new(
+                    crate::ErrorKind::Unsuited,
+                    "cut short",
+                    format!(
+                        "not measured: the methods before it fill the time a round may take ({:.2} s, for the {} rounds a first verdict needs; a larger --budget measures it)",
+                        s.round.as_secs_f64(),
+                        s.rounds
+                    ),
+                )
+            }
+            (crate::ErrorKind::Unsuited, Some(share), Some((_, s))) if first => Error::new(
+                crate::ErrorKind::Unsuited,
+                "cut short",
+                format!(
+                    "not measured: one run takes more than its share of the budget, {:.2} s ({}; a larger --budget measures it)",
+                    share.as_secs_f64(),
+                    if recorded {
+                        "an even share among the methods".to_string()
+                    } else {
+                        format!(
+                            "what is left of a round once the methods before it ran, for the {} rounds a first verdict needs",
+                            s.rounds
+                        )
+                    }
+                ),
+            ),
+            _ => e,
+        }
+    }
+
     /// Each file's XOR against the trace's (methods that read exactly the recorded bytes).
     fn check(&self, xors: &[u32]) -> Result<()> {
         for (f, x) in self.plan.files.iter().zip(xors) {
@@ -333,49 +374,6 @@ impl Cells for ReplayCells<'_> {
     }
     fn figure(&self, r: &CellRun<()>) -> f64 {
         crate::size::mib_per_s(self.asked, r.counters.wall.as_secs_f64())
-    }
-}
-
-impl ReplayCells<'_> {
-    /// A run the deadline cut short, in words: on a method's first run, why it is not
-    /// measured (the methods before it fill a round, or one run takes more than its share).
-    fn cut_short(
-        &self,
-        e: Error,
-        share: Option<std::time::Duration>,
-        first: bool,
-        recorded: bool,
-    ) -> Error {
-        match (e.kind, share, self.deadline) {
-            (crate::ErrorKind::Unsuited, Some(share), Some((_, s))) if first && share.is_zero() => {
-                Error::new(
-                    crate::ErrorKind::Unsuited,
-                    "cut short",
-                    format!(
-                        "not measured: the methods before it fill the time a round may take ({:.2} s, for the {} rounds a first verdict needs; a larger --budget measures it)",
-                        s.round.as_secs_f64(),
-                        s.rounds
-                    ),
-                )
-            }
-            (crate::ErrorKind::Unsuited, Some(share), Some((_, s))) if first => Error::new(
-                crate::ErrorKind::Unsuited,
-                "cut short",
-                format!(
-                    "not measured: one run takes more than its share of the budget, {:.2} s ({}; a larger --budget measures it)",
-                    share.as_secs_f64(),
-                    if recorded {
-                        "an even share among the methods".to_string()
-                    } else {
-                        format!(
-                            "what is left of a round once the methods before it ran, for the {} rounds a first verdict needs",
-                            s.rounds
-                        )
-                    }
-                ),
-            ),
-            _ => e,
-        }
     }
 }
 
