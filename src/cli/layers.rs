@@ -181,11 +181,17 @@ fn imports_flow_down_the_layers_and_only_the_harness_prepares_the_cache() {
             || rel.starts_with("cache/")
             || rel.starts_with("experiments/page_cache/"))
         {
+            // Loading too: only pollute's worker loads its hot set itself, inside its memory
+            // cgroup so that the pages are charged there (the harness's child protocol).
+            let load = (rel != "experiments/pollute/worker.rs").then_some("cache::load(");
             for call in [
                 "cache::prepare(",
                 "cache::evict(",
                 "cache::drop_all_caches(",
-            ] {
+            ]
+            .into_iter()
+            .chain(load)
+            {
                 assert!(
                     !code.contains(call),
                     "src/{rel} calls {call}..): a cell declares its cache state and the harness puts it in place"

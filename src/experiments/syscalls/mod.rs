@@ -316,13 +316,16 @@ fn uring_nops<'a>() -> Result<CallSampler<'a>> {
 
 /// Every call of [`calls_to_time`], for `rounds` (the first round calibrates each loop).
 fn measure_all(path: &Path, rounds: &Rounds, obs: &dyn Observer) -> Result<Vec<SyscallRow>> {
-    let file = File::open(path).map_err(|e| Error::io("cannot open", path, &e))?;
-    let size = file
-        .metadata()
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
-    crate::cache::load(&file, size, path)?;
-    let rows = calls_to_time(&file, path, size)?;
+    let src = crate::source::open_source(path)?;
+    let size = src.size;
+    // The calls that touch the file time it warm: put in place and verified by the harness.
+    crate::harness::put(&crate::harness::CacheSpec::file(
+        &src,
+        size,
+        crate::cache::CacheMode::Warm,
+        false,
+    ))?;
+    let rows = calls_to_time(&src.file, path, size)?;
     debug_assert_eq!(rows.len(), ROWS, "ROWS counts the calls measured");
     let mut calls = CallCells(rows);
     let out = crate::harness::run("syscalls", &mut calls, rounds, &[], obs)?;
