@@ -1557,3 +1557,59 @@ fn exports_write_every_format_beside_the_human_output() {
     assert!(err.contains("exists") && o.stdout.is_empty(), "{err}");
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), "mine");
 }
+
+#[test]
+fn fast_keeps_its_warm_profile_in_the_users_cache_and_trusts_no_one_elses() {
+    // A warm file probed: the race is kept in $XDG_CACHE_HOME/iolab/fast-profile.json (made
+    // 0600), the JSON says so; --no-profile keeps nothing; a profile another user owns is not
+    // used and left as it is.
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(40 << 20, 4);
+    let f = write_file(dir.path(), "p", &data);
+    let home = dir.path().join("xdg");
+    let profile = home.join("iolab").join("fast-profile.json");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        iolab().args(["cache", "load", s(&f)]).assert().success();
+        let o = iolab()
+            .env("XDG_CACHE_HOME", &home)
+            .args(["fast", s(&f), "--probe-from", "1MiB", "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["xor"], format!("{:08x}", plain_xor(&data)));
+        v
+    };
+    let v = run(&["--no-profile"]);
+    assert!(v["choice"].get("profile").is_none(), "{v}");
+    assert!(!profile.exists());
+    let v = run(&[]);
+    if v["resident"].as_f64().unwrap() < 0.999 {
+        return skip(
+            Lack::Machine,
+            "the file did not stay resident after cache load",
+        );
+    }
+    let p = &v["choice"]["profile"];
+    assert_eq!(p["path"], s(&profile), "{v}");
+    assert_eq!(p["races"], 0);
+    use std::os::unix::fs::MetadataExt;
+    if p["kept"] == true {
+        let meta = std::fs::metadata(&profile).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        let text = std::fs::read_to_string(&profile).unwrap();
+        assert!(text.contains("\"races\":[["), "{text}");
+    }
+    if !is_root() {
+        return;
+    }
+    let before = std::fs::read(&profile).unwrap_or_default();
+    std::fs::write(&profile, &before).unwrap();
+    std::os::unix::fs::chown(&profile, Some(65534), None).unwrap();
+    let v = run(&[]);
+    let note = v["choice"]["profile"]["note"].as_str().unwrap();
+    assert!(note.contains("owned by uid 65534"), "{v}");
+    assert_eq!(v["choice"]["profile"]["races"], 0, "{v}");
+    assert_eq!(std::fs::read(&profile).unwrap(), before, "left as it is");
+}

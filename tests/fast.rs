@@ -182,3 +182,83 @@ fn a_partly_resident_file_reads_each_part_its_own_way_with_the_right_xor() {
         }
     }
 }
+
+#[test]
+fn a_warm_method_does_not_flip_while_the_profile_learns_and_stays_once_it_decides() {
+    use iolab::engine::ReadMethod;
+    use iolab::experiments::fast::profile::{FILE, LOOKS};
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(48 << 20, 5);
+    let f = write_file(dir.path(), "w", &data);
+    let src = iolab::engine::open_source(&f).unwrap();
+    let path = dir.path().join("cache").join(FILE);
+    let cfg = FastConfig {
+        probe_from: 16 << 20,
+        profile: Some(path.clone()),
+        ..FastConfig::new(f.clone())
+    };
+    let stored = || -> usize {
+        std::fs::read(&path).map_or(0, |t| {
+            let v: serde_json::Value = serde_json::from_slice(&t).unwrap();
+            v["machines"][0]["races"].as_array().unwrap().len()
+        })
+    };
+    let mut decided = None;
+    for run in 0..40 {
+        cache::load(&src.file, src.size, &f).unwrap();
+        let before = stored();
+        let r = run_fast(&cfg).unwrap();
+        assert_eq!(r.xor, plain_xor(&data));
+        if r.resident < 0.999 {
+            continue;
+        }
+        let c = &r.choice;
+        let learned = c.profile.as_ref().expect("the profile is said");
+        assert_eq!(
+            (learned.path.as_path(), learned.races),
+            (path.as_path(), before)
+        );
+        assert_eq!(learned.note, "", "{learned:?}");
+        let raced = !c.probes.is_empty();
+        if raced {
+            // Learning: the rule's mmap reads whoever won this race, and a conclusive race is
+            // kept (one more in the file).
+            assert!(decided.is_none(), "a decided profile races no more: {c:?}");
+            assert_eq!(c.method, ReadMethod::Mmap, "run {run}: {}", c.reason);
+            assert!(c.reason.contains("learning this machine"), "{}", c.reason);
+            let conclusive = !c.reason.contains("inconclusive");
+            assert_eq!(stored(), before + usize::from(conclusive), "{}", c.reason);
+            assert_eq!(learned.kept, conclusive);
+            assert!(before < LOOKS[1], "no race after the last look");
+        } else {
+            // Decided (or settled on the rule) at a look, from the races kept: the same
+            // method every run from then on, said with its interval.
+            assert!(before >= LOOKS[0], "{before} races: {}", c.reason);
+            assert!(c.reason.contains("this machine's profile"), "{}", c.reason);
+            assert!(!learned.kept && stored() == before);
+            let v = learned.verdict.expect("a look's verdict");
+            assert!(
+                c.reason.contains(&format!("{:.2}x", v.ratio)),
+                "{}",
+                c.reason
+            );
+            let want = learned.method.unwrap_or(ReadMethod::Mmap);
+            assert_eq!(c.method, want);
+            if let Some(m) = learned.method {
+                // A winner's interval lies wholly on its side.
+                assert_eq!(m == ReadMethod::Mmap, v.ci[0] >= 1.05, "{v:?}");
+                assert_eq!(m == ReadMethod::Pread, v.ci[1] <= 1.0 / 1.05, "{v:?}");
+            }
+            if decided.replace(c.method).is_some_and(|d| d != c.method) {
+                panic!("the decided method changed: {c:?}");
+            }
+            if run > 2 && decided.is_some() && stored() == before {
+                let again = run_fast(&cfg).unwrap();
+                assert_eq!(again.choice.method, c.method);
+                assert!(again.choice.probes.is_empty());
+                break;
+            }
+        }
+    }
+    assert!(decided.is_some(), "the profile decided by the last look");
+}

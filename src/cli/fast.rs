@@ -33,6 +33,12 @@ pub struct FastArgs {
     /// large (smaller parts are read by the rule)
     #[arg(long, value_parser = args::size, default_value = "1GiB", value_name = "SIZE")]
     pub probe_from: u64,
+    /// Race mapping against copying on every warm run, and keep nothing. By default the races
+    /// of earlier runs on this machine, kept in $XDG_CACHE_HOME/iolab/fast-profile.json
+    /// (~/.cache/iolab without it), decide the warm method once they agree at 95%; until then
+    /// mmap reads, so the method does not flip from run to run
+    #[arg(long)]
+    pub no_profile: bool,
     /// Print what was chosen for each part of the file and why, with the probe's figures
     #[arg(long)]
     pub explain: bool,
@@ -61,6 +67,11 @@ impl FastArgs {
             bs: self.bs,
             depth: self.depth,
             probe_from: self.probe_from,
+            profile: if self.no_profile {
+                None
+            } else {
+                profile_path()
+            },
         })?;
         eprintln!("{}", iolab::shown::line(&fast::report::fast_talk(&r)));
         if self.explain {
@@ -68,4 +79,19 @@ impl FastArgs {
         }
         ctx.emit(&self.output, &r, || fast::report::fast_document(&r))
     }
+}
+
+/// Where the machine's warm profile lives: `$XDG_CACHE_HOME/iolab`, else `~/.cache/iolab` (none
+/// without either, or with a relative one, as the XDG rules say).
+fn profile_path() -> Option<PathBuf> {
+    let dir = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".cache"))
+        })?;
+    Some(dir.join("iolab").join(fast::profile::FILE))
 }

@@ -14,8 +14,17 @@ pub fn iolab() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("iolab").unwrap();
     c.env_remove("IOLAB_NO_ROOT")
         .env_remove("IOLAB_TOKEN")
+        .env("XDG_CACHE_HOME", fresh_cache_home())
         .timeout(patience(Duration::from_secs(300)));
     c
+}
+
+/// A cache directory of its own for each command (not made until iolab writes in it), so that no
+/// test reads what another run kept there (`fast`'s warm profile).
+pub fn fresh_cache_home() -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("xdg-{}-{n}", std::process::id()))
 }
 
 /// Whether `tool` is on the PATH.

@@ -16,6 +16,7 @@ use probing::{probe_cost, race_cold, race_warm};
 
 pub mod findings;
 mod parts;
+pub mod profile;
 pub mod report;
 pub mod suite;
 use parts::{read_part, read_ranges, segments, workload};
@@ -38,6 +39,10 @@ pub struct FastConfig {
     /// the probe on a small file).
     #[serde(default = "probe_from_default")]
     pub probe_from: u64,
+    /// The machine's warm profile ([`profile`]): races kept here decide the warm method once
+    /// they agree at 95%; `None` races every run and keeps nothing.
+    #[serde(default)]
+    pub profile: Option<PathBuf>,
 }
 
 fn probe_from_default() -> u64 {
@@ -54,6 +59,7 @@ impl FastConfig {
             bs: None,
             depth: None,
             probe_from: PROBE_FROM,
+            profile: None,
         }
     }
 }
@@ -167,6 +173,9 @@ pub struct Choice {
     /// pace the chosen plan kept over the rest of the part (0 without a probe).
     #[serde(default)]
     pub probe_cost_secs: f64,
+    /// What the machine's warm profile said, when one was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::Learned>,
 }
 
 /// What `iolab fast` did.
@@ -275,6 +284,7 @@ fn choice_of(
         uses,
         probes,
         probe_cost_secs: cost,
+        profile: None,
     }
 }
 
@@ -353,8 +363,14 @@ fn prepare_plan(src: &Source, plan: &ReadPlan) -> Result<Prepared> {
     engine::prepare(plan.method, src, &workload(plan, src.size), &opts)
 }
 
-/// Auto: each part of the file (resident or not) read by the plan that measured fastest on it.
-fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine::Moved)> {
+/// Auto: each part of the file (resident or not) read by the plan that measured fastest on it
+/// (the resident part, once the machine's profile has decided, by the plan it decided).
+fn auto(
+    src: &Source,
+    resident: f64,
+    probe_from: u64,
+    mut learn: Option<&mut profile::Profile>,
+) -> Result<(Choice, engine::Moved)> {
     let cores = crate::sys::cpus();
     if src.size < SMALL {
         let c = choose(src.size, resident, cores);
@@ -380,7 +396,8 @@ fn auto(src: &Source, resident: f64, probe_from: u64) -> Result<(Choice, engine:
         if ranges.is_empty() {
             continue;
         }
-        let (m, used) = read_part(src, probe_from, warm, &ranges, cores, &mut probes)?;
+        let learning = if warm { learn.as_deref_mut() } else { None };
+        let (m, used) = read_part(src, probe_from, warm, &ranges, cores, &mut probes, learning)?;
         moved.add(m);
         uses.push(used);
     }
@@ -424,12 +441,20 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     let forced =
         cfg.method.is_some() || cfg.threads.is_some() || cfg.bs.is_some() || cfg.depth.is_some();
     let mut opened = None;
+    let mut learn = None;
     let (out, counters) = measure(|| -> Result<(Choice, f64, engine::Moved)> {
         let src = engine::open_source(&cfg.path)?;
         opened = Some(crate::source::Version::of(&src.file).map(|v| (v, src.file.try_clone())));
         let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
         if !forced {
-            let auto = auto(&src, resident, cfg.probe_from);
+            if let (Some(path), Ok(meta)) = (&cfg.profile, src.file.metadata())
+                && src.size >= cfg.probe_from
+                && resident > 0.0
+            {
+                use std::os::unix::fs::MetadataExt;
+                learn = Some(profile::Profile::open(path, meta.dev()));
+            }
+            let auto = auto(&src, resident, cfg.probe_from, learn.as_mut());
             return match auto {
                 Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
                     // Auto never fails for lack of a method (a mapping, io_uring): fall back to
@@ -478,7 +503,11 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         )?;
         Ok((choice, resident, moved))
     });
-    let (choice, resident, moved) = out?;
+    let (mut choice, resident, moved) = out?;
+    // Off the clock: this run's race kept in the profile, and what the profile said.
+    if choice.uses.iter().any(|u| u.warm) {
+        choice.profile = learn.as_mut().map(profile::Profile::save);
+    }
     // Outside the clock: the XOR is the file's only if nobody wrote it meanwhile.
     if let Some(Ok((version, Ok(file)))) = opened {
         version.check(&file, &cfg.path, "read")?;

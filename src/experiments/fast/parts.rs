@@ -1,6 +1,7 @@
 //! The file in parts, resident or not, and how each part is read: its plan chosen (by a rule or a
 //! probe) and run over its ranges.
 
+use super::profile::{Profile, Stage};
 use super::*;
 
 /// Contiguous runs of the file that are resident (`true`) or not, in [`CHUNK`]s.
@@ -90,6 +91,7 @@ pub(super) fn read_part(
     ranges: &[(u64, u64)],
     cores: usize,
     probes: &mut Vec<Trial>,
+    learn: Option<&mut Profile>,
 ) -> Result<(engine::Moved, Use)> {
     let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
     let cands = candidates(warm, bytes, cores);
@@ -109,12 +111,32 @@ pub(super) fn read_part(
     let probe_start = Instant::now();
     let (plan, why, holes, mut prepared, start) = match room {
         Some((s, e)) if bytes >= probe_from && warm => {
-            // In the middle of the run: a file's first megabytes sit in the small folios of
-            // readahead's first windows and would speak for the copy, not for the file.
-            let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
-            let (plan, why, prepared, m) = race_warm(src, &cands, start, p, probes)?;
-            moved.add(m);
-            (plan, why, vec![(start, start + p)], prepared, (0.0, 0))
+            let stage = learn.as_ref().map(|l| l.stage());
+            if let (Some(l), Some(st @ (Stage::Decided(..) | Stage::Settled(_)))) = (&learn, stage)
+            {
+                // The machine's profile has decided: no race.
+                let m = match st {
+                    Stage::Decided(m, _) => m,
+                    _ => ReadMethod::Mmap,
+                };
+                let plan = *cands.iter().find(|c| c.method == m).unwrap_or(&cands[0]);
+                let prepared = prepare_plan(src, &plan)?;
+                (plan, l.words(&st), Vec::new(), prepared, (0.0, 0))
+            } else {
+                // In the middle of the run: a file's first megabytes sit in the small folios of
+                // readahead's first windows and would speak for the copy, not for the file.
+                let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
+                let r = race_warm(src, &cands, (start, p), learn.is_some(), probes)?;
+                moved.add(r.moved);
+                let mut why = r.why;
+                if let (Some(l), Some(st)) = (learn, stage) {
+                    why = format!("{why}; {}", l.words(&st));
+                    if let Some(rates) = r.rates {
+                        l.keep(rates);
+                    }
+                }
+                (r.plan, why, vec![(start, start + p)], r.prepared, (0.0, 0))
+            }
         }
         Some((start, _)) if bytes >= probe_from => {
             let (plan, why, holes, prepared, start, m) =

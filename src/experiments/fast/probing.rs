@@ -23,13 +23,15 @@ pub fn secs_at_pace(bytes: u64, mib_s: f64) -> f64 {
 /// file's start, where readahead was still ramping up, made a mapped probe slice there 4x slower
 /// than the mapping of the rest). Rated by bytes per CPU second of each thread. Nothing is read
 /// twice.
+/// With `keep_rule` (a profile still learning) the rule's candidate, the first, reads the rest
+/// whoever wins, so the method does not flip with one race.
 pub(super) fn race_warm(
     src: &Source,
     cands: &[ReadPlan],
-    start: u64,
-    p: u64,
+    (start, p): (u64, u64),
+    keep_rule: bool,
     probes: &mut Vec<Trial>,
-) -> Result<(ReadPlan, String, Prepared, engine::Moved)> {
+) -> Result<Raced> {
     let [a, b] = cands else {
         return Err(Error::failed("read failed", "a race needs two candidates"));
     };
@@ -74,8 +76,9 @@ pub(super) fn race_warm(
     // candidate (the rule's choice) keeps the part.
     let few = 4 * w.bs;
     let conclusive = rated.iter().all(|r| r.bytes >= few);
-    let best = usize::from(conclusive && rated[1].mib_s > rated[0].mib_s);
-    let winner = &rated[best];
+    let faster = usize::from(conclusive && rated[1].mib_s > rated[0].mib_s);
+    let best = if keep_rule { 0 } else { faster };
+    let winner = &rated[faster];
     let verdict = if conclusive {
         format!("{} faster", winner.plan.method.name())
     } else {
@@ -94,13 +97,30 @@ pub(super) fn race_warm(
         crate::size::format_size(p),
         crate::size::format_size(start),
     );
+    let rates = conclusive.then(|| [rated[0].mib_s, rated[1].mib_s]);
     probes.extend(rated);
     let (plan, prepared) = match best {
         0 => (*a, pa),
         _ if b.threads > 1 => (*b, prepare_plan(src, b)?),
         _ => (*b, pb),
     };
-    Ok((plan, why, prepared, moved))
+    Ok(Raced {
+        plan,
+        why,
+        prepared,
+        moved,
+        rates,
+    })
+}
+
+/// What a warm race did: the plan that reads the rest (prepared), why, what the race read, and
+/// the two sides' rates (`[first, second]` candidate, MiB per CPU second) when it was conclusive.
+pub(super) struct Raced {
+    pub(super) plan: ReadPlan,
+    pub(super) why: String,
+    pub(super) prepared: Prepared,
+    pub(super) moved: engine::Moved,
+    pub(super) rates: Option<[f64; 2]>,
 }
 
 /// What a later candidate may cost: the best rate so far, and the probe's budget left.
