@@ -74,8 +74,7 @@ fn one_line(e: &clap::Error) -> String {
 
 /// The subcommands the user typed (`iolab cache status`), and that command's usage line.
 fn subcommand_path() -> Option<(String, String)> {
-    use clap::CommandFactory;
-    let mut cmd = cli::Cli::command();
+    let mut cmd = cli::command();
     cmd.build();
     let mut path = vec!["iolab".to_string()];
     let mut current = &cmd;
@@ -145,8 +144,7 @@ fn main() {
             "iolab: warning: cannot handle interrupts ({e}); Ctrl-C may leave partial outputs"
         );
     }
-    use clap::CommandFactory;
-    let parsed = cli::Cli::command()
+    let parsed = cli::command()
         .try_get_matches_from(join_negative_values(std::env::args_os().collect()))
         .and_then(|m| <cli::Cli as clap::FromArgMatches>::from_arg_matches(&m));
     let args = match parsed {

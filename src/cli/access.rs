@@ -9,7 +9,6 @@ use iolab::cache::CacheMode;
 use iolab::engine::{ReadMethod, Work};
 use iolab::experiments::access::report;
 use iolab::experiments::access::{AccessConfig, run_access};
-use iolab::harness::Rounds;
 use iolab::report::{Document, Shown};
 use iolab::workload::Pattern;
 use std::path::PathBuf;
@@ -64,17 +63,9 @@ pub struct AccessArgs {
     /// run, it shows what timing the blocks costs
     #[arg(long)]
     pub no_latency: bool,
-    /// Exactly this many counted runs per cell, instead of --budget
-    #[arg(long, value_parser = args::positive, conflicts_with = "budget")]
-    pub repeat: Option<usize>,
-    /// Wall time the whole measurement may take, a cap: rounds go on until each method is told
-    /// apart from the first at 95% in every pattern and cache state, and no run starts that
-    /// would end past it. Without --duration, each run lasts a share of it [default: 1m]
-    #[arg(long, value_parser = args::duration)]
-    pub budget: Option<Duration>,
-    /// Uncounted rounds first (the first touches of fresh page-cache memory are slow here)
-    #[arg(long, default_value_t = AccessConfig::ROUNDS.warmup)]
-    pub warmup: usize,
+    // Rounds: each method is compared with the first in every pattern and cache state.
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -107,13 +98,7 @@ impl AccessArgs {
             depth: self.engine.depth,
             ops: self.ops,
             duration: self.duration,
-            rounds: match self.repeat {
-                Some(repeat) => Rounds::fixed(repeat, self.warmup),
-                None => Rounds {
-                    warmup: self.warmup,
-                    ..Rounds::adaptive(self.budget.unwrap_or(AccessConfig::BUDGET))
-                },
-            },
+            rounds: self.rounds.rounds("access"),
             seed: self.seed,
             drop_all: self.drop_all,
             work: self.work.unwrap_or(Work::Xor),

@@ -26,9 +26,9 @@ pub struct AdviseArgs {
     /// Threads
     #[arg(long, default_value = "1", value_parser = args::threads)]
     pub threads: usize,
-    /// Wall time the measurement may take, a cap: no run starts that would end past it
-    #[arg(long, default_value = "30s", value_parser = args::duration)]
-    pub budget: std::time::Duration,
+    // Rounds: every method is compared with the others, warm and cold.
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -41,7 +41,7 @@ impl AdviseArgs {
             self.pattern,
             self.bs,
             self.threads,
-            self.budget,
+            self.rounds.rounds("advise"),
             &ctx.command_line,
             &ctx.progress,
         )?;

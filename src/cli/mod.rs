@@ -83,6 +83,12 @@ pub enum ProgressMode {
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static PROGRESS: std::sync::Mutex<ProgressMode> = std::sync::Mutex::new(ProgressMode::Auto);
 
+/// The command line's definition, as parsed and shown: the derived one, with each command's
+/// own round defaults in its help.
+pub fn command() -> clap::Command {
+    args::with_round_defaults(<Cli as clap::CommandFactory>::command())
+}
+
 /// Sets `--quiet` and `--progress` for the whole process (before the command runs).
 pub fn set_output(progress: ProgressMode, quiet: bool) {
     QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! `iolab read FILE`: one read method, repeated, with statistics and kernel counters.
 
-use super::args::{self, CacheArgs, OutputArgs, ReadRuns, WorkloadArgs};
+use super::args::{self, CacheArgs, OutputArgs, RoundArgs, WorkloadArgs};
 use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
@@ -43,7 +43,7 @@ pub struct ReadArgs {
     #[command(flatten)]
     pub cache: CacheArgs,
     #[command(flatten)]
-    pub runs: ReadRuns,
+    pub rounds: RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -68,7 +68,7 @@ impl ReadArgs {
             },
             cache: self.cache.cache.unwrap_or(CacheMode::Warm),
             drop_all: self.cache.drop_all,
-            rounds: self.runs.rounds(),
+            rounds: self.rounds.rounds("read"),
             work: self.work,
         })
     }

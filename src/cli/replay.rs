@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// and warm, and say which would make it faster here.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n  iolab replay sqlite.json --keep-gaps --cache warm\n\nSame files, offsets and lengths; each traced thread's accesses in order on a thread of its\nown, all threads at once; as fast as possible, or with --keep-gaps waiting the program's time
+    after_help = "Examples:\n  iolab trace --out rg.json -- rg -c fn ~/src\n  iolab replay rg.json\n  iolab replay rg.json --cache cold --methods pread,uring,direct\n  iolab replay sqlite.json --keep-gaps --cache warm\n\nThe budget covers reading the trace too, and a method whose first run alone takes more\nthan its even share is left out and said.\n\nSame files, offsets and lengths; each traced thread's accesses in order on a thread of its\nown, all threads at once; as fast as possible, or with --keep-gaps waiting the program's time
 between accesses (io_uring queues ahead during a wait). A page fault is replayed as the 64 KiB window\nit mapped. 'as recorded' reads them with pread (with a mapping when the program's data came\nmostly through its mappings); direct methods read aligned out to 4 KiB (the extra bytes are\nshown); 'pread 128 KiB merged' merges reads that follow one another. Every run checks each\nfile's XOR against the trace's, so a file that changed since is caught. Writes are not replayed."
 )]
 pub struct ReplayArgs {
@@ -27,11 +27,9 @@ pub struct ReplayArgs {
     /// cold, warm or both
     #[arg(long, default_value = "both", value_parser = ["cold", "warm", "both"])]
     pub cache: String,
-    /// Time the whole replay may take, a cap (reading the trace counts): no run starts that
-    /// would end past it, and a method whose first run alone takes more than its even share is
-    /// left out and said; rounds stop early once every comparison is decided
-    #[arg(long, default_value = "60s", value_parser = args::duration)]
-    pub budget: std::time::Duration,
+    // Rounds (see after_help for what a budget covers).
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     /// As root, also drop every clean page (drop_caches) before cold runs
     #[arg(long)]
     pub drop_all: bool,
@@ -60,7 +58,7 @@ impl ReplayArgs {
             trace: self.trace,
             methods,
             caches,
-            rounds: iolab::harness::Rounds::adaptive(self.budget),
+            rounds: self.rounds.rounds("replay"),
             drop_all: self.drop_all,
             keep_gaps: self.keep_gaps,
             first: Vec::new(),

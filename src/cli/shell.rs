@@ -1,8 +1,8 @@
 //! `iolab completions SHELL` and `iolab man [COMMAND]`: generated from the command line's own
 //! definition, so they cannot drift from it.
 
-use super::{Cli, out};
-use clap::{Args, CommandFactory, ValueEnum};
+use super::out;
+use clap::{Args, ValueEnum};
 use iolab::Error;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,7 @@ impl CompletionsArgs {
     /// Writes the script to stdout.
     pub fn run(self) -> Result<(), Error> {
         // Generators list hidden commands too, so the tree is rebuilt without them.
-        let full = Cli::command();
+        let full = super::command();
         let mut cmd = clap::Command::new("iolab")
             .version(env!("CARGO_PKG_VERSION"))
             .args(full.get_arguments().cloned())
@@ -75,7 +75,7 @@ impl ManArgs {
         if let Some(dir) = &self.dir {
             return write_pages(dir, self.force);
         }
-        let top = Cli::command();
+        let top = super::command();
         let page = match &self.command {
             None => man_page(top, None),
             Some(name) => {
@@ -104,7 +104,7 @@ fn visible(top: &clap::Command) -> impl Iterator<Item = &clap::Command> {
 
 /// Every page into `dir` (made if missing): all or nothing, nothing replaced without `force`.
 fn write_pages(dir: &Path, force: bool) -> Result<(), Error> {
-    let top = Cli::command();
+    let top = super::command();
     let mut pages = vec![("iolab.1".to_string(), man_page(top.clone(), None))];
     for c in visible(&top) {
         let name = c.get_name().to_string();

@@ -9,9 +9,7 @@ use iolab::cache::CacheMode;
 use iolab::engine::write::SyncMode;
 use iolab::experiments::sweep::report;
 use iolab::experiments::sweep::{SweepConfig, SweepOp, parse_sizes, run_sweep};
-use iolab::harness::Rounds;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Throughput against block size per method and cache state (or, with --op write, sync mode).
 #[derive(Debug, Args)]
@@ -36,19 +34,15 @@ pub struct SweepArgs {
     /// Sync modes for writes
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = SweepConfig::DEFAULT_SYNCS)]
     pub sync: Vec<SyncMode>,
-    /// Bytes per run (reads: default the whole file; writes: 64M)
+    /// Bytes per run (reads: default the whole file with --repeat, else 1 MiB per second of the
+    /// budget, at least 16 MiB; writes: 64M)
     #[arg(long, value_parser = args::size)]
     pub size: Option<u64>,
     #[command(flatten)]
     pub engine: EngineArgs,
-    /// Exactly this many counted runs per cell (interleaved); without it, rounds go on until
-    /// each method is told apart from the first at 95% (or --budget ends)
-    #[arg(long, value_parser = args::positive)]
-    pub repeat: Option<usize>,
-    /// Wall time the sweep may take, a cap: no run starts that would end past it. Without
-    /// --size, each run reads 1 MiB per second of it (at least 16 MiB) of the file
-    #[arg(long, default_value = "1m", value_parser = args::duration, conflicts_with = "repeat")]
-    pub budget: Duration,
+    // Rounds: each method is compared with the first at each size.
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     /// Seed of the written data
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -95,13 +89,7 @@ impl SweepArgs {
             len: self.size,
             threads: self.engine.threads,
             depth: self.engine.depth,
-            rounds: match self.repeat {
-                Some(repeat) => Rounds {
-                    repeat,
-                    ..SweepConfig::ROUNDS
-                },
-                None => Rounds::adaptive(self.budget),
-            },
+            rounds: self.rounds.rounds("sweep"),
             seed: self.seed,
             drop_all: self.drop_all,
         })

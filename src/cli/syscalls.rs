@@ -12,14 +12,15 @@ use std::path::PathBuf;
 /// fault, an io_uring NOP.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  iolab syscalls\n  iolab syscalls big.bin --samples 9 --format json\n\nWithout FILE a 1 MiB scratch file is made in the temporary directory and removed."
+    after_help = "Examples:\n  iolab syscalls\n  iolab syscalls big.bin --repeat 9 --format json\n\nWithout FILE a 1 MiB scratch file is made in the temporary directory and removed."
 )]
 pub struct SyscallsArgs {
     /// A file to read 1-byte pieces of (default: a 1 MiB scratch file)
     pub file: Option<PathBuf>,
-    /// Timed samples per call (each at least 20 ms)
-    #[arg(long, default_value = "5", value_parser = args::positive)]
-    pub samples: usize,
+    // Rounds: a round times each call once (a sample of at least 20 ms); `--samples` is
+    // `--repeat`'s older name.
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -29,7 +30,7 @@ impl SyscallsArgs {
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
         let r = run_syscalls(
             self.file.as_deref(),
-            &iolab::harness::Rounds::fixed(self.samples, 1),
+            &self.rounds.rounds("syscalls"),
             &ctx.command_line,
             &ctx.progress,
         )?;

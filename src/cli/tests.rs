@@ -1,6 +1,5 @@
 use super::layers::{rust_files, sources};
 use super::*;
-use clap::CommandFactory;
 
 /// A README command line as arguments: placeholders get sample values, `[optional]` parts
 /// are kept, and `a\|b` alternatives give one variant each.
@@ -288,7 +287,7 @@ fn readme_commands_exist_and_their_flags_parse() {
         }
     }
     // Every command the user can see is in the README.
-    for c in Cli::command()
+    for c in super::command()
         .get_subcommands()
         .filter(|c| !c.is_hide_set())
     {
@@ -344,19 +343,90 @@ fn plain_progress_names_steps_and_their_durations() {
 
 #[test]
 fn command_definition_is_consistent() {
-    Cli::command().debug_assert();
+    super::command().debug_assert();
 }
 
 #[test]
-fn each_command_keeps_its_own_run_defaults() {
-    // Defaults shared through one generic group would render once for all commands.
-    let parse = |args: &[&str]| Cli::try_parse_from(args).expect("parses").command;
-    let Command::Read(r) = parse(&["iolab", "read", "f"]) else {
-        unreachable!()
+fn every_command_with_rounds_takes_the_same_flags_with_its_own_defaults() {
+    use super::args::round_defaults;
+    use iolab::harness::Rounds;
+    use std::time::Duration;
+    let cmd = super::command();
+    let with: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|s| s.get_arguments().any(|a| a.get_id() == "repeat"))
+        .collect();
+    let mut names: Vec<&str> = with.iter().map(|s| s.get_name()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "access", "advise", "read", "replay", "sweep", "syscalls", "transfer", "vm", "write"
+        ],
+        "the commands with rounds"
+    );
+    // A command's own words before its file, and what it needs to accept rounds.
+    let line = |name: &str, extra: &[&str]| -> Vec<String> {
+        let mut v = vec!["iolab".to_string(), name.to_string()];
+        v.extend(
+            match name {
+                "write" => vec!["f", "--size", "1M"],
+                "syscalls" => vec![],
+                "vm" => vec!["f", "--part-b"],
+                _ => vec!["f"],
+            }
+            .into_iter()
+            .chain(extra.iter().copied())
+            .map(String::from),
+        );
+        v
     };
-    let Command::Write(w) = parse(&["iolab", "write", "f", "--size", "1M"]) else {
-        unreachable!()
+    let rounds_of = |name: &str, extra: &[&str]| -> Result<Rounds, clap::Error> {
+        let m = super::command().try_get_matches_from(line(name, extra))?;
+        let sub = m.subcommand_matches(name).unwrap();
+        let args = <super::args::RoundArgs as clap::FromArgMatches>::from_arg_matches(sub)?;
+        Ok(args.rounds(name))
     };
-    assert_eq!((r.runs.repeat, r.runs.warmup), (5, 1));
-    assert_eq!((w.runs.repeat, w.runs.warmup), (3, 0));
+    for s in with {
+        let name = s.get_name();
+        let d = round_defaults(name).expect("a default for every command with rounds");
+        // Nothing given: the table's default, and the help says it.
+        assert_eq!(rounds_of(name, &[]).unwrap(), d, "{name}");
+        let help = |id: &str| {
+            let a = s.get_arguments().find(|a| a.get_id() == id).unwrap();
+            a.get_help().unwrap().to_string()
+        };
+        assert!(
+            help("warmup").ends_with(&format!("[default: {}]", d.warmup)),
+            "{name}"
+        );
+        match d.budget {
+            Some(b) => assert!(
+                help("budget").ends_with(&format!("[default: {}s]", b.as_secs_f64())),
+                "{name}: {}",
+                help("budget")
+            ),
+            None => assert!(
+                help("repeat").ends_with(&format!("[default: {}]", d.repeat)),
+                "{name}"
+            ),
+        }
+        // The same meaning everywhere: --repeat exactly, --budget adaptive, --warmup over both;
+        // --repeat with --budget refused.
+        let fixed = rounds_of(name, &["--repeat", "4", "--warmup", "2"]).unwrap();
+        assert_eq!(fixed, Rounds::fixed(4, 2), "{name}");
+        let capped = rounds_of(name, &["--budget", "7s"]).unwrap();
+        assert_eq!(capped.budget, Some(Duration::from_secs(7)), "{name}");
+        assert_eq!(capped.warmup, d.warmup, "{name}");
+        assert!(
+            rounds_of(name, &["--repeat", "2", "--budget", "7s"]).is_err(),
+            "{name}"
+        );
+        assert!(rounds_of(name, &["--repeat", "0"]).is_err(), "{name}");
+    }
+    // `syscalls --samples`, its first spelling, is --repeat.
+    assert_eq!(
+        rounds_of("syscalls", &["--samples", "3"]).unwrap().repeat,
+        3
+    );
 }

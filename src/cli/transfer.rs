@@ -19,13 +19,9 @@ pub struct TransferArgs {
     /// Sender:receiver pairs (default: all 12)
     #[arg(long, value_delimiter = ',', value_parser = args::method_pair)]
     pub methods: Vec<(SendMethod, RecvMethod)>,
-    /// Runs per pair (interleaved)
-    #[arg(long, default_value_t = TransferConfig::ROUNDS.repeat, value_parser = args::positive)]
-    pub repeat: usize,
-    /// Instead of --repeat: add rounds until every pair is told apart from every other at 95%,
-    /// for at most this long (e.g. 30s)
-    #[arg(long, value_parser = args::duration)]
-    pub budget: Option<std::time::Duration>,
+    // Rounds: with --budget every pair is compared with every other.
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     /// Parallel connections
     #[arg(long, default_value = "1", value_parser = args::positive)]
     pub connections: usize,
@@ -51,16 +47,7 @@ impl TransferArgs {
             } else {
                 self.methods
             },
-            rounds: match self.budget {
-                Some(budget) => iolab::harness::Rounds {
-                    repeat: self.repeat,
-                    ..iolab::harness::Rounds::adaptive(budget)
-                },
-                None => iolab::harness::Rounds {
-                    repeat: self.repeat,
-                    ..TransferConfig::ROUNDS
-                },
-            },
+            rounds: self.rounds.rounds("transfer"),
             connections: self.connections,
             sync: self.sync,
             discard: self.discard,

@@ -48,9 +48,9 @@ pub struct VmArgs {
     /// Part B: bytes written per run [default: 16MiB, at most the file's size]
     #[arg(long, value_parser = args::size, requires = "part_b")]
     pub size: Option<u64>,
-    /// Part B: counted rounds (each runs every way once, interleaved)
-    #[arg(long, default_value_t = PartBConfig::ROUNDS.repeat, value_parser = args::positive, requires = "part_b")]
-    pub repeat: usize,
+    // Part B's rounds (each runs every way once, interleaved).
+    #[command(flatten)]
+    pub rounds: args::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -58,6 +58,12 @@ pub struct VmArgs {
 impl VmArgs {
     /// Runs it and prints a pmap -x table per stage.
     pub fn run(self, ctx: &Ctx) -> Result<(), Error> {
+        if self.rounds.given() && !self.part_b {
+            return Err(Error::usage(
+                "--repeat, --warmup and --budget are part B's rounds",
+                "add --part-b",
+            ));
+        }
         if let Some(size) = self.create {
             create_file(&self.file, size, self.force)?;
         }
@@ -70,10 +76,7 @@ impl VmArgs {
                     write_len: self
                         .size
                         .unwrap_or(PartBConfig::DEFAULT_WRITE_LEN.min(file_size.max(1))),
-                    rounds: iolab::harness::Rounds {
-                        repeat: self.repeat,
-                        ..PartBConfig::ROUNDS
-                    },
+                    rounds: self.rounds.rounds("vm"),
                 },
                 &ctx.command_line,
                 &ctx.progress,

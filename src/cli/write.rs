@@ -1,6 +1,6 @@
 //! `iolab write FILE`: one write method and sync mode, repeated, then read back and verified.
 
-use super::args::{self, OutputArgs, WorkloadArgs, WriteRuns};
+use super::args::{self, OutputArgs, RoundArgs, WorkloadArgs};
 use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;
@@ -38,7 +38,7 @@ pub struct WriteArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub runs: WriteRuns,
+    pub rounds: RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -55,7 +55,7 @@ impl WriteArgs {
             shape: self.workload.shape(),
             sync: self.sync,
             force: self.force,
-            rounds: self.runs.rounds(),
+            rounds: self.rounds.rounds("write"),
         })
     }
 

@@ -93,7 +93,7 @@ pub fn run_advise(
     pattern: Pattern,
     bs: u64,
     threads: usize,
-    budget: Duration,
+    rounds: Rounds,
     command_line: &str,
     obs: &dyn Observer,
 ) -> Result<AdviseResult> {
@@ -128,10 +128,7 @@ pub fn run_advise(
         work: Default::default(),
         classic: false,
         untimed: false,
-        rounds: Rounds {
-            repeat: 3,
-            ..Rounds::adaptive(budget)
-        },
+        rounds,
         focus: None,
         seed: 1,
         drop_all: false,

@@ -37,12 +37,6 @@ impl PartBConfig {
     pub const DEFAULT_BS: u64 = 4096;
     /// Bytes written per run by default (at most the file's size).
     pub const DEFAULT_WRITE_LEN: u64 = 16 << 20;
-    /// Rounds by default: three counted after one warm-up.
-    pub const ROUNDS: Rounds = Rounds {
-        repeat: 3,
-        warmup: 1,
-        budget: None,
-    };
 }
 
 /// One way of moving the data, over the counted rounds.

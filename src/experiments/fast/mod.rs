@@ -369,7 +369,7 @@ fn auto(
     src: &Source,
     resident: f64,
     probe_from: u64,
-    mut learn: Option<&mut profile::Profile>,
+    mut learn: Option<&mut profile::WarmProfile>,
 ) -> Result<(Choice, engine::Moved)> {
     let cores = crate::sys::cpus();
     if src.size < SMALL {
@@ -452,7 +452,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
                 && resident > 0.0
             {
                 use std::os::unix::fs::MetadataExt;
-                learn = Some(profile::Profile::open(path, meta.dev()));
+                learn = Some(profile::WarmProfile::open(path, meta.dev()));
             }
             let auto = auto(&src, resident, cfg.probe_from, learn.as_mut());
             return match auto {
@@ -506,7 +506,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
     let (mut choice, resident, moved) = out?;
     // Off the clock: this run's race kept in the profile, and what the profile said.
     if choice.uses.iter().any(|u| u.warm) {
-        choice.profile = learn.as_mut().map(profile::Profile::save);
+        choice.profile = learn.as_mut().map(profile::WarmProfile::save);
     }
     // Outside the clock: the XOR is the file's only if nobody wrote it meanwhile.
     if let Some(Ok((version, Ok(file)))) = opened {

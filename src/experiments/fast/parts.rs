@@ -1,7 +1,7 @@
 //! The file in parts, resident or not, and how each part is read: its plan chosen (by a rule or a
 //! probe) and run over its ranges.
 
-use super::profile::{Profile, Stage};
+use super::profile::{ProfileSays, WarmProfile};
 use super::*;
 
 /// Contiguous runs of the file that are resident (`true`) or not, in [`CHUNK`]s.
@@ -91,7 +91,7 @@ pub(super) fn read_part(
     ranges: &[(u64, u64)],
     cores: usize,
     probes: &mut Vec<Trial>,
-    learn: Option<&mut Profile>,
+    learn: Option<&mut WarmProfile>,
 ) -> Result<(engine::Moved, Use)> {
     let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
     let cands = candidates(warm, bytes, cores);
@@ -110,33 +110,10 @@ pub(super) fn read_part(
     let mut moved = engine::Moved::default();
     let probe_start = Instant::now();
     let (plan, why, holes, mut prepared, start) = match room {
-        Some((s, e)) if bytes >= probe_from && warm => {
-            let stage = learn.as_ref().map(|l| l.stage());
-            if let (Some(l), Some(st @ (Stage::Decided(..) | Stage::Settled(_)))) = (&learn, stage)
-            {
-                // The machine's profile has decided: no race.
-                let m = match st {
-                    Stage::Decided(m, _) => m,
-                    _ => ReadMethod::Mmap,
-                };
-                let plan = *cands.iter().find(|c| c.method == m).unwrap_or(&cands[0]);
-                let prepared = prepare_plan(src, &plan)?;
-                (plan, l.words(&st), Vec::new(), prepared, (0.0, 0))
-            } else {
-                // In the middle of the run: a file's first megabytes sit in the small folios of
-                // readahead's first windows and would speak for the copy, not for the file.
-                let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
-                let r = race_warm(src, &cands, (start, p), learn.is_some(), probes)?;
-                moved.add(r.moved);
-                let mut why = r.why;
-                if let (Some(l), Some(st)) = (learn, stage) {
-                    why = format!("{why}; {}", l.words(&st));
-                    if let Some(rates) = r.rates {
-                        l.keep(rates);
-                    }
-                }
-                (r.plan, why, vec![(start, start + p)], r.prepared, (0.0, 0))
-            }
+        Some(run) if bytes >= probe_from && warm => {
+            let w = warm_probe(src, &cands, run, p, learn, probes)?;
+            moved.add(w.moved);
+            (w.plan, w.why, w.holes, w.prepared, (0.0, 0))
         }
         Some((start, _)) if bytes >= probe_from => {
             let (plan, why, holes, prepared, start, m) =
@@ -195,4 +172,62 @@ pub(super) fn read_part(
         ),
     };
     Ok((moved, used))
+}
+
+/// What a resident part's probe chose: the plan, why, the slice it read (none when the
+/// machine's profile had decided), the plan's prepared reader and what the race read.
+pub(super) struct WarmProbe {
+    plan: ReadPlan,
+    why: String,
+    holes: Vec<(u64, u64)>,
+    prepared: Prepared,
+    moved: engine::Moved,
+}
+
+/// A resident part with room (`run`) for the race's slice of `p` bytes: read by the method the
+/// machine's profile decided, without a race; else raced, the race kept in the profile while it
+/// learns (the rule's mmap then reads the rest, whoever won).
+fn warm_probe(
+    src: &Source,
+    cands: &[ReadPlan],
+    (s, e): (u64, u64),
+    p: u64,
+    learn: Option<&mut WarmProfile>,
+    probes: &mut Vec<Trial>,
+) -> Result<WarmProbe> {
+    let says = learn.as_ref().map(|l| l.stage());
+    if let (Some(l), Some(st @ (ProfileSays::Decided(..) | ProfileSays::Settled(_)))) =
+        (&learn, says)
+    {
+        let m = match st {
+            ProfileSays::Decided(m, _) => m,
+            _ => ReadMethod::Mmap,
+        };
+        let plan = *cands.iter().find(|c| c.method == m).unwrap_or(&cands[0]);
+        return Ok(WarmProbe {
+            plan,
+            why: l.words(&st),
+            holes: Vec::new(),
+            prepared: prepare_plan(src, &plan)?,
+            moved: engine::Moved::default(),
+        });
+    }
+    // In the middle of the run: a file's first megabytes sit in the small folios of readahead's
+    // first windows and would speak for the copy, not for the file.
+    let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
+    let r = race_warm(src, cands, (start, p), learn.is_some(), probes)?;
+    let mut why = r.why;
+    if let (Some(l), Some(st)) = (learn, says) {
+        why = format!("{why}; {}", l.words(&st));
+        if let Some(rates) = r.rates {
+            l.keep(rates);
+        }
+    }
+    Ok(WarmProbe {
+        plan: r.plan,
+        why,
+        holes: vec![(start, start + p)],
+        prepared: r.prepared,
+        moved: r.moved,
+    })
 }

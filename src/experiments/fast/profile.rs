@@ -19,7 +19,7 @@ const MACHINES: usize = 16;
 
 /// What a warm part is read by, once the profile has said.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Stage {
+pub enum ProfileSays {
     /// Too few races yet: race this run too, and read with the rule's `mmap`.
     Learning {
         /// Races kept.
@@ -36,10 +36,10 @@ pub enum Stage {
 /// What the profile decides from `races` (each `[mmap, pread]`, MiB per CPU second): only at the
 /// looks, over exactly the first races of each look, so that looking after every run does not
 /// spend more than the 5% the two looks share.
-pub fn stage(races: &[[f64; 2]]) -> Stage {
+pub fn stage(races: &[[f64; 2]]) -> ProfileSays {
     for (i, &look) in LOOKS.iter().enumerate() {
         if races.len() < look {
-            return Stage::Learning {
+            return ProfileSays::Learning {
                 have: races.len(),
                 need: look,
             };
@@ -55,13 +55,13 @@ pub fn stage(races: &[[f64; 2]]) -> Stage {
                 } else {
                     ReadMethod::Pread
                 };
-                return Stage::Decided(method, v);
+                return ProfileSays::Decided(method, v);
             }
-            Some(v) if v.decided == Decided::Equivalent || last => return Stage::Settled(v),
+            Some(v) if v.decided == Decided::Equivalent || last => return ProfileSays::Settled(v),
             _ => {}
         }
     }
-    Stage::Learning {
+    ProfileSays::Learning {
         have: races.len(),
         need: LOOKS[LOOKS.len() - 1],
     }
@@ -70,23 +70,23 @@ pub fn stage(races: &[[f64; 2]]) -> Stage {
 /// Which machine a profile entry is for: the kernel, the cores and the file's device (a warm
 /// race's outcome depends on how the kernel maps and copies page-cache folios, not on the file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Key {
+struct MachineKey {
     kernel: String,
     cpus: usize,
     device: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Machine {
-    key: Key,
+struct MachineRaces {
+    key: MachineKey,
     /// `[mmap, pread]` MiB per CPU second, one per conclusive race, oldest first.
     races: Vec<[f64; 2]>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct Stored {
+struct ProfileFile {
     version: u32,
-    machines: Vec<Machine>,
+    machines: Vec<MachineRaces>,
 }
 
 /// What the profile said for this run, as the JSON keeps it.
@@ -110,10 +110,10 @@ pub struct Learned {
 /// The profile as this run found it: its races for this machine, and whether it may be trusted
 /// and written.
 #[derive(Debug)]
-pub struct Profile {
+pub struct WarmProfile {
     path: PathBuf,
-    key: Key,
-    stored: Stored,
+    key: MachineKey,
+    stored: ProfileFile,
     /// Why it is not used (read) or not written, if so.
     note: String,
     writable: bool,
@@ -124,20 +124,20 @@ pub struct Profile {
     pending: Option<[f64; 2]>,
 }
 
-impl Profile {
+impl WarmProfile {
     /// The profile at `path` for files on `device`: empty when there is none yet; not used (and
     /// left as it is) when it is not this user's alone (a profile another user can write would let
     /// them choose how this user's runs read) or cannot be read.
-    pub fn open(path: &Path, device: u64) -> Profile {
-        let key = Key {
+    pub fn open(path: &Path, device: u64) -> WarmProfile {
+        let key = MachineKey {
             kernel: crate::sys::kernel_release(),
             cpus: crate::sys::cpus(),
             device,
         };
-        let mut p = Profile {
+        let mut p = WarmProfile {
             path: path.to_path_buf(),
             key,
-            stored: Stored::default(),
+            stored: ProfileFile::default(),
             note: String::new(),
             writable: true,
             kept: false,
@@ -147,7 +147,7 @@ impl Profile {
         if let Err(note) = p.read() {
             p.note = note;
             p.writable = false;
-            p.stored = Stored::default();
+            p.stored = ProfileFile::default();
         }
         p.had = p.races().len();
         p
@@ -191,11 +191,11 @@ impl Profile {
     }
 
     /// What the races so far decide.
-    pub fn stage(&self) -> Stage {
+    pub fn stage(&self) -> ProfileSays {
         stage(self.races())
     }
 
-    /// Notes this run's race (`[mmap, pread]` MiB per CPU second), to be kept by [`Profile::save`]
+    /// Notes this run's race (`[mmap, pread]` MiB per CPU second), to be kept by [`WarmProfile::save`]
     /// once the read is done (off its clock).
     pub fn keep(&mut self, race: [f64; 2]) {
         if race.iter().all(|r| r.is_finite() && *r > 0.0) {
@@ -220,7 +220,7 @@ impl Profile {
         let key = self.key.clone();
         let mut m = match self.stored.machines.iter().position(|m| m.key == key) {
             Some(i) => self.stored.machines.remove(i),
-            None => Machine {
+            None => MachineRaces {
                 key,
                 races: Vec::new(),
             },
@@ -263,9 +263,9 @@ impl Profile {
     fn learned(&self) -> Learned {
         let had = self.had;
         let (method, verdict) = match stage(&self.races()[..had.min(self.races().len())]) {
-            Stage::Decided(m, v) => (Some(m), Some(v)),
-            Stage::Settled(v) => (None, Some(v)),
-            Stage::Learning { .. } => (None, None),
+            ProfileSays::Decided(m, v) => (Some(m), Some(v)),
+            ProfileSays::Settled(v) => (None, Some(v)),
+            ProfileSays::Learning { .. } => (None, None),
         };
         Learned {
             path: self.path.clone(),
@@ -283,13 +283,13 @@ impl Profile {
     }
 
     /// How a stage of this profile reads in a part's "why".
-    pub fn words(&self, stage: &Stage) -> String {
+    pub fn words(&self, stage: &ProfileSays) -> String {
         words(stage, &self.path, &self.note)
     }
 }
 
 /// How a stage reads in a part's "why".
-fn words(stage: &Stage, path: &Path, note: &str) -> String {
+fn words(stage: &ProfileSays, path: &Path, note: &str) -> String {
     let at = |v: &Verdict| {
         format!(
             "mmap {:.2}x pread per CPU second, {}",
@@ -298,13 +298,13 @@ fn words(stage: &Stage, path: &Path, note: &str) -> String {
         )
     };
     let mut s = match stage {
-        Stage::Decided(m, v) => format!(
+        ProfileSays::Decided(m, v) => format!(
             "this machine's profile ({}): {} faster ({}): no race",
             path.display(),
             m.name(),
             at(v)
         ),
-        Stage::Settled(v) => format!(
+        ProfileSays::Settled(v) => format!(
             "this machine's profile ({}): {} ({}): the rule's mmap, no race",
             path.display(),
             if v.decided == Decided::Equivalent {
@@ -314,7 +314,7 @@ fn words(stage: &Stage, path: &Path, note: &str) -> String {
             },
             at(v)
         ),
-        Stage::Learning { have, need } => format!(
+        ProfileSays::Learning { have, need } => format!(
             "learning this machine ({have} of {need} races kept in {}): the rule's mmap reads until they decide at 95%",
             path.display()
         ),
@@ -342,14 +342,14 @@ mod tests {
         for n in 0..8 {
             assert_eq!(
                 stage(&fast[..n]),
-                Stage::Learning { have: n, need: 8 },
+                ProfileSays::Learning { have: n, need: 8 },
                 "{n}"
             );
         }
         for n in 8..=13 {
             // Later races (here equal) change nothing: a decided profile is no longer raced,
             // and a look covers exactly its own races.
-            let Stage::Decided(m, v) = stage(&fast[..n]) else {
+            let ProfileSays::Decided(m, v) = stage(&fast[..n]) else {
                 panic!("{n}: {:?}", stage(&fast[..n]))
             };
             assert_eq!(m, ReadMethod::Mmap);
@@ -357,7 +357,10 @@ mod tests {
         }
         // Copying faster: pread.
         let slow = races(&[0.6, 0.55, 0.62, 0.58, 0.61, 0.57, 0.6, 0.59]);
-        assert!(matches!(stage(&slow), Stage::Decided(ReadMethod::Pread, _)));
+        assert!(matches!(
+            stage(&slow),
+            ProfileSays::Decided(ReadMethod::Pread, _)
+        ));
     }
 
     #[test]
@@ -370,16 +373,16 @@ mod tests {
         let r = races(&flip);
         assert!(matches!(
             stage(&r[..8]),
-            Stage::Learning { have: 8, need: 12 }
+            ProfileSays::Learning { have: 8, need: 12 }
         ));
-        assert!(matches!(stage(&r[..11]), Stage::Learning { .. }));
-        let Stage::Settled(v) = stage(&r) else {
+        assert!(matches!(stage(&r[..11]), ProfileSays::Learning { .. }));
+        let ProfileSays::Settled(v) = stage(&r) else {
             panic!("{:?}", stage(&r))
         };
         assert_eq!(v.decided, Decided::Undecided);
         // Equal within 1%: within 5% at the first look, settled.
         let same = races(&[1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01]);
-        let Stage::Settled(v) = stage(&same) else {
+        let ProfileSays::Settled(v) = stage(&same) else {
             panic!("{:?}", stage(&same))
         };
         assert_eq!(v.decided, Decided::Equivalent);
@@ -389,17 +392,17 @@ mod tests {
     fn a_profile_is_kept_whole_and_read_back_and_others_are_not_trusted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join(FILE);
-        let mut p = Profile::open(&path, 7);
+        let mut p = WarmProfile::open(&path, 7);
         assert_eq!((p.count(), p.note.as_str()), (0, ""));
         p.keep([2000.0, 1000.0]);
         assert!(p.save().kept, "{}", p.note);
         p.keep([f64::NAN, 1000.0]);
         p.save();
         assert_eq!(p.count(), 1, "a race without a rate is not kept");
-        let again = Profile::open(&path, 7);
+        let again = WarmProfile::open(&path, 7);
         assert_eq!(again.races(), &[[2000.0, 1000.0]]);
         // Another device is another entry.
-        assert_eq!(Profile::open(&path, 8).count(), 0);
+        assert_eq!(WarmProfile::open(&path, 8).count(), 0);
         // No temporary file left beside it.
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()
@@ -409,7 +412,7 @@ mod tests {
         // Writable by others: not used, and not written over.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let mut other = Profile::open(&path, 7);
+        let mut other = WarmProfile::open(&path, 7);
         assert_eq!(other.count(), 0);
         assert!(other.note.contains("writable by others"), "{}", other.note);
         other.keep([1.0, 2.0]);
@@ -417,7 +420,7 @@ mod tests {
         // Not a profile: left as it is.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(&path, b"hello").unwrap();
-        let mut bad = Profile::open(&path, 7);
+        let mut bad = WarmProfile::open(&path, 7);
         assert!(bad.note.contains("not a profile"), "{}", bad.note);
         bad.keep([1.0, 2.0]);
         bad.save();

@@ -170,15 +170,6 @@ pub fn resolve_len(bs: u64, len: Option<u64>, size: u64) -> Result<(u64, Vec<Str
     Ok((len, warnings))
 }
 
-impl ReadConfig {
-    /// Counted runs and warm-ups by default.
-    pub const ROUNDS: Rounds = Rounds {
-        repeat: 5,
-        warmup: 1,
-        budget: None,
-    };
-}
-
 /// `iolab read`'s one cell: a method over the file's first `len` bytes in the asked state.
 struct ReadCell<'a> {
     cfg: &'a ReadConfig,

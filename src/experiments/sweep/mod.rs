@@ -121,12 +121,6 @@ impl SweepConfig {
     ];
     /// Block sizes by default.
     pub const DEFAULT_SIZES: &str = "512..16M";
-    /// Rounds with `--repeat` and no budget by default: three, no warm-up.
-    pub const ROUNDS: Rounds = Rounds {
-        repeat: 3,
-        warmup: 0,
-        budget: None,
-    };
 
     /// Sequential blocks with this sweep's threads, seed and depth.
     fn shape(&self) -> Shape {

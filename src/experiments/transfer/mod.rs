@@ -42,15 +42,6 @@ pub struct TransferConfig {
     pub sizes: ChunkSizes,
 }
 
-impl TransferConfig {
-    /// Rounds by default: three, no warm-up.
-    pub const ROUNDS: Rounds = Rounds {
-        repeat: 3,
-        warmup: 0,
-        budget: None,
-    };
-}
-
 /// One method pair's runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PairResult {

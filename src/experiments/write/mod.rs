@@ -75,15 +75,6 @@ pub fn check_write(cfg: &WriteConfig) -> Result<()> {
     Ok(())
 }
 
-impl WriteConfig {
-    /// Counted runs by default, and no warm-up: every run writes a fresh file anyway.
-    pub const ROUNDS: Rounds = Rounds {
-        repeat: 3,
-        warmup: 0,
-        budget: None,
-    };
-}
-
 /// `iolab write`'s one cell: the method and sync mode into the target, every run the same
 /// data (their XORs agree), the last run's file read back.
 struct WriteCell<'a> {
