@@ -43,6 +43,31 @@ pub struct GroupRun<T, D> {
     pub cache: CacheState,
 }
 
+impl<T, D> GroupRun<T, D> {
+    /// Whether it ended because its method cannot run here (the kernel or file system lacks it).
+    pub fn unsupported(&self) -> bool {
+        matches!(
+            self.end,
+            Message::Failed {
+                unsupported: true,
+                ..
+            }
+        )
+    }
+}
+
+/// Whether one of the runs `before` that `same` picks (by index: the same method as the run
+/// about to start) ended unsupported: a method that cannot run here is not tried again.
+pub fn unsupported_before<T, D>(
+    before: &[Option<GroupRun<T, D>>],
+    same: impl Fn(usize) -> bool,
+) -> bool {
+    before
+        .iter()
+        .enumerate()
+        .any(|(i, r)| same(i) && r.as_ref().is_some_and(GroupRun::unsupported))
+}
+
 impl Groups<'_> {
     /// `n` runs, one after another: run `i` is named by `name(i, runs so far)` (`None` skips
     /// it), its child gets the config `config(i, group)` makes for its group, and `tick` turns
@@ -96,5 +121,49 @@ impl Groups<'_> {
             }));
         }
         Ok(runs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(unsupported: Option<bool>) -> Option<GroupRun<u32, u32>> {
+        let end = match unsupported {
+            None => Message::Done(0),
+            Some(unsupported) => Message::Failed {
+                error: "no".into(),
+                unsupported,
+            },
+        };
+        Some(GroupRun {
+            ticks: Vec::new(),
+            end,
+            limit: 0,
+            peak: None,
+            cache: CacheState {
+                asked: CacheMode::Cold,
+                residency: crate::cache::Residency {
+                    resident_pages: 0,
+                    total_pages: 1,
+                    page_size: 4096,
+                },
+                verified: true,
+                dropped_all: false,
+                note: None,
+                visible: true,
+            },
+        })
+    }
+
+    #[test]
+    fn only_the_same_methods_unsupported_end_keeps_it_from_running_again() {
+        // Runs 0 and 2 are method A, 1 is B; B ended unsupported, A failed otherwise.
+        let before = [ended(Some(false)), ended(Some(true)), ended(None), None];
+        let method = |i: usize| if i == 1 { 'B' } else { 'A' };
+        assert!(unsupported_before(&before, |i| method(i) == 'B'));
+        assert!(!unsupported_before(&before, |i| method(i) == 'A'));
+        // A run skipped (None) or not yet run says nothing.
+        assert!(!unsupported_before(&before[..1], |i| method(i) == 'B'));
     }
 }

@@ -26,7 +26,7 @@ use crate::engine::ReadMethod;
 use crate::engine::write::WriteMethod;
 use crate::error::{Error, ErrorKind, Result};
 use crate::harness::Observer;
-use crate::harness::grouped::{GroupRun, Groups};
+use crate::harness::grouped::{GroupRun, Groups, unsupported_before};
 use crate::measure::stats::{Summary, summarize};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -477,18 +477,7 @@ pub fn run_pollute(cfg: &PolluteConfig, obs: &dyn Observer) -> Result<PolluteRes
         |i, before: &[Option<GroupRun<PolluteTick, PolluteDone>>]| {
             let (pass, (name, writing, _)) = runs[i];
             // A method unsupported in the first pass is not tried again.
-            let unsupported = (0..i).any(|j| {
-                runs[j].1.0 == *name
-                    && before[j].as_ref().is_some_and(|r| {
-                        matches!(
-                            r.end,
-                            PolluteMessage::Failed {
-                                unsupported: true,
-                                ..
-                            }
-                        )
-                    })
-            });
+            let unsupported = unsupported_before(&before[..i], |j| runs[j].1.0 == *name);
             (pass == 0 || !unsupported).then(|| {
                 format!(
                     "pollute: {} stream {name} ({} of {n_runs})",

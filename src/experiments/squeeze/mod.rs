@@ -13,7 +13,7 @@ use crate::cache::cgroup::{self, Controller, GroupFiles};
 use crate::engine::{self, EngineOptions, Moved, ReadMethod, RunLimits, Work};
 use crate::error::{Error, ErrorKind, Result};
 use crate::experiments::Observer;
-use crate::harness::grouped::{GroupRun, Groups};
+use crate::harness::grouped::{GroupRun, Groups, unsupported_before};
 use crate::measure::latency::{Histogram, LatencySummary};
 use crate::measure::series;
 use crate::measure::stats::{Summary, summarize};
@@ -380,18 +380,7 @@ pub fn run_squeeze(cfg: &SqueezeConfig, obs: &dyn Observer) -> Result<SqueezeRes
         obs,
         |j, before: &[Option<GroupRun<SqueezeTick, SqueezeDone>>]| {
             // A method unsupported in the first pass is not tried again.
-            let unsupported = before[..j.min(n)].iter().enumerate().any(|(i, r)| {
-                method(i) == method(j)
-                    && r.as_ref().is_some_and(|r| {
-                        matches!(
-                            r.end,
-                            SqueezeMessage::Failed {
-                                unsupported: true,
-                                ..
-                            }
-                        )
-                    })
-            });
+            let unsupported = unsupported_before(&before[..j.min(n)], |i| method(i) == method(j));
             (j < n || !unsupported)
                 .then(|| format!("squeeze {} ({} of {jobs})", method(j).name(), j + 1))
         },
