@@ -57,7 +57,7 @@ pub fn explained(
     advise: Option<std::time::Duration>,
     ctx: &Ctx,
 ) -> Result<trace::profile::Profile, Error> {
-    let mut p = trace::profile::profile(t);
+    let mut p = trace::advice::profiled(t);
     if let Some(budget) = advise.filter(|_| !iolab::sys::interrupted()) {
         iolab::experiments::replay::advised::measure(
             t,

@@ -105,7 +105,7 @@ pub struct State {
     /// Stops answered.
     pub stops: u64,
     /// The program's io_uring rings and what was seen of them.
-    pub uring: super::uring::Rings,
+    pub uring: super::rings::Rings,
     /// The page cache's work for the whole run (the kernel tracer fills it).
     pub cache: Option<super::CacheSeen>,
     /// Notes, each once.

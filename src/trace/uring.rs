@@ -6,10 +6,9 @@
 //! completion returned, of the thread that saw the completion, when it saw it. Layouts from `include/uapi/linux/io_uring.h` (stable ABI).
 
 use super::ops::{Pending, State};
-use super::{Call, Op, UringSeen};
+use super::rings::{Req, Ring, SETUP_NO_MMAP, SETUP_NO_SQARRAY};
+use super::{Call, Op};
 use crate::sys::ptrace;
-use rustc_hash::FxHashMap as HashMap;
-use std::collections::VecDeque;
 
 /// `io_uring_params` offsets: flags, features, then `sq_off` and `cq_off`.
 const P_FLAGS: usize = 8;
@@ -17,15 +16,6 @@ const P_FEATURES: usize = 20;
 const P_SQ: usize = 40;
 const P_CQ: usize = 80;
 const PARAMS_LEN: usize = 120;
-
-const SETUP_SQPOLL: u32 = 1 << 1;
-const SETUP_SQE128: u32 = 1 << 10;
-const SETUP_CQE32: u32 = 1 << 11;
-const SETUP_NO_MMAP: u32 = 1 << 14;
-const SETUP_NO_SQARRAY: u32 = 1 << 16;
-/// Setup flags whose rings this module reads as they are laid out; any other flag from 1 << 17
-/// on (mixed-size entries, say) makes the ring unread, and said.
-const SETUP_KNOWN: u32 = (1 << 17) - 1;
 
 /// More entries than a ring can have (the kernel's limit is 32768 submissions and twice as many
 /// completions): a mask this large was not read from a ring.
@@ -58,46 +48,6 @@ const REGISTER_FILES2: u64 = 13;
 const REGISTER_FILES_UPDATE2: u64 = 14;
 const REGISTER_RING_FDS: u64 = 20;
 
-/// A submitted read or write waiting for its completion.
-#[derive(Debug, Clone)]
-struct Req {
-    call: Call,
-    t: u64,
-    fd: i32,
-    file: Option<u32>,
-    off: Option<u64>,
-    len: u64,
-    opcode: u8,
-}
-
-/// One ring, as the program set it up and mapped it.
-#[derive(Debug, Default)]
-pub struct Ring {
-    flags: u32,
-    single_mmap: bool,
-    /// `io_sqring_offsets`: head, tail, ring_mask, ring_entries, flags, dropped, array.
-    sq: [u32; 7],
-    /// `io_cqring_offsets`: head, tail, ring_mask, ring_entries, overflow, cqes.
-    cq: [u32; 6],
-    sq_ring: Option<u64>,
-    cq_ring: Option<u64>,
-    sqes: Option<u64>,
-    /// Completions read so far (the next index to read).
-    cq_seen: Option<u32>,
-    in_flight: HashMap<u64, VecDeque<Req>>,
-    /// Registered files: index -> file (None: a descriptor iolab did not know).
-    fixed: Vec<Option<(i32, Option<u32>)>>,
-}
-
-/// Every ring of every process, by (process, descriptor); registered ring indexes.
-#[derive(Debug, Default)]
-pub struct Rings {
-    rings: HashMap<(u32, i32), Ring>,
-    registered: HashMap<(u32, u32), i32>,
-    /// What was seen.
-    pub seen: UringSeen,
-}
-
 fn u32_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4)
         .map_or(0, |x| u32::from_ne_bytes(x.try_into().unwrap_or_default()))
@@ -113,42 +63,6 @@ fn read_exact(tid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
     match ptrace::read_mem(tid, addr, &mut b) {
         Ok(n) if n == len => Some(b),
         _ => None,
-    }
-}
-
-impl Ring {
-    fn sqe_size(&self) -> u64 {
-        if self.flags & SETUP_SQE128 != 0 {
-            128
-        } else {
-            64
-        }
-    }
-
-    fn cqe_size(&self) -> u64 {
-        if self.flags & SETUP_CQE32 != 0 {
-            32
-        } else {
-            16
-        }
-    }
-
-    fn cq_base(&self) -> Option<u64> {
-        self.cq_ring
-            .or(if self.single_mmap { self.sq_ring } else { None })
-    }
-
-    /// Whether its submissions can be read at io_uring_enter.
-    fn readable(&self) -> Option<&'static str> {
-        if self.flags & SETUP_SQPOLL != 0 {
-            Some("a kernel thread polls its submission queue (SQPOLL)")
-        } else if self.flags & !SETUP_KNOWN != 0 {
-            Some("it was set up with flags this iolab does not read")
-        } else if self.sq_ring.is_none() || self.sqes.is_none() {
-            Some("its rings were not mapped where iolab saw")
-        } else {
-            None
-        }
     }
 }
 

@@ -14,8 +14,9 @@ use crate::harness::{BudgetClass, Observer};
 use crate::measure::finding::Finding;
 use crate::report::{Document, Table, Value};
 use crate::size::format_size;
+use crate::trace::advice::profiled;
 use crate::trace::overhead::{Overhead, overhead};
-use crate::trace::profile::{Profile, profile};
+use crate::trace::profile::Profile;
 use crate::trace::{TraceConfig, run};
 use serde::{Deserialize, Serialize};
 
@@ -86,7 +87,7 @@ impl Entry for YourProgramEntry {
         };
         let replay = replay_trace(&t, &rcfg, obs)?;
         Ok(YourProgram {
-            profile: profile(&t),
+            profile: profiled(&t),
             overhead,
             replay,
         })

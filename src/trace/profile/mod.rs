@@ -193,9 +193,10 @@ pub struct Profile {
     /// Opens that failed: calls and time, ns.
     #[serde(default)]
     pub failed_opens: (u64, u64),
-    /// What to change, most pressing first ([`super::advice::RULES`]).
+    /// What to change, most pressing first (`advice::RULES`; [`super::advice::profiled`] fills
+    /// it, empty from [`profile`] alone).
     #[serde(default)]
-    pub advice: Vec<super::advice::Recommendation>,
+    pub advice: Vec<super::recommend::Recommendation>,
 }
 
 /// Total length of the union of `ranges` (start, len).
@@ -340,7 +341,7 @@ fn mapped_bytes(t: &Trace) -> u64 {
         .sum()
 }
 
-/// The profile of `t`.
+/// The profile of `t`, without advice ([`super::advice::profiled`] adds it).
 pub fn profile(t: &Trace) -> Profile {
     let Tally {
         acc,
@@ -376,7 +377,7 @@ pub fn profile(t: &Trace) -> Profile {
     let wall_s = t.wall_ns as f64 / 1e9;
     let mut calls: Vec<CallRow> = calls.into_values().collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
-    let mut p = Profile {
+    Profile {
         command: t.command.clone(),
         wall_s,
         ended: t.ended,
@@ -426,16 +427,7 @@ pub fn profile(t: &Trace) -> Profile {
         metadata_dirs,
         failed_opens,
         advice: Vec::new(),
-    };
-    if let Some(time) = &p.time {
-        p.advice = super::advice::advise(&super::advice::Evidence {
-            t,
-            p: &p,
-            time,
-            available: crate::cache::meminfo::read().mem_available,
-        });
     }
-    p
 }
 
 #[cfg(test)]
