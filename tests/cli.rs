@@ -1582,7 +1582,7 @@ fn fast_keeps_its_warm_profile_in_the_users_cache_and_trusts_no_one_elses() {
         v
     };
     let v = run(&["--no-profile"]);
-    assert!(v["choice"].get("profile").is_none(), "{v}");
+    assert!(v["choice"]["uses"][0].get("profile").is_none(), "{v}");
     assert!(!profile.exists());
     let v = run(&[]);
     if v["resident"].as_f64().unwrap() < 0.999 {
@@ -1591,7 +1591,7 @@ fn fast_keeps_its_warm_profile_in_the_users_cache_and_trusts_no_one_elses() {
             "the file did not stay resident after cache load",
         );
     }
-    let p = &v["choice"]["profile"];
+    let p = &v["choice"]["uses"][0]["profile"];
     assert_eq!(p["path"], s(&profile), "{v}");
     assert_eq!(p["races"], 0);
     use std::os::unix::fs::MetadataExt;
@@ -1608,8 +1608,11 @@ fn fast_keeps_its_warm_profile_in_the_users_cache_and_trusts_no_one_elses() {
     std::fs::write(&profile, &before).unwrap();
     std::os::unix::fs::chown(&profile, Some(65534), None).unwrap();
     let v = run(&[]);
-    let note = v["choice"]["profile"]["note"].as_str().unwrap();
-    assert!(note.contains("owned by uid 65534"), "{v}");
-    assert_eq!(v["choice"]["profile"]["races"], 0, "{v}");
+    let p = &v["choice"]["uses"][0]["profile"];
+    assert!(
+        p["note"].as_str().unwrap().contains("owned by uid 65534"),
+        "{v}"
+    );
+    assert_eq!(p["races"], 0, "{v}");
     assert_eq!(std::fs::read(&profile).unwrap(), before, "left as it is");
 }

@@ -213,7 +213,7 @@ fn a_warm_method_does_not_flip_while_the_profile_learns_and_stays_once_it_decide
             continue;
         }
         let c = &r.choice;
-        let learned = c.profile.as_ref().expect("the profile is said");
+        let learned = c.uses[0].profile.as_ref().expect("the profile is said");
         assert_eq!(
             (learned.path.as_path(), learned.races),
             (path.as_path(), before)
@@ -256,6 +256,53 @@ fn a_warm_method_does_not_flip_while_the_profile_learns_and_stays_once_it_decide
                 let again = run_fast(&cfg).unwrap();
                 assert_eq!(again.choice.method, c.method);
                 assert!(again.choice.probes.is_empty());
+                break;
+            }
+        }
+    }
+    assert!(decided.is_some(), "the profile decided by the last look");
+}
+
+#[test]
+fn a_cold_method_is_the_rules_while_the_profile_learns_and_then_what_it_decided() {
+    use iolab::engine::ReadMethod;
+    use iolab::experiments::fast::profile::FILE;
+    let dir = tempfile::tempdir().unwrap();
+    if common::fs_type(dir.path()) == "tmpfs" {
+        return common::skip(common::Lack::Machine, "tmpfs has no O_DIRECT to probe");
+    }
+    let data = bytes(96 << 20, 6);
+    let f = write_file(dir.path(), "c", &data);
+    let src = iolab::engine::open_source(&f).unwrap();
+    let path = dir.path().join("cache").join(FILE);
+    let cfg = FastConfig {
+        probe_from: 16 << 20,
+        profile: Some(path.clone()),
+        ..FastConfig::new(f.clone())
+    };
+    let mut decided = None;
+    for _ in 0..40 {
+        cache::evict(&src.file, &f, false).unwrap();
+        let r = run_fast(&cfg).unwrap();
+        assert_eq!(r.xor, plain_xor(&data));
+        if r.resident > 0.0 {
+            continue;
+        }
+        let (c, u) = (&r.choice, &r.choice.uses[0]);
+        let learned = u.profile.as_ref().expect("the profile is said");
+        if !c.probes.is_empty() {
+            assert!(decided.is_none(), "a decided profile probes no more: {c:?}");
+            assert!(u.why.contains("learning this machine"), "{}", u.why);
+            if !u.why.contains("skipped") {
+                // Learning: O_DIRECT, the rule's, reads the part whoever was faster.
+                assert_eq!(u.plan.method, ReadMethod::UringDirect, "{}", u.why);
+            }
+        } else {
+            assert!(u.why.contains("this machine's profile"), "{}", u.why);
+            assert!(!learned.kept);
+            let want = learned.method.unwrap_or(ReadMethod::UringDirect);
+            assert_eq!(u.plan.method, want, "{}", u.why);
+            if decided.replace(want).is_some() {
                 break;
             }
         }

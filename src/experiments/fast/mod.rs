@@ -148,6 +148,9 @@ pub struct Use {
     /// `probe_bytes - start_bytes` at `rest_mib_s`.
     #[serde(default)]
     pub probe_cost_secs: f64,
+    /// What the machine's profile said for this part, when it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::Learned>,
 }
 
 /// What auto chose and why.
@@ -173,9 +176,6 @@ pub struct Choice {
     /// pace the chosen plan kept over the rest of the part (0 without a probe).
     #[serde(default)]
     pub probe_cost_secs: f64,
-    /// What the machine's warm profile said, when one was used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<profile::Learned>,
 }
 
 /// What `iolab fast` did.
@@ -284,7 +284,6 @@ fn choice_of(
         uses,
         probes,
         probe_cost_secs: cost,
-        profile: None,
     }
 }
 
@@ -320,15 +319,19 @@ pub fn candidates(warm: bool, bytes: u64, cores: usize) -> Vec<ReadPlan> {
         };
         vec![mmap, pread]
     } else {
-        // 1 MiB requests, 8 in flight: on this VM the device gives its best with 8 MiB in
-        // flight (fio too: 1M at depth 8 4562 MiB/s against 3866 at depth 32, medians of 8
+        // 1 MiB requests, 8 in flight in all: on this VM the device gives its best with 8 MiB
+        // in flight (fio too: 1M at depth 8 4562 MiB/s against 3866 at depth 32, medians of 8
         // rounds), and every buffer slot's first touch costs about 1.4 ms per MiB here, so a
         // larger queue (4 MiB x 8, 32 MiB) paid 45-60 ms of faults before its steady state.
+        // Split over the threads, each with its ring: one thread both submitting and XORing
+        // fell behind fio's 1M x 8 (2748-3011 MiB/s against 2872-3156); two threads of 4 read
+        // faster than one of 8 in each of 8 interleaved rounds (median 1.1x), the same bytes
+        // in flight and the same buffers to fault.
         let direct = ReadPlan {
             method: ReadMethod::UringDirect,
-            threads: 1,
+            threads,
             bs: 1 << 20,
-            depth: 8,
+            depth: (8 / threads as u32).max(1),
         };
         // The buffered challenger: one thread of 1 MiB preads behind the kernel's readahead. It
         // is stepped one block at a time, so its least cost is one read (1.7-2.7 ms for the
@@ -369,7 +372,7 @@ fn auto(
     src: &Source,
     resident: f64,
     probe_from: u64,
-    mut learn: Option<&mut profile::WarmProfile>,
+    mut learn: Option<&mut [profile::MachineProfile; 2]>,
 ) -> Result<(Choice, engine::Moved)> {
     let cores = crate::sys::cpus();
     if src.size < SMALL {
@@ -396,7 +399,7 @@ fn auto(
         if ranges.is_empty() {
             continue;
         }
-        let learning = if warm { learn.as_deref_mut() } else { None };
+        let learning = learn.as_deref_mut().map(|l| &mut l[usize::from(!warm)]);
         let (m, used) = read_part(src, probe_from, warm, &ranges, cores, &mut probes, learning)?;
         moved.add(m);
         uses.push(used);
@@ -423,6 +426,20 @@ fn auto(
     Ok((choice_of(main, reason, uses, probes, cost), moved))
 }
 
+/// The machine's profile for the resident and the non-resident parts of `src` (each with its
+/// part's two candidates), when `cfg` keeps one and the file is large enough to be probed.
+fn profiles(cfg: &FastConfig, src: &Source) -> Option<[profile::MachineProfile; 2]> {
+    use std::os::unix::fs::MetadataExt;
+    let path = cfg.profile.as_ref()?;
+    let dev = src.file.metadata().ok()?.dev();
+    (src.size >= cfg.probe_from).then(|| {
+        [false, true].map(|cold| {
+            let c = candidates(!cold, src.size, 1);
+            profile::MachineProfile::open(path, dev, cold, [c[0].method, c[1].method])
+        })
+    })
+}
+
 /// Reads the whole file with the chosen (or forced) method; timed from open to close, choice
 /// and probe included.
 pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
@@ -447,13 +464,7 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         opened = Some(crate::source::Version::of(&src.file).map(|v| (v, src.file.try_clone())));
         let resident = cache::residency_of(&src.file, src.size, &src.path)?.fraction();
         if !forced {
-            if let (Some(path), Ok(meta)) = (&cfg.profile, src.file.metadata())
-                && src.size >= cfg.probe_from
-                && resident > 0.0
-            {
-                use std::os::unix::fs::MetadataExt;
-                learn = Some(profile::WarmProfile::open(path, meta.dev()));
-            }
+            learn = profiles(cfg, &src);
             let auto = auto(&src, resident, cfg.probe_from, learn.as_mut());
             return match auto {
                 Err(e) if e.kind == crate::error::ErrorKind::Unsupported => {
@@ -504,9 +515,12 @@ pub fn run_fast(cfg: &FastConfig) -> Result<FastResult> {
         Ok((choice, resident, moved))
     });
     let (mut choice, resident, moved) = out?;
-    // Off the clock: this run's race kept in the profile, and what the profile said.
-    if choice.uses.iter().any(|u| u.warm) {
-        choice.profile = learn.as_mut().map(profile::WarmProfile::save);
+    // Off the clock: this run's races kept in the profile, and what it said to each part.
+    if let Some(profiles) = learn.as_mut() {
+        for u in choice.uses.iter_mut() {
+            let p = &mut profiles[usize::from(!u.warm)];
+            u.profile = p.asked.then(|| p.save());
+        }
     }
     // Outside the clock: the XOR is the file's only if nobody wrote it meanwhile.
     if let Some(Ok((version, Ok(file)))) = opened {

@@ -1,7 +1,7 @@
 //! The file in parts, resident or not, and how each part is read: its plan chosen (by a rule or a
 //! probe) and run over its ranges.
 
-use super::profile::{ProfileSays, WarmProfile};
+use super::profile::{MachineProfile, ProfileSays};
 use super::*;
 
 /// Contiguous runs of the file that are resident (`true`) or not, in [`CHUNK`]s.
@@ -91,7 +91,7 @@ pub(super) fn read_part(
     ranges: &[(u64, u64)],
     cores: usize,
     probes: &mut Vec<Trial>,
-    learn: Option<&mut WarmProfile>,
+    learn: Option<&mut MachineProfile>,
 ) -> Result<(engine::Moved, Use)> {
     let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
     let cands = candidates(warm, bytes, cores);
@@ -117,7 +117,7 @@ pub(super) fn read_part(
         }
         Some((start, _)) if bytes >= probe_from => {
             let (plan, why, holes, prepared, start, m) =
-                race_cold(src, &cands, start, p, bytes, probes)?;
+                cold_probe(src, &cands, (start, p), bytes, learn, probes)?;
             moved.add(m);
             (plan, why, holes, prepared, start)
         }
@@ -165,6 +165,7 @@ pub(super) fn read_part(
         rest_mib_s,
         start_secs,
         start_bytes,
+        profile: None,
         probe_cost_secs: probe_cost(
             probe_secs - start_secs,
             probe_bytes.saturating_sub(start_bytes),
@@ -192,21 +193,14 @@ fn warm_probe(
     cands: &[ReadPlan],
     (s, e): (u64, u64),
     p: u64,
-    learn: Option<&mut WarmProfile>,
+    learn: Option<&mut MachineProfile>,
     probes: &mut Vec<Trial>,
 ) -> Result<WarmProbe> {
-    let says = learn.as_ref().map(|l| l.stage());
-    if let (Some(l), Some(st @ (ProfileSays::Decided(..) | ProfileSays::Settled(_)))) =
-        (&learn, says)
-    {
-        let m = match st {
-            ProfileSays::Decided(m, _) => m,
-            _ => ReadMethod::Mmap,
-        };
-        let plan = *cands.iter().find(|c| c.method == m).unwrap_or(&cands[0]);
+    let mut learn = learn;
+    if let Some((plan, why)) = decided(cands, learn.as_deref_mut()) {
         return Ok(WarmProbe {
             plan,
-            why: l.words(&st),
+            why,
             holes: Vec::new(),
             prepared: prepare_plan(src, &plan)?,
             moved: engine::Moved::default(),
@@ -217,8 +211,9 @@ fn warm_probe(
     let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
     let r = race_warm(src, cands, (start, p), learn.is_some(), probes)?;
     let mut why = r.why;
-    if let (Some(l), Some(st)) = (learn, says) {
-        why = format!("{why}; {}", l.words(&st));
+    if let Some(l) = learn {
+        let says = l.stage();
+        why = format!("{why}; {}", l.words(&says));
         if let Some(rates) = r.rates {
             l.keep(rates);
         }
@@ -230,4 +225,66 @@ fn warm_probe(
         prepared: r.prepared,
         moved: r.moved,
     })
+}
+
+/// The plan the machine's profile decided for a part, and why, when it has (the rule's candidate,
+/// the first, when it settled); `None` while it learns (or without a profile): then the part is
+/// probed.
+fn decided(cands: &[ReadPlan], learn: Option<&mut MachineProfile>) -> Option<(ReadPlan, String)> {
+    let l = learn?;
+    let says = l.stage();
+    let m = match says {
+        ProfileSays::Decided(m, _) => m,
+        ProfileSays::Settled(_) => cands.first()?.method,
+        ProfileSays::Learning { .. } => return None,
+    };
+    let plan = *cands.iter().find(|c| c.method == m).or(cands.first())?;
+    Some((plan, l.words(&says)))
+}
+
+/// What probing a part chose: the plan, why, the slices the probes read (holes in the rest), the
+/// plan's prepared reader, its own start (seconds, bytes) and what the probes moved.
+type Probed = (
+    ReadPlan,
+    String,
+    Vec<(u64, u64)>,
+    Prepared,
+    (f64, u64),
+    engine::Moved,
+);
+
+/// A non-resident part with room for the probes' slices from `start`: read by the method the
+/// machine's profile decided, without a probe; else probed, the probe kept in the profile while it
+/// learns (the rule's O_DIRECT then reads the rest, whoever was faster). As [`race_cold`] gives it,
+/// without the rates.
+fn cold_probe(
+    src: &Source,
+    cands: &[ReadPlan],
+    (start, p): (u64, u64),
+    bytes: u64,
+    mut learn: Option<&mut MachineProfile>,
+    probes: &mut Vec<Trial>,
+) -> Result<Probed> {
+    if let Some((plan, why)) = decided(cands, learn.as_deref_mut()) {
+        let prepared = prepare_plan(src, &plan)?;
+        return Ok((
+            plan,
+            why,
+            Vec::new(),
+            prepared,
+            (0.0, 0),
+            engine::Moved::default(),
+        ));
+    }
+    let keep_rule = learn.is_some();
+    let (plan, mut why, holes, prepared, start, m, rates) =
+        race_cold(src, cands, (start, p), bytes, keep_rule, probes)?;
+    if let Some(l) = learn {
+        let says = l.stage();
+        why = format!("{why}; {}", l.words(&says));
+        if let Some(rates) = rates {
+            l.keep(rates);
+        }
+    }
+    Ok((plan, why, holes, prepared, start, m))
 }

@@ -246,8 +246,8 @@ pub(super) fn probe(
 }
 
 /// What probing a cold part chose: the winner's plan, why, the slices the probes read (holes in
-/// the rest), the winner's prepared reader and its own start (seconds, bytes), and what the
-/// probes moved.
+/// the rest), the winner's prepared reader and its own start (seconds, bytes), what the probes
+/// moved, and the two candidates' rates when both were tried (`[first, second]`, MiB/s).
 type ColdRace = (
     ReadPlan,
     String,
@@ -255,17 +255,19 @@ type ColdRace = (
     Prepared,
     (f64, u64),
     engine::Moved,
+    Option<[f64; 2]>,
 );
 
 /// Probes each candidate in turn on slices of a cold part from `start`, each within a budget
 /// (a share of the part's `bytes` at the first candidate's rate, less what the later ones cost
-/// beyond the best rate); a candidate this file or kernel cannot use is left out and said.
+/// beyond the best rate); a candidate this file or kernel cannot use is left out and said. With
+/// `keep_rule` (a profile still learning) the first candidate, if it could read, reads the rest.
 pub(super) fn race_cold(
     src: &Source,
     cands: &[ReadPlan],
-    start: u64,
-    p: u64,
+    (start, p): (u64, u64),
     bytes: u64,
+    keep_rule: bool,
     probes: &mut Vec<Trial>,
 ) -> Result<ColdRace> {
     let mut moved = engine::Moved::default();
@@ -319,16 +321,21 @@ pub(super) fn race_cold(
         .at(&src.path));
     }
     let mine = &probes[probes.len() - tried.len()..];
-    let best = (0..mine.len())
+    let faster = (0..mine.len())
         .max_by(|&a, &b| mine[a].mib_s.total_cmp(&mine[b].mib_s))
         .unwrap_or(0);
+    let rates = (tried.len() == 2).then(|| [mine[0].mib_s, mine[1].mib_s]);
+    let best = match tried.iter().position(|t| t.2 == 0) {
+        Some(first) if keep_rule => first,
+        _ => faster,
+    };
     let mut why = format!(
         "probed {}: {} fastest",
         mine.iter()
             .map(|pr| format!("{} {:.0} MiB/s", pr.plan.label(), pr.mib_s))
             .collect::<Vec<_>>()
             .join(", "),
-        mine[best].plan.method.name()
+        mine[faster].plan.method.name()
     );
     for s in &skipped {
         why.push_str("; ");
@@ -337,5 +344,5 @@ pub(super) fn race_cold(
     let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
     holes.sort_unstable();
     let (prepared, _, k, start) = tried.swap_remove(best);
-    Ok((cands[k], why, holes, prepared, start, moved))
+    Ok((cands[k], why, holes, prepared, start, moved, rates))
 }

@@ -1,8 +1,10 @@
-//! The machine's warm profile: what the warm races between mapping and copying found on this
-//! machine, kept between runs, so that the method for resident data is decided at 95% over runs
-//! rather than by one 32 MiB race (which flipped between the two from run to run on the same
-//! file). Until the races decide, the rule's `mmap` reads every warm part, so the choice does not
-//! flip while the profile learns; once they decide, no run races any more.
+//! The machine's profile: what `fast`'s probes between its two candidates found on this machine,
+//! kept between runs, so that the method for a part is decided at 95% over runs rather than by
+//! one probe (which flipped between the two from run to run on the same file): for resident data
+//! mapping against copying (one 32 MiB race), for data on the device O_DIRECT through io_uring
+//! against buffered reads. Until the probes decide, the rule's candidate (the first: mmap,
+//! uring-direct) reads every part, so the choice does not flip while the profile learns; once
+//! they decide, no run probes that part any more.
 
 use crate::engine::ReadMethod;
 use crate::measure::decide::{Decided, Verdict, paired};
@@ -17,26 +19,26 @@ pub const LOOKS: [usize; 2] = [8, 12];
 /// Machines (kernel, cores, device) a profile keeps, the latest used last.
 const MACHINES: usize = 16;
 
-/// What a warm part is read by, once the profile has said.
+/// What a part is read by, once the profile has said.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ProfileSays {
-    /// Too few races yet: race this run too, and read with the rule's `mmap`.
+    /// Too few races yet: race this run too, and read with the rule's candidate.
     Learning {
         /// Races kept.
         have: usize,
         /// Races at the next look.
         need: usize,
     },
-    /// One method is faster at 95% (per CPU second of one thread): every run takes it.
+    /// One method is faster at 95%: every run takes it.
     Decided(ReadMethod, Verdict),
-    /// Within 5%, or undecided after the last look: the rule's `mmap`, and no more races.
+    /// Within 5%, or undecided after the last look: the rule's candidate, and no more races.
     Settled(Verdict),
 }
 
-/// What the profile decides from `races` (each `[mmap, pread]`, MiB per CPU second): only at the
-/// looks, over exactly the first races of each look, so that looking after every run does not
-/// spend more than the 5% the two looks share.
-pub fn stage(races: &[[f64; 2]]) -> ProfileSays {
+/// What the profile decides from `races` (each `[first, second]` candidate's rate, of `pair`):
+/// only at the looks, over exactly the first races of each look, so that looking after every run
+/// does not spend more than the 5% the two looks share.
+pub fn stage(races: &[[f64; 2]], pair: [ReadMethod; 2]) -> ProfileSays {
     for (i, &look) in LOOKS.iter().enumerate() {
         if races.len() < look {
             return ProfileSays::Learning {
@@ -50,11 +52,7 @@ pub fn stage(races: &[[f64; 2]]) -> ProfileSays {
         let last = i + 1 == LOOKS.len();
         match paired(&a, &b, LOOKS.len()) {
             Some(v) if v.decided == Decided::Winner => {
-                let method = if v.a_larger == Some(true) {
-                    ReadMethod::Mmap
-                } else {
-                    ReadMethod::Pread
-                };
+                let method = pair[usize::from(v.a_larger != Some(true))];
                 return ProfileSays::Decided(method, v);
             }
             Some(v) if v.decided == Decided::Equivalent || last => return ProfileSays::Settled(v),
@@ -74,6 +72,9 @@ struct MachineKey {
     kernel: String,
     cpus: usize,
     device: u64,
+    /// The non-resident part's probes (else the resident part's).
+    #[serde(default)]
+    cold: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,10 +97,11 @@ pub struct Learned {
     pub path: PathBuf,
     /// Races this machine had in it before this run.
     pub races: usize,
-    /// The method every warm run takes, once decided (none while learning, or settled on the
-    /// rule).
+    /// The method every run takes for this part, once decided (none while learning, or settled
+    /// on the rule).
     pub method: Option<ReadMethod>,
-    /// mmap against pread over the races of the last look, when one was taken.
+    /// The first candidate against the second over the races of the last look, when one was
+    /// taken.
     pub verdict: Option<Verdict>,
     /// This run's race was kept.
     pub kept: bool,
@@ -110,7 +112,7 @@ pub struct Learned {
 /// The profile as this run found it: its races for this machine, and whether it may be trusted
 /// and written.
 #[derive(Debug)]
-pub struct WarmProfile {
+pub struct MachineProfile {
     path: PathBuf,
     key: MachineKey,
     stored: ProfileFile,
@@ -122,19 +124,25 @@ pub struct WarmProfile {
     had: usize,
     /// A race of this run, to keep when the run is done.
     pending: Option<[f64; 2]>,
+    /// The two candidates, the rule's first.
+    pair: [ReadMethod; 2],
+    /// A part of this run asked it.
+    pub(super) asked: bool,
 }
 
-impl WarmProfile {
-    /// The profile at `path` for files on `device`: empty when there is none yet; not used (and
-    /// left as it is) when it is not this user's alone (a profile another user can write would let
-    /// them choose how this user's runs read) or cannot be read.
-    pub fn open(path: &Path, device: u64) -> WarmProfile {
+impl MachineProfile {
+    /// The profile at `path` for the resident (`cold` false) or non-resident parts of files on
+    /// `device`, whose candidates are `pair`: empty when there is none yet; not used (and left as
+    /// it is) when it is not this user's alone (a profile another user can write would let them
+    /// choose how this user's runs read) or cannot be read.
+    pub fn open(path: &Path, device: u64, cold: bool, pair: [ReadMethod; 2]) -> MachineProfile {
         let key = MachineKey {
             kernel: crate::sys::kernel_release(),
             cpus: crate::sys::cpus(),
             device,
+            cold,
         };
-        let mut p = WarmProfile {
+        let mut p = MachineProfile {
             path: path.to_path_buf(),
             key,
             stored: ProfileFile::default(),
@@ -143,6 +151,8 @@ impl WarmProfile {
             kept: false,
             had: 0,
             pending: None,
+            pair,
+            asked: false,
         };
         if let Err(note) = p.read() {
             p.note = note;
@@ -191,12 +201,13 @@ impl WarmProfile {
     }
 
     /// What the races so far decide.
-    pub fn stage(&self) -> ProfileSays {
-        stage(self.races())
+    pub fn stage(&mut self) -> ProfileSays {
+        self.asked = true;
+        stage(self.races(), self.pair)
     }
 
-    /// Notes this run's race (`[mmap, pread]` MiB per CPU second), to be kept by [`WarmProfile::save`]
-    /// once the read is done (off its clock).
+    /// Notes this run's race (`[first, second]` candidate's rate), to be kept by
+    /// [`MachineProfile::save`] once the read is done (off its clock).
     pub fn keep(&mut self, race: [f64; 2]) {
         if race.iter().all(|r| r.is_finite() && *r > 0.0) {
             self.pending = Some(race);
@@ -215,6 +226,11 @@ impl WarmProfile {
 
     fn add(&mut self, race: [f64; 2]) {
         if !self.writable {
+            return;
+        }
+        // Read again: another part of this run (or another run) may have kept a race since.
+        if let Err(note) = self.read() {
+            self.note = format!("this run's race not kept: {note}");
             return;
         }
         let key = self.key.clone();
@@ -262,7 +278,8 @@ impl WarmProfile {
     /// What the JSON keeps of it for this run.
     fn learned(&self) -> Learned {
         let had = self.had;
-        let (method, verdict) = match stage(&self.races()[..had.min(self.races().len())]) {
+        let races = self.races();
+        let (method, verdict) = match stage(&races[..had.min(races.len())], self.pair) {
             ProfileSays::Decided(m, v) => (Some(m), Some(v)),
             ProfileSays::Settled(v) => (None, Some(v)),
             ProfileSays::Learning { .. } => (None, None),
@@ -284,16 +301,24 @@ impl WarmProfile {
 
     /// How a stage of this profile reads in a part's "why".
     pub fn words(&self, stage: &ProfileSays) -> String {
-        words(stage, &self.path, &self.note)
+        words(stage, self.pair, self.key.cold, &self.path, &self.note)
     }
 }
 
 /// How a stage reads in a part's "why".
-fn words(stage: &ProfileSays, path: &Path, note: &str) -> String {
+fn words(
+    stage: &ProfileSays,
+    pair: [ReadMethod; 2],
+    cold: bool,
+    path: &Path,
+    note: &str,
+) -> String {
+    let [first, second] = pair.map(ReadMethod::name);
     let at = |v: &Verdict| {
         format!(
-            "mmap {:.2}x pread per CPU second, {}",
+            "{first} {:.2}x {second}{}, {}",
             v.ratio,
+            if cold { "" } else { " per CPU second" },
             v.interval_words().replace("rounds", "races")
         )
     };
@@ -305,7 +330,7 @@ fn words(stage: &ProfileSays, path: &Path, note: &str) -> String {
             at(v)
         ),
         ProfileSays::Settled(v) => format!(
-            "this machine's profile ({}): {} ({}): the rule's mmap, no race",
+            "this machine's profile ({}): {} ({}): the rule's {first}, no race",
             path.display(),
             if v.decided == Decided::Equivalent {
                 "within 5%"
@@ -315,7 +340,7 @@ fn words(stage: &ProfileSays, path: &Path, note: &str) -> String {
             at(v)
         ),
         ProfileSays::Learning { have, need } => format!(
-            "learning this machine ({have} of {need} races kept in {}): the rule's mmap reads until they decide at 95%",
+            "learning this machine ({have} of {need} races kept in {}): the rule's {first} reads until they decide at 95%",
             path.display()
         ),
     };
@@ -329,6 +354,8 @@ fn words(stage: &ProfileSays, path: &Path, note: &str) -> String {
 mod tests {
     use super::*;
 
+    const W: [ReadMethod; 2] = [ReadMethod::Mmap, ReadMethod::Pread];
+
     fn races(ratio: &[f64]) -> Vec<[f64; 2]> {
         ratio.iter().map(|r| [1000.0 * r, 1000.0]).collect()
     }
@@ -341,7 +368,7 @@ mod tests {
         ]);
         for n in 0..8 {
             assert_eq!(
-                stage(&fast[..n]),
+                stage(&fast[..n], W),
                 ProfileSays::Learning { have: n, need: 8 },
                 "{n}"
             );
@@ -349,8 +376,8 @@ mod tests {
         for n in 8..=13 {
             // Later races (here equal) change nothing: a decided profile is no longer raced,
             // and a look covers exactly its own races.
-            let ProfileSays::Decided(m, v) = stage(&fast[..n]) else {
-                panic!("{n}: {:?}", stage(&fast[..n]))
+            let ProfileSays::Decided(m, v) = stage(&fast[..n], W) else {
+                panic!("{n}: {:?}", stage(&fast[..n], W))
             };
             assert_eq!(m, ReadMethod::Mmap);
             assert!(v.ci[0] >= 1.05 && v.ratio > 1.5, "{v:?}");
@@ -358,7 +385,7 @@ mod tests {
         // Copying faster: pread.
         let slow = races(&[0.6, 0.55, 0.62, 0.58, 0.61, 0.57, 0.6, 0.59]);
         assert!(matches!(
-            stage(&slow),
+            stage(&slow, W),
             ProfileSays::Decided(ReadMethod::Pread, _)
         ));
     }
@@ -372,18 +399,18 @@ mod tests {
             .collect();
         let r = races(&flip);
         assert!(matches!(
-            stage(&r[..8]),
+            stage(&r[..8], W),
             ProfileSays::Learning { have: 8, need: 12 }
         ));
-        assert!(matches!(stage(&r[..11]), ProfileSays::Learning { .. }));
-        let ProfileSays::Settled(v) = stage(&r) else {
-            panic!("{:?}", stage(&r))
+        assert!(matches!(stage(&r[..11], W), ProfileSays::Learning { .. }));
+        let ProfileSays::Settled(v) = stage(&r, W) else {
+            panic!("{:?}", stage(&r, W))
         };
         assert_eq!(v.decided, Decided::Undecided);
         // Equal within 1%: within 5% at the first look, settled.
         let same = races(&[1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01]);
-        let ProfileSays::Settled(v) = stage(&same) else {
-            panic!("{:?}", stage(&same))
+        let ProfileSays::Settled(v) = stage(&same, W) else {
+            panic!("{:?}", stage(&same, W))
         };
         assert_eq!(v.decided, Decided::Equivalent);
     }
@@ -392,17 +419,17 @@ mod tests {
     fn a_profile_is_kept_whole_and_read_back_and_others_are_not_trusted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join(FILE);
-        let mut p = WarmProfile::open(&path, 7);
+        let mut p = MachineProfile::open(&path, 7, false, W);
         assert_eq!((p.count(), p.note.as_str()), (0, ""));
         p.keep([2000.0, 1000.0]);
         assert!(p.save().kept, "{}", p.note);
         p.keep([f64::NAN, 1000.0]);
         p.save();
         assert_eq!(p.count(), 1, "a race without a rate is not kept");
-        let again = WarmProfile::open(&path, 7);
+        let again = MachineProfile::open(&path, 7, false, W);
         assert_eq!(again.races(), &[[2000.0, 1000.0]]);
         // Another device is another entry.
-        assert_eq!(WarmProfile::open(&path, 8).count(), 0);
+        assert_eq!(MachineProfile::open(&path, 8, false, W).count(), 0);
         // No temporary file left beside it.
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()
@@ -412,7 +439,7 @@ mod tests {
         // Writable by others: not used, and not written over.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let mut other = WarmProfile::open(&path, 7);
+        let mut other = MachineProfile::open(&path, 7, false, W);
         assert_eq!(other.count(), 0);
         assert!(other.note.contains("writable by others"), "{}", other.note);
         other.keep([1.0, 2.0]);
@@ -420,7 +447,7 @@ mod tests {
         // Not a profile: left as it is.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(&path, b"hello").unwrap();
-        let mut bad = WarmProfile::open(&path, 7);
+        let mut bad = MachineProfile::open(&path, 7, false, W);
         assert!(bad.note.contains("not a profile"), "{}", bad.note);
         bad.keep([1.0, 2.0]);
         bad.save();
