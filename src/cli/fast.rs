@@ -33,10 +33,11 @@ pub struct FastArgs {
     /// large (smaller parts are read by the rule)
     #[arg(long, value_parser = args::size, default_value = "1GiB", value_name = "SIZE")]
     pub probe_from: u64,
-    /// Race mapping against copying on every warm run, and keep nothing. By default the races
-    /// of earlier runs on this machine, kept in $XDG_CACHE_HOME/iolab/fast-profile.json
-    /// (~/.cache/iolab without it), decide the warm method once they agree at 95%; until then
-    /// mmap reads, so the method does not flip from run to run
+    /// Probe the candidates on every run, and keep nothing. By default the probes of earlier
+    /// runs on this machine (mapping against copying for resident data, O_DIRECT against
+    /// buffered for the rest), kept in $XDG_CACHE_HOME/iolab/fast-profile.json (~/.cache/iolab
+    /// without it), decide each part's method once they agree at 95%; until then the first of
+    /// each (mmap, O_DIRECT) reads, so the method does not flip from run to run
     #[arg(long)]
     pub no_profile: bool,
     /// Print what was chosen for each part of the file and why, with the probe's figures
