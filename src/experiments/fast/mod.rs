@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 mod probing;
-use probing::{probe_cost, race_cold, race_warm};
+use probing::{Probed, probe_cost, race_cold, race_warm};
 
 pub mod findings;
 mod parts;

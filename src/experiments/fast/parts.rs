@@ -242,17 +242,6 @@ fn decided(cands: &[ReadPlan], learn: Option<&mut MachineProfile>) -> Option<(Re
     Some((plan, l.words(&says)))
 }
 
-/// What probing a part chose: the plan, why, the slices the probes read (holes in the rest), the
-/// plan's prepared reader, its own start (seconds, bytes) and what the probes moved.
-type Probed = (
-    ReadPlan,
-    String,
-    Vec<(u64, u64)>,
-    Prepared,
-    (f64, u64),
-    engine::Moved,
-);
-
 /// A non-resident part with room for the probes' slices from `start`: read by the method the
 /// machine's profile decided, without a probe; else probed, the probe kept in the profile while it
 /// learns (the rule's O_DIRECT then reads the rest, whoever was faster). As [`race_cold`] gives it,
@@ -277,7 +266,7 @@ fn cold_probe(
         ));
     }
     let keep_rule = learn.is_some();
-    let (plan, mut why, holes, prepared, start, m, rates) =
+    let ((plan, mut why, holes, prepared, start, m), rates) =
         race_cold(src, cands, (start, p), bytes, keep_rule, probes)?;
     if let Some(l) = learn {
         let says = l.stage();

@@ -245,18 +245,20 @@ pub(super) fn probe(
     })
 }
 
-/// What probing a cold part chose: the winner's plan, why, the slices the probes read (holes in
-/// the rest), the winner's prepared reader and its own start (seconds, bytes), what the probes
-/// moved, and the two candidates' rates when both were tried (`[first, second]`, MiB/s).
-type ColdRace = (
+/// What probing a part chose: the plan, why, the slices the probes read (holes in the rest), the
+/// plan's prepared reader, its own start (seconds, bytes) and what the probes moved.
+pub(super) type Probed = (
     ReadPlan,
     String,
     Vec<(u64, u64)>,
     Prepared,
     (f64, u64),
     engine::Moved,
-    Option<[f64; 2]>,
 );
+
+/// What probing a cold part chose, and the two candidates' rates when both were tried
+/// (`[first, second]`, MiB/s).
+type ColdRace = (Probed, Option<[f64; 2]>);
 
 /// Probes each candidate in turn on slices of a cold part from `start`, each within a budget
 /// (a share of the part's `bytes` at the first candidate's rate, less what the later ones cost
@@ -344,5 +346,5 @@ pub(super) fn race_cold(
     let mut holes: Vec<(u64, u64)> = tried.iter().map(|t| t.1).collect();
     holes.sort_unstable();
     let (prepared, _, k, start) = tried.swap_remove(best);
-    Ok((cands[k], why, holes, prepared, start, moved, rates))
+    Ok(((cands[k], why, holes, prepared, start, moved), rates))
 }
