@@ -110,14 +110,12 @@ pub(super) fn read_part(
     let mut moved = engine::Moved::default();
     let probe_start = Instant::now();
     let (plan, why, holes, mut prepared, start) = match room {
-        Some(run) if bytes >= probe_from && warm => {
-            let w = warm_probe(src, &cands, run, p, learn, probes)?;
-            moved.add(w.moved);
-            (w.plan, w.why, w.holes, w.prepared, (0.0, 0))
-        }
-        Some((start, _)) if bytes >= probe_from => {
-            let (plan, why, holes, prepared, start, m) =
-                cold_probe(src, &cands, (start, p), bytes, learn, probes)?;
+        Some(run) if bytes >= probe_from => {
+            let (plan, why, holes, prepared, start, m) = if warm {
+                warm_probe(src, &cands, run, p, learn, probes)?
+            } else {
+                cold_probe(src, &cands, (run.0, p), bytes, learn, probes)?
+            };
             moved.add(m);
             (plan, why, holes, prepared, start)
         }
@@ -175,16 +173,6 @@ pub(super) fn read_part(
     Ok((moved, used))
 }
 
-/// What a resident part's probe chose: the plan, why, the slice it read (none when the
-/// machine's profile had decided), the plan's prepared reader and what the race read.
-pub(super) struct WarmProbe {
-    plan: ReadPlan,
-    why: String,
-    holes: Vec<(u64, u64)>,
-    prepared: Prepared,
-    moved: engine::Moved,
-}
-
 /// A resident part with room (`run`) for the race's slice of `p` bytes: read by the method the
 /// machine's profile decided, without a race; else raced, the race kept in the profile while it
 /// learns (the rule's mmap then reads the rest, whoever won).
@@ -195,16 +183,18 @@ fn warm_probe(
     p: u64,
     learn: Option<&mut MachineProfile>,
     probes: &mut Vec<Trial>,
-) -> Result<WarmProbe> {
+) -> Result<Probed> {
     let mut learn = learn;
     if let Some((plan, why)) = decided(cands, learn.as_deref_mut()) {
-        return Ok(WarmProbe {
+        let prepared = prepare_plan(src, &plan)?;
+        return Ok((
             plan,
             why,
-            holes: Vec::new(),
-            prepared: prepare_plan(src, &plan)?,
-            moved: engine::Moved::default(),
-        });
+            Vec::new(),
+            prepared,
+            (0.0, 0),
+            engine::Moved::default(),
+        ));
     }
     // In the middle of the run: a file's first megabytes sit in the small folios of readahead's
     // first windows and would speak for the copy, not for the file.
@@ -218,13 +208,8 @@ fn warm_probe(
             l.keep(rates);
         }
     }
-    Ok(WarmProbe {
-        plan: r.plan,
-        why,
-        holes: vec![(start, start + p)],
-        prepared: r.prepared,
-        moved: r.moved,
-    })
+    let holes = vec![(start, start + p)];
+    Ok((r.plan, why, holes, r.prepared, (0.0, 0), r.moved))
 }
 
 /// The plan the machine's profile decided for a part, and why, when it has (the rule's candidate,
