@@ -111,13 +111,19 @@ pub(super) fn read_part(
     let probe_start = Instant::now();
     let (plan, why, holes, mut prepared, start) = match room {
         Some(run) if bytes >= probe_from => {
-            let (plan, why, holes, prepared, start, m) = if warm {
-                warm_probe(src, &cands, run, p, learn, probes)?
+            let mut learn = learn;
+            if let Some((plan, why)) = decided(&cands, learn.as_deref_mut()) {
+                // The machine's profile has decided: no probe.
+                (plan, why, Vec::new(), prepare_plan(src, &plan)?, (0.0, 0))
             } else {
-                cold_probe(src, &cands, (run.0, p), bytes, learn, probes)?
-            };
-            moved.add(m);
-            (plan, why, holes, prepared, start)
+                let (plan, why, holes, prepared, start, m) = if warm {
+                    warm_probe(src, &cands, run, p, learn, probes)?
+                } else {
+                    cold_probe(src, &cands, (run.0, p), bytes, learn, probes)?
+                };
+                moved.add(m);
+                (plan, why, holes, prepared, start)
+            }
         }
         _ => {
             let plan = mmap_plan(bytes, cores);
@@ -173,9 +179,8 @@ pub(super) fn read_part(
     Ok((moved, used))
 }
 
-/// A resident part with room (`run`) for the race's slice of `p` bytes: read by the method the
-/// machine's profile decided, without a race; else raced, the race kept in the profile while it
-/// learns (the rule's mmap then reads the rest, whoever won).
+/// A resident part with room (`run`) for the race's slice of `p` bytes, raced; the race kept in
+/// the profile while it learns (the rule's mmap then reads the rest, whoever won).
 fn warm_probe(
     src: &Source,
     cands: &[ReadPlan],
@@ -184,30 +189,11 @@ fn warm_probe(
     learn: Option<&mut MachineProfile>,
     probes: &mut Vec<Trial>,
 ) -> Result<Probed> {
-    let mut learn = learn;
-    if let Some((plan, why)) = decided(cands, learn.as_deref_mut()) {
-        let prepared = prepare_plan(src, &plan)?;
-        return Ok((
-            plan,
-            why,
-            Vec::new(),
-            prepared,
-            (0.0, 0),
-            engine::Moved::default(),
-        ));
-    }
     // In the middle of the run: a file's first megabytes sit in the small folios of readahead's
     // first windows and would speak for the copy, not for the file.
     let start = (s + (e - s - p) / 2) / ALIGN * ALIGN;
     let r = race_warm(src, cands, (start, p), learn.is_some(), probes)?;
-    let mut why = r.why;
-    if let Some(l) = learn {
-        let says = l.stage();
-        why = format!("{why}; {}", l.words(&says));
-        if let Some(rates) = r.rates {
-            l.keep(rates);
-        }
-    }
+    let why = learning(learn, r.why, r.rates);
     let holes = vec![(start, start + p)];
     Ok((r.plan, why, holes, r.prepared, (0.0, 0), r.moved))
 }
@@ -227,38 +213,33 @@ fn decided(cands: &[ReadPlan], learn: Option<&mut MachineProfile>) -> Option<(Re
     Some((plan, l.words(&says)))
 }
 
-/// A non-resident part with room for the probes' slices from `start`: read by the method the
-/// machine's profile decided, without a probe; else probed, the probe kept in the profile while it
-/// learns (the rule's O_DIRECT then reads the rest, whoever was faster). As [`race_cold`] gives it,
-/// without the rates.
+/// A non-resident part with room for the probes' slices from `start`, probed; the probe kept in
+/// the profile while it learns (the rule's O_DIRECT then reads the rest, whoever was faster). As
+/// [`race_cold`] gives it, without the rates.
 fn cold_probe(
     src: &Source,
     cands: &[ReadPlan],
     (start, p): (u64, u64),
     bytes: u64,
-    mut learn: Option<&mut MachineProfile>,
+    learn: Option<&mut MachineProfile>,
     probes: &mut Vec<Trial>,
 ) -> Result<Probed> {
-    if let Some((plan, why)) = decided(cands, learn.as_deref_mut()) {
-        let prepared = prepare_plan(src, &plan)?;
-        return Ok((
-            plan,
-            why,
-            Vec::new(),
-            prepared,
-            (0.0, 0),
-            engine::Moved::default(),
-        ));
-    }
     let keep_rule = learn.is_some();
     let ((plan, mut why, holes, prepared, start, m), rates) =
         race_cold(src, cands, (start, p), bytes, keep_rule, probes)?;
-    if let Some(l) = learn {
-        let says = l.stage();
-        why = format!("{why}; {}", l.words(&says));
-        if let Some(rates) = rates {
-            l.keep(rates);
-        }
-    }
+    why = learning(learn, why, rates);
     Ok((plan, why, holes, prepared, start, m))
+}
+
+/// A probe's `why` with what the learning profile says, and the probe's two rates noted to be kept
+/// in it (the why alone without a profile).
+fn learning(learn: Option<&mut MachineProfile>, why: String, rates: Option<[f64; 2]>) -> String {
+    let Some(l) = learn else {
+        return why;
+    };
+    let says = l.stage();
+    if let Some(rates) = rates {
+        l.keep(rates);
+    }
+    format!("{why}; {}", l.words(&says))
 }
