@@ -16,8 +16,10 @@ pub const FILE: &str = "fast-profile.json";
 /// The races at which the profile looks (and the only ones): the first 8 decide when they can at
 /// 95% over both looks, else 12; after 12 undecided races the rule stays and no run races again.
 pub const LOOKS: [usize; 2] = [8, 12];
-/// Machines (kernel, cores, device) a profile keeps, the latest used last.
+/// Machines (kernel, cores, device, part) a profile keeps, the latest used last.
 const MACHINES: usize = 16;
+/// The most a profile file may hold (16 machines of 12 races take about 10 KiB).
+const MAX_BYTES: u64 = 1 << 20;
 
 /// What a part is read by, once the profile has said.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -164,12 +166,20 @@ impl MachineProfile {
     }
 
     fn read(&mut self) -> Result<(), String> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = match std::fs::symlink_metadata(&self.path) {
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        // Opened without following a link, then judged by what was opened (not by its name, which
+        // another user could swap between a look and the open), and read with a bound.
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&self.path)
+        {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(format!("not used: {e}")),
-            Ok(m) => m,
+            Ok(f) => f,
         };
+        let meta = file.metadata().map_err(|e| format!("not used: {e}"))?;
         let me = crate::sys::euid();
         if !meta.is_file() {
             return Err("not used: not a regular file".into());
@@ -186,7 +196,16 @@ impl MachineProfile {
                 meta.mode() & 0o7777
             ));
         }
-        let text = std::fs::read(&self.path).map_err(|e| format!("not used: {e}"))?;
+        let mut text = Vec::new();
+        file.take(MAX_BYTES + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| format!("not used: {e}"))?;
+        if text.len() as u64 > MAX_BYTES {
+            return Err(format!(
+                "not used (and left as it is): over {} KiB, not a profile",
+                MAX_BYTES >> 10
+            ));
+        }
         self.stored = serde_json::from_slice(&text)
             .map_err(|e| format!("not used (and left as it is): not a profile ({e})"))?;
         Ok(())
@@ -449,6 +468,11 @@ mod tests {
         std::fs::write(&path, b"hello").unwrap();
         let mut bad = MachineProfile::open(&path, 7, false, W);
         assert!(bad.note.contains("not a profile"), "{}", bad.note);
+        // A link in its place is not followed (the file it names could be anyone's).
+        let link = path.with_extension("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let linked = MachineProfile::open(&link, 7, false, W);
+        assert!(linked.note.starts_with("not used"), "{}", linked.note);
         bad.keep([1.0, 2.0]);
         bad.save();
         assert_eq!(std::fs::read(&path).unwrap(), b"hello");
