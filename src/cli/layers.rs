@@ -403,6 +403,72 @@ fn no_circle_between_the_files_of_a_folder() {
     );
 }
 
+/// Modules that stand beside each other and share only what their parent holds: neither names
+/// the other (the two tracers each fill the trace's neutral record, `trace/record.rs`, with
+/// state of their own).
+const APART: &[(&str, &str)] = &[("trace::ptrace", "trace::ebpf")];
+
+/// Each file of one module of an [`APART`] pair that names the other, as `file -> path`.
+fn apart_violations(files: &[(String, String)], pairs: &[(&str, &str)]) -> Vec<String> {
+    let segs = |m: &str| m.split("::").map(String::from).collect::<Vec<_>>();
+    let mut out = Vec::new();
+    for (rel, code) in files {
+        let module = module_of(rel);
+        for &(a, b) in pairs {
+            for (own, other) in [(segs(a), segs(b)), (segs(b), segs(a))] {
+                if !module.starts_with(&own) {
+                    continue;
+                }
+                for path in named_paths(code, &module) {
+                    if path.starts_with(&other) {
+                        out.push(format!("{rel} -> {}", path.join("::")));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_two_tracers_name_nothing_of_each_other() {
+    // Planted: a file of one naming the other, through a group and through `super`, is found;
+    // both naming their parent is not.
+    let planted = [
+        (
+            "m/a/x.rs".to_string(),
+            "use crate::m::{b::Y, r::R};".to_string(),
+        ),
+        (
+            "m/b/mod.rs".to_string(),
+            "fn f() { super::a::x::g(); }".to_string(),
+        ),
+        ("m/b/y.rs".to_string(), "use crate::m::r::R;".to_string()),
+    ];
+    assert_eq!(
+        apart_violations(&planted, &[("m::a", "m::b")]),
+        ["m/a/x.rs -> m::b::Y", "m/b/mod.rs -> m::a::x::g"]
+    );
+    let files = sources();
+    let found = apart_violations(&files, APART);
+    assert!(
+        found.is_empty(),
+        "modules meant apart name each other: {found:#?}"
+    );
+    // Both exist: a pair renamed away would pass unseen.
+    for (a, b) in APART {
+        for m in [a, b] {
+            let dir = m.replace("::", "/");
+            assert!(
+                files
+                    .iter()
+                    .any(|(rel, _)| rel.starts_with(&format!("{dir}/"))),
+                "{m} has no files"
+            );
+        }
+    }
+}
+
 /// The longest a function may be, in lines from its `fn` to its closing brace
 /// (docs/architecture.md): a longer one is split along the steps it already names.
 const MAX_FUNCTION_LINES: usize = 100;

@@ -2,7 +2,7 @@
 //! run (size, modification time, residency), and the XOR of the bytes its reads returned.
 
 use super::faults::Samples;
-use super::ops::State;
+use super::record::Recording;
 use super::{Ended, Fault, FileKind, SCHEMA, Trace, TraceConfig};
 use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -19,7 +19,11 @@ pub struct FaultsSeen {
 }
 
 /// The ptrace tracer's fault samples as file offsets, through its model of the mappings.
-pub fn sampled(st: &State, samples: Option<Samples>, unavailable: Option<String>) -> FaultsSeen {
+pub fn sampled(
+    st: &Recording,
+    samples: Option<Samples>,
+    unavailable: Option<String>,
+) -> FaultsSeen {
     let (faults, lost) = match samples {
         Some(s) => (resolve(st, &s), s.lost),
         None => (Vec::new(), 0),
@@ -34,7 +38,7 @@ pub fn sampled(st: &State, samples: Option<Samples>, unavailable: Option<String>
 /// The trace, from the tracer's state and the faults it saw.
 pub fn finish(
     cfg: &TraceConfig,
-    mut st: State,
+    mut st: Recording,
     seen: FaultsSeen,
     ended: Ended,
     interrupted: bool,
@@ -106,7 +110,7 @@ pub fn finish(
             v
         },
         stop_cost: st.stop_cost,
-        uring: (st.uring.seen.requests + st.uring.seen.unseen > 0).then_some(st.uring.seen),
+        uring: (st.uring.requests + st.uring.unseen > 0).then_some(st.uring),
         cache: st.cache,
         tracer: Some(super::Tracer::Ptrace),
     }
@@ -114,7 +118,7 @@ pub fn finish(
 
 /// Notes on what the run may have left half done: files it was writing when a signal ended it,
 /// and block devices it read directly (their bytes are no file's).
-fn cut_short(st: &mut State, ended: Ended, interrupted: bool) {
+fn cut_short(st: &mut Recording, ended: Ended, interrupted: bool) {
     let written: std::collections::BTreeSet<u32> = st
         .ops
         .iter()
@@ -159,7 +163,7 @@ fn is_block_device(path: &str) -> bool {
 }
 
 /// Fault samples on file mappings, as files and page offsets, in time order.
-fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
+fn resolve(st: &Recording, s: &Samples) -> Vec<Fault> {
     let page = crate::sys::page_size() as u64;
     let mut out: Vec<Fault> = s
         .samples
@@ -181,7 +185,7 @@ fn resolve(st: &State, s: &Samples) -> Vec<Fault> {
 
 /// Size, modification time and residency of each regular file after the run (of those the
 /// kernel tracer has not given from their last close).
-fn after(st: &mut State) {
+fn after(st: &mut Recording) {
     let pending = |f: &&mut super::FileInfo| f.kind == FileKind::File && f.size_after.is_none();
     for f in st.files.iter_mut().filter(pending) {
         // The name was the traced program's to change: opened only if it is still the
@@ -205,7 +209,7 @@ fn after(st: &mut State) {
 /// Each unchanged file's XOR over the bytes its read calls returned (each call's bytes by file
 /// offset, so it does not depend on order, size of the calls or method), and over the ranges
 /// its page faults stand for ([`super::mapped_ranges`]), each counted as often as it happened.
-fn xors(st: &mut State, faults: &[Fault]) {
+fn xors(st: &mut Recording, faults: &[Fault]) {
     let mut reads: HashMap<u32, Vec<(u64, u64)>> = HashMap::default();
     for op in &st.ops {
         if let (true, Some(file), Some(off)) = (op.call.reads_file(), op.file, op.off)

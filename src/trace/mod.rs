@@ -11,7 +11,6 @@ mod choose;
 pub mod decode;
 mod target;
 mod threads;
-mod timing;
 pub use target::{Target, attach};
 pub use threads::{
     CALIBRATION_CALLS, CallTime, ProcTimes, SPAN_NS, Span, StopCost, ThreadTimes, calibrate,
@@ -22,22 +21,19 @@ pub mod ebpf;
 mod faults;
 mod file;
 mod finish;
-mod identify;
 pub mod iolog;
-mod mapcalls;
+mod launch;
 mod model;
-mod ops;
 pub mod order;
 pub mod overhead;
 pub mod profile;
+mod ptrace;
 mod recommend;
+mod record;
 mod rename;
-mod rings;
 mod storage;
 pub mod time;
 pub mod timeline;
-mod tracer;
-mod uring;
 pub use cachework::{CacheSeen, CacheWork, hit_ratio};
 
 pub use calls::Call;
@@ -473,7 +469,7 @@ pub enum TracerChoice {
 
 pub use choose::{Chosen, choose, fallback_note, own_proc};
 pub use file::TraceFile;
-pub use tracer::Lingering;
+pub use ptrace::Lingering;
 
 /// Runs `cfg.command` traced until it and everything it started have ended (or `interrupted`
 /// says to stop it), and returns what it did, by the tracer `cfg.tracer` chooses.
@@ -496,7 +492,7 @@ pub fn run_for(
         }
         Chosen::Ptrace(why) => why,
     };
-    let (mut t, lingering) = tracer::run_for(cfg, interrupted, follow)?;
+    let (mut t, lingering) = ptrace::run_for(cfg, interrupted, follow)?;
     if let Some(why) = fallback {
         t.notes.insert(0, fallback_note(&why));
     }

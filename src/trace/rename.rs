@@ -3,12 +3,12 @@
 //! the run (its size, residency, XOR) is read by its last name; a file whose name was removed
 //! is looked at again after the run, never taken from its last close.
 
-use super::ops::State;
+use super::record::Recording;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-impl State {
+impl Recording {
     /// A rename by process `pid` that succeeded: `from` (a path relative to a directory
     /// descriptor, as the program gave it) is now `to`. The file known by the old name gets the
     /// new one; its index, or None when the trace knew no file by that name.

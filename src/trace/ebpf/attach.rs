@@ -49,7 +49,7 @@ impl Loaded {
             .collect();
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::attached(&pids, t0);
-        conv.st.kernel.buffers_growth = crate::cache::meminfo::read().buffers;
+        conv.rec.kernel.buffers_growth = crate::cache::meminfo::read().buffers;
         for &p in &pids[1..] {
             self.also(p)?;
         }
@@ -95,7 +95,7 @@ impl Loaded {
                 signal: None,
             },
         };
-        conv.st.note(&format!(
+        conv.rec.note(&format!(
             "attached to {what} for {:.1} s{}: what it did before is not in the trace",
             wall.as_secs_f64(),
             if conv.live.is_empty() {

@@ -1,5 +1,5 @@
-//! The kernel tracer's events turned into the trace's records: the same [`Op`]s, files,
-//! faults and counters the ptrace tracer keeps, so that the profile, the timeline and replay
+//! The kernel tracer's events turned into the trace's neutral record ([`Recording`]): the same
+//! [`Op`]s, files, faults and counters the ptrace tracer records, so that the profile, the timeline and replay
 //! read either alike. The kernel gives each call its file (device and inode) and the
 //! descriptor's position, so no model of descriptors is needed here; files are named from
 //! /proc while their descriptors are open, else from the path an open was given.
@@ -13,7 +13,7 @@ use super::events::{CallEv, FaultEv, FileId, Record, TaskEv};
 use crate::trace::calls::{Call, Calls};
 use crate::trace::decode::{Decode, Len, Off, decode, extra, open_dirfd, open_flags, rename_paths};
 use crate::trace::faults::FaultSample;
-use crate::trace::ops::State;
+use crate::trace::record::Recording;
 use crate::trace::{FileKind, KernelIo, Op};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeSet;
@@ -23,8 +23,8 @@ const MAP_FAILED_MIN: u64 = (-4095i64) as u64;
 
 /// The events so far, as a trace's state.
 pub struct Convert {
-    /// The trace's state, as the ptrace tracer keeps it.
-    pub st: State,
+    /// What the trace records, as either tracer records it.
+    pub rec: Recording,
     calls: Calls,
     /// The program's first process (the launcher until it execs the program).
     root: u32,
@@ -33,7 +33,7 @@ pub struct Convert {
     by_id: HashMap<(u64, u64), (Option<u32>, u32)>,
     /// Files by (kernel device, inode, generation).
     by_gen: HashMap<(u64, u64, u32), u32>,
-    /// Each process's address space (in `st.spaces`).
+    /// Each process's address space (in `rec.spaces`).
     mm: HashMap<u32, u32>,
     /// When each thread was first seen, ns from the start, and its process.
     born: HashMap<u32, u64>,
@@ -88,7 +88,7 @@ impl Convert {
     /// Nothing seen yet of a program whose launcher is process `root`, started at `t0`
     /// (CLOCK_MONOTONIC ns).
     pub fn new(root: u32, t0: u64) -> Self {
-        let mut st = State::new(t0);
+        let mut st = Recording::new(t0);
         st.root = Some(root);
         let mut mm = HashMap::default();
         mm.insert(root, st.spaces.fresh(root, 0));
@@ -97,7 +97,7 @@ impl Convert {
         let mut born = HashMap::default();
         born.insert(root, 0);
         Convert {
-            st,
+            rec: st,
             calls: Calls::new(),
             root,
             by_id: HashMap::default(),
@@ -132,7 +132,7 @@ impl Convert {
     }
 
     fn rel(&self, t: u64) -> u64 {
-        t.saturating_sub(self.st.t0)
+        t.saturating_sub(self.rec.t0)
     }
 
     /// Takes one ring-buffer record.
@@ -155,20 +155,20 @@ impl Convert {
     fn fork(&mut self, e: &TaskEv) {
         let t = self.rel(e.t);
         if self.tids.insert(e.other_tid) {
-            self.st.threads += 1;
+            self.rec.threads += 1;
         }
         self.born.insert(e.other_tid, t);
         self.pid_of.insert(e.other_tid, e.other_pid);
         if e.other_pid != e.pid && self.live.insert(e.other_pid) {
-            self.st.processes += 1;
+            self.rec.processes += 1;
             if e.start != 0 {
                 self.births
                     .insert(e.other_pid, super::alive::ticks(e.start));
             }
             let parent = self.mm.get(&e.pid).copied();
             let mm = match parent {
-                Some(p) => self.st.spaces.fork(p, e.other_pid, t),
-                None => self.st.spaces.fresh(e.other_pid, t),
+                Some(p) => self.rec.spaces.fork(p, e.other_pid, t),
+                None => self.rec.spaces.fresh(e.other_pid, t),
             };
             self.mm.insert(e.other_pid, mm);
         }
@@ -207,13 +207,13 @@ impl Convert {
 
     fn exec(&mut self, e: &TaskEv) {
         let t = self.rel(e.t);
-        if self.st.launching && e.pid == self.root {
+        if self.rec.launching && e.pid == self.root {
             // The launcher's own counts (iolab starting up) are not the program's; its rchar
             // is taken at the execve's entry (when its return comes), as the kernel's reads
             // for the exec are the program's (`exec_rchar`).
-            self.st.launching = false;
+            self.rec.launching = false;
             self.baseline_rchar_due = true;
-            self.st.baseline = Some(KernelIo {
+            self.rec.baseline = Some(KernelIo {
                 rchar: e.io[0],
                 wchar: e.io[1],
                 syscr: e.io[2],
@@ -223,7 +223,7 @@ impl Convert {
                 ..KernelIo::default()
             });
         }
-        let mm = self.st.spaces.fresh(e.pid, t);
+        let mm = self.rec.spaces.fresh(e.pid, t);
         self.mm.insert(e.pid, mm);
     }
 
@@ -233,7 +233,7 @@ impl Convert {
         self.add_io(&io);
         let born = self.born.remove(&e.tid).unwrap_or(0);
         let (cpu0, runq0) = self.sched_before.remove(&e.tid).unwrap_or((0, 0));
-        self.st.thread_times.push(crate::trace::ThreadTimes {
+        self.rec.thread_times.push(crate::trace::ThreadTimes {
             pid: e.pid,
             tid: e.tid,
             name: e.comm.clone(),
@@ -256,7 +256,7 @@ impl Convert {
     }
 
     fn fault(&mut self, f: &FaultEv) {
-        if self.st.launching && f.pid == self.root {
+        if self.rec.launching && f.pid == self.root {
             return;
         }
         self.faults.push(FaultSample {
@@ -272,7 +272,7 @@ impl Convert {
         let Some(call) = self.calls.get(c.entry.nr as i64) else {
             return;
         };
-        if self.st.launching && c.pid == self.root {
+        if self.rec.launching && c.pid == self.root {
             return;
         }
         if call == Exec && c.ret == 0 && c.pid == self.root {
@@ -338,8 +338,8 @@ impl Convert {
             Rename | Unlink => {
                 let ((fa, _), (fb, _)) = rename_paths(c.entry.nr as i64, &a);
                 op.file = match (c.ret, c.path.as_deref(), c.renamed_to.as_deref()) {
-                    (0, Some(from), Some(to)) => self.st.renamed(c.pid, (fa, from), (fb, to)),
-                    (0, Some(name), None) => self.st.unlinked(c.pid, (fa, name)),
+                    (0, Some(from), Some(to)) => self.rec.renamed(c.pid, (fa, from), (fb, to)),
+                    (0, Some(name), None) => self.rec.unlinked(c.pid, (fa, name)),
                     _ => None,
                 };
                 true
@@ -347,11 +347,11 @@ impl Convert {
             UringSetup | UringRegister => true,
             Exec => {
                 if c.ret == 0 {
-                    self.st.kernel.exec_rchar += c.rchar.saturating_sub(c.entry.extra);
+                    self.rec.kernel.exec_rchar += c.rchar.saturating_sub(c.entry.extra);
                 }
                 let sched = (op.cpu, op.runq);
                 let nr = c.entry.nr as i64;
-                self.st
+                self.rec
                     .timed(c.tid as i32, nr, op.t, op.dur, sched, c.ret < 0);
                 false
             }
@@ -360,9 +360,9 @@ impl Convert {
         self.missed(&c, call, op.file);
         let after = self.seen(&c);
         if keep {
-            self.st.ops.push(op);
+            self.rec.ops.push(op);
         }
-        self.st.ops.extend(after);
+        self.rec.ops.extend(after);
     }
 
     /// The program's first exec: the kernel's counters before it are the baseline. What the
@@ -373,7 +373,7 @@ impl Convert {
             return;
         }
         self.baseline_rchar_due = false;
-        if let Some(b) = self.st.baseline.as_mut() {
+        if let Some(b) = self.rec.baseline.as_mut() {
             b.rchar = c.entry.extra;
             b.read_bytes = c.entry.extra2;
         }
@@ -428,7 +428,7 @@ impl Convert {
             op.to_file = self.file_of(c.pid, a[dst] as i32, Some(g));
             let seekable = op
                 .to_file
-                .and_then(|i| self.st.files.get(i as usize))
+                .and_then(|i| self.rec.files.get(i as usize))
                 .is_some_and(|x| matches!(x.kind, FileKind::File | FileKind::Device));
             op.to_off = if dst_at.is_some_and(|j| a[j] != 0) {
                 Some(before(c.entry.extra2, c.ret))
@@ -464,7 +464,7 @@ impl Convert {
     }
 
     fn is_regular(&self, file: Option<u32>) -> bool {
-        file.and_then(|i| self.st.files.get(i as usize))
+        file.and_then(|i| self.rec.files.get(i as usize))
             .is_some_and(|f| f.kind == FileKind::File)
     }
 
@@ -504,7 +504,7 @@ impl Convert {
         let mm = *self
             .mm
             .entry(c.pid)
-            .or_insert_with(|| self.st.spaces.fresh(c.pid, t));
+            .or_insert_with(|| self.rec.spaces.fresh(c.pid, t));
         match call {
             Mmap => {
                 self.positioned(&decode(call, c.entry.nr as i64), c, op, None);
@@ -519,29 +519,29 @@ impl Convert {
                 } else {
                     self.file_of(c.pid, op.fd, c.entry.f)
                 };
-                self.st.spaces.map(mm, addr, a[1], file, a[5], t);
+                self.rec.spaces.map(mm, addr, a[1], file, a[5], t);
                 let Some(f) = file else {
                     return false;
                 };
                 if a[2] & libc::PROT_EXEC as u64 != 0 {
-                    self.st.files[f as usize].code = true;
+                    self.rec.files[f as usize].code = true;
                 }
                 op.file = Some(f);
                 true
             }
             Munmap => {
                 if c.ret >= 0 {
-                    self.st.spaces.unmap(mm, a[0], a[1], t);
+                    self.rec.spaces.unmap(mm, a[0], a[1], t);
                 }
                 false
             }
             Mremap => {
                 if (c.ret as u64) < MAP_FAILED_MIN {
-                    let old = self.st.spaces.at(mm, a[0]);
-                    self.st.spaces.unmap(mm, a[0], a[1], t);
+                    let old = self.rec.spaces.at(mm, a[0]);
+                    self.rec.spaces.unmap(mm, a[0], a[1], t);
                     if let Some(m) = old {
                         let off = m.off + (a[0] - m.start);
-                        self.st
+                        self.rec
                             .spaces
                             .map(mm, c.ret as u64, a[2], Some(m.file), off, t);
                     }
@@ -550,7 +550,7 @@ impl Convert {
             }
             _ => {
                 self.positioned(&decode(call, c.entry.nr as i64), c, op, None);
-                match self.st.spaces.at(mm, a[0]) {
+                match self.rec.spaces.at(mm, a[0]) {
                     Some(m) => {
                         op.file = Some(m.file);
                         op.off = Some(m.off + (a[0] - m.start));

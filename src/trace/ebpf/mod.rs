@@ -287,7 +287,7 @@ impl Loaded {
         let Some(program) = cfg.command.first() else {
             return Err(Error::usage("nothing to trace", "give a command after --"));
         };
-        super::tracer::find_program(program)?;
+        super::launch::find_program(program)?;
         let mut cmd = std::process::Command::new(&cfg.launcher);
         cmd.arg("trace-exec").arg("--stop-first");
         cmd.arg("--").args(&cfg.command);
@@ -320,7 +320,7 @@ impl Loaded {
         let t0 = crate::sys::monotonic_ns();
         let mut conv = convert::Convert::new(pid, t0);
         // The block devices' cache before the run (its growth is taken at the end).
-        conv.st.kernel.buffers_growth = buffers_before;
+        conv.rec.kernel.buffers_growth = buffers_before;
         let started = Instant::now();
         let _ = crate::sys::ptrace::kill(pid as i32, libc::SIGCONT);
         let mut ended = Ended {
@@ -333,7 +333,7 @@ impl Loaded {
             rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
         });
         let mut root_done = false;
-        let mut stop = super::tracer::Escalation::default();
+        let mut stop = super::launch::Escalation::default();
         let mut wall = None;
         let mut swept = Instant::now();
         loop {
@@ -402,7 +402,7 @@ impl Loaded {
         conv.timed_calls(&timed_entries(&self.bpf), wall.as_nanos() as u64);
         conv.after_from_closes();
         let timed_lost = counter(&self.bpf, 5);
-        let uring = &mut conv.st.uring.seen;
+        let uring = &mut conv.rec.uring;
         uring.requests = counter(&self.bpf, 1);
         uring.other = counter(&self.bpf, 2);
         uring.unseen = counter(&self.bpf, 3).saturating_sub(uring.reads + uring.writes);
@@ -411,7 +411,7 @@ impl Loaded {
         }
         drop(ring);
         drop(self);
-        let mut st = std::mem::replace(&mut conv.st, super::ops::State::new(0));
+        let mut st = std::mem::replace(&mut conv.rec, crate::trace::record::Recording::new(0));
         st.kernel.buffers_growth = crate::cache::meminfo::read()
             .buffers
             .saturating_sub(st.kernel.buffers_growth);

@@ -23,15 +23,15 @@ impl Convert {
     pub fn attached(pids: &[u32], t0: u64) -> Self {
         let root = pids.first().copied().unwrap_or(0);
         let mut c = Convert::new(root, t0);
-        c.st.launching = false;
-        c.st.threads = 0;
-        c.st.processes = 0;
+        c.rec.launching = false;
+        c.rec.threads = 0;
+        c.rec.processes = 0;
         c.tids.clear();
         for &pid in pids {
             c.adopt(pid);
         }
-        c.st.threads = c.st.threads.max(1);
-        c.st.processes = c.st.processes.max(1);
+        c.rec.threads = c.rec.threads.max(1);
+        c.rec.processes = c.rec.processes.max(1);
         c
     }
 
@@ -45,13 +45,13 @@ impl Convert {
             .unwrap_or_default();
         for &tid in &tids {
             if self.tids.insert(tid) {
-                self.st.threads += 1;
+                self.rec.threads += 1;
             }
             self.born.insert(tid, 0);
             self.pid_of.insert(tid, pid);
             if let Some(s) = std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat"))
                 .ok()
-                .and_then(|b| crate::trace::timing::parse_schedstat(&b))
+                .and_then(|b| crate::trace::record::parse_schedstat(&b))
             {
                 self.sched_before.insert(tid, s);
             }
@@ -63,10 +63,10 @@ impl Convert {
             self.births.insert(pid, b);
         }
         if self.live.insert(pid) || pid == self.root {
-            self.st.processes += 1;
+            self.rec.processes += 1;
         }
         if !self.mm.contains_key(&pid) {
-            let mm = self.st.spaces.fresh(pid, 0);
+            let mm = self.rec.spaces.fresh(pid, 0);
             self.mm.insert(pid, mm);
         }
         self.mappings_of(pid);
@@ -124,9 +124,9 @@ impl Convert {
             );
             if let Some(f) = file {
                 if perms.contains('x') {
-                    self.st.files[f as usize].code = true;
+                    self.rec.files[f as usize].code = true;
                 }
-                self.st.spaces.map(mm, start, end - start, Some(f), off, 0);
+                self.rec.spaces.map(mm, start, end - start, Some(f), off, 0);
             }
         }
     }
@@ -154,7 +154,7 @@ impl Convert {
     }
 
     pub(super) fn add_io(&mut self, io: &[u64; 6]) {
-        let k = &mut self.st.kernel;
+        let k = &mut self.rec.kernel;
         k.rchar += io[0];
         k.wchar += io[1];
         k.syscr += io[2];

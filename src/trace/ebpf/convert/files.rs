@@ -57,7 +57,7 @@ impl Convert {
         let (path, path_hex) = FileInfo::path_fields(&name);
         let page = crate::sys::page_size() as u64;
         let size = id.map_or(0, |f| f.size);
-        self.st.files.push(FileInfo {
+        self.rec.files.push(FileInfo {
             path,
             path_hex,
             renamed: Vec::new(),
@@ -79,7 +79,7 @@ impl Convert {
             mapped_xor: None,
             cache: None,
         });
-        let i = (self.st.files.len() - 1) as u32;
+        let i = (self.rec.files.len() - 1) as u32;
         self.by_id.insert((kdev, ino), (generation, i));
         if let Some(g) = generation {
             self.by_gen.insert((kdev, ino, g), i);
@@ -121,8 +121,8 @@ impl Convert {
             return;
         }
         // Per file: when an op other than a close last touched it; u64::MAX: mapped.
-        let mut touched = vec![0u64; self.st.files.len()];
-        for op in &self.st.ops {
+        let mut touched = vec![0u64; self.rec.files.len()];
+        for op in &self.rec.ops {
             if op.call == Call::Close {
                 continue;
             }
@@ -140,10 +140,10 @@ impl Convert {
         let page = crate::sys::page_size() as u64;
         for (i, (t, id)) in std::mem::take(&mut self.closed) {
             let moved = touched.get(i as usize).is_some_and(|&last| last > t);
-            if moved || self.st.unnamed.contains(&i) {
+            if moved || self.rec.unnamed.contains(&i) {
                 continue;
             }
-            let Some(f) = self.st.files.get_mut(i as usize) else {
+            let Some(f) = self.rec.files.get_mut(i as usize) else {
                 continue;
             };
             if f.kind != FileKind::File || (id.kdev, id.ino) != (kdev_of(f), f.ino) {

@@ -24,7 +24,7 @@ impl Convert {
     /// A request's completion: an op of the thread that submitted it, held until that thread's
     /// next call shows when the thread saw it ([`Convert::seen`]).
     pub(super) fn uring(&mut self, u: &UringEv) {
-        if self.st.launching && u.pid == self.root {
+        if self.rec.launching && u.pid == self.root {
             return;
         }
         let read = URING_READS.contains(&u.opcode);
@@ -67,9 +67,9 @@ impl Convert {
             runq: 0,
         };
         if read {
-            self.st.uring.seen.reads += 1;
+            self.rec.uring.reads += 1;
         } else {
-            self.st.uring.seen.writes += 1;
+            self.rec.uring.writes += 1;
         }
         self.completed.entry(u.tid).or_default().push(op);
     }
@@ -89,7 +89,7 @@ impl Convert {
                 op.t = exit;
                 after.push(op);
             } else {
-                self.st.ops.push(op);
+                self.rec.ops.push(op);
             }
         }
         after
@@ -98,7 +98,7 @@ impl Convert {
     /// Completions no later call of their thread saw: as they came.
     pub fn flush_completed(&mut self) {
         for (_, ops) in std::mem::take(&mut self.completed) {
-            self.st.ops.extend(ops);
+            self.rec.ops.extend(ops);
         }
     }
 
@@ -126,7 +126,7 @@ impl Convert {
     pub fn cache_work(&mut self, entries: &[CacheEntry], files_lost: u64) {
         let page = crate::sys::page_size() as u64;
         // A regular file with no entry had nothing brought in: the cache served it whole.
-        for f in &mut self.st.files {
+        for f in &mut self.rec.files {
             if f.kind == FileKind::File {
                 f.cache = Some(CacheWork::default());
             }
@@ -156,7 +156,7 @@ impl Convert {
                 }
                 continue;
             };
-            let info = &mut self.st.files[i as usize];
+            let info = &mut self.rec.files[i as usize];
             if !matches!(info.kind, FileKind::File | FileKind::Device | FileKind::Dir) {
                 continue;
             }
@@ -171,28 +171,28 @@ impl Convert {
             }
         }
         for (&i, &n) in &self.missed_reads {
-            if let Some(f) = self.st.files.get_mut(i as usize) {
+            if let Some(f) = self.rec.files.get_mut(i as usize) {
                 f.cache.get_or_insert_with(CacheWork::default).reads_missed = n;
             }
         }
         for (&i, &n) in &self.direct_reads {
-            if let Some(f) = self.st.files.get_mut(i as usize) {
+            if let Some(f) = self.rec.files.get_mut(i as usize) {
                 f.cache.get_or_insert_with(CacheWork::default).direct = n;
                 seen.direct += n;
             }
         }
-        self.st.cache = Some(seen);
+        self.rec.cache = Some(seen);
     }
 }
 
 impl Convert {
     /// A long call timed only: when the thread waited in it.
     pub(super) fn span(&mut self, e: &SpanEv) {
-        if self.st.launching && e.pid == self.root {
+        if self.rec.launching && e.pid == self.root {
             return;
         }
         let dur = e.t1.saturating_sub(e.t0);
-        self.st.spans.push(crate::trace::Span {
+        self.rec.spans.push(crate::trace::Span {
             t: self.rel(e.t0),
             dur,
             tid: e.tid,
@@ -219,7 +219,7 @@ impl Convert {
                 runq_ns: runq,
             });
         }
-        for (tid, calls) in std::mem::take(&mut self.st.timed) {
+        for (tid, calls) in std::mem::take(&mut self.rec.timed) {
             by_tid
                 .entry(tid as u32)
                 .or_default()
@@ -232,13 +232,13 @@ impl Convert {
             let pid = self.pid_of.get(&tid).copied().unwrap_or(tid);
             let Some((cpu, runq)) = std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat"))
                 .ok()
-                .and_then(|b| crate::trace::timing::parse_schedstat(&b))
+                .and_then(|b| crate::trace::record::parse_schedstat(&b))
             else {
                 continue;
             };
             let (cpu0, runq0) = self.sched_before.get(&tid).copied().unwrap_or((0, 0));
             let name = crate::trace::threads::name_of(pid, tid);
-            self.st.thread_times.push(crate::trace::ThreadTimes {
+            self.rec.thread_times.push(crate::trace::ThreadTimes {
                 pid,
                 tid,
                 name,
@@ -251,12 +251,12 @@ impl Convert {
                 ..Default::default()
             });
         }
-        for th in &mut self.st.thread_times {
+        for th in &mut self.rec.thread_times {
             if let Some(mut calls) = by_tid.remove(&th.tid) {
                 calls.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.call.cmp(&b.call)));
                 th.calls = calls;
             }
         }
-        self.st.thread_times.sort_by_key(|t| (t.born, t.tid));
+        self.rec.thread_times.sort_by_key(|t| (t.born, t.tid));
     }
 }

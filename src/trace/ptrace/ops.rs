@@ -2,14 +2,14 @@
 //! position a `read` starts at, the sum of an iovec, an offset behind a pointer), and at the
 //! exit the [`Op`] it was, with the model of descriptors and mappings brought up to date.
 
-use super::calls::Call;
-use super::decode::{Extra, Len, Off, decode, extra, open_flags, rename_paths};
-use super::model::{Desc, Fds, Slot, Spaces};
-use super::{CallTime, FileInfo, FileKind, KernelIo, Op, Span, ThreadTimes};
 use crate::sys::ptrace::{self, Regs};
+use crate::trace::calls::Call;
+use crate::trace::decode::{Extra, Len, Off, decode, extra, open_flags, rename_paths};
+use crate::trace::model::{Desc, Fds, Slot};
+use crate::trace::record::Recording;
+use crate::trace::{FileKind, Op};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// A traced thread.
@@ -23,7 +23,7 @@ pub struct Task {
     pub mm: u32,
     /// The call it is in, between its entry and exit stops.
     pub pending: Option<Pending>,
-    /// A call the trace only times ([`super::CallTime`]), between its entry and exit stops.
+    /// A call the trace only times ([`crate::trace::CallTime`]), between its entry and exit stops.
     pub other: Option<Other>,
     /// It has stopped once (its first stop, ptrace's SIGSTOP, is swallowed).
     pub started: bool,
@@ -81,94 +81,36 @@ impl Pending {
     }
 }
 
-/// Everything the tracer keeps while the program runs.
+/// Everything the ptrace tracer keeps while the program runs: the trace's record, and its own
+/// model of the program (threads at their stops, descriptors, rings).
 pub struct State {
-    /// CLOCK_MONOTONIC at the start, ns.
-    pub t0: u64,
+    /// What the trace records, as either tracer records it.
+    pub rec: Recording,
     /// Live threads.
     pub tasks: HashMap<i32, Task>,
-    /// Files seen, in order.
-    pub files: Vec<FileInfo>,
     /// Files by device, inode and birth time: an inode number a deleted file freed and a new
     /// file took is a new file (its birth time differs).
     pub(super) by_id: HashMap<(u64, u64, Option<std::time::SystemTime>), u32>,
-    /// Calls recorded.
-    pub ops: Vec<Op>,
-    /// File mappings over time.
-    pub spaces: Spaces,
-    /// The kernel's counters of exited threads.
-    pub kernel: KernelIo,
-    /// Processes seen.
-    pub processes: u32,
-    /// Threads seen.
-    pub threads: u32,
-    /// Stops answered.
-    pub stops: u64,
-    /// The program's io_uring rings and what was seen of them.
-    pub uring: super::rings::Rings,
-    /// The page cache's work for the whole run (the kernel tracer fills it).
-    pub cache: Option<super::CacheSeen>,
-    /// Notes, each once.
-    pub notes: BTreeSet<String>,
-    /// The launcher (`iolab trace-exec`) has not exec'd the program yet.
-    pub launching: bool,
-    /// The launcher's counts at the program's execve, taken off the kernel's sums.
-    pub baseline: Option<KernelIo>,
-    /// The program's first process.
-    pub root: Option<u32>,
-    /// Per thread, its life and the calls only timed (as each thread exited).
-    pub thread_times: Vec<ThreadTimes>,
-    /// Per live thread, the calls only timed so far, by number.
-    pub timed: HashMap<i32, std::collections::BTreeMap<i64, CallTime>>,
-    /// Timed calls that lasted [`super::SPAN_NS`] or more.
-    pub spans: Vec<Span>,
+    /// The program's io_uring rings, read from its memory.
+    pub rings: super::rings::Rings,
     /// Each live thread's schedstat, open, and what it said last (a thread killed outright is
     /// gone before its times can be read again).
     pub(super) sched_files: HashMap<i32, (std::fs::File, (u64, u64))>,
     /// The launcher's calibration stats: each one's own time, run-queue wait, and the thread's
     /// CPU time at its entry, ns.
     pub calibration: Vec<(u64, u64, u64)>,
-    /// What a traced call costs, from the calibration.
-    pub stop_cost: Option<super::StopCost>,
-    /// Files whose name the program removed (unlink, or a rename over it): gone, or gone by
-    /// that name, after the run.
-    pub unnamed: rustc_hash::FxHashSet<u32>,
 }
 
 impl State {
     /// An empty state with its time origin.
     pub fn new(t0: u64) -> Self {
         State {
-            t0,
+            rec: Recording::new(t0),
             tasks: HashMap::default(),
-            files: Vec::new(),
             by_id: HashMap::default(),
-            ops: Vec::new(),
-            spaces: Spaces::default(),
-            kernel: KernelIo::default(),
-            processes: 0,
-            threads: 0,
-            stops: 0,
-            uring: Default::default(),
-            cache: None,
-            notes: BTreeSet::new(),
-            launching: true,
-            baseline: None,
-            root: None,
-            thread_times: Vec::new(),
-            timed: HashMap::default(),
-            spans: Vec::new(),
+            rings: Default::default(),
             sched_files: HashMap::default(),
             calibration: Vec::new(),
-            stop_cost: None,
-            unnamed: Default::default(),
-        }
-    }
-
-    /// Adds a note (once).
-    pub fn note(&mut self, text: &str) {
-        if !self.notes.contains(text) {
-            self.notes.insert(text.to_string());
         }
     }
 
@@ -212,6 +154,7 @@ impl State {
         let d = self.desc(tid, fd)?;
         let (file, pos) = (d.borrow().file, d.borrow().pos);
         let seekable = self
+            .rec
             .files
             .get(file as usize)
             .is_some_and(|f| matches!(f.kind, FileKind::File | FileKind::Device));
@@ -367,7 +310,7 @@ impl State {
             runq,
         };
         let keep = match p.call {
-            Stat if self.launching => {
+            Stat if self.rec.launching => {
                 let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
                 self.calibration
                     .push((own, runq, p.sched.map_or(0, |s| s.0)));
@@ -381,9 +324,9 @@ impl State {
                 if let (0, Some(n)) = (ret, &p.renames) {
                     let ((fa, a), (fb, b)) = &**n;
                     op.file = if p.call == Rename {
-                        self.renamed(task.pid, (*fa, a), (*fb, b))
+                        self.rec.renamed(task.pid, (*fa, a), (*fb, b))
                     } else {
-                        self.unlinked(task.pid, (*fa, a))
+                        self.rec.unlinked(task.pid, (*fa, a))
                     };
                 }
                 true
@@ -391,7 +334,8 @@ impl State {
             Exec => {
                 // Timed as the calls that are not kept (its exit is seen only when it fails).
                 let own = op.dur.saturating_sub(op.held_exit.saturating_sub(op.held));
-                self.timed(tid, libc::SYS_execve, op.t, own, (cpu, runq), ret < 0);
+                self.rec
+                    .timed(tid, libc::SYS_execve, op.t, own, (cpu, runq), ret < 0);
                 false
             }
             _ => {
@@ -400,7 +344,7 @@ impl State {
             }
         };
         if keep {
-            self.ops.push(op);
+            self.rec.ops.push(op);
         }
         // After the call's own op: completions it reaped are the thread's next ops.
         self.uring_follow(task.pid, tid, &p, ret, t);

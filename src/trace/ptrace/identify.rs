@@ -2,7 +2,7 @@
 //! files on first sight, by device, inode and birth time.
 
 use super::ops::State;
-use super::{FileInfo, FileKind};
+use crate::trace::{FileInfo, FileKind};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 impl State {
@@ -36,7 +36,7 @@ impl State {
         } else {
             None
         };
-        self.files.push(FileInfo {
+        self.rec.files.push(FileInfo {
             path,
             path_hex,
             renamed: Vec::new(),
@@ -54,7 +54,7 @@ impl State {
             mapped_xor: None,
             cache: None,
         });
-        let i = (self.files.len() - 1) as u32;
+        let i = (self.rec.files.len() - 1) as u32;
         self.by_id.insert(key, i);
         Some(i)
     }

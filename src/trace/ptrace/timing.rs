@@ -4,8 +4,8 @@
 //! when it ends.
 
 use super::ops::{Other, State, sched_delta};
-use super::{CallTime, Span, ThreadTimes};
 use crate::sys::monotonic_ns;
+use crate::trace::ThreadTimes;
 
 impl State {
     /// The launcher exec'd the program: its calibration calls are done, and what a stop costs
@@ -26,7 +26,7 @@ impl State {
             .windows(2)
             .map(|w| w[1].2.saturating_sub(w[0].2) / 2)
             .collect();
-        self.stop_cost = Some(super::StopCost {
+        self.rec.stop_cost = Some(crate::trace::StopCost {
             calls: n as u32,
             wall_ns: median(calls.iter().map(|c| c.0).collect()),
             cpu_ns: median(cycles),
@@ -39,7 +39,7 @@ impl State {
         let Some(t) = self.tasks.get(&tid) else {
             return;
         };
-        let now = monotonic_ns().saturating_sub(self.t0);
+        let now = monotonic_ns().saturating_sub(self.rec.t0);
         let (pid, last) = (
             t.pid,
             self.tasks.values().filter(|x| x.pid == t.pid).count() == 1,
@@ -50,8 +50,8 @@ impl State {
             return;
         };
         self.thread_done(pid, tid, born, now, false);
-        if let Some(io) = super::KernelIo::of_thread(pid, tid) {
-            let k = &mut self.kernel;
+        if let Some(io) = crate::trace::KernelIo::of_thread(pid, tid) {
+            let k = &mut self.rec.kernel;
             k.rchar += io.rchar;
             k.wchar += io.wchar;
             k.syscr += io.syscr;
@@ -67,7 +67,7 @@ impl State {
     pub(super) fn gone(&mut self, tid: i32) {
         if let Some(t) = self.tasks.get(&tid).filter(|t| !t.done) {
             let (pid, born) = (t.pid, t.born);
-            let now = monotonic_ns().saturating_sub(self.t0);
+            let now = monotonic_ns().saturating_sub(self.rec.t0);
             self.thread_done(pid, tid, born, now, false);
         }
         self.tasks.remove(&tid);
@@ -76,7 +76,7 @@ impl State {
 
     /// The threads still running when the trace ends: their times so far, marked running.
     pub(super) fn close_running(&mut self) {
-        let now = monotonic_ns().saturating_sub(self.t0);
+        let now = monotonic_ns().saturating_sub(self.rec.t0);
         let mut live: Vec<(i32, u32, u64)> = self
             .tasks
             .iter()
@@ -87,31 +87,6 @@ impl State {
             self.thread_done(pid, tid, born, now, true);
         }
     }
-    /// Thread `tid` left call number `nr`, entered at `t`, after `own` ns of its own (the
-    /// tracer's hold off), `cpu` and `runq` of them: added to its timed calls, and kept as a
-    /// span when it lasted [`super::SPAN_NS`] or more.
-    pub fn timed(&mut self, tid: i32, nr: i64, t: u64, own: u64, sched: (u64, u64), failed: bool) {
-        let (cpu, runq) = sched;
-        self.timed
-            .entry(tid)
-            .or_default()
-            .entry(nr)
-            .or_insert_with(|| CallTime {
-                call: super::cause::call_name(nr),
-                ..CallTime::default()
-            })
-            .add(own, cpu, runq, failed);
-        if own >= super::SPAN_NS {
-            self.spans.push(Span {
-                t,
-                dur: own,
-                tid: tid as u32,
-                call: super::cause::call_name(nr),
-                cpu,
-                runq,
-            });
-        }
-    }
 
     /// A timed call `o` of `tid` returned `ret` at `t`, the thread's schedstat then `sched`.
     pub fn other_exit(&mut self, tid: i32, o: Other, ret: i64, t: u64, sched: Option<(u64, u64)>) {
@@ -120,7 +95,8 @@ impl State {
             .saturating_sub(o.t)
             .saturating_sub(held.saturating_sub(o.held));
         let d = sched_delta(o.sched, sched);
-        self.timed(tid, o.nr, o.t, own, d, ret < 0 && ret > -4096);
+        self.rec
+            .timed(tid, o.nr, o.t, own, d, ret < 0 && ret > -4096);
     }
 
     /// Thread `tid`'s CPU and run-queue time so far, ns, from its schedstat (kept open while
@@ -137,7 +113,7 @@ impl State {
         let now = f
             .read_at(&mut buf, 0)
             .ok()
-            .and_then(|n| parse_schedstat(&buf[..n]));
+            .and_then(|n| crate::trace::record::parse_schedstat(&buf[..n]));
         if let Some(v) = now {
             *last = v;
         }
@@ -165,12 +141,13 @@ impl State {
             .map(|n| n.trim_end().to_string())
             .unwrap_or_default();
         let calls = self
+            .rec
             .timed
             .remove(&tid)
             .unwrap_or_default()
             .into_values()
             .collect();
-        self.thread_times.push(ThreadTimes {
+        self.rec.thread_times.push(ThreadTimes {
             pid,
             tid: tid as u32,
             name,
@@ -186,11 +163,4 @@ impl State {
             in_call: None,
         });
     }
-}
-
-/// The CPU and run-queue times of a schedstat line (`ns on a CPU, ns waiting, time slices`).
-pub fn parse_schedstat(text: &[u8]) -> Option<(u64, u64)> {
-    let text = std::str::from_utf8(text).ok()?;
-    let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
-    Some((f.next()??, f.next()??))
 }

@@ -2,12 +2,20 @@
 //! (a traced call's entry and exit, a new thread or process, an exec, an exit, a signal to pass
 //! on) until none is left.
 
-use super::calls::Calls;
-use super::model::Fds;
-use super::ops::{Other, Pending, State, Task, rchar_of};
-use super::{Ended, KernelIo, Trace, TraceConfig};
+mod identify;
+mod mapcalls;
+mod ops;
+mod rings;
+mod timing;
+mod uring;
+
 use crate::sys::ptrace::{self, Wait};
+use crate::trace::calls::Calls;
+use crate::trace::launch::{Escalation, find_program};
+use crate::trace::model::Fds;
+use crate::trace::{Ended, KernelIo, Trace, TraceConfig};
 use crate::{Error, Result};
+use ops::{Other, Pending, State, Task, rchar_of};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -75,7 +83,7 @@ pub fn run_for(
     let Some(program) = cfg.command.first() else {
         return Err(Error::usage("nothing to trace", "give a command after --"));
     };
-    super::calls::filter(cfg.metadata)
+    crate::trace::calls::filter(cfg.metadata)
         .map_err(|e| Error::unsupported("cannot build the seccomp filter", e))?;
     find_program(program)?;
     let mut cmd = std::process::Command::new(&cfg.launcher);
@@ -119,12 +127,12 @@ pub fn run_for(
     }
     ptrace::set_options(pid).map_err(|e| Error::failed("ptrace", crate::error::describe_io(&e)))?;
     let sampling = if cfg.faults {
-        Some(super::faults::start(pid))
+        Some(crate::trace::faults::start(pid))
     } else {
         None
     };
     let mut st = State::new(monotonic_ns());
-    st.root = Some(pid as u32);
+    st.rec.root = Some(pid as u32);
     st.add_process(
         pid as u32,
         pid as u32,
@@ -145,12 +153,12 @@ pub fn run_for(
     };
     if !st.tasks.is_empty() {
         let procs: std::collections::BTreeSet<u32> = st.tasks.values().map(|t| t.pid).collect();
-        st.note(&format!(
+        st.rec.note(&format!(
             "{} process(es) the program started were still running when it ended: left running, unrecorded from then on (--follow waits for them)",
             procs.len()
         ));
     }
-    st.kernel.buffers_growth = crate::cache::meminfo::read()
+    st.rec.kernel.buffers_growth = crate::cache::meminfo::read()
         .buffers
         .saturating_sub(buffers_before);
     let (samples, unavailable) = match sampling {
@@ -158,90 +166,9 @@ pub fn run_for(
         Some(Err(why)) => (None, Some(why)),
         None => (None, Some("not asked for (--no-faults)".to_string())),
     };
-    let seen = super::finish::sampled(&st, samples, unavailable);
-    let t = super::finish::finish(cfg, st, seen, ended, was_interrupted, wall);
+    let seen = crate::trace::finish::sampled(&st.rec, samples, unavailable);
+    let t = crate::trace::finish::finish(cfg, st.rec, seen, ended, was_interrupted, wall);
     Ok((t, lingering))
-}
-
-/// Checks that `program` names an executable file, directly or in PATH, as exec would find it;
-/// refuses it as a shell would: 127 when there is no such file, 126 when it cannot be run.
-pub(super) fn find_program(program: &std::ffi::OsStr) -> Result<()> {
-    use crate::ErrorKind::{NotExecutable, NotFound};
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
-    let runnable = |p: &Path| crate::sys::may_execute(p) && p.is_file();
-    let what = format!("cannot run {}", crate::shown::name(program));
-    let refuse = |kind, why: &str| Err(Error::new(kind, what.clone(), why));
-    if program.as_bytes().contains(&b'/') {
-        let p = Path::new(program);
-        return match () {
-            _ if runnable(p) => Ok(()),
-            _ if p.is_dir() => refuse(NotExecutable, "it is a directory"),
-            _ if p.exists() => refuse(NotExecutable, "permission denied (not executable)"),
-            _ => refuse(NotFound, "no such file"),
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut there = false;
-    for d in std::env::split_paths(&path) {
-        let p = d.join(program);
-        if runnable(&p) {
-            return Ok(());
-        }
-        there |= p.is_file();
-    }
-    if there {
-        refuse(NotExecutable, "found in PATH, but not executable")
-    } else {
-        refuse(NotFound, "not found in PATH")
-    }
-}
-
-/// How long a program may take to end after an interruption before it is killed.
-const GRACE: Duration = Duration::from_secs(2);
-
-/// How a traced program is stopped after iolab was interrupted: the terminal's Ctrl-C reaches
-/// the program too; if it still runs a second later (or only iolab was signalled), it is sent
-/// the signal iolab got, as a shell passes it to its job (SIGHUP when the terminal closed,
-/// SIGTERM, else SIGINT); after [`GRACE`] more, SIGKILL. Both tracers' loops step it.
-#[derive(Debug, Default)]
-pub(super) struct Escalation {
-    at: Option<Instant>,
-    signalled: u8,
-}
-
-impl Escalation {
-    /// One turn of a tracer's loop, `interrupted` whether iolab was: the signal to send every
-    /// traced process now, if any.
-    pub(super) fn step(&mut self, interrupted: bool) -> Option<i32> {
-        if interrupted && self.at.is_none() {
-            self.at = Some(Instant::now());
-        }
-        let waited = self.at?.elapsed();
-        let sig = match self.signalled {
-            0 if waited > Duration::from_secs(1) => {
-                crate::sys::interrupting_signal().unwrap_or(libc::SIGINT)
-            }
-            1 if waited > GRACE + Duration::from_secs(1) => libc::SIGKILL,
-            _ => return None,
-        };
-        self.signalled += 1;
-        Some(sig)
-    }
-
-    /// Whether the program was killed (SIGKILL) more than a second ago: a loop waiting for
-    /// its processes to end waits no longer.
-    pub(super) fn given_up(&self) -> bool {
-        self.signalled >= 2
-            && self
-                .at
-                .is_some_and(|t| t.elapsed() > GRACE + Duration::from_secs(2))
-    }
-
-    /// Whether iolab was interrupted (the program is being stopped).
-    pub(super) fn asked(&self) -> bool {
-        self.at.is_some()
-    }
 }
 
 /// Answers stops until the program ends (`follow`: until every traced thread has), or until an
@@ -300,7 +227,7 @@ fn wait_loop(
                 }
             }
             Ok(Some(Wait::Stopped(tid, status))) => {
-                st.stops += 1;
+                st.rec.stops += 1;
                 on_stop(st, &calls, tid, status);
             }
         }
@@ -317,7 +244,7 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
         t.stops += 1;
         !std::mem::replace(&mut t.started, true)
     });
-    let now = monotonic_ns().saturating_sub(st.t0);
+    let now = monotonic_ns().saturating_sub(st.rec.t0);
     let resume_sig = if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
         if let Ok(regs) = ptrace::regs(tid) {
             let sched = st.sched(tid);
@@ -387,7 +314,7 @@ fn on_stop(st: &mut State, calls: &Calls, tid: i32, status: i32) {
     } else {
         // A group stop (Ctrl-Z, SIGSTOP to the program): resumed, as a tracer without
         // PTRACE_SEIZE cannot hold it.
-        st.note("the program was stopped by a signal (Ctrl-Z?) and resumed: a traced program cannot be suspended");
+        st.rec.note("the program was stopped by a signal (Ctrl-Z?) and resumed: a traced program cannot be suspended");
         0
     };
     st.held(tid, now);
@@ -409,18 +336,18 @@ fn on_event(st: &mut State, tid: i32, event: i32, now: u64) {
                 .get(&former)
                 .and_then(|t| t.pending.as_ref())
                 .and_then(|p| p.exec_rchar());
-            if st.launching {
+            if st.rec.launching {
                 st.calibrated();
                 // The launcher's own counts (iolab starting up) are not the program's.
-                st.launching = false;
-                st.baseline = KernelIo::of_thread(tid as u32, tid).map(|io| KernelIo {
+                st.rec.launching = false;
+                st.rec.baseline = KernelIo::of_thread(tid as u32, tid).map(|io| KernelIo {
                     rchar: before.unwrap_or(io.rchar),
                     ..io
                 });
             }
             st.exec(tid, former, now);
             if let (Some(b), Some(a)) = (before, rchar_of(tid as u32, tid)) {
-                st.kernel.exec_rchar += a.saturating_sub(b);
+                st.rec.kernel.exec_rchar += a.saturating_sub(b);
             }
         }
         libc::PTRACE_EVENT_EXIT => st.exiting(tid),
@@ -432,7 +359,7 @@ impl State {
     /// Thread `tid`, whose stop the tracer noticed at `noticed`, is about to be resumed: the
     /// time between joins its held time.
     fn held(&mut self, tid: i32, noticed: u64) {
-        let now = monotonic_ns().saturating_sub(self.t0);
+        let now = monotonic_ns().saturating_sub(self.rec.t0);
         if let Some(t) = self.tasks.get_mut(&tid) {
             t.held += now.saturating_sub(noticed);
         }
@@ -447,7 +374,7 @@ impl State {
         let (tgid, ppid) = ids_of(tid);
         let sibling = self.tasks.values().find(|t| t.pid == tgid).cloned();
         if let Some(s) = sibling {
-            self.threads += 1;
+            self.rec.threads += 1;
             self.tasks.insert(
                 tid,
                 Task {
@@ -456,7 +383,7 @@ impl State {
                     started: false,
                     held: 0,
                     stops: 0,
-                    born: monotonic_ns().saturating_sub(self.t0),
+                    born: monotonic_ns().saturating_sub(self.rec.t0),
                     done: false,
                     ..s
                 },
@@ -481,13 +408,13 @@ impl State {
         fds: Rc<RefCell<Fds>>,
         parent_mm: Option<u32>,
     ) {
-        let now = monotonic_ns().saturating_sub(self.t0);
+        let now = monotonic_ns().saturating_sub(self.rec.t0);
         let mm = match parent_mm {
-            Some(p) => self.spaces.fork(p, tgid, now),
-            None => self.spaces.fresh(tgid, now),
+            Some(p) => self.rec.spaces.fork(p, tgid, now),
+            None => self.rec.spaces.fresh(tgid, now),
         };
-        self.processes += 1;
-        self.threads += 1;
+        self.rec.processes += 1;
+        self.rec.threads += 1;
         self.tasks.insert(
             tid as i32,
             Task {
@@ -518,8 +445,8 @@ impl State {
             // The exec'ing thread took the leader's id; the leader is gone.
             self.forget_sched(former);
             self.forget_sched(tid);
-            if let Some(calls) = self.timed.remove(&former) {
-                self.timed.insert(tid, calls);
+            if let Some(calls) = self.rec.timed.remove(&former) {
+                self.rec.timed.insert(tid, calls);
             }
             self.tasks.insert(tid, t);
         }
@@ -529,7 +456,7 @@ impl State {
         self.tasks.retain(|k, v| *k == tid || v.pid != t.pid);
         let mut fds = t.fds.borrow().clone();
         fds.exec();
-        let mm = self.spaces.fresh(t.pid, now);
+        let mm = self.rec.spaces.fresh(t.pid, now);
         self.tasks.insert(
             tid,
             Task {

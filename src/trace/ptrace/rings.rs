@@ -2,7 +2,7 @@
 //! and mapped, its requests in flight, its registered files, and what was seen. `uring.rs` (the
 //! ptrace tracer's reader of the rings) fills it; the trace's state only holds it.
 
-use super::{Call, UringSeen};
+use crate::trace::Call;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
@@ -51,8 +51,6 @@ pub struct Ring {
 pub struct Rings {
     pub(super) rings: HashMap<(u32, i32), Ring>,
     pub(super) registered: HashMap<(u32, u32), i32>,
-    /// What was seen.
-    pub seen: UringSeen,
 }
 
 impl Ring {

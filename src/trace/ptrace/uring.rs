@@ -7,8 +7,8 @@
 
 use super::ops::{Pending, State};
 use super::rings::{Req, Ring, SETUP_NO_MMAP, SETUP_NO_SQARRAY};
-use super::{Call, Op};
 use crate::sys::ptrace;
+use crate::trace::{Call, Op};
 
 /// `io_uring_params` offsets: flags, features, then `sq_off` and `cq_off`.
 const P_FLAGS: usize = 8;
@@ -93,12 +93,12 @@ impl State {
             r.sq_ring = Some(u64_at(&p, P_CQ + 32));
             r.cq_ring = r.sq_ring;
         }
-        self.uring.rings.insert((pid, fd), r);
+        self.rings.rings.insert((pid, fd), r);
     }
 
     /// Process `pid` mapped `fd` at `addr` from `off`: a ring's part, if `fd` is a ring.
     pub(super) fn uring_mapped(&mut self, pid: u32, fd: i32, off: u64, addr: u64) {
-        if let Some(r) = self.uring.rings.get_mut(&(pid, fd)) {
+        if let Some(r) = self.rings.rings.get_mut(&(pid, fd)) {
             match off {
                 OFF_SQ_RING => r.sq_ring = Some(addr),
                 OFF_CQ_RING => r.cq_ring = Some(addr),
@@ -113,11 +113,11 @@ impl State {
         if flags & ENTER_REGISTERED_RING == 0 {
             return Some((pid, fd as i32));
         }
-        if let Some(&real) = self.uring.registered.get(&(pid, fd as u32)) {
+        if let Some(&real) = self.rings.registered.get(&(pid, fd as u32)) {
             return Some((pid, real));
         }
         // One ring in the process: that one.
-        let mut own = self.uring.rings.keys().filter(|k| k.0 == pid);
+        let mut own = self.rings.rings.keys().filter(|k| k.0 == pid);
         match (own.next(), own.next()) {
             (Some(&k), None) => Some(k),
             _ => None,
@@ -132,7 +132,7 @@ impl State {
             return;
         };
         self.uring_reap(key, tid, t);
-        let Some(r) = self.uring.rings.get(&key) else {
+        let Some(r) = self.rings.rings.get(&key) else {
             self.uring_unseen(args[1], "its ring was set up before iolab saw it");
             return;
         };
@@ -183,12 +183,12 @@ impl State {
             u32_at(sqe, 24),
             u64_at(sqe, 32),
         );
-        self.uring.seen.requests += 1;
+        self.rec.uring.requests += 1;
         let call = match opcode {
             OP_READ | OP_READV | OP_READ_FIXED => Call::UringRead,
             OP_WRITE | OP_WRITEV | OP_WRITE_FIXED => Call::UringWrite,
             _ => {
-                self.uring.seen.other += 1;
+                self.rec.uring.other += 1;
                 return;
             }
         };
@@ -199,7 +199,7 @@ impl State {
         };
         let (fd, file) = if sflags & SQE_FIXED_FILE != 0 {
             let fixed = self
-                .uring
+                .rings
                 .rings
                 .get(&key)
                 .and_then(|r| r.fixed.get(fd as usize).copied().flatten());
@@ -235,7 +235,7 @@ impl State {
         if sflags & SQE_CQE_SKIP_SUCCESS != 0 {
             // No completion comes on success: taken as done, whole, now.
             self.uring_done(pid, tid, req, len as i64, t);
-        } else if let Some(r) = self.uring.rings.get_mut(&key) {
+        } else if let Some(r) = self.rings.rings.get_mut(&key) {
             r.in_flight.entry(user_data).or_default().push_back(req);
         }
     }
@@ -245,7 +245,7 @@ impl State {
     /// (the thread that reaps a completion is the one that gets its data), lasting from its
     /// submission.
     fn uring_done(&mut self, pid: u32, tid: i32, r: Req, res: i64, t: u64) {
-        self.ops.push(Op {
+        self.rec.ops.push(Op {
             t,
             dur: t.saturating_sub(r.t),
             pid,
@@ -266,23 +266,23 @@ impl State {
             runq: 0,
         });
         if r.call == Call::UringRead {
-            self.uring.seen.reads += 1;
+            self.rec.uring.reads += 1;
         } else {
-            self.uring.seen.writes += 1;
+            self.rec.uring.writes += 1;
         }
     }
 
     fn uring_unseen(&mut self, n: u64, why: &str) {
-        self.uring.seen.unseen += n;
-        if self.uring.seen.why.is_none() {
-            self.uring.seen.why = Some(why.to_string());
+        self.rec.uring.unseen += n;
+        if self.rec.uring.why.is_none() {
+            self.rec.uring.why = Some(why.to_string());
         }
     }
 
     /// Reads the completions ring `key` has posted since the last look (through thread `tid`,
     /// stopped), at `t`.
     pub(super) fn uring_reap(&mut self, key: (u32, i32), tid: i32, t: u64) {
-        let Some(r) = self.uring.rings.get(&key) else {
+        let Some(r) = self.rings.rings.get(&key) else {
             return;
         };
         let Some(base) = r.cq_base() else {
@@ -317,7 +317,7 @@ impl State {
             }
             i = i.wrapping_add(1);
         }
-        let Some(r) = self.uring.rings.get_mut(&key) else {
+        let Some(r) = self.rings.rings.get_mut(&key) else {
             return;
         };
         r.cq_seen = Some(tail);
@@ -337,7 +337,7 @@ impl State {
     /// counted unseen.
     pub(super) fn uring_leave(&mut self, pid: u32, tid: i32, t: u64, gone: bool) {
         let keys: Vec<(u32, i32)> = self
-            .uring
+            .rings
             .rings
             .keys()
             .filter(|k| k.0 == pid)
@@ -345,7 +345,7 @@ impl State {
             .collect();
         for k in keys {
             self.uring_reap(k, tid, t);
-            if gone && let Some(r) = self.uring.rings.remove(&k) {
+            if gone && let Some(r) = self.rings.rings.remove(&k) {
                 let left: u64 = r.in_flight.values().map(|q| q.len() as u64).sum();
                 if left > 0 {
                     self.uring_unseen(left, "their completions were not seen before the ring went");
@@ -367,7 +367,7 @@ impl State {
             Call::UringRegister => self.uring_register(pid, tid, a, ret),
             Call::Mmap if ret >= 0 => self.uring_mapped(pid, a[4] as i32, a[5], ret as u64),
             // Taken at its entry: the ring, if it is one, is still mapped.
-            Call::Munmap if self.uring.rings.keys().any(|k| k.0 == pid) => {
+            Call::Munmap if self.rings.rings.keys().any(|k| k.0 == pid) => {
                 self.uring_leave(pid, tid, t, false)
             }
             _ => {}
@@ -398,7 +398,7 @@ impl State {
         match opcode {
             REGISTER_FILES => {
                 let list = fds(ints(a[2], a[3]), self);
-                if let Some(r) = self.uring.rings.get_mut(&key) {
+                if let Some(r) = self.rings.rings.get_mut(&key) {
                     r.fixed = list;
                 }
             }
@@ -408,7 +408,7 @@ impl State {
                     return;
                 };
                 let list = fds(ints(u64_at(&b, 16), u32_at(&b, 0) as u64), self);
-                if let Some(r) = self.uring.rings.get_mut(&key) {
+                if let Some(r) = self.rings.rings.get_mut(&key) {
                     r.fixed = list;
                 }
             }
@@ -424,7 +424,7 @@ impl State {
                     a[3]
                 };
                 let list = fds(ints(u64_at(&b, 8), n), self);
-                if let Some(r) = self.uring.rings.get_mut(&key) {
+                if let Some(r) = self.rings.rings.get_mut(&key) {
                     if r.fixed.len() < at + list.len() {
                         r.fixed.resize(at + list.len(), None);
                     }
@@ -434,7 +434,7 @@ impl State {
                 }
             }
             UNREGISTER_FILES => {
-                if let Some(r) = self.uring.rings.get_mut(&key) {
+                if let Some(r) = self.rings.rings.get_mut(&key) {
                     r.fixed.clear();
                 }
             }
@@ -444,7 +444,7 @@ impl State {
                 if let Some(b) = read_exact(tid, a[2], 16 * n) {
                     for i in 0..n {
                         let (idx, fd) = (u32_at(&b, 16 * i), u64_at(&b, 16 * i + 8) as i32);
-                        self.uring.registered.insert((pid, idx), fd);
+                        self.rings.registered.insert((pid, idx), fd);
                     }
                 }
             }

@@ -1,9 +1,9 @@
 //! The exits of the mapping calls (mmap, munmap, mremap, madvise, msync): the address space
 //! model follows them, and file mappings (and advice on them) are kept as calls.
 
-use super::Op;
-use super::calls::Call;
 use super::ops::{Pending, State, Task};
+use crate::trace::Op;
+use crate::trace::calls::Call;
 
 /// mmap's failure values: -4095..-1 as an address.
 const MAP_FAILED_MIN: u64 = (-4095i64) as u64;
@@ -25,23 +25,24 @@ impl State {
             Mmap => self.mapped(task, op, ret, t),
             Munmap => {
                 if ret >= 0 {
-                    self.spaces.unmap(task.mm, a[0], a[1], t);
+                    self.rec.spaces.unmap(task.mm, a[0], a[1], t);
                 }
                 false
             }
             Mremap => {
                 if (ret as u64) < MAP_FAILED_MIN {
-                    let old = self.spaces.at(task.mm, a[0]);
-                    self.spaces.unmap(task.mm, a[0], a[1], t);
+                    let old = self.rec.spaces.at(task.mm, a[0]);
+                    self.rec.spaces.unmap(task.mm, a[0], a[1], t);
                     if let Some(m) = old {
                         let off = m.off + (a[0] - m.start);
-                        self.spaces
+                        self.rec
+                            .spaces
                             .map(task.mm, ret as u64, a[2], Some(m.file), off, t);
                     }
                 }
                 false
             }
-            _ => match self.spaces.at(task.mm, a[0]) {
+            _ => match self.rec.spaces.at(task.mm, a[0]) {
                 // Madvise and msync: kept only when they name a file mapping.
                 Some(m) => {
                     op.file = Some(m.file);
@@ -74,12 +75,12 @@ impl State {
             None
         };
         let off = op.off.unwrap_or(0);
-        self.spaces.map(task.mm, addr, op.len, file, off, t);
+        self.rec.spaces.map(task.mm, addr, op.len, file, off, t);
         let Some(f) = file else {
             return false;
         };
         if prot & libc::PROT_EXEC as u64 != 0 {
-            self.files[f as usize].code = true;
+            self.rec.files[f as usize].code = true;
         }
         op.file = Some(f);
         true
