@@ -591,6 +591,55 @@ fn sweep_rounds_go_on_to_a_decision_and_say_how_they_went() {
     assert!(err.contains("ran under 5 ms a run"), "{err}");
 }
 
+/// `--level` reaches every verdict: eight rounds decide at 80% (each interval at 80%), and
+/// can reach no interval at 99.9% (undecided, and the text says at which level).
+#[test]
+fn the_level_asked_is_the_level_every_verdict_is_drawn_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_file(dir.path(), "l", &bytes(2 << 20, 26));
+    let args = |level: &str| {
+        [
+            "sweep",
+            f.to_str().unwrap(),
+            "--bs",
+            "64K,1M",
+            "--cache",
+            "warm",
+            "--repeat",
+            "8",
+            "--level",
+            level,
+        ]
+        .map(String::from)
+    };
+    for (level, asked) in [("80", 0.8), ("99.9%", 0.999)] {
+        let mut a = args(level).to_vec();
+        a.extend(["--format", "json"].map(String::from));
+        let v = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        let r = &v["rounds"];
+        assert_eq!(r["level"], asked, "{r}");
+        let compared = r["compared"].as_array().unwrap();
+        assert_eq!(compared.len(), 2, "{r}");
+        for c in compared {
+            let v = &c["verdict"];
+            assert_eq!(v["asked"], asked, "{c}");
+            if asked < 0.9 {
+                assert_eq!(v["level"], asked, "{c}");
+            } else {
+                assert!(v["level"].as_f64().unwrap() < asked, "{c}");
+                assert_eq!(v["decided"], "undecided", "{c}");
+            }
+        }
+    }
+    let o = iolab().args(args("99.9")).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("too few for one at 99.9%"), "{text}");
+    let o = iolab().args(args("50")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("outside 80% to 99.9%"), "{err}");
+}
+
 /// `advise`'s answers are what its own rows say: the best by median, its paired ratio inside its
 /// interval, "clear" only when the interval clears 1 by 5%; uncached "matches" only when its
 /// interval says within 5% or faster.

@@ -65,7 +65,7 @@ pub struct AccessArgs {
     pub no_latency: bool,
     // Rounds: each method is compared with the first in every pattern and cache state.
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -28,7 +28,7 @@ pub struct AdviseArgs {
     pub threads: usize,
     // Rounds: every method is compared with the others, warm and cold.
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -22,6 +22,7 @@ mod read;
 mod recv;
 mod replay;
 mod report;
+mod rounds;
 mod run;
 mod run2;
 mod send;
@@ -86,7 +87,7 @@ static PROGRESS: std::sync::Mutex<ProgressMode> = std::sync::Mutex::new(Progress
 /// The command line's definition, as parsed and shown: the derived one, with each command's
 /// own round defaults in its help.
 pub fn command() -> clap::Command {
-    args::with_round_defaults(<Cli as clap::CommandFactory>::command())
+    rounds::with_round_defaults(<Cli as clap::CommandFactory>::command())
 }
 
 /// Sets `--quiet` and `--progress` for the whole process (before the command runs).
@@ -589,5 +590,7 @@ pub fn usage(msg: String) -> Error {
 
 #[cfg(test)]
 mod layers;
+#[cfg(test)]
+mod lengths;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! `iolab read FILE`: one read method, repeated, with statistics and kernel counters.
 
-use super::args::{self, CacheArgs, OutputArgs, RoundArgs, WorkloadArgs};
+use super::args::{self, CacheArgs, OutputArgs, WorkloadArgs};
+use super::rounds::RoundArgs;
 use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;

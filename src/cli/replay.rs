@@ -1,7 +1,7 @@
 //! `iolab replay TRACE`: a traced program's reads replayed with each method.
 
 use super::Ctx;
-use super::args::{self, OutputArgs};
+use super::args::OutputArgs;
 use clap::Args;
 use iolab::Error;
 use iolab::cache::CacheMode;
@@ -29,7 +29,7 @@ pub struct ReplayArgs {
     pub cache: String,
     // Rounds (see after_help for what a budget covers).
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     /// As root, also drop every clean page (drop_caches) before cold runs
     #[arg(long)]
     pub drop_all: bool,

@@ -42,7 +42,7 @@ pub struct SweepArgs {
     pub engine: EngineArgs,
     // Rounds: each method is compared with the first at each size.
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     /// Seed of the written data
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

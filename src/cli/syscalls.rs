@@ -1,7 +1,7 @@
 //! `iolab syscalls [FILE]`: what one system call costs here.
 
 use super::Ctx;
-use super::args::{self, OutputArgs};
+use super::args::OutputArgs;
 use clap::Args;
 use iolab::Error;
 use iolab::experiments::syscalls::report;
@@ -20,7 +20,7 @@ pub struct SyscallsArgs {
     // Rounds: a round times each call once (a sample of at least 20 ms); `--samples` is
     // `--repeat`'s older name.
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

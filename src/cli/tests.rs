@@ -348,7 +348,7 @@ fn command_definition_is_consistent() {
 
 #[test]
 fn every_command_with_rounds_takes_the_same_flags_with_its_own_defaults() {
-    use super::args::round_defaults;
+    use super::rounds::round_defaults;
     use iolab::harness::Rounds;
     use std::time::Duration;
     let cmd = super::command();
@@ -384,7 +384,7 @@ fn every_command_with_rounds_takes_the_same_flags_with_its_own_defaults() {
     let rounds_of = |name: &str, extra: &[&str]| -> Result<Rounds, clap::Error> {
         let m = super::command().try_get_matches_from(line(name, extra))?;
         let sub = m.subcommand_matches(name).unwrap();
-        let args = <super::args::RoundArgs as clap::FromArgMatches>::from_arg_matches(sub)?;
+        let args = <super::rounds::RoundArgs as clap::FromArgMatches>::from_arg_matches(sub)?;
         Ok(args.rounds(name))
     };
     for s in with {
@@ -429,4 +429,63 @@ fn every_command_with_rounds_takes_the_same_flags_with_its_own_defaults() {
         rounds_of("syscalls", &["--samples", "3"]).unwrap().repeat,
         3
     );
+}
+
+#[test]
+fn every_command_with_rounds_decides_at_the_level_asked() {
+    use super::rounds::{RoundArgs, round_defaults};
+    use iolab::harness::Rounds;
+    use std::time::Duration;
+    let cmd = super::command();
+    let mut seen = 0;
+    for s in cmd.get_subcommands() {
+        if !s.get_arguments().any(|a| a.get_id() == "repeat") {
+            continue;
+        }
+        seen += 1;
+        let name = s.get_name();
+        let d = round_defaults(name).unwrap();
+        let rounds_of = |extra: &[&str]| -> Result<Rounds, clap::Error> {
+            let m = s.clone().try_get_matches_from(
+                [name, "f", "--size", "1M", "--part-b"]
+                    .iter()
+                    .filter(|w| match **w {
+                        "--size" | "1M" => name == "write",
+                        "--part-b" => name == "vm",
+                        "f" => name != "syscalls",
+                        _ => true,
+                    })
+                    .chain(extra),
+            )?;
+            Ok(<RoundArgs as clap::FromArgMatches>::from_arg_matches(&m)?.rounds(name))
+        };
+        let help = s
+            .get_arguments()
+            .find(|a| a.get_id() == "level")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        // 95% unless given, in any spelling, within 80..99.9%, over any rounds.
+        assert_eq!(d.level, iolab::measure::decide::LEVEL, "{name}");
+        assert!(help.ends_with("[default: 95%]"), "{name}: {help}");
+        assert_eq!(rounds_of(&["--level", "99.9%"]).unwrap().level, 0.999);
+        for spelt in ["99", "99%", "0.99"] {
+            let r = rounds_of(&["--level", spelt, "--repeat", "4"]).unwrap();
+            let want = Rounds {
+                level: 0.99,
+                ..Rounds::fixed(4, d.warmup)
+            };
+            assert_eq!(r, want, "{name}");
+        }
+        let r = rounds_of(&["--level", "90", "--budget", "7s"]).unwrap();
+        assert_eq!(
+            (r.level, r.budget),
+            (0.9, Some(Duration::from_secs(7))),
+            "{name}"
+        );
+        for bad in ["50", "100", "99.99", "x", "-95", "nan"] {
+            assert!(rounds_of(&["--level", bad]).is_err(), "{name} {bad}");
+        }
+    }
+    assert_eq!(seen, 9);
 }

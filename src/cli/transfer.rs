@@ -21,7 +21,7 @@ pub struct TransferArgs {
     pub methods: Vec<(SendMethod, RecvMethod)>,
     // Rounds: with --budget every pair is compared with every other.
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     /// Parallel connections
     #[arg(long, default_value = "1", value_parser = args::positive)]
     pub connections: usize,

@@ -50,7 +50,7 @@ pub struct VmArgs {
     pub size: Option<u64>,
     // Part B's rounds (each runs every way once, interleaved).
     #[command(flatten)]
-    pub rounds: args::RoundArgs,
+    pub rounds: super::rounds::RoundArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -1,6 +1,7 @@
 //! `iolab write FILE`: one write method and sync mode, repeated, then read back and verified.
 
-use super::args::{self, OutputArgs, RoundArgs, WorkloadArgs};
+use super::args::{self, OutputArgs, WorkloadArgs};
+use super::rounds::RoundArgs;
 use super::{Ctx, usage};
 use clap::Args;
 use iolab::Error;

@@ -180,7 +180,7 @@ fn advice(measured: &AccessResult, baseline: ReadMethod) -> Vec<Advice> {
             let base = rows.iter().find(|r| r.method == baseline)?;
             let (a, b) = (&best.kiops.samples, &base.kiops.samples);
             let m = a.len().min(b.len());
-            let r = decide::paired(&a[..m], &b[..m], measured.rounds.looks_for_verdicts())?;
+            let r = decide::paired(&a[..m], &b[..m], measured.rounds.spend())?;
             Some(Advice {
                 cache: c,
                 best: best.method,
@@ -210,7 +210,7 @@ fn uncached_advice(measured: &AccessResult, baseline: ReadMethod) -> Vec<Uncache
             let (u, base) = (row(ReadMethod::Uncached)?, row(baseline)?);
             let (a, b) = (&u.kiops.samples, &base.kiops.samples);
             let m = a.len().min(b.len());
-            let r = decide::paired(&a[..m], &b[..m], measured.rounds.looks_for_verdicts())?;
+            let r = decide::paired(&a[..m], &b[..m], measured.rounds.spend())?;
             Some(UncachedAdvice {
                 cache: c,
                 ratio: r.ratio,

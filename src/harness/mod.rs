@@ -26,7 +26,7 @@ pub mod round;
 pub mod rounds;
 
 pub use cell::{CacheSpec, Cell, CellRun, CellWork, Limits, ReadBack, Timed, XorCheck};
-pub use rounds::{BudgetClass, Plan, Rounds};
+pub use rounds::{BudgetClass, LEVELS, Plan, Rounds};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::decide::{self, Decided, Verdict};
@@ -137,6 +137,8 @@ pub struct Measurement<E> {
     pub looks: usize,
     /// The planned looks (the verdicts' error is split over these).
     pub planned_looks: usize,
+    /// The level the verdicts were asked at.
+    pub level: f64,
     /// What the user should know: cells whose median run was shorter than [`MIN_RUN`].
     pub warnings: Vec<String>,
     /// The verdicts with the cells' names.
@@ -174,6 +176,9 @@ pub struct RoundsTaken {
     pub looks: usize,
     /// Looks planned: every verdict's error is split over these (0 in old results: one).
     pub planned_looks: usize,
+    /// The level every verdict was asked at (`--level`; 0.95 in old results).
+    #[serde(default = "crate::measure::decide::default_level")]
+    pub level: f64,
     /// Comparisons asked.
     pub comparisons: usize,
     /// Of these, still undecided when the rounds ended.
@@ -202,6 +207,7 @@ impl RoundsTaken {
             stop: Some(o.stop),
             looks: o.looks,
             planned_looks: o.planned_looks,
+            level: o.level,
             comparisons: o.verdicts.len(),
             // A comparison never looked at (the cap ended the first look) is undecided too.
             undecided: o
@@ -213,9 +219,13 @@ impl RoundsTaken {
         }
     }
 
-    /// The looks to split a verdict's error over (at least one).
-    pub fn looks_for_verdicts(&self) -> usize {
-        self.planned_looks.max(1)
+    /// What a verdict drawn from these rounds may spend: the level asked, split over the looks
+    /// planned (at least one).
+    pub fn spend(&self) -> decide::Spend {
+        decide::Spend {
+            looks: self.planned_looks.max(1),
+            level: self.level,
+        }
     }
 }
 
@@ -311,7 +321,7 @@ fn run_plan<C: Cells>(
         }
         // A look at every round ended (whole rounds only: one cut short by the cap is not kept).
         if round > plan.warmup {
-            look(cells, &live, comparisons, &mut verdicts, plan.looks.len());
+            look(cells, &live, comparisons, &mut verdicts, plan.spend());
             looks += 1;
         }
         if capped {
@@ -339,10 +349,9 @@ fn run_plan<C: Cells>(
         total = done + more as usize * going.len();
     };
     check_cells(cells, &mut live, capped)?;
-    let warnings: Vec<String> = short_runs(cells, &live).into_iter().collect();
     Ok(Measurement {
         compared: compared_of(cells, comparisons, &verdicts),
-        warnings,
+        warnings: short_runs(cells, &live).into_iter().collect(),
         cells: live
             .into_iter()
             .map(|l| CellRuns {
@@ -357,6 +366,7 @@ fn run_plan<C: Cells>(
         stop,
         looks,
         planned_looks: plan.looks.len(),
+        level: plan.level,
     })
 }
 
@@ -424,13 +434,13 @@ fn keep_undecided<E>(
 }
 
 /// A look at the data: each comparison not decided at an earlier look (whose verdict stands)
-/// gets its verdict from the paired runs so far, its error split over `planned` looks.
+/// gets its verdict from the paired runs so far, at the level and over the looks `spend` says.
 fn look<C: Cells>(
     cells: &C,
     live: &[Live<C::Extra>],
     comparisons: &[Comparison],
     verdicts: &mut [Option<Verdict>],
-    planned: usize,
+    spend: decide::Spend,
 ) {
     for (c, v) in comparisons.iter().zip(verdicts.iter_mut()) {
         if v.is_some_and(|v| v.decided != Decided::Undecided) {
@@ -439,7 +449,7 @@ fn look<C: Cells>(
         let fig = |i: usize| -> Vec<f64> { live[i].runs.iter().map(|r| cells.figure(r)).collect() };
         let (a, b) = (fig(c.a), fig(c.b));
         let m = a.len().min(b.len());
-        *v = decide::paired(&a[..m], &b[..m], planned);
+        *v = decide::paired(&a[..m], &b[..m], spend);
     }
 }
 

@@ -1,10 +1,10 @@
 //! How many rounds: the one home of the protocol's knobs. Every config with rounds embeds
-//! [`Rounds`] (flattened, so its JSON keys stay `repeat`, `warmup` and `budget`), checks it with
+//! [`Rounds`] (flattened, so its JSON keys stay `repeat`, `warmup`, `budget` and `level`), checks it with
 //! [`Rounds::check`] and hands the harness its [`Plan`]; the suite asks for a [`BudgetClass`],
 //! not for numbers, as criterion's groups override one struct of knobs.
 
 use crate::error::{Error, Result};
-use crate::measure::decide::LOOKS;
+use crate::measure::decide::{LEVEL, LOOKS, default_level};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -18,11 +18,15 @@ pub struct Rounds {
     #[serde(default)]
     pub warmup: usize,
     /// Adaptive rounds: they go on, look by look, until every comparison asked is decided at
-    /// 95%, as long as the next look fits in this wall time, a cap: no run starts that would
-    /// end past it, the first look's too. `None`: exactly `repeat`.
+    /// `level`, as long as the next look fits in this wall time, a cap: no run starts that
+    /// would end past it, the first look's too. `None`: exactly `repeat`.
     #[serde(default, with = "crate::measure::secs::option")]
     #[schemars(with = "Option<f64>")]
     pub budget: Option<Duration>,
+    /// The coverage every comparison's interval guarantees over all its looks together
+    /// (0.95): a winner is named, or "within 5%" said, only from an interval at this level.
+    #[serde(default = "default_level")]
+    pub level: f64,
 }
 
 impl Default for Rounds {
@@ -32,6 +36,7 @@ impl Default for Rounds {
             repeat: 5,
             warmup: 1,
             budget: None,
+            level: LEVEL,
         }
     }
 }
@@ -43,6 +48,7 @@ impl Rounds {
             repeat,
             warmup,
             budget: None,
+            level: LEVEL,
         }
     }
 
@@ -53,15 +59,27 @@ impl Rounds {
             repeat: LOOKS[0],
             warmup: 1,
             budget: Some(budget),
+            level: LEVEL,
         }
     }
 
-    /// Refuses zero counted rounds (without a budget, which always runs the first look).
+    /// Refuses zero counted rounds (without a budget, which always runs the first look), and
+    /// a level outside [`LEVELS`].
     pub fn check(&self) -> Result<()> {
         if self.repeat == 0 && self.budget.is_none() {
             return Err(Error::usage(
                 "invalid repeat count",
                 "--repeat must be at least 1",
+            ));
+        }
+        if !LEVELS.contains(&self.level) {
+            return Err(Error::usage(
+                "invalid level",
+                format!(
+                    "--level must be from {} to {}",
+                    crate::measure::decide::percent(*LEVELS.start()),
+                    crate::measure::decide::percent(*LEVELS.end())
+                ),
             ));
         }
         Ok(())
@@ -76,6 +94,7 @@ impl Rounds {
                 floor: self.repeat.clamp(1, LOOKS[0]),
                 budget,
                 capped: true,
+                level: self.level,
             },
             None => Plan {
                 warmup: self.warmup,
@@ -83,10 +102,16 @@ impl Rounds {
                 floor: self.repeat,
                 budget: Duration::ZERO,
                 capped: false,
+                level: self.level,
             },
         }
     }
 }
+
+/// The levels a user may ask for: below 80% a verdict is a coin with a thumb on it; above
+/// 99.9% no look before the last could decide (the sign-test interval of 48 rounds reaches
+/// 1 - 0.001/6 only just).
+pub const LEVELS: std::ops::RangeInclusive<f64> = 0.8..=0.999;
 
 /// How many rounds an experiment of the suite takes: the suite entries ask for a class and
 /// the suite's scale (`--quick` or full) turns it into rounds, so the numbers live here alone.
@@ -126,6 +151,7 @@ impl BudgetClass {
             repeat,
             warmup: 1,
             budget: budget.map(Duration::from_secs),
+            level: LEVEL,
         }
     }
 }
@@ -150,9 +176,20 @@ pub struct Plan {
     /// completed are kept.
     #[serde(default)]
     pub capped: bool,
+    /// The level comparisons are decided at.
+    #[serde(default = "default_level")]
+    pub level: f64,
 }
 
 impl Plan {
+    /// What each verdict may spend: the plan's level over its looks.
+    pub fn spend(&self) -> crate::measure::decide::Spend {
+        crate::measure::decide::Spend {
+            looks: self.looks.len(),
+            level: self.level,
+        }
+    }
+
     /// The fewest counted rounds every cell gets.
     pub fn min_rounds(&self) -> usize {
         self.looks.first().copied().unwrap_or(1).max(1)
@@ -225,6 +262,13 @@ mod tests {
     #[test]
     fn zero_rounds_are_refused_unless_a_budget_runs_the_first_look() {
         assert!(Rounds::fixed(0, 1).check().is_err());
+        for (level, ok) in [(0.8, true), (0.999, true), (0.5, false), (1.0, false)] {
+            let r = Rounds {
+                level,
+                ..Rounds::default()
+            };
+            assert_eq!(r.check().is_ok(), ok, "{level}");
+        }
         assert!(Rounds::fixed(1, 0).check().is_ok());
         let budget = Rounds {
             repeat: 0,
@@ -239,10 +283,12 @@ mod tests {
         let v = serde_json::to_value(Rounds::fixed(3, 1)).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"repeat": 3, "warmup": 1, "budget": null})
+            serde_json::json!({"repeat": 3, "warmup": 1, "budget": null, "level": 0.95})
         );
+        // Results written before `level` was a key were decided at 95%.
         let back: Rounds = serde_json::from_value(serde_json::json!({"repeat": 2})).unwrap();
         assert_eq!(back, Rounds::fixed(2, 0));
+        assert_eq!(back.level, LEVEL);
         let b = Rounds::adaptive(Duration::from_millis(1500));
         let v = serde_json::to_value(b).unwrap();
         assert_eq!(v["budget"], 1.5);

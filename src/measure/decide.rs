@@ -25,6 +25,42 @@ pub const MARGIN: f64 = 1.05;
 /// any cell gets; 8 is the fewest at which the sign-test interval reaches `1 - 0.05/6`.
 pub const LOOKS: [usize; 6] = [8, 12, 16, 24, 32, 48];
 
+/// The error a verdict may spend: its interval's coverage over every look together (`level`),
+/// split evenly over the `looks` planned (the harness's are [`LOOKS`]; fixed rounds look once).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spend {
+    /// Looks planned.
+    pub looks: usize,
+    /// Coverage over all of them, below 1: [`LEVEL`] unless a user asks otherwise (`--level`).
+    pub level: f64,
+}
+
+impl Spend {
+    /// One look at [`LEVEL`].
+    pub const ONCE: Spend = Spend {
+        looks: 1,
+        level: LEVEL,
+    };
+
+    /// `looks` looks at [`LEVEL`].
+    pub const fn looks(looks: usize) -> Spend {
+        Spend {
+            looks,
+            level: LEVEL,
+        }
+    }
+
+    /// The error each look may spend.
+    fn per_look(self) -> f64 {
+        (1.0 - self.level) / self.looks.max(1) as f64
+    }
+}
+
+/// The level old results were decided at (they did not say).
+pub fn default_level() -> f64 {
+    LEVEL
+}
+
 /// What a comparison concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -82,9 +118,12 @@ pub struct Verdict {
     pub ratio: f64,
     /// Its interval.
     pub ci: [f64; 2],
-    /// The interval's coverage, over every look taken: [`LEVEL`] when there were enough
+    /// The interval's coverage, over every look taken: the level asked when there were enough
     /// rounds, less (the range's own coverage) when there were not.
     pub level: f64,
+    /// The level asked ([`LEVEL`] unless `--level` said otherwise).
+    #[serde(default = "default_level")]
+    pub asked: f64,
     /// Rounds (pairs) behind it; for unpaired cells, the smaller side's count.
     pub rounds: usize,
     /// Which ratio it is.
@@ -96,25 +135,52 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Its interval as a report prints it beside the verdict: the interval the decision used,
-    /// at [`LEVEL`], or none when there were too few rounds for one (then it decided nothing).
-    pub fn interval_words(&self) -> String {
-        if self.level >= LEVEL {
-            format!(
-                "interval {:.2}-{:.2}x at {:.0}% over {} rounds",
-                self.ci[0],
-                self.ci[1],
-                100.0 * LEVEL,
-                self.rounds
-            )
-        } else {
-            format!(
-                "no interval (budget: {} rounds, too few for one at {:.0}%)",
-                self.rounds,
-                100.0 * LEVEL
-            )
-        }
+    /// Whether its interval is at the level asked (else there were too few rounds for one, and
+    /// it decided nothing).
+    pub fn has_interval(&self) -> bool {
+        reached(self.level, self.asked)
     }
+
+    /// The level asked, as a report prints it: `95%`, `99.5%`.
+    pub fn asked_words(&self) -> String {
+        percent(self.asked)
+    }
+
+    /// Its interval as a report prints it beside the verdict ([`interval_words`]).
+    pub fn interval_words(&self) -> String {
+        interval_words(self.ci, (self.level, self.asked), self.rounds)
+    }
+}
+
+/// An interval `ci` of coverage `level` over `rounds` rounds as a report prints it beside its
+/// verdict: the interval the decision used, at the level `asked`, or none when there were too
+/// few rounds for one (then it decided nothing).
+pub fn interval_words(ci: [f64; 2], (level, asked): (f64, f64), rounds: usize) -> String {
+    if reached(level, asked) {
+        format!(
+            "interval {:.2}-{:.2}x at {} over {rounds} rounds",
+            ci[0],
+            ci[1],
+            percent(asked)
+        )
+    } else {
+        format!(
+            "no interval (budget: {rounds} rounds, too few for one at {})",
+            percent(asked)
+        )
+    }
+}
+
+/// Whether an interval's coverage `level` is the level `asked` (else there were too few rounds
+/// for one at it).
+fn reached(level: f64, asked: f64) -> bool {
+    level >= asked - 1e-12
+}
+
+/// A level as a percentage, to the digits it has: `95%`, `99.9%`.
+pub fn percent(level: f64) -> String {
+    let p = format!("{:.2}", 100.0 * level);
+    format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
 }
 
 pub use crate::measure::stats::{binomial_below, order_interval};
@@ -197,6 +263,7 @@ pub fn replicated(runs: &[Verdict]) -> Option<Verdict> {
             ratio,
             ci: [0.0, 0.0],
             level: 0.0,
+            asked: LEVEL,
             rounds: n,
             kind: RatioKind::Replicated,
             decided: Decided::Undecided,
@@ -211,6 +278,7 @@ pub fn replicated(runs: &[Verdict]) -> Option<Verdict> {
         ratio,
         ci,
         level: LEVEL,
+        asked: LEVEL,
         rounds: n,
         kind: RatioKind::Replicated,
         decided,
@@ -219,23 +287,18 @@ pub fn replicated(runs: &[Verdict]) -> Option<Verdict> {
 }
 
 /// The coverage over `looks` looks of an interval whose coverage at one look is `one`: each
-/// look may miss with `1 - one` (Bonferroni, as [`per_look`] spends it). Below [`LEVEL`]
+/// look may miss with `1 - one` (Bonferroni, as [`Spend`] spends it). Below the level asked
 /// exactly when `one` falls short of a look's share, so a verdict's level says whether it may
 /// decide.
 fn over_looks(one: f64, looks: usize) -> f64 {
     (1.0 - looks.max(1) as f64 * (1.0 - one)).max(0.0)
 }
 
-/// The error each of `looks` looks may spend.
-fn per_look(looks: usize) -> f64 {
-    (1.0 - LEVEL) / looks.max(1) as f64
-}
-
 fn verdict(
     ratio: f64,
     found: Option<([f64; 2], f64)>,
     range: [f64; 2],
-    rounds: usize,
+    (rounds, asked): (usize, f64),
     kind: RatioKind,
 ) -> Verdict {
     match found {
@@ -244,7 +307,8 @@ fn verdict(
             Verdict {
                 ratio,
                 ci,
-                level: LEVEL,
+                level: asked,
+                asked,
                 rounds,
                 kind,
                 decided,
@@ -256,6 +320,7 @@ fn verdict(
             ratio,
             ci: range,
             level: 0.0,
+            asked,
             rounds,
             kind,
             decided: Decided::Undecided,
@@ -313,10 +378,10 @@ pub fn signed_rank_interval(d: &[f64], level: f64) -> (f64, Option<([f64; 2], f6
 }
 
 /// `a` against `b` measured in the same rounds (`a[i]` beside `b[i]`), as data looked at up to
-/// `looks` times: the per-round ratios' centre (the Hodges-Lehmann estimate on their logarithms,
+/// `spend.looks` times: the per-round ratios' centre (the Hodges-Lehmann estimate on their logarithms,
 /// a median of per-round ratios that uses every pair) with its Wilcoxon signed-rank interval.
 /// `None` without a positive pair.
-pub fn paired(a: &[f64], b: &[f64], looks: usize) -> Option<Verdict> {
+pub fn paired(a: &[f64], b: &[f64], spend: Spend) -> Option<Verdict> {
     let d: Vec<f64> = a
         .iter()
         .zip(b)
@@ -326,18 +391,18 @@ pub fn paired(a: &[f64], b: &[f64], looks: usize) -> Option<Verdict> {
     if d.is_empty() {
         return None;
     }
-    let (est, found) = signed_rank_interval(&d, 1.0 - per_look(looks));
+    let (est, found) = signed_rank_interval(&d, 1.0 - spend.per_look());
     let exp = |(ci, c): ([f64; 2], f64)| ([ci[0].exp(), ci[1].exp()], c);
     let r = sorted(d.iter().map(|x| x.exp()));
     let mut v = verdict(
         est.exp(),
         found.map(exp),
         [r[0], r[r.len() - 1]],
-        r.len(),
+        (r.len(), spend.level),
         RatioKind::Paired,
     );
     if v.level == 0.0 {
-        v.level = over_looks(range_coverage(r.len()), looks);
+        v.level = over_looks(range_coverage(r.len()), spend.looks);
     }
     Some(v)
 }
@@ -362,15 +427,15 @@ fn order_intervals(sorted: &[f64]) -> Vec<([f64; 2], f64)> {
 
 /// `a` against `b` measured apart: the ratio of their medians, with the narrowest interval two
 /// median intervals allow whose joint coverage (the sides are independent: the product of
-/// theirs) reaches the level of each of `looks` looks. `None` when a side has no positive
+/// theirs) reaches the level of each of `spend.looks` looks. `None` when a side has no positive
 /// figure.
-pub fn unpaired(a: &[f64], b: &[f64], looks: usize) -> Option<Verdict> {
+pub fn unpaired(a: &[f64], b: &[f64], spend: Spend) -> Option<Verdict> {
     let keep = |v: &[f64]| sorted(v.iter().copied().filter(|x| *x > 0.0 && x.is_finite()));
     let (a, b) = (keep(a), keep(b));
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let level = 1.0 - per_look(looks);
+    let level = 1.0 - spend.per_look();
     let ratio = median(&a) / median(&b);
     let mut found: Option<([f64; 2], f64)> = None;
     for (ia, ca) in order_intervals(&a) {
@@ -390,12 +455,13 @@ pub fn unpaired(a: &[f64], b: &[f64], looks: usize) -> Option<Verdict> {
         ratio,
         found,
         range,
-        a.len().min(b.len()),
+        (a.len().min(b.len()), spend.level),
         RatioKind::OfMedians,
     );
     if v.level == 0.0 {
         // Two ranges together: the product of their coverages.
-        v.level = over_looks(range_coverage(a.len()) * range_coverage(b.len()), looks);
+        let one = range_coverage(a.len()) * range_coverage(b.len());
+        v.level = over_looks(one, spend.looks);
     }
     Some(v)
 }

@@ -34,8 +34,9 @@ pub struct Finding {
     /// intervals existed.
     #[serde(default)]
     pub ci: [f64; 2],
-    /// The interval's coverage, over every look the harness took (0.95; less only when too few
-    /// rounds were taken, and then nothing is decided).
+    /// The interval's coverage, over every look the harness took (the level asked, 0.95 unless
+    /// `--level` said otherwise; less only when too few rounds were taken, and then nothing is
+    /// decided).
     #[serde(default)]
     pub level: f64,
     /// Rounds (pairs) behind it; for unpaired sides, the smaller side's count.
@@ -74,16 +75,12 @@ pub(crate) struct Side {
     pub(crate) cite: String,
 }
 
-/// How the two sides were measured: in the same rounds of a harness that looked `looks` times,
-/// or apart (`looks` then counts the looks either side's runs were taken under).
+/// How the two sides were measured: in the same rounds of a harness that looked so many times
+/// at its level, or apart (the looks either side's runs were taken under).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Pairing {
-    Paired {
-        looks: usize,
-    },
-    Apart {
-        looks: usize,
-    },
+    Paired(decide::Spend),
+    Apart(decide::Spend),
     /// The verdict already drawn (from several runs: [`decide::replicated`]).
     Given(decide::Verdict),
 }
@@ -102,17 +99,17 @@ pub(crate) fn compare(
     if a.name == b.name && a.cite == b.cite {
         return None;
     }
-    let (a, b, left_out) = if matches!(pairing, Pairing::Apart { .. }) {
+    let (a, b, left_out) = if matches!(pairing, Pairing::Apart(_)) {
         above_zero(a, b)
     } else {
         (a, b, String::new())
     };
     let v = match pairing {
-        Pairing::Paired { looks } => {
+        Pairing::Paired(spend) => {
             let m = a.s.samples.len().min(b.s.samples.len());
-            decide::paired(&a.s.samples[..m], &b.s.samples[..m], looks)?
+            decide::paired(&a.s.samples[..m], &b.s.samples[..m], spend)?
         }
-        Pairing::Apart { looks } => decide::unpaired(&a.s.samples, &b.s.samples, looks)?,
+        Pairing::Apart(spend) => decide::unpaired(&a.s.samples, &b.s.samples, spend)?,
         Pairing::Given(v) => v,
     };
     let a_ahead = match (v.a_larger, better) {
@@ -132,8 +129,8 @@ pub(crate) fn compare(
     };
     // Too few rounds for an interval at the level: no interval is printed or kept (one with
     // less coverage beside a verdict reads as the verdict's), and nothing is decided.
-    let budget = v.level < decide::LEVEL;
-    let level = format!("{:.0}%", 100.0 * decide::LEVEL);
+    let budget = !v.has_interval();
+    let level = v.asked_words();
     let figures = if budget {
         format!(
             "{x:.2}x without an interval; for context, the medians: {} {} vs {} {} {unit}",
@@ -178,8 +175,8 @@ fn sentence(
     x: f64,
     figures: &str,
 ) -> (String, Option<String>) {
-    let budget = v.level < decide::LEVEL;
-    let level = format!("{:.0}%", 100.0 * decide::LEVEL);
+    let budget = !v.has_interval();
+    let level = v.asked_words();
     let how = match better {
         Better::Higher => "faster than",
         Better::Lower => "cheaper than",
@@ -350,7 +347,7 @@ mod tests {
             "t",
             "KIOPS",
             Better::Higher,
-            Pairing::Apart { looks: 1 },
+            Pairing::Apart(decide::Spend::ONCE),
             fast,
             slow,
         )
@@ -389,9 +386,9 @@ mod tests {
                 cite: format!("t: {name}"),
             };
             let pairing = if trial % 2 == 0 {
-                Pairing::Paired { looks }
+                Pairing::Paired(decide::Spend::looks(looks))
             } else {
-                Pairing::Apart { looks }
+                Pairing::Apart(decide::Spend::looks(looks))
             };
             let f = compare(
                 "k",

@@ -192,7 +192,10 @@ pub fn rounds_line(r: &crate::harness::RoundsTaken) -> String {
         return format!("\n{} rounds\n", r.rounds);
     }
     let why = match stop {
-        crate::harness::Stop::Decided => "every comparison decided at 95%".to_string(),
+        crate::harness::Stop::Decided => format!(
+            "every comparison decided at {}",
+            crate::measure::decide::percent(r.level)
+        ),
         crate::harness::Stop::Budget => format!(
             "the time budget ended them; {} of {} comparisons undecided",
             r.undecided, r.comparisons

@@ -60,6 +60,9 @@ pub struct Gain {
     pub ci: [f64; 2],
     /// The interval's level.
     pub level: f64,
+    /// The level asked (95% unless `--level` said otherwise).
+    #[serde(default = "crate::measure::decide::default_level")]
+    pub asked: f64,
     /// `faster`, `slower`, `within 5%`, or `undecided`.
     pub decided: String,
     /// Rounds it took.

@@ -3,6 +3,7 @@
 use super::AccessRow;
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
+use crate::measure::decide::Spend;
 use crate::measure::finding::{Better, Finding, Pairing, Side, compare, usable};
 use crate::workload::Pattern;
 
@@ -16,8 +17,8 @@ fn access_row(rows: &[AccessRow], m: ReadMethod, p: Pattern, c: CacheMode) -> Op
 /// the best of several mapping variants by median would name a different variant from run to
 /// run when they are within noise of each other.
 ///
-/// `looks`: the looks the harness planned for these rows' rounds.
-pub fn random_warm(rows: &[AccessRow], looks: usize) -> Option<Finding> {
+/// `spend`: the level and looks the harness planned for these rows' rounds.
+pub fn random_warm(rows: &[AccessRow], spend: Spend) -> Option<Finding> {
     let pread = access_row(rows, ReadMethod::Pread, Pattern::Random, CacheMode::Warm)?;
     let mmap = access_row(rows, ReadMethod::Mmap, Pattern::Random, CacheMode::Warm)?;
     let side = |r: &AccessRow| Side {
@@ -30,7 +31,7 @@ pub fn random_warm(rows: &[AccessRow], looks: usize) -> Option<Finding> {
         "random 4 KiB reads, warm",
         "KIOPS",
         Better::Higher,
-        Pairing::Paired { looks },
+        Pairing::Paired(spend),
         side(mmap),
         side(pread),
     )
@@ -44,7 +45,7 @@ mod tests {
     use crate::measure::latency::LatencySummary;
     use crate::measure::stats::summarize;
 
-    const LOOKS: usize = crate::measure::decide::LOOKS.len();
+    const LOOKS: Spend = Spend::looks(crate::measure::decide::LOOKS.len());
 
     fn arow(m: ReadMethod, p: Pattern, c: CacheMode, kiops: &[f64]) -> AccessRow {
         AccessRow {
@@ -115,7 +116,7 @@ mod tests {
                 ..r.clone()
             })
             .collect();
-        let f = random_warm(&three, 1).unwrap();
+        let f = random_warm(&three, Spend::ONCE).unwrap();
         assert_eq!(
             (f.winner.as_deref(), f.decided),
             (None, Some(Decided::Undecided))

@@ -274,6 +274,7 @@ impl AccessConfig {
         repeat: 3,
         warmup: 1,
         budget: None,
+        level: crate::measure::decide::LEVEL,
     };
 }
 

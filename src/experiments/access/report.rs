@@ -103,7 +103,8 @@ pub fn access_document(r: &AccessResult) -> Document {
         c.depth,
         match c.rounds.budget {
             Some(b) => format!(
-                "rounds until each method is told apart from the first at 95% (at most {:.0} s)",
+                "rounds until each method is told apart from the first at {} (at most {:.0} s)",
+                crate::measure::decide::percent(c.rounds.level),
                 b.as_secs_f64()
             ),
             None => format!("{} counted run(s) per cell", c.rounds.repeat),

@@ -110,7 +110,7 @@ impl Entry for Access {
     }
 
     fn findings(&self, out: &AccessResult, _: &SuiteResult) -> Vec<Finding> {
-        random_warm(&out.rows, out.rounds.looks_for_verdicts())
+        random_warm(&out.rows, out.rounds.spend())
             .into_iter()
             .collect()
     }

@@ -41,6 +41,7 @@ fn verdict(ratio: f64, ci: [f64; 2], decided: Decided, a_larger: Option<bool>) -
         ratio,
         ci,
         level: 0.95,
+        asked: 0.95,
         rounds: 8,
         kind: RatioKind::Paired,
         decided,

@@ -15,7 +15,7 @@ pub fn fast_warm_cold(warm: &FastSeries, cold: &FastSeries) -> Option<Finding> {
         "the whole file's XOR",
         "MiB/s",
         Better::Higher,
-        Pairing::Apart { looks: 1 },
+        Pairing::Apart(crate::measure::decide::Spend::ONCE),
         side(warm, "warm"),
         side(cold, "cold"),
     )

@@ -7,7 +7,7 @@
 //! they decide, no run probes that part any more.
 
 use crate::engine::ReadMethod;
-use crate::measure::decide::{Decided, Verdict, paired};
+use crate::measure::decide::{Decided, Spend, Verdict, paired};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -52,7 +52,7 @@ pub fn stage(races: &[[f64; 2]], pair: [ReadMethod; 2]) -> ProfileSays {
         // raced no more), and a later look would only spend its share again.
         let (a, b): (Vec<f64>, Vec<f64>) = races[..look].iter().map(|r| (r[0], r[1])).unzip();
         let last = i + 1 == LOOKS.len();
-        match paired(&a, &b, LOOKS.len()) {
+        match paired(&a, &b, Spend::looks(LOOKS.len())) {
             Some(v) if v.decided == Decided::Winner => {
                 let method = pair[usize::from(v.a_larger != Some(true))];
                 return ProfileSays::Decided(method, v);

@@ -69,7 +69,7 @@ fn per_pass(a: &MethodRuns, b: &MethodRuns, f: fn(&Effect) -> &Summary) -> Optio
         .iter()
         .filter_map(|(p, ea)| {
             let (_, eb) = b.passes.iter().find(|(q, _)| q == p)?;
-            decide::unpaired(&f(ea).samples, &f(eb).samples, 1)
+            decide::unpaired(&f(ea).samples, &f(eb).samples, decide::Spend::ONCE)
         })
         .collect();
     decide::replicated(&verdicts)
@@ -204,11 +204,12 @@ fn notes(
     )];
     let stream: fn(&Effect) -> &Summary = |e| &e.stream_mib_s;
     if let Some(v) = per_pass(chosen, base, stream) {
-        let interval = if v.level >= decide::LEVEL {
+        let interval = if v.has_interval() {
             format!(
-                ", interval {:.2}-{:.2}x at 95%: {}",
+                ", interval {:.2}-{:.2}x at {}: {}",
                 v.ci[0],
                 v.ci[1],
+                v.asked_words(),
                 match v.decided {
                     Decided::Winner => "a difference",
                     Decided::Equivalent => "within 5%",

@@ -73,6 +73,7 @@ pub fn measure(
             ratio: v.ratio,
             ci: v.ci,
             level: v.level,
+            asked: v.asked,
             decided: match (v.decided, v.a_larger) {
                 (Decided::Winner, Some(true)) => "faster",
                 (Decided::Winner, _) => "slower",

@@ -338,6 +338,7 @@ fn join_rounds(a: RoundsTaken, b: RoundsTaken) -> RoundsTaken {
         stop: b.stop.or(a.stop),
         looks: a.looks.max(b.looks),
         planned_looks: a.planned_looks.max(b.planned_looks),
+        level: a.level,
         comparisons: a.comparisons + b.comparisons,
         undecided: a.undecided + b.undecided,
         compared,

@@ -308,6 +308,7 @@ mod tests {
             ratio,
             ci: [ratio * 0.9, ratio * 1.1],
             level: 0.95,
+            asked: 0.95,
             rounds: 8,
             kind: RatioKind::Paired,
             decided,

@@ -63,7 +63,7 @@ fn over_runs(r: &SqueezeResult, a: ReadMethod, b: ReadMethod) -> Option<Verdict>
         .into_iter()
         .filter_map(|x| {
             let y = runs(r, b).into_iter().find(|y| y.pass == x.pass)?;
-            decide::unpaired(&kiops(x)?, &kiops(y)?, 1)
+            decide::unpaired(&kiops(x)?, &kiops(y)?, decide::Spend::ONCE)
         })
         .collect();
     decide::replicated(&each)

@@ -5,7 +5,7 @@ use super::{CellKind, SweepCell};
 use crate::cache::CacheMode;
 use crate::engine::ReadMethod;
 use crate::engine::write::{SyncMode, WriteMethod};
-use crate::measure::decide::Decided;
+use crate::measure::decide::{Decided, Spend};
 use crate::measure::finding::{Better, Finding, Pairing, Side, compare, usable};
 
 fn sweep_cell(cells: &[SweepCell], bs: u64, kind: CellKind) -> Option<&SweepCell> {
@@ -36,7 +36,7 @@ fn sweep_side(c: &SweepCell, op: &str) -> Side {
 /// read against mmap at block size `bs` from `cache`.
 fn read_vs_mmap(
     cells: &[SweepCell],
-    looks: usize,
+    spend: Spend,
     bs: u64,
     cache: CacheMode,
     key: &str,
@@ -53,7 +53,7 @@ fn read_vs_mmap(
         &what,
         "MiB/s",
         Better::Higher,
-        Pairing::Paired { looks },
+        Pairing::Paired(spend),
         sweep_side(mmap, "read"),
         sweep_side(read, "read"),
     )
@@ -63,9 +63,9 @@ fn read_vs_mmap(
 pub const SEQUENTIAL_BS: u64 = 1 << 20;
 
 /// Sequential reads, cold and warm, at 1 MiB blocks ([`SEQUENTIAL_BS`]; the largest swept
-/// where 1 MiB was not): mmap against read. `looks`: the looks the harness planned for the
+/// where 1 MiB was not): mmap against read. `spend`: the level and looks the harness planned for the
 /// sweep's rounds.
-pub fn sequential(cells: &[SweepCell], looks: usize, cache: CacheMode) -> Option<Finding> {
+pub fn sequential(cells: &[SweepCell], spend: Spend, cache: CacheMode) -> Option<Finding> {
     // One comparison under one key in every run: 1 MiB blocks, swept by the quick suite and
     // the full one alike (the largest size swept only where 1 MiB was not).
     let bs = if cells.iter().any(|c| c.bs == SEQUENTIAL_BS) {
@@ -75,7 +75,7 @@ pub fn sequential(cells: &[SweepCell], looks: usize, cache: CacheMode) -> Option
     };
     read_vs_mmap(
         cells,
-        looks,
+        spend,
         bs,
         cache,
         &format!("sequential-{}", cache.name()),
@@ -84,7 +84,7 @@ pub fn sequential(cells: &[SweepCell], looks: usize, cache: CacheMode) -> Option
 
 /// Warm: the smallest block size from which mmap is clearly faster than read at every larger
 /// size swept; its ratio and interval are those at that size.
-pub fn mmap_crossover(cells: &[SweepCell], looks: usize) -> Option<Finding> {
+pub fn mmap_crossover(cells: &[SweepCell], spend: Spend) -> Option<Finding> {
     let mut sizes: Vec<u64> = cells
         .iter()
         .filter(|c| c.read().is_some_and(|(_, cache)| cache == CacheMode::Warm))
@@ -94,7 +94,7 @@ pub fn mmap_crossover(cells: &[SweepCell], looks: usize) -> Option<Finding> {
     sizes.dedup();
     let per_size: Vec<(u64, Finding)> = sizes
         .iter()
-        .filter_map(|&bs| Some((bs, read_vs_mmap(cells, looks, bs, CacheMode::Warm, "")?)))
+        .filter_map(|&bs| Some((bs, read_vs_mmap(cells, spend, bs, CacheMode::Warm, "")?)))
         .collect();
     let (last_bs, last) = per_size.last()?;
     let mmap_wins = |f: &Finding| f.winner.as_deref() == Some("mmap");
@@ -150,7 +150,7 @@ pub fn mmap_crossover(cells: &[SweepCell], looks: usize) -> Option<Finding> {
 }
 
 /// The price of fsync after every block, at 1 MiB blocks (or the largest swept).
-pub fn fsync_cost(cells: &[SweepCell], looks: usize) -> Option<Finding> {
+pub fn fsync_cost(cells: &[SweepCell], spend: Spend) -> Option<Finding> {
     let sizes: Vec<u64> = cells
         .iter()
         .filter(|c| c.write().is_some_and(|(_, sync)| sync == SyncMode::Each))
@@ -172,7 +172,7 @@ pub fn fsync_cost(cells: &[SweepCell], looks: usize) -> Option<Finding> {
         &format!("write() in {} blocks", crate::size::format_size(bs)),
         "MiB/s",
         Better::Higher,
-        Pairing::Paired { looks },
+        Pairing::Paired(spend),
         side(none, "no sync"),
         side(each, "fsync after every block"),
     )
@@ -184,7 +184,7 @@ mod tests {
     use crate::measure::finding::eight;
     use crate::measure::stats::summarize;
 
-    const LOOKS: usize = crate::measure::decide::LOOKS.len();
+    const LOOKS: Spend = Spend::looks(crate::measure::decide::LOOKS.len());
 
     const W: Option<CacheMode> = Some(CacheMode::Warm);
     const C: Option<CacheMode> = Some(CacheMode::Cold);
@@ -225,7 +225,7 @@ mod tests {
             cell(16 << 20, "read", C, None, &[1813.0, 3643.0, 2400.0]),
             cell(16 << 20, "mmap", C, None, &[1030.0, 3850.0, 1620.0]),
         ];
-        let f = sequential(&cells, 1, CacheMode::Cold).unwrap();
+        let f = sequential(&cells, Spend::ONCE, CacheMode::Cold).unwrap();
         assert_eq!(f.winner, None, "{}", f.text);
         assert!(
             f.text.contains(
@@ -312,7 +312,7 @@ mod tests {
     fn findings_never_compare_a_thing_with_itself() {
         let a = cell(1 << 20, "read", W, None, &[100.0; 3]);
         let side = |c| sweep_side(c, "read");
-        let p = Pairing::Paired { looks: 1 };
+        let p = Pairing::Paired(Spend::ONCE);
         assert!(compare("k", "w", "MiB/s", Better::Higher, p, side(&a), side(&a)).is_none());
     }
 }

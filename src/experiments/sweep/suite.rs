@@ -86,11 +86,11 @@ impl Entry for SweepRead {
     }
 
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
-        let looks = out.rounds.looks_for_verdicts();
+        let spend = out.rounds.spend();
         [
-            sequential(&out.cells, looks, CacheMode::Cold),
-            sequential(&out.cells, looks, CacheMode::Warm),
-            mmap_crossover(&out.cells, looks),
+            sequential(&out.cells, spend, CacheMode::Cold),
+            sequential(&out.cells, spend, CacheMode::Warm),
+            mmap_crossover(&out.cells, spend),
         ]
         .into_iter()
         .flatten()
@@ -167,7 +167,7 @@ impl Entry for SweepWrite {
     }
 
     fn findings(&self, out: &SweepResult, _: &SuiteResult) -> Vec<Finding> {
-        fsync_cost(&out.cells, out.rounds.looks_for_verdicts())
+        fsync_cost(&out.cells, out.rounds.spend())
             .into_iter()
             .collect()
     }

@@ -22,7 +22,10 @@ pub fn syscall_costs(s: &SyscallsResult) -> Option<Finding> {
         "ns",
         Better::Lower,
         // Every round samples every call once: the two rows share their rounds.
-        Pairing::Paired { looks: 1 },
+        Pairing::Paired(crate::measure::decide::Spend {
+            looks: 1,
+            level: s.level,
+        }),
         side(read),
         side(null),
     )?;

@@ -43,6 +43,9 @@ pub struct SyscallsResult {
     pub file: Option<PathBuf>,
     /// Timed samples per call.
     pub samples: usize,
+    /// The level its comparison is decided at (`--level`).
+    #[serde(default = "crate::measure::decide::default_level")]
+    pub level: f64,
     /// One row per call.
     pub rows: Vec<SyscallRow>,
     /// 1-byte reads as a transfer rate (the classic view): bytes per second.
@@ -191,6 +194,7 @@ pub fn run_syscalls(
         host: host_facts(Some(&path), command_line),
         file: file.map(Path::to_path_buf),
         samples: rounds.repeat,
+        level: rounds.level,
         rows,
         read_1b_bytes_per_s: if read_ns > 0.0 { 1e9 / read_ns } else { 0.0 },
     })

@@ -1,13 +1,13 @@
 //! What `transfer` concludes: the best sender and receiver pair.
 
 use super::TransferResult;
-use crate::measure::decide::Decided;
+use crate::measure::decide::{Decided, Spend};
 use crate::measure::finding::{Better, Finding, Pairing, Side, compare};
 use crate::transfer::{RecvMethod, SendMethod};
 
 /// The fastest transfer pair (by median) against plain read:write; when read:write is itself the
 /// fastest, against the runner-up. A pair is never compared with itself.
-pub fn transfer_best(t: &TransferResult, looks: usize) -> Option<Finding> {
+pub fn transfer_best(t: &TransferResult, spend: Spend) -> Option<Finding> {
     let name = |s: SendMethod, r: RecvMethod| format!("{}:{}", s.name(), r.name());
     let mut by_median: Vec<_> = t.pairs.iter().filter(|p| p.mib_s.n > 0).collect();
     by_median.sort_by(|a, b| b.mib_s.median.total_cmp(&a.mib_s.median));
@@ -28,7 +28,7 @@ pub fn transfer_best(t: &TransferResult, looks: usize) -> Option<Finding> {
         what,
         "MiB/s",
         Better::Higher,
-        Pairing::Paired { looks },
+        Pairing::Paired(spend),
         side(best),
         side(base),
     )?;
@@ -48,7 +48,7 @@ pub fn transfer_best(t: &TransferResult, looks: usize) -> Option<Finding> {
             "",
             "MiB/s",
             Better::Higher,
-            Pairing::Paired { looks },
+            Pairing::Paired(spend),
             side(best),
             side(runner),
         )?;

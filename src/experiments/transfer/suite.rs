@@ -105,8 +105,6 @@ impl Entry for Transfer {
     }
 
     fn findings(&self, out: &TransferResult, _: &SuiteResult) -> Vec<Finding> {
-        transfer_best(out, out.rounds.looks_for_verdicts())
-            .into_iter()
-            .collect()
+        transfer_best(out, out.rounds.spend()).into_iter().collect()
     }
 }

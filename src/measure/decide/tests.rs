@@ -11,11 +11,11 @@ fn intervals_decide_by_the_margin() {
 
 #[test]
 fn too_few_rounds_decide_nothing_and_say_their_coverage() {
-    let v = paired(&[2.0, 2.0, 2.0], &[1.0, 1.0, 1.0], 1).unwrap();
+    let v = paired(&[2.0, 2.0, 2.0], &[1.0, 1.0, 1.0], Spend::ONCE).unwrap();
     assert_eq!(v.decided, Decided::Undecided);
     assert!((v.level - 0.75).abs() < 1e-12, "{v:?}");
     // Eight clear rounds under six looks decide.
-    let v = paired(&[2.0; 8], &[1.0; 8], LOOKS.len()).unwrap();
+    let v = paired(&[2.0; 8], &[1.0; 8], Spend::looks(LOOKS.len())).unwrap();
     assert_eq!(
         (v.decided, v.a_larger, v.level),
         (Decided::Winner, Some(true), LEVEL)
@@ -23,7 +23,7 @@ fn too_few_rounds_decide_nothing_and_say_their_coverage() {
     assert_eq!(v.kind, RatioKind::Paired);
     // The ratio printed is the one whose interval is printed.
     assert!(v.ci[0] <= v.ratio && v.ratio <= v.ci[1]);
-    assert!(paired(&[], &[], 1).is_none());
+    assert!(paired(&[], &[], Spend::ONCE).is_none());
 }
 
 #[test]
@@ -39,17 +39,17 @@ fn signed_rank_distribution_is_exact() {
 fn unpaired_ratio_is_the_ratio_of_medians() {
     let a: Vec<f64> = (0..20).map(|i| 200.0 + i as f64).collect();
     let b: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
-    let v = unpaired(&a, &b, 1).unwrap();
+    let v = unpaired(&a, &b, Spend::ONCE).unwrap();
     assert_eq!(v.kind, RatioKind::OfMedians);
     assert!((v.ratio - 209.5 / 109.5).abs() < 1e-12);
     assert_eq!(v.decided, Decided::Winner);
     assert!(v.ci[0] > 1.7 && v.ci[1] < 2.2, "{v:?}");
     // Six runs against seven: the two ranges cover 96.9% x 98.4% = 95.3%, enough.
-    let v = unpaired(&a[..6], &b[..7], 1).unwrap();
+    let v = unpaired(&a[..6], &b[..7], Spend::ONCE).unwrap();
     assert_eq!(v.level, LEVEL);
     assert_eq!(v.decided, Decided::Winner, "{v:?}");
     // Five against five: 93.75% squared is not.
-    let v = unpaired(&a[..5], &b[..5], 1).unwrap();
+    let v = unpaired(&a[..5], &b[..5], Spend::ONCE).unwrap();
     assert_eq!(v.decided, Decided::Undecided, "{v:?}");
     assert!(v.level < LEVEL, "{v:?}");
 }
@@ -135,7 +135,7 @@ fn sequential(rng: &mut Rng, truth: f64, noise: Noise) -> Verdict {
             a.push(x);
             b.push(y);
         }
-        let v = paired(&a, &b, LOOKS.len()).unwrap();
+        let v = paired(&a, &b, Spend::looks(LOOKS.len())).unwrap();
         if v.decided != Decided::Undecided {
             return v;
         }
@@ -210,7 +210,7 @@ fn unpaired_errors_stay_below_five_and_one_percent() {
             for _ in 0..2000 {
                 let a: Vec<f64> = (0..8).map(|_| truth * (s * rng.t3()).exp()).collect();
                 let b: Vec<f64> = (0..8).map(|_| (s * rng.t3()).exp()).collect();
-                let v = unpaired(&a, &b, 1).unwrap();
+                let v = unpaired(&a, &b, Spend::ONCE).unwrap();
                 let (w, r) = judged(&v, truth);
                 wrong += usize::from(w);
                 reversed += usize::from(r);
@@ -246,6 +246,7 @@ fn run(r: f64) -> Verdict {
         ratio: r,
         ci: [r * 0.9, r * 1.1],
         level: LEVEL,
+        asked: LEVEL,
         rounds: 8,
         kind: RatioKind::OfMedians,
         decided: decide([r * 0.9, r * 1.1]).0,
@@ -323,4 +324,58 @@ fn a_verdict_over_runs_errs_at_most_five_percent() {
             }
         }
     }
+}
+
+#[test]
+fn a_verdict_is_drawn_at_the_level_asked_and_says_it() {
+    let a = [2.0, 2.1, 1.9, 2.05, 1.95, 2.2, 1.8, 2.0];
+    let b = [1.0; 8];
+    let at = |level| paired(&a, &b, Spend { looks: 1, level }).unwrap();
+    let (low, mid, high) = (at(0.8), at(0.95), at(0.999));
+    // A lower level, an interval inside the higher one's: never wider.
+    assert!(
+        low.ci[0] >= mid.ci[0] && low.ci[1] <= mid.ci[1],
+        "{low:?} {mid:?}"
+    );
+    assert!(
+        low.ci[1] - low.ci[0] < mid.ci[1] - mid.ci[0],
+        "{low:?} {mid:?}"
+    );
+    for (v, words) in [(low, "at 80% over 8"), (mid, "at 95% over 8")] {
+        assert!(v.has_interval(), "{v:?}");
+        assert_eq!(v.level, v.asked);
+        assert_eq!(v.decided, Decided::Winner, "{v:?}");
+        assert!(v.interval_words().contains(words), "{}", v.interval_words());
+    }
+    // Eight rounds cannot reach 99.9% (the range covers 1 - 2/256): nothing decided, and said.
+    assert!(!high.has_interval(), "{high:?}");
+    assert_eq!((high.decided, high.asked), (Decided::Undecided, 0.999));
+    assert!(high.level < 0.999);
+    assert!(
+        high.interval_words().contains("too few for one at 99.9%"),
+        "{}",
+        high.interval_words()
+    );
+    // Unpaired sides and looks spend the level alike: six looks at 80% are one at 1 - 0.2/6.
+    let six = unpaired(
+        &a,
+        &b,
+        Spend {
+            looks: 6,
+            level: 0.8,
+        },
+    )
+    .unwrap();
+    let one = unpaired(
+        &a,
+        &b,
+        Spend {
+            looks: 1,
+            level: 1.0 - 0.2 / 6.0,
+        },
+    )
+    .unwrap();
+    assert_eq!(six.ci, one.ci);
+    assert_eq!(percent(0.95), "95%");
+    assert_eq!(percent(0.999), "99.9%");
 }

@@ -16,17 +16,7 @@ pub fn gain_text(a: &Recommendation) -> String {
             a.cache.map_or("", |c| c.name()),
             g.decided,
             g.ratio,
-            if g.level >= crate::measure::decide::LEVEL {
-                format!(
-                    "interval {:.2}-{:.2}x at 95% over {} rounds",
-                    g.ci[0], g.ci[1], g.rounds
-                )
-            } else {
-                format!(
-                    "no interval (budget: {} rounds, too few for one at 95%)",
-                    g.rounds
-                )
-            }
+            crate::measure::decide::interval_words(g.ci, (g.level, g.asked), g.rounds)
         ),
         (None, Some(r), _) => format!(
             "measure it here: `iolab trace --advise` does, or `iolab replay TRACE --cache {} --methods {}` on the trace --out kept",
