@@ -1,7 +1,7 @@
 //! How many rounds: the one home of the protocol's knobs. Every config with rounds embeds
-//! [`Rounds`] (flattened, so its JSON keys stay `repeat`, `warmup`, `budget` and `level`), checks it with
-//! [`Rounds::check`] and hands the harness its [`Plan`]; the suite asks for a [`BudgetClass`],
-//! not for numbers, as criterion's groups override one struct of knobs.
+//! [`Rounds`] (flattened, so its JSON keys stay `repeat`, `warmup`, `budget` and `level`),
+//! checks it with [`Rounds::check`] and hands the harness its [`Plan`]; the suite asks for a
+//! [`BudgetClass`], not for numbers, as criterion's groups override one struct of knobs.
 
 use crate::error::{Error, Result};
 use crate::measure::decide::{LEVEL, LOOKS, default_level};
