@@ -5,7 +5,10 @@
 //! state beside it, and [`super::finish::finish`] turns it into a [`super::Trace`].
 
 use super::model::Spaces;
-use super::{CacheSeen, CallTime, FileInfo, KernelIo, Op, Span, StopCost, ThreadTimes, UringSeen};
+use super::{
+    CacheSeen, Call, CallTime, FileInfo, FileKind, KernelIo, Op, Span, StopCost, ThreadTimes,
+    UringSeen,
+};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,6 +81,21 @@ impl Recording {
         }
     }
 
+    /// Adds file `f` to the files seen: its index.
+    pub fn add_file(&mut self, f: FileInfo) -> u32 {
+        self.files.push(f);
+        (self.files.len() - 1) as u32
+    }
+
+    /// An io_uring request completed: a read (`UringRead`) or a write counted.
+    pub fn uring_completed(&mut self, call: Call) {
+        if call == Call::UringRead {
+            self.uring.reads += 1;
+        } else {
+            self.uring.writes += 1;
+        }
+    }
+
     /// Adds a note (once).
     pub fn note(&mut self, text: &str) {
         if !self.notes.contains(text) {
@@ -108,6 +126,38 @@ impl Recording {
                 cpu,
                 runq,
             });
+        }
+    }
+}
+
+impl FileInfo {
+    /// A file first seen by `name`, of `kind`, as (device, inode) `id`, with `size` bytes and
+    /// modified at `mtime_ns`: nothing known yet of its end, its cache or its XOR.
+    pub fn first_seen(
+        name: &std::path::Path,
+        kind: FileKind,
+        (dev, ino): (u64, u64),
+        size: u64,
+        mtime_ns: i128,
+    ) -> FileInfo {
+        let (path, path_hex) = FileInfo::path_fields(name);
+        FileInfo {
+            path,
+            path_hex,
+            renamed: Vec::new(),
+            kind,
+            dev,
+            ino,
+            size,
+            size_after: None,
+            mtime_ns,
+            mtime_after_ns: None,
+            resident_before: None,
+            resident_after: None,
+            xor: None,
+            code: false,
+            mapped_xor: None,
+            cache: None,
         }
     }
 }

@@ -14,9 +14,7 @@ impl State {
         if let Some(&i) = self.by_id.get(&key) {
             return Some(i);
         }
-        let (path, path_hex) = std::fs::read_link(&link)
-            .map(|p| FileInfo::path_fields(&p))
-            .unwrap_or_else(|_| (link.clone(), None));
+        let name = std::fs::read_link(&link).unwrap_or_else(|_| link.clone().into());
         let ft = meta.file_type();
         let kind = if ft.is_file() {
             FileKind::File
@@ -36,25 +34,11 @@ impl State {
         } else {
             None
         };
-        self.rec.files.push(FileInfo {
-            path,
-            path_hex,
-            renamed: Vec::new(),
-            kind,
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.len(),
-            size_after: None,
-            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-            mtime_after_ns: None,
+        let mtime_ns = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
+        let i = self.rec.add_file(FileInfo {
             resident_before,
-            resident_after: None,
-            xor: None,
-            code: false,
-            mapped_xor: None,
-            cache: None,
+            ..FileInfo::first_seen(&name, kind, (meta.dev(), meta.ino()), meta.len(), mtime_ns)
         });
-        let i = (self.rec.files.len() - 1) as u32;
         self.by_id.insert(key, i);
         Some(i)
     }

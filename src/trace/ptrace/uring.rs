@@ -265,11 +265,7 @@ impl State {
             cpu: 0,
             runq: 0,
         });
-        if r.call == Call::UringRead {
-            self.rec.uring.reads += 1;
-        } else {
-            self.rec.uring.writes += 1;
-        }
+        self.rec.uring_completed(r.call);
     }
 
     fn uring_unseen(&mut self, n: u64, why: &str) {

@@ -54,32 +54,17 @@ impl Convert {
             ),
             _ => crate::trace::ebpf::names::name_of(pid, fd, dev, ino, path, kind),
         };
-        let (path, path_hex) = FileInfo::path_fields(&name);
         let page = crate::sys::page_size() as u64;
         let size = id.map_or(0, |f| f.size);
-        self.rec.files.push(FileInfo {
-            path,
-            path_hex,
-            renamed: Vec::new(),
-            kind,
-            dev,
-            ino,
-            size,
-            size_after: None,
-            mtime_ns: id.map_or(0, |f| f.mtime.0 as i128 * 1_000_000_000 + f.mtime.1 as i128),
-            mtime_after_ns: None,
+        let mtime_ns = id.map_or(0, |f| f.mtime.0 as i128 * 1_000_000_000 + f.mtime.1 as i128);
+        let i = self.rec.add_file(FileInfo {
             // The kernel's own count of the file's cached pages at the call's entry: seen
             // whatever the caller's rights (mincore hides it from who cannot write the file).
             resident_before: (kind == FileKind::File)
                 .then(|| id.map(|f| (f.nrpages * page).min(size)))
                 .flatten(),
-            resident_after: None,
-            xor: None,
-            code: false,
-            mapped_xor: None,
-            cache: None,
+            ..FileInfo::first_seen(&name, kind, (dev, ino), size, mtime_ns)
         });
-        let i = (self.rec.files.len() - 1) as u32;
         self.by_id.insert((kdev, ino), (generation, i));
         if let Some(g) = generation {
             self.by_gen.insert((kdev, ino, g), i);

@@ -66,11 +66,7 @@ impl Convert {
             cpu: 0,
             runq: 0,
         };
-        if read {
-            self.rec.uring.reads += 1;
-        } else {
-            self.rec.uring.writes += 1;
-        }
+        self.rec.uring_completed(op.call);
         self.completed.entry(u.tid).or_default().push(op);
     }
 
