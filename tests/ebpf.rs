@@ -428,6 +428,62 @@ fn o_direct_reads_are_from_storage_past_the_cache_never_served_by_it() {
         .collect();
     // The row's last columns: cache served, faults, writes (two words), xor.
     assert_eq!(row[row.len() - 5], "0%", "{row:?}");
+    // Beside a file read cold through the cache, each file's bytes from storage are split by
+    // what brought them: a column per kind, O_DIRECT's never under "by reads".
+    let cold = write_file(dir.path(), "cold.bin", &bytes(4 << 20, 22));
+    iolab()
+        .args(["-q", "cache", "evict"])
+        .arg(&cold)
+        .assert()
+        .success();
+    let both =
+        "dd if=direct.bin of=/dev/null bs=1M iflag=direct status=none; cat cold.bin >/dev/null";
+    trace(dir.path(), "ebpf", &["sh", "-c", both]);
+    let o = iolab()
+        .current_dir(dir.path())
+        .args(["-q", "explain", "ebpf.trace.json", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let cells = |l: &str| -> Vec<String> { l.split('|').map(|c| c.trim().to_string()).collect() };
+    let head = cells(text.lines().find(|l| l.starts_with("| file |")).unwrap());
+    let col = |name: &str| {
+        head.iter()
+            .position(|c| c == name)
+            .unwrap_or_else(|| panic!("{name}: {head:?}"))
+    };
+    let row_of = |f: &Path| {
+        cells(
+            text.lines()
+                .find(|l| l.starts_with(&format!("| {} |", s(f))))
+                .unwrap(),
+        )
+    };
+    let (d, c) = (row_of(&f), row_of(&cold));
+    assert!(col("from storage") < col("by reads") && col("O_DIRECT") < col("cache served"));
+    assert_eq!(
+        head.iter().filter(|h| h.starts_with("by ")).count(),
+        1,
+        "{head:?}"
+    );
+    assert_eq!(
+        [
+            &d[col("from storage")],
+            &d[col("by reads")],
+            &d[col("O_DIRECT")]
+        ],
+        ["8 MiB", "0 B", "8 MiB"],
+        "{d:?}"
+    );
+    assert_eq!(
+        [
+            &c[col("from storage")],
+            &c[col("by reads")],
+            &c[col("O_DIRECT")]
+        ],
+        ["4 MiB", "4 MiB", "0 B"],
+        "{c:?}"
+    );
 }
 
 #[test]

@@ -211,10 +211,42 @@ fn kernel_line(p: &Profile) -> String {
     }
 }
 
+/// A column of bytes from storage: its title, and the bytes of a file's cache work it shows.
+type BroughtBy = (&'static str, fn(&crate::trace::CacheWork) -> u64);
+
+/// What brought a file's bytes from storage, as the kernel tracer tells them apart (the call
+/// in progress when its pages entered the cache, or O_DIRECT past it): each a column of the
+/// files table where more than one kind did (readahead counts with the reads that set it off:
+/// the kernel's tracepoint does not tell them apart).
+const BROUGHT_BY: [BroughtBy; 5] = [
+    ("by reads", |c| c.by_reads),
+    ("by faults", |c| c.by_faults),
+    ("by io_uring", |c| c.by_uring),
+    ("O_DIRECT", |c| c.direct),
+    ("by other", |c| c.by_other),
+];
+
+/// The kinds of [`BROUGHT_BY`] the first `limit` of `files` split their bytes from storage
+/// into: none when at most one kind brought any.
+fn brought_by(files: &[FileProfile], limit: usize) -> Vec<BroughtBy> {
+    let some: Vec<_> = BROUGHT_BY
+        .into_iter()
+        .filter(|(_, of)| {
+            files
+                .iter()
+                .take(limit)
+                .filter_map(|f| f.cache.as_ref())
+                .any(|c| of(c) > 0)
+        })
+        .collect();
+    if some.len() > 1 { some } else { Vec::new() }
+}
+
 /// The files table (regular files, most bytes first; at most `limit` rows).
 pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
     // The kernel tracer's view of the page cache, where it was taken.
     let kernel = files.iter().any(|f| f.cache.is_some());
+    let kinds = brought_by(files, limit);
     let mut titles = vec![
         "file",
         "size",
@@ -228,7 +260,9 @@ pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
         "res after",
     ];
     if kernel {
-        titles.extend(["from storage", "cache served"]);
+        titles.push("from storage");
+        titles.extend(kinds.iter().map(|(title, _)| *title));
+        titles.push("cache served");
     }
     titles.extend(["faults", "writes", "xor"]);
     let mut t = Table::titled(&titles);
@@ -252,6 +286,9 @@ pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
         if kernel {
             let c = f.cache.as_ref();
             row.push(c.map_or(Value::Missing, |c| Value::Bytes(c.from_storage())));
+            row.extend(
+                (kinds.iter()).map(|(_, of)| c.map_or(Value::Missing, |c| Value::Bytes(of(c)))),
+            );
             row.push(crate::trace::hit_ratio([(f.reads.bytes, c)]).map_or(Value::Missing, pct));
         }
         row.extend([
