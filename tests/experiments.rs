@@ -634,6 +634,24 @@ fn the_level_asked_is_the_level_every_verdict_is_drawn_at() {
     let o = iolab().args(args("99.9")).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("too few for one at 99.9%"), "{text}");
+    // A command that compares nothing says --level decides nothing there.
+    let o = iolab()
+        .args([
+            "read",
+            f.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--level",
+            "99",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("read compares nothing: --level decides no verdict"),
+        "{err}"
+    );
     let o = iolab().args(args("50")).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);

@@ -30,6 +30,10 @@ pub struct RoundArgs {
     pub level: Option<f64>,
 }
 
+/// Commands with rounds that draw no comparison (one cell, or cells only tabled): `--level`
+/// is said to decide nothing there.
+const COMPARE_NOTHING: [&str; 2] = ["read", "write"];
+
 /// A confidence level: `95`, `95%` or `0.95`, within [`iolab::harness::LEVELS`].
 fn level(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches('%');
@@ -73,6 +77,11 @@ impl RoundArgs {
         }
         if let Some(l) = self.level {
             r.level = l;
+            if COMPARE_NOTHING.contains(&command) {
+                super::talk(format!(
+                    "note: {command} compares nothing: --level decides no verdict here (each median's interval is at 95%)"
+                ));
+            }
         }
         r
     }
