@@ -341,8 +341,26 @@ fn mapped_bytes(t: &Trace) -> u64 {
         .sum()
 }
 
-/// The profile of `t`, without advice ([`super::advice::profiled`] adds it).
+/// The profile of `t`, without advice ([`super::advice::profiled`] adds it). The time model and
+/// the timeline read the trace alone: they are made on a second thread meanwhile (the program
+/// has ended, its cores are free; for rg's 400,000 calls they are about half the work).
 pub fn profile(t: &Trace) -> Profile {
+    std::thread::scope(|s| {
+        let aside = s.spawn(|| (super::time::time_profile(t), super::timeline::timeline(t)));
+        let p = counted(t);
+        let (time, timeline) = aside
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        Profile {
+            time,
+            timeline,
+            ..p
+        }
+    })
+}
+
+/// The profile of `t` but its time model and timeline: the calls, files and sizes counted.
+fn counted(t: &Trace) -> Profile {
     let Tally {
         acc,
         reads,
@@ -422,8 +440,8 @@ pub fn profile(t: &Trace) -> Profile {
         faults_lost: t.faults_lost,
         faults_unavailable: t.faults_unavailable.clone(),
         notes: t.notes.clone(),
-        time: super::time::time_profile(t),
-        timeline: super::timeline::timeline(t),
+        time: None,
+        timeline: Default::default(),
         metadata_dirs,
         failed_opens,
         advice: Vec::new(),
