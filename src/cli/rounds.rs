@@ -96,9 +96,8 @@ impl RoundArgs {
 }
 
 /// What each command with rounds does without `--repeat`/`--warmup`/`--budget` (all decide at
-/// 95% without `--level`): the one table of
-/// their defaults, which the commands and their `--help` both read (`None`: not a command with
-/// rounds).
+/// 95% without `--level`): the one table of their defaults, which the commands and their
+/// `--help` both read (`None`: not a command with rounds).
 pub fn round_defaults(command: &str) -> Option<Rounds> {
     use iolab::experiments::access::AccessConfig;
     // Three rounds where each is long or a matrix (a transfer pair, part B's every way), no

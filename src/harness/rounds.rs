@@ -108,9 +108,10 @@ impl Rounds {
     }
 }
 
-/// The levels a user may ask for: below 80% a verdict is a coin with a thumb on it; above
-/// 99.9% no look before the last could decide (the sign-test interval of 48 rounds reaches
-/// 1 - 0.001/6 only just).
+/// The levels a user may ask for, a choice: below 80% one interval in five may miss the truth; at
+/// 99.9% over the six looks a look needs 14 paired rounds before any interval reaches its
+/// share (1 - 2/2^n >= 1 - 0.001/6), so the first look (8) decides nothing and the third (16)
+/// can; higher levels ask for rounds the budgets rarely give.
 pub const LEVELS: std::ops::RangeInclusive<f64> = 0.8..=0.999;
 
 /// How many rounds an experiment of the suite takes: the suite entries ask for a class and

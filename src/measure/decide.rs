@@ -378,8 +378,9 @@ pub fn signed_rank_interval(d: &[f64], level: f64) -> (f64, Option<([f64; 2], f6
 }
 
 /// `a` against `b` measured in the same rounds (`a[i]` beside `b[i]`), as data looked at up to
-/// `spend.looks` times: the per-round ratios' centre (the Hodges-Lehmann estimate on their logarithms,
-/// a median of per-round ratios that uses every pair) with its Wilcoxon signed-rank interval.
+/// `spend.looks` times: the per-round ratios' centre (the Hodges-Lehmann estimate on their
+/// logarithms, a median of per-round ratios that uses every pair) with its Wilcoxon
+/// signed-rank interval at `spend.level`.
 /// `None` without a positive pair.
 pub fn paired(a: &[f64], b: &[f64], spend: Spend) -> Option<Verdict> {
     let d: Vec<f64> = a
