@@ -80,15 +80,17 @@ impl Loaded {
                 break;
             }
         }
-        // What reached the ring before the probes are detached.
+        // The counters of the threads still running, then what reached the ring: each
+        // thread's calls up to its reading.
+        conv.still_running();
         while let Some(item) = ring.next() {
             conv.take(&item);
         }
+        conv.cut_to_readings();
         let wall = match conv.root_ended {
             Some(ns) => Duration::from_nanos(ns),
             None => started.elapsed(),
         };
-        conv.still_running();
         let ended = match conv.root_exit {
             Some(status) => Ended {
                 code: (status & 0x7f == 0).then_some((status >> 8) & 0xff),

@@ -68,6 +68,10 @@ pub struct Convert {
     direct_reads: HashMap<u32, u64>,
     /// A process traced from the middle of its run: its threads' counters at the attach.
     io_before: HashMap<u32, [u64; 6]>,
+    /// When each thread's counters were read at the attach, and at the end (it still ran),
+    /// monotonic ns: its calls are those that ended between the two.
+    io_from: HashMap<u32, u64>,
+    io_until: HashMap<u32, u64>,
     /// The launcher's exec has been seen, its execve's return not yet: the baseline's rchar
     /// is then taken at that call's entry.
     baseline_rchar_due: bool,
@@ -122,6 +126,8 @@ impl Convert {
             missed_reads: HashMap::default(),
             direct_reads: HashMap::default(),
             io_before: HashMap::default(),
+            io_from: HashMap::default(),
+            io_until: HashMap::default(),
             baseline_rchar_due: false,
             root_ended: None,
             root_exit: None,
@@ -229,8 +235,11 @@ impl Convert {
 
     fn exit(&mut self, e: &TaskEv) {
         let t = self.rel(e.t);
-        let io = self.since_attach(e.tid, e.io);
-        self.add_io(&io);
+        // A thread read at the end that ended after: its counters are in already.
+        if !self.io_until.contains_key(&e.tid) {
+            let io = self.since_attach(e.tid, e.io);
+            self.add_io(&io);
+        }
         let born = self.born.remove(&e.tid).unwrap_or(0);
         let (cpu0, runq0) = self.sched_before.remove(&e.tid).unwrap_or((0, 0));
         self.rec.thread_times.push(crate::trace::ThreadTimes {
