@@ -185,6 +185,8 @@ struct io_uring_cqe;
 #define SYS_RENAME 82
 #define SYS_UNLINK 87
 #define SYS_UNLINKAT 263
+#define SYS_EXECVE 59
+#define SYS_EXECVEAT 322
 
 #define EV_CALL 1
 #define EV_OPEN 2
@@ -272,6 +274,19 @@ struct call_key {
 
 struct call_val {
 	__u64 calls, errors, ns, off, runq;
+};
+
+// A thread's calls timed only, summed in its own storage (`sums`): TSLOTS calls, each slot
+// its call's number + 1 (0: free) and sums as `call_val`'s.
+#define TSLOTS 16
+
+struct tslot {
+	__u64 nr;
+	struct call_val v;
+};
+
+struct tsums {
+	struct tslot s[TSLOTS];
 };
 
 #define PATH_BYTES 256

@@ -831,3 +831,158 @@ fn trace_cgroup_follows_each_process_in_it() {
         "a nameless thread: {times:?}"
     );
 }
+
+/// 22 calls iolab times only (neither recorded one by one nor left untimed), call k made k+1
+/// times: more distinct calls than a thread's own sums hold (16, bpf/iolab.h's TSLOTS), the
+/// rest in the probes' shared table. With `S R`: R rounds, S seconds apart.
+const TIMED_ONLY: &str = r#"
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static const long nrs[] = {SYS_nanosleep, SYS_clock_nanosleep, SYS_futex, SYS_poll, SYS_ppoll,
+  SYS_select, SYS_epoll_wait, SYS_access, SYS_faccessat, SYS_chdir, SYS_fchdir, SYS_readlink,
+  SYS_mkdir, SYS_rmdir, SYS_chmod, SYS_symlink, SYS_connect, SYS_sendto, SYS_recvfrom,
+  SYS_wait4, SYS_accept, SYS_shutdown};
+int main(int c, char **v) {
+  struct timespec z = {0, 1}, zero = {0, 0};
+  int f = 0, ep = syscall(SYS_epoll_create1, 0), rounds = c > 2 ? atoi(v[2]) : 1;
+  char buf[64], e[16];
+  for (int r = 0; r < rounds; r++) {
+    if (r > 0) usleep(atoi(v[1]) * 1000);
+    for (int k = 0; k < 22; k++)
+      for (int i = 0; i <= k; i++) {
+        long s = nrs[k];
+        struct timeval tv = {0, 0};
+        if (s == SYS_nanosleep) syscall(s, &z, 0);
+        else if (s == SYS_clock_nanosleep) syscall(s, CLOCK_MONOTONIC, 0, &z, 0);
+        else if (s == SYS_futex) syscall(s, &f, FUTEX_WAKE, 1, 0, 0, 0);
+        else if (s == SYS_poll) syscall(s, 0, 0, 0);
+        else if (s == SYS_ppoll) syscall(s, 0, 0, &zero, 0, 0);
+        else if (s == SYS_select) syscall(s, 0, 0, 0, 0, &tv);
+        else if (s == SYS_epoll_wait) syscall(s, ep, e, 1, 0);
+        else if (s == SYS_access) syscall(s, "/", 0);
+        else if (s == SYS_faccessat) syscall(s, -100, "/", 0);
+        else if (s == SYS_chdir) syscall(s, ".");
+        else if (s == SYS_readlink) syscall(s, "/nonexistent", buf, sizeof buf);
+        else if (s == SYS_mkdir) syscall(s, "/", 0755);
+        else if (s == SYS_symlink) syscall(s, "/", "/");
+        else if (s == SYS_rmdir || s == SYS_chmod) syscall(s, "/nonexistent", 0644);
+        else if (s == SYS_wait4) syscall(s, -1, 0, 1, 0);
+        else syscall(s, -1, 0, 0, 0, 0, 0);
+      }
+  }
+  return 0;
+}
+"#;
+
+/// The 22 calls of [`TIMED_ONLY`] by their names in a trace, in its order.
+const TIMED_NAMES: [&str; 22] = [
+    "nanosleep",
+    "clock_nanosleep",
+    "futex",
+    "poll",
+    "ppoll",
+    "select",
+    "epoll_wait",
+    "access",
+    "faccessat",
+    "chdir",
+    "fchdir",
+    "readlink",
+    "mkdir",
+    "rmdir",
+    "chmod",
+    "symlink",
+    "connect",
+    "sendto",
+    "recvfrom",
+    "wait4",
+    "accept",
+    "shutdown",
+];
+
+/// The calls timed only of the trace's thread running `exe`: call name to (calls, errors).
+fn timed_of(t: &Value, exe: &str) -> BTreeMap<String, (u64, u64)> {
+    let th = t["thread_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|th| th["name"] == exe)
+        .unwrap_or_else(|| panic!("no thread {exe}: {}", t["thread_times"]));
+    th["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = |k: &str| c[k].as_u64().unwrap();
+            (
+                c["call"].as_str().unwrap().to_string(),
+                (n("calls"), n("errors")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn calls_timed_only_are_counted_exactly_past_a_threads_own_sums_and_while_it_runs() {
+    if !can_load() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("timed.c");
+    std::fs::write(&src, TIMED_ONLY).unwrap();
+    let exe = dir.path().join("timedonly");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        skip(
+            Lack::Setup,
+            "no C compiler (cc) to build the test's program",
+        );
+        return;
+    }
+    // Traced from its start, under both tracers: each call exactly as often as made (the
+    // loader's own access() aside), its failures counted, when the program has ended.
+    for tracer in ["ebpf", "ptrace"] {
+        let t = trace(dir.path(), tracer, &[s(&exe)]);
+        let calls = timed_of(&t, "timedonly");
+        for (k, name) in TIMED_NAMES.iter().enumerate() {
+            let (n, errors) = calls.get(*name).copied().unwrap_or_default();
+            if *name == "access" {
+                assert!(n > k as u64, "{tracer}: {name} {n}");
+                continue;
+            }
+            assert_eq!(n, k as u64 + 1, "{tracer}: {name}: {calls:?}");
+            // Those given a bad descriptor or a missing path fail every time.
+            if k >= 10 && *name != "faccessat" {
+                assert_eq!(errors, n, "{tracer}: {name}: {calls:?}");
+            }
+        }
+    }
+    // Attached to while it runs, and still running at the end: a round every 300 ms for 1.5 s
+    // of tracing, read from the thread's own sums (through a pidfd) and the shared table.
+    let mut child = std::process::Command::new(&exe)
+        .args(["300", "1000"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (t, err) = attach(dir.path(), child.id(), &["--seconds", "1.5"]);
+    let running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(running, "the program was left running");
+    assert!(!err.contains("could not be read"), "{err}");
+    let calls = timed_of(&t, "timedonly");
+    // At least one whole round (1.5 s at 300 ms), each call k+1 times a round.
+    for (k, name) in TIMED_NAMES.iter().enumerate() {
+        let n = calls.get(*name).map_or(0, |c| c.0);
+        assert!(n > k as u64, "{name}: {n}, all: {calls:?}");
+    }
+}

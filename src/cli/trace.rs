@@ -472,6 +472,12 @@ pub enum TracerArg {
     Ebpf,
     /// ptrace with a seccomp filter
     Ptrace,
+    /// for measuring the probes' cost: attached, recording nothing
+    #[value(hide = true)]
+    EbpfAttached,
+    /// for measuring the probes' cost: every call timed only, none recorded
+    #[value(hide = true)]
+    EbpfSums,
 }
 
 impl From<TracerArg> for trace::TracerChoice {
@@ -480,6 +486,8 @@ impl From<TracerArg> for trace::TracerChoice {
             TracerArg::Auto => trace::TracerChoice::Auto,
             TracerArg::Ebpf => trace::TracerChoice::Ebpf,
             TracerArg::Ptrace => trace::TracerChoice::Ptrace,
+            TracerArg::EbpfAttached => trace::TracerChoice::Floor(trace::ProbeFloor::Attached),
+            TracerArg::EbpfSums => trace::TracerChoice::Floor(trace::ProbeFloor::Sums),
         }
     }
 }

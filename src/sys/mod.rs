@@ -9,6 +9,8 @@
 //! - signal handlers (`cleanup.rs`, `sigbus.rs`): `sigaction` is `unsafe` in nix as well, the
 //!   SIGBUS handler maps a page over a truncated one, and there is no async-signal-safe exit
 //!   but `_exit`;
+//! - a BPF map's entry read by a thread's pidfd (`bpf.rs`): no crate wraps `BPF_MAP_LOOKUP_ELEM`
+//!   for task storage;
 //! - ptrace restarts that pass on any signal by number (`ptrace.rs`: nix's `Signal` names the
 //!   standard ones only) and `pre_exec` (`std`'s own `unsafe`).
 //!
@@ -16,6 +18,7 @@
 //! for it yet). Outside this folder, `unsafe` is the SIMD XOR kernels of `xor.rs` and the
 //! io_uring submissions of `engine/uring`.
 
+pub mod bpf;
 pub mod buf;
 pub mod calls;
 pub mod cleanup;

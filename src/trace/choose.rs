@@ -16,7 +16,7 @@ pub fn choose(cfg: &TraceConfig) -> crate::Result<Chosen> {
     own_proc()?;
     match cfg.tracer {
         TracerChoice::Ptrace => Ok(Chosen::Ptrace(None)),
-        TracerChoice::Ebpf => ebpf::prepare(cfg)
+        TracerChoice::Ebpf | TracerChoice::Floor(_) => ebpf::prepare(cfg)
             .map(Chosen::Kernel)
             .map_err(|why| crate::Error::unsupported("cannot trace with eBPF", why)),
         TracerChoice::Auto => Ok(match ebpf::prepare(cfg) {

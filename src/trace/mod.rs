@@ -465,6 +465,20 @@ pub enum TracerChoice {
     /// The ptrace tracer.
     #[default]
     Ptrace,
+    /// The eBPF tracer doing less than a trace needs, to measure what its probes cost
+    /// (bench/compare-trace): the trace holds no file call.
+    Floor(ProbeFloor),
+}
+
+/// How little the eBPF probes do under [`TracerChoice::Floor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeFloor {
+    /// Attached to the system calls, and nothing past finding the thread: the tracepoints'
+    /// own cost.
+    Attached,
+    /// Every call timed only (sums per thread and call), none recorded: what timing every
+    /// call costs.
+    Sums,
 }
 
 pub use choose::{Chosen, choose, fallback_note, own_proc};

@@ -283,6 +283,27 @@ c_struct! {
 }
 
 c_struct! {
+    /// One call of a thread's sums (`struct tslot`).
+    TSlot = "tslot" {
+        /// The call's number + 1; 0: a free slot.
+        nr: u64,
+        /// Its sums.
+        v: CallVal,
+    }
+}
+
+/// Calls one thread's sums hold (bpf/iolab.h's `TSLOTS`).
+pub const TSLOTS: usize = 16;
+
+c_struct! {
+    /// A thread's calls timed only, summed in its own storage (the `sums` map's value).
+    TSums = "tsums" {
+        /// Its calls, the used slots first.
+        s: [TSlot; TSLOTS],
+    }
+}
+
+c_struct! {
     /// The `cache` map's value.
     CacheVal = "cache_val" {
         /// Pages brought into the cache.
@@ -318,6 +339,8 @@ pub fn layouts() -> Vec<Layout> {
         one::<RawSpan>(),
         one::<CallKey>(),
         one::<CallVal>(),
+        one::<TSlot>(),
+        one::<TSums>(),
         one::<CacheKey>(),
         one::<CacheVal>(),
     ]

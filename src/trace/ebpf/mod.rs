@@ -113,9 +113,15 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
         .map_err(|e| format!("the kernel has no BTF to relocate the probes against ({e})"))?;
     // Task storage (each thread's call between its entry and exit) is a map aya creates but
     // has no type for: allowed, as nothing here reads it from user space.
+    let floor: u32 = match cfg.tracer {
+        super::TracerChoice::Floor(super::ProbeFloor::Attached) => 1,
+        super::TracerChoice::Floor(super::ProbeFloor::Sums) => 2,
+        _ => 0,
+    };
     let mut bpf = aya::EbpfLoader::new()
         .btf(Some(&btf))
         .allow_unsupported_maps()
+        .override_global("floor_mode", &floor, true)
         .load(OBJECT)
         .map_err(|e| format!("cannot load the probes: {}", chain(&e)))?;
     let mut probes = vec![
@@ -134,6 +140,21 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
     // What only the kernel sees: a kernel without io_uring, or whose page cache's tracepoints
     // differ, is traced without it, and the trace says so.
     let mut missing = Vec::new();
+    if floor != 0 {
+        missing.push(format!(
+            "file calls are not traced: the probes {} (--tracer {}, for measuring their cost)",
+            if floor == 1 {
+                "were attached and recorded nothing"
+            } else {
+                "timed every call and recorded none"
+            },
+            if floor == 1 {
+                "ebpf-attached"
+            } else {
+                "ebpf-sums"
+            }
+        ));
+    }
     for (name, tp, what) in [
         (
             "sched_switch",
@@ -217,6 +238,63 @@ fn timed_entries(bpf: &aya::Ebpf) -> Vec<(abi::CallKey, abi::CallVal)> {
         .filter_map(|r| r.ok())
         .map(|(k, v)| (bytemuck::cast(k), bytemuck::cast(v)))
         .collect()
+}
+
+/// Each thread in `tids` (still running at the end): its calls timed only, from its own
+/// storage (the `sums` map, read through a pidfd of the thread), added to `entries`, read
+/// from `calltime` before. A thread that ended in between added them to `calltime` as it
+/// ended: it is looked up there again. How many could be read neither way.
+fn running_sums(
+    bpf: &aya::Ebpf,
+    tids: &[u32],
+    entries: &mut Vec<(abi::CallKey, abi::CallVal)>,
+) -> usize {
+    use std::os::fd::AsFd;
+    if tids.is_empty() {
+        return 0;
+    }
+    let Some(aya::maps::Map::Unsupported(map)) = bpf.map("sums") else {
+        return tids.len();
+    };
+    let Ok(size) = map.info().map(|i| i.value_size()) else {
+        return tids.len();
+    };
+    let mut again = Vec::new();
+    let mut unread = 0;
+    for &tid in tids {
+        let mut v: abi::TSums = bytemuck::Zeroable::zeroed();
+        match crate::sys::bpf::task_storage_lookup(
+            map.fd().as_fd(),
+            size,
+            tid,
+            bytemuck::bytes_of_mut(&mut v),
+        ) {
+            Ok(()) => entries.extend(v.s.iter().take_while(|s| s.nr != 0).map(|s| {
+                let key = abi::CallKey {
+                    tid,
+                    nr: (s.nr - 1) as u32,
+                };
+                (key, s.v)
+            })),
+            // Gone, or its entry gone: it ended, its sums are in `calltime` now (or it timed
+            // no call, and `calltime` has at most those past its slots).
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ESRCH | libc::ENOENT)) => {
+                again.push(tid)
+            }
+            Err(_) => unread += 1,
+        }
+    }
+    if !again.is_empty() {
+        let fresh = timed_entries(bpf);
+        entries.retain(|(k, _)| !again.contains(&k.tid));
+        entries.extend(fresh.into_iter().filter(|(k, _)| again.contains(&k.tid)));
+    }
+    unread
+}
+
+/// Why a running thread's sums may not be readable.
+fn running_why() -> &'static str {
+    "a pidfd of a thread needs Linux 6.9"
 }
 
 /// How often the followed processes are looked for in /proc (to find those whose exit event
@@ -399,7 +477,9 @@ impl Loaded {
         if !missing.iter().any(|m| m.starts_with("the page cache")) {
             conv.cache_work(&cache_entries(&self.bpf), counter(&self.bpf, 4));
         }
-        conv.timed_calls(&timed_entries(&self.bpf), wall.as_nanos() as u64);
+        let mut timed = timed_entries(&self.bpf);
+        let unread = running_sums(&self.bpf, &conv.running(), &mut timed);
+        conv.timed_calls(&timed, wall.as_nanos() as u64);
         conv.after_from_closes();
         let timed_lost = counter(&self.bpf, 5);
         let uring = &mut conv.rec.uring;
@@ -424,6 +504,12 @@ impl Loaded {
             st.note(&format!(
                 "{} process(es) ended without their exit event (the ring buffer was full): found ended in /proc, their last figures are missing",
                 conv.exits_lost
+            ));
+        }
+        if unread > 0 {
+            st.note(&format!(
+                "{unread} thread(s) still running at the end could not be read for the calls they made that are timed only ({}): their time shows as page faults",
+                running_why()
             ));
         }
         if timed_lost > 0 {

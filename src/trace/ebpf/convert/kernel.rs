@@ -198,6 +198,13 @@ impl Convert {
         });
     }
 
+    /// The threads still running (their exit not seen).
+    pub fn running(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.born.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     /// The calls timed only, from the probes' map (`(tid, nr)` to count, errors, ns, ns off
     /// the CPU, ns waiting for one), and those timed here (exec), given to their threads;
     /// threads still running get their times so far (from /proc), marked running.
