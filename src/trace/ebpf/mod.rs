@@ -111,13 +111,13 @@ pub fn prepare(cfg: &TraceConfig) -> std::result::Result<Loaded, String> {
     same_pids()?;
     let btf = aya::Btf::from_sys_fs()
         .map_err(|e| format!("the kernel has no BTF to relocate the probes against ({e})"))?;
-    // Task storage (each thread's call between its entry and exit) is a map aya creates but
-    // has no type for: allowed, as nothing here reads it from user space.
     let floor: u32 = match cfg.tracer {
         super::TracerChoice::Floor(super::ProbeFloor::Attached) => 1,
         super::TracerChoice::Floor(super::ProbeFloor::Sums) => 2,
         _ => 0,
     };
+    // Task storage (each thread's call between its entry and exit, its own sums) is a map
+    // aya creates but has no type for: allowed, the sums read by a pidfd (`running_sums`).
     let mut bpf = aya::EbpfLoader::new()
         .btf(Some(&btf))
         .allow_unsupported_maps()
@@ -243,24 +243,25 @@ fn timed_entries(bpf: &aya::Ebpf) -> Vec<(abi::CallKey, abi::CallVal)> {
 /// Each thread in `tids` (still running at the end): its calls timed only, from its own
 /// storage (the `sums` map, read through a pidfd of the thread), added to `entries`, read
 /// from `calltime` before. A thread that ended in between added them to `calltime` as it
-/// ended: it is looked up there again. How many could be read neither way.
+/// ended: it is looked up there again. How many could be read neither way, and why the first.
 fn running_sums(
     bpf: &aya::Ebpf,
     tids: &[u32],
     entries: &mut Vec<(abi::CallKey, abi::CallVal)>,
-) -> usize {
+) -> (usize, String) {
     use std::os::fd::AsFd;
     if tids.is_empty() {
-        return 0;
+        return (0, String::new());
     }
     let Some(aya::maps::Map::Unsupported(map)) = bpf.map("sums") else {
-        return tids.len();
+        return (tids.len(), "the probes have no map `sums`".into());
     };
-    let Ok(size) = map.info().map(|i| i.value_size()) else {
-        return tids.len();
+    let size = match map.info() {
+        Ok(i) => i.value_size(),
+        Err(e) => return (tids.len(), chain(&e)),
     };
     let mut again = Vec::new();
-    let mut unread = 0;
+    let (mut unread, mut why) = (0, String::new());
     for &tid in tids {
         let mut v: abi::TSums = bytemuck::Zeroable::zeroed();
         match crate::sys::bpf::task_storage_lookup(
@@ -281,7 +282,13 @@ fn running_sums(
             Err(e) if matches!(e.raw_os_error(), Some(libc::ESRCH | libc::ENOENT)) => {
                 again.push(tid)
             }
-            Err(_) => unread += 1,
+            Err(e) => {
+                unread += 1;
+                if why.is_empty() {
+                    // EINVAL: no PIDFD_THREAD (before Linux 6.9) for a thread not the first.
+                    why = format!("a pidfd of thread {tid}: {e}");
+                }
+            }
         }
     }
     if !again.is_empty() {
@@ -289,12 +296,7 @@ fn running_sums(
         entries.retain(|(k, _)| !again.contains(&k.tid));
         entries.extend(fresh.into_iter().filter(|(k, _)| again.contains(&k.tid)));
     }
-    unread
-}
-
-/// Why a running thread's sums may not be readable.
-fn running_why() -> &'static str {
-    "a pidfd of a thread needs Linux 6.9"
+    (unread, why)
 }
 
 /// How often the followed processes are looked for in /proc (to find those whose exit event
@@ -456,6 +458,27 @@ impl Loaded {
         self.conclude(cfg, conv, ring, end)
     }
 
+    /// The calls timed only (the shared table's, and each running thread's own sums) given to
+    /// their threads; what could not be counted, as notes.
+    fn timed_calls(&self, conv: &mut convert::Convert, wall: Duration) -> Vec<String> {
+        let mut timed = timed_entries(&self.bpf);
+        let (unread, why) = running_sums(&self.bpf, &conv.running(), &mut timed);
+        conv.timed_calls(&timed, wall.as_nanos() as u64);
+        let mut notes = Vec::new();
+        if unread > 0 {
+            notes.push(format!(
+                "{unread} thread(s) still running at the end could not be read for the calls they made that are timed only ({why}): their time shows as page faults"
+            ));
+        }
+        let lost = counter(&self.bpf, 5);
+        if lost > 0 {
+            notes.push(format!(
+                "{lost} calls were not timed (the probes' table of timed calls was full): their time shows as page faults"
+            ));
+        }
+        notes
+    }
+
     /// The trace from what the probes saw: requests, the page cache's work and counters
     /// taken from the probes' maps, then finished as the ptrace tracer's is.
     fn conclude(
@@ -477,11 +500,8 @@ impl Loaded {
         if !missing.iter().any(|m| m.starts_with("the page cache")) {
             conv.cache_work(&cache_entries(&self.bpf), counter(&self.bpf, 4));
         }
-        let mut timed = timed_entries(&self.bpf);
-        let unread = running_sums(&self.bpf, &conv.running(), &mut timed);
-        conv.timed_calls(&timed, wall.as_nanos() as u64);
+        let timed_notes = self.timed_calls(&mut conv, wall);
         conv.after_from_closes();
-        let timed_lost = counter(&self.bpf, 5);
         let uring = &mut conv.rec.uring;
         uring.requests = counter(&self.bpf, 1);
         uring.other = counter(&self.bpf, 2);
@@ -506,16 +526,8 @@ impl Loaded {
                 conv.exits_lost
             ));
         }
-        if unread > 0 {
-            st.note(&format!(
-                "{unread} thread(s) still running at the end could not be read for the calls they made that are timed only ({}): their time shows as page faults",
-                running_why()
-            ));
-        }
-        if timed_lost > 0 {
-            st.note(&format!(
-                "{timed_lost} calls were not timed (the probes' table of timed calls was full): their time shows as page faults"
-            ));
+        for n in &timed_notes {
+            st.note(n);
         }
         if conv.unreadable > 0 {
             st.note(&format!(
