@@ -834,7 +834,7 @@ fn trace_cgroup_follows_each_process_in_it() {
 
 /// 22 calls iolab times only (neither recorded one by one nor left untimed), call k made k+1
 /// times: more distinct calls than a thread's own sums hold (16, bpf/iolab.h's TSLOTS), the
-/// rest in the probes' shared table. With `S R`: R rounds, S seconds apart.
+/// rest in the probes' shared table. With `MS R`: R rounds, MS milliseconds apart.
 const TIMED_ONLY: &str = r#"
 #define _GNU_SOURCE
 #include <linux/futex.h>
