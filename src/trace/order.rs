@@ -11,9 +11,15 @@ pub fn sort_by_small_key<T, K: Ord + Copy>(v: &mut [T], key: impl Fn(&T) -> K) {
     let mut order: Vec<(K, usize)> = v.iter().map(&key).zip(0..).collect();
     // The places make every pair distinct: an unstable sort of them is stable for the records.
     order.sort_unstable();
-    // from[p]: the place of the record that belongs at p. Each cycle of that permutation is
-    // followed with swaps, carrying the cycle's first record along to where it belongs.
-    let mut from: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
+    put_in_order(v, order.into_iter().map(|(_, i)| i).collect());
+}
+
+/// Puts the records of `v` in the order `from` gives, in place: `from[p]` is the place of the
+/// record that belongs at `p` (a permutation of `0..v.len()`). Each record moves about once.
+pub fn put_in_order<T>(v: &mut [T], mut from: Vec<usize>) {
+    debug_assert_eq!(from.len(), v.len());
+    // Each cycle of the permutation is followed with swaps, carrying the cycle's first record
+    // along to where it belongs.
     for start in 0..v.len() {
         let mut at = start;
         loop {

@@ -228,7 +228,7 @@ const BROUGHT_BY: [BroughtBy; 5] = [
 
 /// The kinds of [`BROUGHT_BY`] the first `limit` of `files` split their bytes from storage
 /// into: none when at most one kind brought any.
-fn brought_by(files: &[FileProfile], limit: usize) -> Vec<BroughtBy> {
+fn brought_by(files: &[&FileProfile], limit: usize) -> Vec<BroughtBy> {
     let some: Vec<_> = BROUGHT_BY
         .into_iter()
         .filter(|(_, of)| {
@@ -243,7 +243,7 @@ fn brought_by(files: &[FileProfile], limit: usize) -> Vec<BroughtBy> {
 }
 
 /// The files table (regular files, most bytes first; at most `limit` rows).
-pub fn files_table(files: &[FileProfile], limit: usize) -> Table {
+pub fn files_table(files: &[&FileProfile], limit: usize) -> Table {
     // The kernel tracer's view of the page cache, where it was taken.
     let kernel = files.iter().any(|f| f.cache.is_some());
     let kinds = brought_by(files, limit);
@@ -455,10 +455,10 @@ pub fn metadata_table(p: &Profile, limit: usize) -> Table {
 
 /// The whole profile: the summary, the files read or written (at most `limit`), the calls.
 pub fn profile_document(p: &Profile, limit: usize) -> Document {
-    let (used, idle): (Vec<FileProfile>, Vec<FileProfile>) = p
+    // By reference: rg's 73,000 files cloned took 25 ms.
+    let (used, idle): (Vec<&FileProfile>, Vec<&FileProfile>) = p
         .files
         .iter()
-        .cloned()
         .partition(|f| f.reads.calls > 0 || f.writes.calls > 0 || f.faults > 0);
     let more = used.len().saturating_sub(limit);
     let mut after = Vec::new();
