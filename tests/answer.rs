@@ -83,16 +83,6 @@ fn first_cause(p: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// The wall time that went to `cause`, ns.
-fn wall_in(p: &Value, cause: &str) -> u64 {
-    p["time"]["wall"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["cause"] == cause)
-        .map_or(0, |c| c["ns"].as_u64().unwrap())
-}
-
 /// The sync calls of a profile (fsync, fdatasync, sync_file_range, msync...).
 fn syncs(p: &Value) -> u64 {
     p["calls"]
@@ -159,12 +149,12 @@ fn sqlite3_syncing_every_insert_is_bound_by_durability_and_told_to_batch() {
             assert_eq!(first_cause(&p), "durability", "{}", p["time"]);
         }
         assert!(advised(&p, "sync-per-record"), "{tracer}: {}", p["advice"]);
-        let per_insert = wall_in(&p, "durability");
         let syncs_per_insert = syncs(&p);
-        // The same rows in one transaction: a few syncs (which may still be most of a run of
-        // a few milliseconds), a fraction of the time, and no such advice. The count of syncs
-        // is the program's own; their time is the disk's moment (one slow flush of a busy
-        // virtio disk took 60 ms against 365 ms for the 300), so it is asked for half only.
+        // The same rows in one transaction: a few syncs and no such advice. The count of
+        // syncs is the program's own; their time is not: an fsync on ext4 waits for the
+        // journal's commit, which carries whatever other programs wrote meanwhile (in CI the
+        // batched run's 4 syncs once took 145 ms against 252 ms for the 300), so no time of
+        // the batched run is compared.
         let (p, _) = profile_of(
             dir.path(),
             tracer,
@@ -176,11 +166,6 @@ fn sqlite3_syncing_every_insert_is_bound_by_durability_and_told_to_batch() {
             syncs(&p) * 10 < syncs_per_insert,
             "{tracer}: {} syncs against {syncs_per_insert}",
             syncs(&p)
-        );
-        assert!(
-            wall_in(&p, "durability") * 2 < per_insert,
-            "{tracer}: {} against {per_insert}",
-            p["time"]["wall"]
         );
     }
 }
