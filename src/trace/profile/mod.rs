@@ -374,7 +374,7 @@ fn counted(t: &Trace) -> Profile {
         sizes,
         io_ns,
     } = tally(t);
-    let (files, mut code_files, unique_total) = file_profiles(t, acc);
+    let (mut files, mut code_files, unique_total) = file_profiles(t, acc);
     let weight = |p: &FileProfile| p.reads.bytes + p.writes.bytes + p.fault_pages * 4096;
     // By weight, the heaviest first; ties by path, compared for ties only (rg's 73,000
     // files: a sort of every path first took 45 ms). The records are large: their places
@@ -386,7 +386,6 @@ fn counted(t: &Trace) -> Profile {
             .then_with(|| files[i].path.cmp(&files[j].path))
             .then(i.cmp(&j))
     });
-    let mut files = files;
     super::order::put_in_order(&mut files, order);
     code_files.sort_by(|a, b| b.faults.cmp(&a.faults).then(a.path.cmp(&b.path)));
     let (cache_growth, shrunk_files) = super::storage::cache_growth(t);
